@@ -1,0 +1,1 @@
+"""Metadata filters: LangChain self-query IR, its text syntax, and its FAISS execution."""

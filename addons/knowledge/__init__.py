@@ -1,0 +1,1 @@
+"""The knowledge base: documents on disk → chunks with metadata → an index."""

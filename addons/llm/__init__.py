@@ -1,0 +1,1 @@
+"""LLM access through Rasa's own client factory."""

@@ -1,0 +1,1 @@
+"""The Milvus backend: the same retrieval on a distributed vector database."""

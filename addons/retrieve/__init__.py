@@ -1,0 +1,1 @@
+"""Retrieval: dense, lexical and fused rankings."""

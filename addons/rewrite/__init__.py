@@ -1,0 +1,1 @@
+"""Turning a follow-up into a standalone search query."""

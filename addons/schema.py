@@ -1,0 +1,25 @@
+"""The filterable metadata attributes (``metadata_fields``): one schema for every constructor.
+
+Slot filters, the rule-based and the LLM query constructors and every translator speak about the
+same attributes, so they are declared once, validated once at ``connect()``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+AttributeType = Literal["string", "integer", "float", "boolean", "date", "list[string]"]
+
+
+class MetadataField(BaseModel):
+    """One filterable attribute of the knowledge base's documents."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    type: AttributeType
+    description: str = ""
+    values: tuple[str, ...] | None = None
+    """Allowed values (strings and lists of strings); ``None`` means: learn them from the index."""
