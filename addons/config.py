@@ -1,0 +1,146 @@
+"""The ``vector_store:`` block of endpoints.yml, validated once into a typed config.
+
+Rasa passes the block (minus ``type``) as ``EndpointConfig.kwargs`` to ``connect()`` before every
+search. It is parsed here once; every mistake is reported together, each naming the key and the
+fix, so a misconfigured assistant fails at start-up with one readable message instead of a stack
+trace at the first user question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from addons.schema import MetadataField
+
+RewriteMode = Literal["heuristic", "llm", "off"]
+SelfQueryMode = Literal["rules", "llm", "off"]
+Backend = Literal["faiss", "milvus"]
+
+DEFAULT_TOP_K = 4
+DEFAULT_CHUNK_SIZE = 1000
+DEFAULT_CHUNK_OVERLAP = 100
+DEFAULT_EMBEDDING_BATCH_SIZE = 64
+DEFAULT_CANDIDATES = 50
+DEFAULT_EXACT_SEARCH_BELOW = 200_000
+DEFAULT_REFRESH_SECONDS = 30.0
+
+
+class ConfigurationError(ValueError):
+    """The ``vector_store:`` block cannot be used; the message says which key and how to fix it."""
+
+
+class StoreConfig(BaseModel):
+    """Everything the plugin reads from the ``vector_store:`` block of endpoints.yml."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    docs: Path
+    """Folder of the knowledge base (.md, .txt with optional YAML front matter, .jsonl)."""
+    index_path: Path = Path(".index")
+    """Folder where the index persists between restarts."""
+    top_k: int = Field(DEFAULT_TOP_K, ge=1, le=100)
+    slot_filters: dict[str, str] = Field(default_factory=dict)
+    """Slot name -> metadata attribute; a filled slot restricts results (access control)."""
+    metadata_fields: tuple[MetadataField, ...] = ()
+    rewrite: RewriteMode = "heuristic"
+    self_query: SelfQueryMode = "rules"
+    strip_filter_words: bool | None = None
+    """Remove matched filter words from the searched text; ``None``: the measured default."""
+    hybrid: bool = True
+    """Fuse BM25 with dense results (reciprocal rank fusion)."""
+    multi_query: int = Field(0, ge=0, le=5)
+    """LLM paraphrases searched besides the standalone query (needs ``llm``)."""
+    llm: dict[str, Any] | None = None
+    """An LLM configured the way Rasa configures LLMs (provider, model, ... or model_group)."""
+    chunk_size: int = Field(DEFAULT_CHUNK_SIZE, ge=100, le=20_000)
+    chunk_overlap: int = Field(DEFAULT_CHUNK_OVERLAP, ge=0)
+    embedding_batch_size: int = Field(DEFAULT_EMBEDDING_BATCH_SIZE, ge=1, le=4096)
+    candidates: int = Field(DEFAULT_CANDIDATES, ge=1, le=1000)
+    """How deep each ranking goes before fusion and thresholding."""
+    exact_search_below: int = Field(DEFAULT_EXACT_SEARCH_BELOW, ge=0)
+    """Corpus size (chunks) from which unfiltered search uses an approximate (HNSW) index."""
+    refresh_seconds: float = Field(DEFAULT_REFRESH_SECONDS, ge=0)
+    """How often connect() looks for changed documents; 0 checks only at start-up."""
+    backend: Backend = "faiss"
+    milvus: dict[str, Any] | None = None
+
+    @field_validator("docs")
+    @classmethod
+    def _docs_is_a_folder(cls, docs: Path) -> Path:
+        if not docs.is_dir():
+            raise ValueError(
+                f"folder '{docs}' does not exist (relative paths start where Rasa runs); "
+                "point `docs` at the folder that holds your knowledge base"
+            )
+        return docs
+
+    @field_validator("metadata_fields")
+    @classmethod
+    def _field_names_unique(cls, fields: tuple[MetadataField, ...]) -> tuple[MetadataField, ...]:
+        names = [field.name for field in fields]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"attribute(s) {duplicates} declared twice; declare each once")
+        return fields
+
+    @model_validator(mode="after")
+    def _features_have_what_they_need(self) -> StoreConfig:
+        needs_llm = [
+            key
+            for key, wants in (
+                ("rewrite", self.rewrite == "llm"),
+                ("self_query", self.self_query == "llm"),
+                ("multi_query", self.multi_query > 0),
+            )
+            if wants
+        ]
+        if needs_llm and not self.llm:
+            raise ValueError(
+                f"{', '.join(needs_llm)} need(s) an LLM: add an `llm:` block "
+                "(provider, model, ...) or switch them to a mode that needs none"
+            )
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError("`chunk_overlap` must be smaller than `chunk_size`")
+        if self.backend == "milvus" and not self.milvus:
+            raise ValueError(
+                "`backend: milvus` needs a `milvus:` block with at least uri and collection"
+            )
+        return self
+
+    @property
+    def field_names(self) -> frozenset[str]:
+        return frozenset(field.name for field in self.metadata_fields)
+
+    @classmethod
+    def from_kwargs(cls, kwargs: Mapping[str, Any] | None) -> StoreConfig:
+        """Validate the block; raise one ConfigurationError that lists every fault."""
+        if not kwargs:
+            raise ConfigurationError(
+                "the `vector_store:` block in endpoints.yml is empty: add at least `docs: <folder>`"
+            )
+        try:
+            return cls.model_validate(dict(kwargs))
+        except ValidationError as error:
+            raise ConfigurationError(_explain(error)) from None
+
+
+def _explain(error: ValidationError) -> str:
+    known = ", ".join(sorted(StoreConfig.model_fields))
+    lines = []
+    for fault in error.errors():
+        path = ".".join(str(part) for part in fault["loc"])
+        key = f"vector_store.{path}" if path else "vector_store"
+        if fault["type"] == "extra_forbidden":
+            lines.append(f"{key}: unknown key; known keys are: {known}")
+        elif fault["type"] == "missing":
+            lines.append(f"{key}: required, add it to the vector_store: block")
+        elif path:
+            message = fault["msg"].removeprefix("Value error, ")
+            lines.append(f"{key}: {message} (got {fault.get('input')!r})")
+        else:
+            lines.append(f"{key}: {fault['msg'].removeprefix('Value error, ')}")
+    return "invalid vector_store configuration in endpoints.yml:\n  " + "\n  ".join(lines)

@@ -1,0 +1,194 @@
+"""Reading the knowledge base folder into documents, reporting every file that cannot be read.
+
+A knowledge base is edited by people: one file with broken front matter, a stray binary or a JSON
+line with a typo must not take the assistant down. Each such file (or line) becomes an
+:class:`IngestProblem` naming file, line and reason, and everything else still loads.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+import structlog
+import yaml
+
+logger = structlog.get_logger()
+
+TEXT_SUFFIXES = (".md", ".txt")
+JSONL_SUFFIX = ".jsonl"
+MAX_FILE_BYTES = 20 * 1024 * 1024
+"""Larger files are refused: they are almost always exports or binaries put there by mistake."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """One knowledge-base document: a text file, or one line of a .jsonl file."""
+
+    source: str
+    """Path relative to the docs folder (``faq.jsonl:12`` for a JSON line)."""
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IngestProblem:
+    """A file (or line) that was skipped, and why."""
+
+    file: str
+    line: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where}: {self.reason}"
+
+
+@dataclass
+class KnowledgeBase:
+    documents: list[Document]
+    problems: list[IngestProblem]
+
+
+def knowledge_files(folder: Path) -> list[Path]:
+    """The files that make up the knowledge base, in a stable order; hidden files are ignored."""
+    suffixes = (*TEXT_SUFFIXES, JSONL_SUFFIX)
+    return sorted(
+        path
+        for path in folder.rglob("*")
+        if path.suffix.lower() in suffixes
+        and path.is_file()
+        and not any(part.startswith(".") for part in path.relative_to(folder).parts)
+    )
+
+
+def content_digest(folder: Path) -> str:
+    """A digest of every knowledge file's path and bytes: it changes iff the knowledge changes."""
+    digest = hashlib.sha256()
+    for path in knowledge_files(folder):
+        digest.update(path.relative_to(folder).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def stat_signature(folder: Path) -> tuple[tuple[str, int, int], ...]:
+    """Names, sizes and modification times: a cheap first look for changed documents."""
+    signature = []
+    for path in knowledge_files(folder):
+        stat = path.stat()
+        signature.append((path.relative_to(folder).as_posix(), stat.st_size, stat.st_mtime_ns))
+    return tuple(signature)
+
+
+def load_knowledge_base(folder: Path) -> KnowledgeBase:
+    """Read every .md/.txt (optional YAML front matter) and .jsonl file under ``folder``."""
+    documents: list[Document] = []
+    problems: list[IngestProblem] = []
+    for path in knowledge_files(folder):
+        name = path.relative_to(folder).as_posix()
+        try:
+            text = _read_text(path)
+        except _Unreadable as unreadable:
+            problems.append(IngestProblem(name, unreadable.line, unreadable.reason))
+            continue
+        reader = _jsonl_documents if path.suffix.lower() == JSONL_SUFFIX else _text_documents
+        for item in reader(name, text):
+            (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
+    for problem in problems:
+        logger.warning(
+            "knowledge.load.skipped", file=problem.file, line=problem.line, reason=problem.reason
+        )
+    return KnowledgeBase(documents, problems)
+
+
+class _Unreadable(Exception):
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+
+
+def _read_text(path: Path) -> str:
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise _Unreadable(
+            f"file is {size / 1e6:.0f} MB, over the {MAX_FILE_BYTES // 2**20} MiB limit"
+        )
+    raw = path.read_bytes()
+    if b"\0" in raw:
+        raise _Unreadable("binary file (contains NUL bytes), not text")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise _Unreadable(
+            f"not UTF-8 (byte 0x{raw[error.start]:02x}); save it as UTF-8", line
+        ) from None
+    if not text.strip():
+        raise _Unreadable("empty file")
+    return text
+
+
+def _text_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
+    try:
+        post = frontmatter.loads(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else 1  # +1 for 1-based, +1 for the opening ---
+        yield IngestProblem(
+            name, line, f"bad YAML front matter: {getattr(error, 'problem', error)}"
+        )
+        return
+    except (ValueError, TypeError) as error:
+        yield IngestProblem(name, 1, f"bad front matter: {error}")
+        return
+    if not isinstance(post.metadata, dict):
+        yield IngestProblem(name, 1, "front matter must be a mapping of attribute: value")
+        return
+    if not post.content.strip():
+        yield IngestProblem(name, None, "no text after the front matter")
+        return
+    yield Document(name, post.content, _plain_metadata(post.metadata))
+
+
+def _jsonl_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            yield IngestProblem(name, number, f"broken JSON: {error.msg} at column {error.colno}")
+            continue
+        body = record.get("text") if isinstance(record, dict) else None
+        metadata = record.get("metadata", {}) if isinstance(record, dict) else None
+        if not isinstance(body, str) or not body.strip():
+            yield IngestProblem(name, number, 'each line needs a non-empty string "text"')
+        elif not isinstance(metadata, dict):
+            yield IngestProblem(name, number, '"metadata" must be an object')
+        else:
+            yield Document(f"{name}:{number}", body, _plain_metadata(metadata))
+
+
+def _plain_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """JSON-safe metadata: YAML dates become ISO strings, so the index persists without pickle."""
+    return {str(key): _plain(value) for key, value in metadata.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dt.date | dt.datetime):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
