@@ -1,0 +1,125 @@
+"""``MyVectorStore``: context-aware, filter-exact, scored retrieval for EnterpriseSearchPolicy.
+
+Referenced from config.yml (``vector_store.type: addons.custom_information_retrieval.MyVectorStore``)
+and configured by the ``vector_store:`` block of endpoints.yml. Rasa's built-in FAISS store searches
+with the last two messages glued together, ignores slots, has no filters, returns no scores and
+ignores its threshold; this store reads the conversation and slots from ``tracker_state``, rewrites
+the follow-up into a standalone query, filters exactly by slots and by what the user said, and
+returns results scored by cosine relevance in [0, 1].
+
+This class is only the Rasa-facing shell; the work happens in :mod:`addons.knowledge_search`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import structlog
+from rasa.core.information_retrieval import (
+    InformationRetrieval,
+    InformationRetrievalException,
+    SearchResult,
+    SearchResultList,
+)
+from rasa.utils.endpoints import EndpointConfig
+
+from addons.config import ConfigurationError, StoreConfig
+from addons.conversation import Conversation
+from addons.knowledge.model_integrity import is_bundled_model, verify_bundled_model
+from addons.knowledge_search import KnowledgeSearch, SearchOutcome
+
+logger = structlog.get_logger()
+
+
+class MyVectorStore(InformationRetrieval):
+    """A drop-in ``InformationRetrieval`` for Rasa Pro's EnterpriseSearchPolicy."""
+
+    def __init__(self, embeddings: Any) -> None:
+        super().__init__(embeddings)
+        self._search: KnowledgeSearch | None = None
+        self._connected_with: str | None = None
+        self._connecting = threading.Lock()
+
+    def connect(self, config: EndpointConfig | None) -> None:
+        """Validate the configuration and open the index; free when nothing changed.
+
+        Rasa calls this before every search, so a repeat call with the same configuration only
+        compares it with the last one (and, at most every ``refresh_seconds``, looks at the
+        documents' modification times).
+        """
+        kwargs = dict(config.kwargs) if config is not None else {}
+        key = json.dumps(kwargs, sort_keys=True, default=str)
+        if self._search is not None and key == self._connected_with:
+            self._search.refresh_if_due()
+            return
+        with self._connecting:
+            if self._search is not None and key == self._connected_with:
+                return
+            store_config = StoreConfig.from_kwargs(kwargs)
+            self._check_embedding_model()
+            self._search = KnowledgeSearch.open(store_config, self.embeddings, _llm(store_config))
+            self._connected_with = key
+            logger.info(
+                "my_vector_store.connect.ready",
+                chunks=len(self._search.index),
+                skipped_files=[str(problem) for problem in self._search.index.problems],
+            )
+
+    async def search(
+        self, query: str, tracker_state: dict[str, Any], threshold: float = 0.0
+    ) -> SearchResultList:
+        """Ranked, scored results for the conversation in ``tracker_state``.
+
+        ``query`` (Rasa's last two messages) is used only when the tracker holds no user message.
+        Index failures raise InformationRetrievalException, so Rasa answers with its
+        internal-error pattern; zero results make Rasa answer with its cannot-handle pattern.
+        """
+        if self._search is None:
+            raise InformationRetrievalException() from RuntimeError(
+                "MyVectorStore.search() was called before connect()"
+            )
+        conversation = Conversation.from_tracker_state(tracker_state, fallback_query=query or "")
+        try:
+            outcome = await self._search.search(conversation, _threshold(threshold))
+        except Exception as error:
+            logger.error("my_vector_store.search.failed", error=str(error))
+            raise InformationRetrievalException() from error
+        return to_search_result_list(outcome)
+
+    def _check_embedding_model(self) -> None:
+        model = str(getattr(self.embeddings, "model", "") or "")
+        if is_bundled_model(model):
+            verify_bundled_model(Path(model))
+
+
+def to_search_result_list(outcome: SearchOutcome) -> SearchResultList:
+    """Rasa's result type: document text and metadata, score = relevance in [0, 1]."""
+    results = [
+        SearchResult(
+            text=found.chunk.text, metadata=dict(found.chunk.metadata), score=found.relevance
+        )
+        for found in outcome.results
+    ]
+    return SearchResultList(results=results, metadata=outcome.explanation())
+
+
+def _threshold(value: Any) -> float:
+    try:
+        return min(max(float(value), 0.0), 1.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _llm(config: StoreConfig) -> Any:
+    """The LLM planner when any feature needs one (imported lazily: most users run without)."""
+    if not config.llm:
+        return None
+    from addons.llm.planner import build_llm_planner
+
+    return build_llm_planner(config)
+
+
+__all__ = ["ConfigurationError", "MyVectorStore"]

@@ -1,0 +1,192 @@
+"""The searchable knowledge index: chunks, their vectors, BM25 and columnar metadata, on disk.
+
+An index is written into a fresh folder named after its fingerprint and then published by
+atomically replacing a small ``CURRENT`` pointer file. A crash or kill in the middle of a rebuild
+therefore leaves the previous index in place and usable, and readers never see half a folder.
+Several processes (Rasa workers) starting at once serialise on a file lock and the later ones
+find the index already built. Nothing is pickled: FAISS's own format, bm25s's own format and JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import structlog
+from filelock import FileLock
+
+from addons.filters.columns import MetadataColumns
+from addons.knowledge.loader import IngestProblem
+from addons.knowledge.models import Chunk
+from addons.retrieve.dense import DenseIndex
+from addons.retrieve.lexical import LexicalIndex
+
+logger = structlog.get_logger()
+
+FORMAT_VERSION = 1
+CURRENT_FILE = "CURRENT"
+LOCK_FILE = ".build.lock"
+MANIFEST_FILE = "manifest.json"
+CHUNKS_FILE = "chunks.json"
+DENSE_FILE = "dense.faiss"
+VECTORS_FILE = "vectors.npy"
+LEXICAL_FOLDER = "lexical"
+KEEP_PREVIOUS = 1
+"""Older published indexes kept besides the current one (a reader may still have one open)."""
+
+
+class IndexCorruptError(RuntimeError):
+    """A persisted index cannot be read; rebuilding it fixes this."""
+
+
+@dataclass
+class KnowledgeIndex:
+    """Everything a search needs, in memory; rows are aligned across all parts."""
+
+    fingerprint: str
+    embedder: str
+    """Identity of the embedding model that made ``vectors``."""
+    chunks: list[Chunk]
+    vectors: np.ndarray
+    dense: DenseIndex
+    lexical: LexicalIndex
+    problems: list[IngestProblem] = field(default_factory=list)
+    columns: MetadataColumns = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.columns = MetadataColumns([chunk.metadata for chunk in self.chunks])
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    @classmethod
+    def build(
+        cls,
+        fingerprint: str,
+        embedder: str,
+        chunks: list[Chunk],
+        vectors: np.ndarray,
+        problems: list[IngestProblem],
+        exact_search_below: int,
+    ) -> KnowledgeIndex:
+        return cls(
+            fingerprint=fingerprint,
+            embedder=embedder,
+            chunks=chunks,
+            vectors=vectors,
+            dense=DenseIndex.build(vectors, exact_below=exact_search_below),
+            lexical=LexicalIndex.build([chunk.text for chunk in chunks]),
+            problems=problems,
+        )
+
+    def vectors_by_chunk_id(self) -> dict[str, np.ndarray]:
+        """Vectors of this index by chunk id, to avoid re-embedding unchanged chunks."""
+        return {chunk.chunk_id: self.vectors[row] for row, chunk in enumerate(self.chunks)}
+
+    def write(self, folder: Path) -> None:
+        folder.mkdir(parents=True)
+        np.save(folder / VECTORS_FILE, self.vectors, allow_pickle=False)
+        self.dense.write(folder / DENSE_FILE)
+        self.lexical.save(folder / LEXICAL_FOLDER)
+        chunks = [{"id": c.chunk_id, "text": c.text, "metadata": c.metadata} for c in self.chunks]
+        _write_json(folder / CHUNKS_FILE, chunks)
+        manifest = {
+            "format": FORMAT_VERSION,
+            "fingerprint": self.fingerprint,
+            "embedder": self.embedder,
+            "chunks": len(self.chunks),
+            "dimension": int(self.vectors.shape[1]) if self.vectors.size else 0,
+            "problems": [vars(problem) for problem in self.problems],
+        }
+        _write_json(folder / MANIFEST_FILE, manifest)  # written last: marks the folder complete
+
+    @classmethod
+    def read(cls, folder: Path) -> KnowledgeIndex:
+        try:
+            manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+            if manifest.get("format") != FORMAT_VERSION:
+                raise IndexCorruptError(f"index format {manifest.get('format')} is not supported")
+            records = json.loads((folder / CHUNKS_FILE).read_text(encoding="utf-8"))
+            chunks = [Chunk(r["id"], r["text"], r["metadata"]) for r in records]
+            vectors = np.load(folder / VECTORS_FILE, allow_pickle=False, mmap_mode="r")
+            dense = DenseIndex.read(folder / DENSE_FILE)
+            lexical = LexicalIndex.load(folder / LEXICAL_FOLDER)
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
+            raise IndexCorruptError(f"cannot read the index in '{folder}': {error}") from error
+        if not (len(chunks) == len(dense) == len(lexical) == len(vectors)):
+            raise IndexCorruptError(f"index parts in '{folder}' disagree on the number of chunks")
+        problems = [IngestProblem(**problem) for problem in manifest.get("problems", [])]
+        return cls(
+            manifest["fingerprint"],
+            manifest.get("embedder", ""),
+            chunks,
+            np.asarray(vectors),
+            dense,
+            lexical,
+            problems,
+        )
+
+
+class IndexDirectory:
+    """The ``index_path`` folder: published indexes, the ``CURRENT`` pointer and the build lock."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def lock(self, timeout: float = -1) -> FileLock:
+        self.root.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(self.root / LOCK_FILE), timeout=timeout)
+
+    def current(self) -> Path | None:
+        """The published index folder, or None when nothing was published yet."""
+        try:
+            name = (self.root / CURRENT_FILE).read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        folder = self.root / name
+        return folder if name and (folder / MANIFEST_FILE).is_file() else None
+
+    def current_fingerprint(self) -> str | None:
+        folder = self.current()
+        if folder is None:
+            return None
+        try:
+            manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        fingerprint = manifest.get("fingerprint")
+        return fingerprint if isinstance(fingerprint, str) else None
+
+    def publish(self, index: KnowledgeIndex) -> Path:
+        """Write ``index`` beside the current one, then switch ``CURRENT`` to it atomically."""
+        name = f"index-{index.fingerprint[:16]}-{uuid.uuid4().hex[:8]}"
+        staging = self.root / f".staging-{name}"
+        index.write(staging)
+        final = self.root / name
+        os.replace(staging, final)
+        pointer = self.root / f".{CURRENT_FILE}.{uuid.uuid4().hex}"
+        pointer.write_text(name, encoding="utf-8")
+        os.replace(pointer, self.root / CURRENT_FILE)
+        self._remove_old(keep=final)
+        logger.info("knowledge.index.published", folder=str(final), chunks=len(index))
+        return final
+
+    def _remove_old(self, keep: Path) -> None:
+        published = sorted(
+            (p for p in self.root.glob("index-*") if p.is_dir() and p != keep),
+            key=lambda p: p.stat().st_mtime,
+        )
+        stale = published[: max(0, len(published) - KEEP_PREVIOUS)]
+        stale += [p for p in self.root.glob(".staging-*") if p.is_dir()]
+        for folder in stale:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    path.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
