@@ -1,6 +1,6 @@
 """``MyVectorStore``: context-aware, filter-exact, scored retrieval for EnterpriseSearchPolicy.
 
-Referenced from config.yml (``vector_store.type: addons.custom_information_retrieval.MyVectorStore``)
+Referenced from config.yml (``vector_store.type``: this class's dotted path)
 and configured by the ``vector_store:`` block of endpoints.yml. Rasa's built-in FAISS store searches
 with the last two messages glued together, ignores slots, has no filters, returns no scores and
 ignores its threshold; this store reads the conversation and slots from ``tracker_state``, rewrites

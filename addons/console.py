@@ -1,0 +1,224 @@
+"""A console that needs no Rasa licence: ``python -m addons index | ask | chat``.
+
+It reads the same config.yml (EnterpriseSearchPolicy's ``embeddings:``) and endpoints.yml
+(``vector_store:``) as the assistant and searches through the same :class:`MyVectorStore`, with a
+``tracker_state`` shaped like the one Rasa builds, so what it shows is what the assistant does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_CONFIG = "config.yml"
+DEFAULT_ENDPOINTS = "endpoints.yml"
+POLICY_NAME = "EnterpriseSearchPolicy"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # the console reports, it does not dump a stack trace
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m addons", description=__doc__)
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help="Rasa config.yml")
+    parser.add_argument("--endpoints", default=DEFAULT_ENDPOINTS, help="Rasa endpoints.yml")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    index = commands.add_parser("index", help="build (or load) the index, with progress")
+    index.set_defaults(run=_index)
+
+    ask = commands.add_parser("ask", help="answer one question, showing query, filter, results")
+    ask.add_argument("question")
+    ask.add_argument(
+        "--history",
+        action="append",
+        default=[],
+        metavar="ROLE:TEXT",
+        help='earlier turn, oldest first, e.g. --history "user:How do I share?"',
+    )
+    ask.add_argument("--slot", action="append", default=[], metavar="NAME=VALUE")
+    ask.add_argument("--threshold", type=float, default=None)
+    ask.add_argument("--json", action="store_true", help="print the raw result as JSON")
+    ask.set_defaults(run=_ask)
+
+    chat = commands.add_parser("chat", help="interactive chat; /slot name=value sets a slot")
+    chat.add_argument("--slot", action="append", default=[], metavar="NAME=VALUE")
+    chat.add_argument("--threshold", type=float, default=None)
+    chat.set_defaults(run=_chat)
+    return parser
+
+
+class ConsoleSession:
+    """The store plus a conversation shaped like Rasa's tracker_state."""
+
+    def __init__(self, config_path: str, endpoints_path: str) -> None:
+        from rasa.utils.endpoints import read_endpoint_config
+
+        from addons.custom_information_retrieval import MyVectorStore
+
+        endpoint = read_endpoint_config(endpoints_path, "vector_store")
+        if endpoint is None:
+            raise ValueError(f"{endpoints_path} has no vector_store: block")
+        policy = _policy_config(Path(config_path))
+        self.threshold = float((policy.get("vector_store") or {}).get("threshold", 0.0))
+        self.store = MyVectorStore(embeddings=_embedder(policy))
+        self.endpoint = endpoint
+        self.events: list[dict[str, Any]] = []
+        self.slots: dict[str, Any] = {}
+
+    def connect(self) -> None:
+        self.store.connect(self.endpoint)
+
+    async def ask(self, text: str, threshold: float | None = None) -> Any:
+        self.events.append({"event": "user", "text": text})
+        state = {
+            "events": list(self.events),
+            "slots": dict(self.slots),
+            "latest_message": {"text": text},
+        }
+        rasa_query = " ".join(
+            event["text"] for event in reversed(self.events[-2:]) if event.get("text")
+        )
+        result = await self.store.search(
+            rasa_query, state, self.threshold if threshold is None else threshold
+        )
+        answer = result.results[0].metadata.get("answer") if result.results else None
+        reply = answer or (result.results[0].text if result.results else "")
+        if reply:
+            self.events.append({"event": "bot", "text": reply})
+        return result
+
+    def set_slot(self, assignment: str) -> None:
+        name, _, value = assignment.partition("=")
+        if not name.strip():
+            raise ValueError("write a slot as name=value (an empty value clears it)")
+        parsed: Any = [v.strip() for v in value.split(",")] if "," in value else value.strip()
+        self.slots[name.strip()] = parsed or None
+
+
+def _index(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    session = ConsoleSession(args.config, args.endpoints)
+    session.connect()
+    search = session.store._search
+    assert search is not None
+    print(f"index ready: {len(search.index)} chunks in {time.perf_counter() - started:.1f}s")
+    for problem in search.index.problems:
+        print(f"  skipped {problem}")
+    return 0
+
+
+def _ask(args: argparse.Namespace) -> int:
+    session = ConsoleSession(args.config, args.endpoints)
+    session.connect()
+    for assignment in args.slot:
+        session.set_slot(assignment)
+    for turn in args.history:
+        role, _, text = turn.partition(":")
+        if role.strip() not in ("user", "bot") or not text.strip():
+            raise ValueError(f"--history wants user:TEXT or bot:TEXT, got {turn!r}")
+        session.events.append({"event": role.strip(), "text": text.strip()})
+    result = asyncio.run(session.ask(args.question, args.threshold))
+    if args.json:
+        print(json.dumps(_as_json(result), indent=2, ensure_ascii=False))
+    else:
+        _show(result)
+    return 0
+
+
+def _chat(args: argparse.Namespace) -> int:
+    session = ConsoleSession(args.config, args.endpoints)
+    print("loading the knowledge base ...")
+    session.connect()
+    for assignment in args.slot:
+        session.set_slot(assignment)
+    print("Ask a question. /slot name=value sets a slot, /slots shows them, /reset, /quit.")
+    while True:
+        try:
+            line = input("you> ").strip()
+        except EOFError:
+            return 0
+        if not line:
+            continue
+        if line in ("/quit", "/exit"):
+            return 0
+        if line == "/reset":
+            session.events.clear()
+            session.slots.clear()
+            print("conversation and slots cleared")
+        elif line == "/slots":
+            print(json.dumps(session.slots, ensure_ascii=False))
+        elif line.startswith("/slot "):
+            try:
+                session.set_slot(line.removeprefix("/slot "))
+                print(f"slots: {json.dumps(session.slots, ensure_ascii=False)}")
+            except ValueError as error:
+                print(f"error: {error}")
+        else:
+            _show(asyncio.run(session.ask(line, args.threshold)))
+
+
+def _show(result: Any) -> None:
+    meta = result.metadata
+    print(f"standalone query: {meta.get('standalone_query')!r}")
+    print(f"searched text:    {meta.get('query')!r}")
+    print(f"filter:           {meta.get('filter')}")
+    if meta.get("filter_relaxed"):
+        print("                  (the filter from your words matched nothing: searched without it)")
+    if not result.results:
+        print("no result: the assistant would say it cannot help with that")
+    for rank, found in enumerate(result.results, start=1):
+        source = found.metadata.get("source", "?")
+        body = found.metadata.get("answer") or found.text
+        print(f"{rank}. [{found.score:.3f}] {source}: {_one_line(body)}")
+    if result.results:
+        answer = result.results[0].metadata.get("answer")
+        print(f"bot> {answer or _one_line(result.results[0].text)}")
+
+
+def _as_json(result: Any) -> dict[str, Any]:
+    return {
+        "metadata": result.metadata,
+        "results": [
+            {"score": r.score, "text": r.text, "metadata": r.metadata} for r in result.results
+        ],
+    }
+
+
+def _one_line(text: str, width: int = 110) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _policy_config(path: Path) -> dict[str, Any]:
+    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    for policy in config.get("policies") or []:
+        if isinstance(policy, dict) and policy.get("name") == POLICY_NAME:
+            return policy
+    raise ValueError(f"{path} has no {POLICY_NAME} under policies:")
+
+
+def _embedder(policy: dict[str, Any]) -> Any:
+    """The embedding client exactly as EnterpriseSearchPolicy builds it from its config."""
+    from rasa.core.policies.enterprise_search_policy_config import DEFAULT_EMBEDDINGS_CONFIG
+    from rasa.shared.utils.llm import embedder_factory
+
+    return embedder_factory(dict(policy.get("embeddings") or {}), DEFAULT_EMBEDDINGS_CONFIG)
