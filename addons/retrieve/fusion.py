@@ -1,0 +1,64 @@
+"""Reciprocal rank fusion: one ranking out of several, by rank alone.
+
+Dense search for the standalone query, dense search for each LLM paraphrase and BM25 produce
+rankings whose scores are not comparable (cosines of different query vectors, BM25 weights), so
+they are fused by rank: a chunk scores ``sum(1 / (k + rank))`` over the rankings it appears in
+(Cormack, Clarke & Büttcher, SIGIR 2009; ``k = 60`` as there). A chunk found by several rankings
+rises; a chunk only one ranking likes still keeps its place among the others' hits.
+
+Why not LangChain's ``MultiQueryRetriever``: it concatenates the result lists in generation order
+and removes duplicates, and by default drops the original query (``include_original=False``).
+The first paraphrase's hits therefore fill the top of the list whatever the other queries found,
+and a paraphrase that drifted away from the user's question can push out the hits of the
+question itself. Here the caller always passes the ranking of the original standalone query as
+one of the lists (conventionally the first), and every list counts the same.
+
+The fused score is for ordering only. The score reported to Rasa stays each chunk's cosine
+relevance to the standalone query in [0, 1] (attached by the caller), so ``threshold`` keeps one
+meaning whether or not fusion ran.
+
+Hand-written because it is ten lines; the libraries that ship RRF (ranx, LangChain's
+``EnsembleRetriever``) come with a retriever or evaluation framework around it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+DEFAULT_RRF_K = 60
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]], k: int = DEFAULT_RRF_K
+) -> list[tuple[str, float]]:
+    """Fuse rankings of chunk ids (best first) into ``(chunk_id, rrf_score)``, best first.
+
+    Each id appears once in the result. An id repeated within one ranking counts once, at its
+    best rank there. Equal scores are ordered by the best rank the id reached in any ranking,
+    then by the earliest ranking it reached it in (the standalone query's, when passed first),
+    then by id, so the order never depends on dict or set iteration.
+
+    Raises:
+        ValueError: ``k`` is negative.
+    """
+    if k < 0:
+        raise ValueError(f"k must be >= 0 (got {k}); the customary value is {DEFAULT_RRF_K}")
+    contributions: dict[str, list[float]] = {}
+    best_position: dict[str, tuple[int, int]] = {}
+    for list_index, ranking in enumerate(rankings):
+        seen: set[str] = set()
+        for rank, chunk_id in enumerate(ranking, start=1):
+            if chunk_id in seen:
+                continue
+            seen.add(chunk_id)
+            contributions.setdefault(chunk_id, []).append(1.0 / (k + rank))
+            position = (rank, list_index)
+            if position < best_position.get(chunk_id, (math.inf, math.inf)):  # type: ignore[operator]
+                best_position[chunk_id] = position
+    # math.fsum is exactly rounded, so equal multisets of ranks give bit-identical scores.
+    scores = {chunk_id: math.fsum(parts) for chunk_id, parts in contributions.items()}
+    return sorted(
+        scores.items(),
+        key=lambda item: (-item[1], *best_position[item[0]], item[0]),
+    )
