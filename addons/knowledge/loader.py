@@ -140,8 +140,11 @@ def _text_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
     try:
         post = frontmatter.loads(text)
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1  # +1 for 1-based, +1 for the opening ---
+        # The context mark is where the broken construct starts (an unclosed bracket), which is
+        # the line a person has to fix; the problem mark is only where the parser gave up.
+        mark = getattr(error, "context_mark", None) or getattr(error, "problem_mark", None)
+        # The YAML handed to the parser starts on the opening "---" line itself.
+        line = mark.line + 1 if mark is not None else 1
         yield IngestProblem(
             name, line, f"bad YAML front matter: {getattr(error, 'problem', error)}"
         )
