@@ -1,4 +1,4 @@
-"""Ingestion: every readable document loads, every unreadable one is reported by file, line, reason."""
+"""Ingestion: every readable document loads; each unreadable one is reported with its reason."""
 
 from __future__ import annotations
 
