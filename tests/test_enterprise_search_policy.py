@@ -1,0 +1,114 @@
+"""Through Rasa's real EnterpriseSearchPolicy: the custom store answers follow-ups within the slots.
+
+The policy is created, trained and loaded with ``vector_store.type`` pointing at MyVectorStore,
+exactly as ``rasa train`` and ``rasa run`` would, and predicts on a real DialogueStateTracker whose
+dialogue stack holds a SearchStackFrame. Extractive mode answers with the top result's answer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rasa.core.available_endpoints import AvailableEndpoints
+from rasa.core.policies.enterprise_search_policy import EnterpriseSearchPolicy
+from rasa.dialogue_understanding.stack.dialogue_stack import DialogueStack
+from rasa.dialogue_understanding.stack.frames.search_frame import SearchStackFrame
+from rasa.engine.graph import ExecutionContext, GraphSchema
+from rasa.engine.storage.local_model_storage import LocalModelStorage
+from rasa.engine.storage.resource import Resource
+from rasa.shared.core.domain import Domain
+from rasa.shared.core.events import BotUttered, SlotSet, UserUttered
+from rasa.shared.core.trackers import DialogueStateTracker
+from rasa.shared.nlu.training_data.training_data import TrainingData
+from rasa.utils.endpoints import EndpointConfig
+
+from tests.conftest import REPO_ROOT
+
+DOMAIN = Domain.from_yaml(
+    """
+version: "3.1"
+slots:
+  plan:
+    type: categorical
+    values: [free, plus, premium, business]
+    mappings: [{type: from_llm}]
+  region:
+    type: categorical
+    values: [eu, us, apac]
+    mappings: [{type: from_llm}]
+"""
+)
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> EnterpriseSearchPolicy:
+    config = {
+        "vector_store": {"type": "addons.custom_information_retrieval.MyVectorStore"},
+        "use_generative_llm": False,
+        "embeddings": {"provider": "huggingface_local", "model": str(model_path)},
+    }
+    storage = LocalModelStorage(tmp_path_factory.mktemp("model"))
+    resource = Resource("enterprise_search")
+    context = ExecutionContext(GraphSchema({}), "test")
+    trained = EnterpriseSearchPolicy.create(config, storage, resource, context)
+    trained.train([], DOMAIN, None, None, TrainingData())
+    return EnterpriseSearchPolicy.load(config, storage, resource, context)
+
+
+@pytest.fixture(scope="module")
+def endpoints(tmp_path_factory: pytest.TempPathFactory) -> AvailableEndpoints:
+    return AvailableEndpoints(
+        vector_store=EndpointConfig(
+            type="addons.custom_information_retrieval.MyVectorStore",
+            docs=str(REPO_ROOT / "docs"),
+            index_path=str(tmp_path_factory.mktemp("index")),
+            top_k=4,
+            slot_filters={"plan": "plan", "region": "region"},
+        )
+    )
+
+
+def tracker_for(turns: list[tuple[str, str]], **slots: Any) -> DialogueStateTracker:
+    events: list[Any] = [SlotSet(name, value) for name, value in slots.items()]
+    for role, text in turns:
+        events.append(UserUttered(text) if role == "user" else BotUttered(text))
+    tracker = DialogueStateTracker.from_events("test-user", events, DOMAIN.slots)
+    tracker.update_stack(DialogueStack(frames=[SearchStackFrame()]))
+    return tracker
+
+
+async def predicted_answer(
+    policy: EnterpriseSearchPolicy, endpoints: AvailableEndpoints, tracker: DialogueStateTracker
+) -> str:
+    prediction = await policy.predict_action_probabilities(tracker, DOMAIN, endpoints=endpoints)
+    message = prediction.action_metadata["message"]
+    return message["text"]
+
+
+FOLLOW_UP = [
+    ("user", "How do I enable offline files?"),
+    ("bot", "Right-click a file or folder and choose Make available offline."),
+    ("user", "and on Android?"),
+]
+
+
+async def test_a_follow_up_is_answered_from_the_document_it_is_about(policy, endpoints):
+    answer = await predicted_answer(policy, endpoints, tracker_for(FOLLOW_UP, plan="premium"))
+    assert "In the Android app" in answer
+
+
+async def test_the_same_follow_up_on_the_free_plan_is_answered_from_the_free_plan(
+    policy, endpoints
+):
+    answer = await predicted_answer(policy, endpoints, tracker_for(FOLLOW_UP, plan="free"))
+    assert "not available on the Free plan" in answer
+
+
+async def test_a_region_slot_selects_the_regional_refund_policy(policy, endpoints):
+    turns = [("user", "What is your refund policy?")]
+    eu = await predicted_answer(policy, endpoints, tracker_for(turns, region="eu"))
+    us = await predicted_answer(policy, endpoints, tracker_for(turns, region="us"))
+    assert eu != us
+    assert "14" in eu  # the EU right of withdrawal
