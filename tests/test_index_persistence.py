@@ -1,0 +1,143 @@
+"""The persisted index survives crashes and concurrent start-ups.
+
+These tests are about files and processes, not about retrieval quality, so the processes use a
+small deterministic embedder (word hashing) instead of loading the transformer model in each one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from addons.knowledge.builder import IndexSettings, ensure_index
+from addons.knowledge.index import IndexDirectory, KnowledgeIndex
+
+DIMENSION = 32
+
+
+class HashingEmbedder:
+    """Deterministic bag-of-words vectors; optionally slow, optionally counting into a file."""
+
+    model = "hashing-test-embedder"
+    config = {"provider": "test", "model": "hashing-test-embedder"}
+
+    def __init__(self, delay: float = 0.0, tally: str | None = None) -> None:
+        self.delay = delay
+        self.tally = tally
+
+    def embed(self, texts: list[str]) -> SimpleNamespace:
+        time.sleep(self.delay * len(texts))
+        if self.tally:
+            with open(self.tally, "a", encoding="utf-8") as handle:
+                handle.write(f"{os.getpid()} {len(texts)}\n")
+        vectors = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                bucket = int(hashlib.md5(word.encode()).hexdigest(), 16) % DIMENSION
+                vectors[row, bucket] += 1.0
+        return SimpleNamespace(data=(vectors + 1e-3).tolist())
+
+
+def make_docs(folder: Path, count: int, version: str = "v1") -> Path:
+    docs = folder / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    for n in range(count):
+        (docs / f"doc{n}.md").write_text(f"Q: Question {n} {version}?\nA: Answer {n}.\n")
+    return docs
+
+
+def settings_for(docs: Path) -> IndexSettings:
+    return IndexSettings(
+        docs=docs,
+        index_path=docs.parent / "index",
+        chunk_size=500,
+        chunk_overlap=50,
+        embedding_batch_size=4,
+        exact_search_below=100_000,
+    )
+
+
+def test_a_failed_rebuild_leaves_the_previous_index_published(tmp_path, monkeypatch):
+    docs = make_docs(tmp_path, 5)
+    first = ensure_index(settings_for(docs), HashingEmbedder(), progress=False)
+    make_docs(tmp_path, 6, version="v2")
+
+    def crash_half_way(self: KnowledgeIndex, folder: Path) -> None:
+        folder.mkdir(parents=True)
+        (folder / "chunks.json").write_text("[{", encoding="utf-8")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(KnowledgeIndex, "write", crash_half_way)
+    with pytest.raises(OSError, match="disk full"):
+        ensure_index(settings_for(docs), HashingEmbedder(), progress=False)
+    monkeypatch.undo()
+
+    directory = IndexDirectory(settings_for(docs).index_path)
+    assert directory.current_fingerprint() == first.fingerprint
+    survivor = KnowledgeIndex.read(directory.current())  # type: ignore[arg-type]
+    assert len(survivor) == 5
+
+
+def _build_in_child(docs: str, delay: float, tally: str | None) -> None:
+    ensure_index(settings_for(Path(docs)), HashingEmbedder(delay, tally), progress=False)
+
+
+def test_a_build_killed_mid_way_leaves_the_previous_index_usable(tmp_path):
+    docs = make_docs(tmp_path, 4)
+    first = ensure_index(settings_for(docs), HashingEmbedder(), progress=False)
+    make_docs(tmp_path, 40, version="v2")
+    context = multiprocessing.get_context("spawn")
+    child = context.Process(target=_build_in_child, args=(str(docs), 0.2, None))
+    child.start()
+    time.sleep(3.0)  # the child is embedding now (40 texts x 0.2 s)
+    os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    child.join()
+
+    directory = IndexDirectory(settings_for(docs).index_path)
+    assert directory.current_fingerprint() == first.fingerprint
+    assert len(KnowledgeIndex.read(directory.current())) == 4  # type: ignore[arg-type]
+    rebuilt = ensure_index(settings_for(docs), HashingEmbedder(), progress=False)
+    assert len(rebuilt) == 40  # the dead process's lock does not block the next start
+
+
+def test_workers_starting_together_build_the_index_once(tmp_path):
+    docs = make_docs(tmp_path, 12)
+    tally = tmp_path / "embedded.txt"
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_build_in_child, args=(str(docs), 0.05, str(tally)))
+        for _ in range(3)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+        assert worker.exitcode == 0
+    lines = tally.read_text(encoding="utf-8").split()
+    embedded = sum(int(count) for count in lines[1::2])
+    assert embedded == 12, "exactly one worker embeds; the others load what it published"
+    index = KnowledgeIndex.read(IndexDirectory(settings_for(docs).index_path).current())  # type: ignore[arg-type]
+    assert len(index) == 12
+
+
+def test_restart_loads_fast_without_embedding(tmp_path: Path):
+    docs = make_docs(tmp_path, 30)
+    ensure_index(settings_for(docs), HashingEmbedder(), progress=False)
+
+    class Refuses(HashingEmbedder):
+        def embed(self, texts: list[str]) -> Any:
+            raise AssertionError("a restart with unchanged documents must not embed")
+
+    started = time.perf_counter()
+    index = ensure_index(settings_for(docs), Refuses(), progress=False)
+    assert len(index) == 30
+    assert time.perf_counter() - started < 1.0
