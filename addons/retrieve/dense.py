@@ -1,0 +1,190 @@
+"""Exact dense search within a metadata filter, over L2-normalised vectors (cosine = inner product).
+
+A filter is access control, so the k results must be the k nearest chunks *among those the
+filter allows*, not whatever survives of an unfiltered top ``fetch_k``. The filter arrives as a
+bool row mask (``addons.filters.faiss_translator``), and the search picks one of two exact
+strategies by the share of rows it selects (measured on 100k x 384, see
+bench/results/filtered_search.md):
+
+* few rows (at most ``GATHER_MAX_FRACTION``): gather those vectors and score them with one numpy
+  matrix-vector product; cost grows with the selection only;
+* more rows: FAISS's own search with an ``IDSelectorBitmap``, which skips unselected rows.
+
+The FAISS index type sits behind ``DenseIndex.build(..., factory=...)``. The masked FAISS path is
+exact only for exhaustive indexes (``Flat``); an approximate index (HNSW) would need its own
+masked strategy. Searches only read the index, so any number of threads may search at once.
+Persistence uses ``faiss.write_index``/``faiss.read_index``: no pickle.
+"""
+
+from __future__ import annotations
+
+import time
+from os import PathLike
+from typing import Any
+
+import faiss
+import numpy as np
+import structlog
+from numpy.typing import NDArray
+
+logger = structlog.get_logger(__name__)
+
+FLAT_FACTORY = "Flat"
+"""faiss.index_factory description of the default exhaustive index."""
+
+GATHER_MAX_FRACTION = 0.05
+"""Masks selecting at most this share of rows are searched by gathering the selected vectors."""
+
+NORM_TOLERANCE = 1e-3
+"""How far a vector's L2 norm may be from 1 before it is rejected as not normalised."""
+
+Hit = tuple[int, float]
+"""(row, cosine similarity)."""
+
+
+class DenseIndexError(ValueError):
+    """The vectors, query or mask given to a ``DenseIndex`` do not fit it."""
+
+
+class DenseIndex:
+    """Exact inner-product search over normalised float32 vectors, optionally within a row mask."""
+
+    def __init__(self, index: faiss.Index) -> None:
+        if index.metric_type != faiss.METRIC_INNER_PRODUCT:
+            raise DenseIndexError(
+                "The FAISS index must use METRIC_INNER_PRODUCT (cosine on normalised vectors); "
+                "rebuild it with DenseIndex.build()."
+            )
+        self._index = index
+        self._vectors = _stored_vectors(index)
+
+    @classmethod
+    def build(cls, vectors: NDArray[Any], factory: str = FLAT_FACTORY) -> DenseIndex:
+        """Index ``vectors`` (rows L2-normalised); row i of the matrix is result row i."""
+        matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[1] == 0:
+            raise DenseIndexError(f"Expected a 2-d (rows, dimension) matrix, got {matrix.shape}.")
+        _check_normalised(matrix, "vectors")
+        index = faiss.index_factory(matrix.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+        index.add(matrix)
+        return cls(index)
+
+    @classmethod
+    def read(cls, path: str | PathLike[str]) -> DenseIndex:
+        """Load an index written by ``write``."""
+        return cls(faiss.read_index(str(path)))
+
+    def write(self, path: str | PathLike[str]) -> None:
+        """Persist the index with faiss.write_index."""
+        faiss.write_index(self._index, str(path))
+
+    def __len__(self) -> int:
+        return int(self._index.ntotal)
+
+    @property
+    def dimension(self) -> int:
+        return int(self._index.d)
+
+    @property
+    def vectors(self) -> NDArray[np.float32]:
+        """The indexed vectors, read-only, row i = result row i."""
+        return self._vectors
+
+    def search(
+        self, query: NDArray[Any], k: int, mask: NDArray[np.bool_] | None = None
+    ) -> list[Hit]:
+        """The ``k`` rows nearest to ``query`` among those ``mask`` allows, best first.
+
+        Exact: with a mask, the result equals brute force over the allowed rows. Fewer than ``k``
+        hits are returned when fewer rows are allowed. Ties are broken by row number.
+        """
+        vector = self._check_query(query)
+        started = time.perf_counter()
+        if k <= 0 or len(self) == 0:
+            return []
+        if mask is None:
+            hits, strategy = self._search_faiss(vector, k, None), "faiss"
+        else:
+            rows = np.flatnonzero(self._check_mask(mask))
+            if len(rows) <= GATHER_MAX_FRACTION * len(self):
+                hits, strategy = self._search_gathered(vector, k, rows), "gather"
+            else:
+                hits, strategy = self._search_faiss(vector, k, mask), "faiss_bitmap"
+        logger.debug(
+            "retrieve.dense.searched",
+            strategy=strategy,
+            k=k,
+            allowed=len(self) if mask is None else int(np.count_nonzero(mask)),
+            hits=len(hits),
+            ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+        return hits
+
+    def _search_gathered(self, query: NDArray[np.float32], k: int, rows: NDArray[Any]) -> list[Hit]:
+        if len(rows) == 0:
+            return []
+        scores = np.take(self._vectors, rows, axis=0) @ query
+        if len(rows) > k:
+            best = np.argpartition(-scores, k - 1)[:k]
+            rows, scores = rows[best], scores[best]
+        return _ranked(rows, scores)
+
+    def _search_faiss(
+        self, query: NDArray[np.float32], k: int, mask: NDArray[np.bool_] | None
+    ) -> list[Hit]:
+        params = None
+        if mask is not None:
+            # The packed bitmap must outlive the search call: keep it in this frame.
+            bitmap = np.packbits(mask, bitorder="little")
+            selector = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))
+            params = faiss.SearchParameters()
+            params.sel = selector
+        scores, rows = self._index.search(query[None, :], min(k, len(self)), params=params)
+        found = rows[0] >= 0
+        return _ranked(rows[0][found], scores[0][found])
+
+    def _check_query(self, query: NDArray[Any]) -> NDArray[np.float32]:
+        vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+        if vector.shape[0] != self.dimension:
+            raise DenseIndexError(
+                f"Query has dimension {vector.shape[0]}, the index {self.dimension}: embed the "
+                "query with the model that embedded the chunks."
+            )
+        _check_normalised(vector[None, :], "query")
+        return vector
+
+    def _check_mask(self, mask: NDArray[Any]) -> NDArray[np.bool_]:
+        if mask.dtype != np.bool_ or mask.shape != (len(self),):
+            raise DenseIndexError(
+                f"Mask must be a bool array of shape ({len(self)},), got {mask.dtype} "
+                f"{mask.shape}; build it with FaissTranslator over this index's metadata."
+            )
+        return mask
+
+
+def _ranked(rows: NDArray[Any], scores: NDArray[Any]) -> list[Hit]:
+    order = np.lexsort((rows, -scores))
+    return [(int(rows[i]), float(scores[i])) for i in order]
+
+
+def _check_normalised(matrix: NDArray[np.float32], what: str) -> None:
+    norms = np.linalg.norm(matrix, axis=1)
+    bad = np.flatnonzero(np.abs(norms - 1.0) > NORM_TOLERANCE)
+    if len(bad):
+        raise DenseIndexError(
+            f"{what} row {int(bad[0])} has L2 norm {float(norms[bad[0]]):.4f}; "
+            "normalise embeddings (normalize_embeddings=True) before indexing or searching."
+        )
+
+
+def _stored_vectors(index: faiss.Index) -> NDArray[np.float32]:
+    if index.ntotal == 0:
+        vectors = np.empty((0, index.d), dtype=np.float32)
+    elif isinstance(index, faiss.IndexFlat):
+        # Zero-copy view of the flat index's own storage; valid while the index lives.
+        view = faiss.rev_swig_ptr(index.get_xb(), index.ntotal * index.d)
+        vectors = np.asarray(view).reshape(index.ntotal, index.d)
+    else:
+        vectors = np.asarray(index.reconstruct_n(0, index.ntotal), dtype=np.float32)
+    vectors.flags.writeable = False
+    return vectors
