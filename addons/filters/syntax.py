@@ -7,9 +7,10 @@ grammar (``get_parser``) so that we read exactly what its query constructor prod
 hand-written because LangChain has no printer for its IR.
 
 The grammar has no escape sequences: the parser only strips the surrounding quotes. A string is
-therefore printed in double quotes, or in single quotes when it contains a double quote; a string
-that contains both kinds, starts or ends with a quote, or merely starts with a date cannot be
-written and raises ``ValueError``. The grammar reads any quoted ``YYYY-MM-DD`` as a date value
+therefore printed in double quotes, or in single quotes when it contains a double quote or a line
+break. A string that would need both (``'`` together with ``"``, a line break or a final
+backslash), starts or ends with a quote, or merely starts with a date cannot be written and raises
+``ValueError``. The grammar reads any quoted ``YYYY-MM-DD`` as a date value
 ``{"date": ..., "type": "date"}``, so a plain string that is exactly a date comes back as a date.
 """
 
@@ -131,15 +132,19 @@ def _temporal(value: Mapping[str, Any]) -> str:
 
 
 def _string(text: str) -> str:
-    if text[:1] in _QUOTES or text[-1:] in _QUOTES:
+    if text and (text[0] in _QUOTES or text[-1] in _QUOTES):
         raise ValueError(f"Cannot write {text!r}: the grammar strips leading/trailing quotes.")
     if _DATE_PREFIX.match(text) and not _is_whole_date(text):
         raise ValueError(f"Cannot write {text!r}: the grammar reads its start as a date.")
-    if '"' not in text and not text.endswith("\\"):
+    # The double-quoted terminal stops at a line break and treats a final backslash as an escape.
+    if '"' not in text and "\n" not in text and not text.endswith("\\"):
         return f'"{text}"'
     if "'" not in text:
         return f"'{text}'"
-    raise ValueError(f"Cannot write {text!r}: it contains both quote characters.")
+    raise ValueError(
+        f"Cannot write {text!r}: it contains a single quote and also a double quote, a line "
+        "break or a final backslash, which only double quotes or only single quotes could carry."
+    )
 
 
 def _is_whole_date(text: str) -> bool:
