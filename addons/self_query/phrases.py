@@ -1,0 +1,266 @@
+"""The English words that turn a mention into a filter, kept in one place to read and extend.
+
+The rule-based self-query constructor decides from the words around a value or a number whether
+the user is narrowing the search ("for Android", "under $20") or just talking ("contact us",
+"error 404"). These lists are that judgement; the extractors only apply them. All entries are
+lower case; every list is matched as whole words.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Common English words that are also typical metadata values. Such a value is only a filter when
+# something marks it as one: a scope noun after it ("free plan", "US customers"), its field's name,
+# a capital letter mid-sentence ("on Plus") or a marked neighbour ("free or plus plans").
+EVERYDAY_WORDS = frozenset(
+    [
+        "us",
+        "it",
+        "me",
+        "free",
+        "plus",
+        "pro",
+        "basic",
+        "standard",
+        "business",
+        "personal",
+        "home",
+        "family",
+        "team",
+        "general",
+        "other",
+        "all",
+        "any",
+        "none",
+        "new",
+        "old",
+        "data",
+        "files",
+        "help",
+        "support",
+        "access",
+        "account",
+    ]
+)
+
+# Nouns that, right after a value, say "this value scopes the question": "premium tier",
+# "android users", "eu customers". Field names are added per schema.
+SCOPE_NOUNS = frozenset(
+    [
+        "tier",
+        "tiers",
+        "plan",
+        "plans",
+        "edition",
+        "editions",
+        "subscription",
+        "subscriptions",
+        "subscriber",
+        "subscribers",
+        "user",
+        "users",
+        "customer",
+        "customers",
+        "member",
+        "members",
+        "account",
+        "accounts",
+        "app",
+        "apps",
+        "client",
+        "clients",
+        "version",
+        "versions",
+        "device",
+        "devices",
+        "phone",
+        "phones",
+        "region",
+        "regions",
+        "platform",
+        "platforms",
+        "based",
+        "only",
+        "package",
+    ]
+)
+
+# Field names that say "my values are topics" (what a question is about, not whom or where it
+# applies to). Ranking already handles topics; filtering on a topic word ("sync on android" when
+# the answer is filed under troubleshooting) would hide the answer. Such values need their field
+# named ("in the billing category").
+TOPIC_FIELD_WORDS = frozenset(
+    ["category", "categories", "topic", "topics", "section", "sections", "type", "kind", "tag"]
+)
+
+# Words that announce a value's field as strongly as its name does, for topic fields.
+TOPIC_ANCHOR_WORDS = ("category", "section", "topic", "docs", "articles")
+
+# A negator directly before a value, optionally followed by a preposition or article:
+# "not on Android", "except the enterprise tier", "non-premium". Words in between
+# ("not working on android") break it on purpose: that is a question about Android.
+NEGATION_BEFORE_VALUE = re.compile(
+    r"(?:\b(?:not|except(?:\s+for)?|excluding|exclude|without|other\s+than|apart\s+from)"
+    r"\s+(?:(?:on|in|for|from|with|using|via|the|a|an|any|my|our)\s+){0,2}"
+    r"|\bnon\s*-?\s*)$",
+    re.IGNORECASE,
+)
+
+# Words directly before a value that belong to the filter phrase and go when it is stripped.
+CUE_BEFORE_VALUE = re.compile(
+    r"\b(?:(?:only|just|not|except(?:\s+for)?|excluding|without|other\s+than|apart\s+from)\s+)?"
+    r"(?:(?:for|on|in|with|using|via|from)\s+)?(?:the\s+)?$",
+    re.IGNORECASE,
+)
+
+# What joins values of one field into one list: "android and ios", "free, plus or premium".
+COORDINATION = re.compile(r"\s*(?:,|/|&|\band\b|\bor\b|\bnor\b)(?:\s*(?:and|or)\b)?\s*(?:the\s+)?")
+
+# Words for "money" in front of or behind a number.
+CURRENCY_SYMBOLS = "$€£"
+CURRENCY_WORDS = tuple(
+    ["usd", "eur", "gbp", "dollars", "dollar", "euros", "euro", "pounds", "bucks"]
+)
+
+# Field name or description words that make a numeric field monetary, and the words a user uses
+# for money, which then count as that field's cues.
+MONETARY_FIELD_WORDS = frozenset(
+    ["price", "cost", "fee", "usd", "eur", "gbp", "dollar", "euro", "amount", "charge", "money"]
+)
+MONETARY_CUES = frozenset(
+    ["currency", "price", "cost", "pay", "cheap", "expensive", "fee", "charge", "priced"]
+)
+
+# Spellings of a period that all mean one cue word: "a month", "/mo", "monthly".
+PERIOD_WORDS = {
+    "month": "month",
+    "mo": "month",
+    "monthly": "month",
+    "year": "year",
+    "yr": "year",
+    "yearly": "year",
+    "annually": "year",
+    "annual": "year",
+    "week": "week",
+    "weekly": "week",
+    "day": "day",
+    "daily": "day",
+}
+
+# Words that carry no cue when matching a number to a field by name or description.
+CUE_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "per",
+        "in",
+        "on",
+        "for",
+        "to",
+        "by",
+        "with",
+        "and",
+        "or",
+        "is",
+        "are",
+        "be",
+        "can",
+        "that",
+        "which",
+        "it",
+        "its",
+        "this",
+        "max",
+        "min",
+        "maximum",
+        "minimum",
+        "number",
+        "num",
+        "count",
+        "total",
+        "value",
+        "amount",
+        "plan",
+        "plans",
+        "i",
+        "my",
+        "we",
+        "our",
+        "you",
+        "do",
+        "does",
+        "what",
+        "how",
+        "any",
+        "all",
+        "have",
+        "has",
+        "at",
+        "than",
+        "less",
+        "more",
+        "most",
+        "least",
+        "under",
+        "over",
+        "below",
+        "above",
+    ]
+)
+
+SMALL_NUMBER_WORDS = {
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
+    "fifty": 50,
+    "hundred": 100,
+}
+
+# A date in a message is often part of a story ("I was charged twice in March 2024"), not a wish
+# for documents of that time. A date condition therefore needs one of these words (or the date
+# field's name) in the same message: "what changed since March 2024", "docs updated in 2024".
+DATE_SCOPE_WORDS = tuple(
+    [
+        "changed",
+        "change",
+        "changes",
+        "changelog",
+        "new",
+        "news",
+        "updated",
+        "update",
+        "updates",
+        "latest",
+        "recent",
+        "recently",
+        "released",
+        "release",
+        "releases",
+        "introduced",
+        "added",
+        "announced",
+        "published",
+        "modified",
+        "revised",
+        "docs",
+        "articles",
+        "article",
+        "documentation",
+        "announcements",
+    ]
+)

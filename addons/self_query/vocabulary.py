@@ -1,0 +1,267 @@
+"""Find the string values of the declared fields in a user's message, and decide which are filters.
+
+A value can be written many ways ("androids", "Premium", "north america" for ``north-america``),
+so every allowed or indexed value is expanded once, at construction, into its surface forms
+(case-free, singular and plural, any of space, hyphen or underscore between words) and all forms
+are compiled into one regular expression.
+
+Finding a word is not enough: "contact us" does not mean region ``us``, and "can I upgrade my
+plan?" does not mean category ``plans``. Each value therefore gets a strictness:
+
+* ``FREE``: a distinctive value ("android", "apac") is a filter wherever it appears;
+* ``CUED``: an everyday word ("free", "us", "plus") needs a marker: a scope noun after it ("free
+  plan", "US customers"), its field's name, a capital letter mid-sentence ("on Plus"), an
+  all-capital acronym ("US"), or a marked neighbour in a list ("free or plus plans");
+* ``ANCHORED``: a topic value ("billing") or a value that is also a field name ("plans") must come
+  with its field's name ("in the billing category", "category: plans").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+import inflect
+from langchain_core.structured_query import Comparator
+
+from addons.schema import MetadataField
+from addons.self_query.constraints import Constraint, overlaps_any
+from addons.self_query.phrases import (
+    COORDINATION,
+    CUE_BEFORE_VALUE,
+    CUE_STOPWORDS,
+    EVERYDAY_WORDS,
+    NEGATION_BEFORE_VALUE,
+    SCOPE_NOUNS,
+    TOPIC_ANCHOR_WORDS,
+    TOPIC_FIELD_WORDS,
+)
+
+STRING_TYPES = ("string", "list[string]")
+MAX_VALUE_WORDS = 5
+MAX_VALUE_CHARS = 60
+# Inflecting very short words goes wrong more often than right ("us" -> "me", "ios" -> "io").
+MIN_INFLECTED_CHARS = 4
+# How far back to look for "not on the" / "plan:" before a value.
+LOOKBEHIND_CHARS = 40
+WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
+SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
+
+_inflector = inflect.engine()
+
+
+class Strictness(Enum):
+    FREE = "free"
+    CUED = "cued"
+    ANCHORED = "anchored"
+
+
+@dataclass(frozen=True)
+class ValueSense:
+    """One meaning of a surface form: ``attribute`` has ``value``."""
+
+    attribute: str
+    value: str
+    strictness: Strictness
+
+
+@dataclass
+class _Candidate:
+    start: int
+    end: int
+    senses: tuple[ValueSense, ...]
+    chosen: ValueSense | None = None
+    negated: bool = False
+
+
+def surface_key(text: str) -> str:
+    """The form every surface is stored and looked up under: lower case, single spaces."""
+    return " ".join(word for word in WORD_SEPARATORS.split(text.lower()) if word)
+
+
+def surface_forms(value: str) -> set[str]:
+    """The ways a user may write ``value``: itself, and its last word singular or plural."""
+    key = surface_key(value)
+    words = key.split(" ")
+    forms = {key}
+    last = words[-1]
+    if len(last) >= MIN_INFLECTED_CHARS and last.isalpha():
+        singular = _inflector.singular_noun(last)  # type: ignore[arg-type]
+        if singular and singular[:3] == last[:3]:
+            forms.add(" ".join([*words[:-1], singular]))
+        elif not singular:
+            forms.add(" ".join([*words[:-1], _inflector.plural_noun(last)]))  # type: ignore[arg-type]
+    return forms
+
+
+def _field_words(field: MetadataField) -> set[str]:
+    words = {word for word in WORD_SEPARATORS.split(field.name.lower()) if len(word) > 1}
+    return words | {word + "s" for word in words} | {word.removesuffix("s") for word in words}
+
+
+def _words_pattern(words: Iterable[str]) -> str:
+    return "|".join(re.escape(word) for word in sorted(set(words), key=len, reverse=True))
+
+
+class ValueVocabulary:
+    """The string values of the declared fields, compiled for matching in user messages."""
+
+    def __init__(
+        self, fields: Sequence[MetadataField], known_values: Mapping[str, Collection[str]]
+    ) -> None:
+        string_fields = [field for field in fields if field.type in STRING_TYPES]
+        field_name_words = set().union(*(_field_words(field) for field in fields))
+        self._senses: dict[str, list[ValueSense]] = {}
+        self._own_field_after: dict[str, re.Pattern[str]] = {}
+        self._own_field_before: dict[str, re.Pattern[str]] = {}
+        for field in string_fields:
+            anchors = self._anchor_words(field)
+            self._own_field_after[field.name] = re.compile(
+                rf"\s*(?:-\s*)?(?:{_words_pattern(anchors)})(?!\w)", re.IGNORECASE
+            )
+            self._own_field_before[field.name] = re.compile(
+                rf"(?<!\w)(?:{_words_pattern(anchors)})\s*(?:[:=]\s*|is\s+|of\s+)?$",
+                re.IGNORECASE,
+            )
+            for value in field.values or tuple(known_values.get(field.name, ())):
+                self._add_value(field, value, field_name_words)
+        scope_words = SCOPE_NOUNS | field_name_words
+        self._scope_after = re.compile(
+            rf"\s*(?:-\s*)?(?:{_words_pattern(scope_words)})(?!\w)", re.IGNORECASE
+        )
+        surfaces = sorted(self._senses, key=len, reverse=True)
+        alternatives = "|".join(
+            r"[\s\-_/]+".join(re.escape(word) for word in surface.split(" "))
+            for surface in surfaces
+        )
+        self._pattern = (
+            re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE) if surfaces else None
+        )
+
+    @property
+    def size(self) -> int:
+        return len(self._senses)
+
+    @staticmethod
+    def _anchor_words(field: MetadataField) -> set[str]:
+        words = _field_words(field)
+        if words & TOPIC_FIELD_WORDS:
+            words |= set(TOPIC_ANCHOR_WORDS)
+        return words
+
+    def _add_value(self, field: MetadataField, value: object, field_name_words: set[str]) -> None:
+        if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
+            return
+        key = surface_key(value)
+        if not any(char.isalpha() for char in key) or len(key.split(" ")) > MAX_VALUE_WORDS:
+            return
+        forms = surface_forms(value)
+        strictness = self._strictness(field, forms, field_name_words)
+        for form in forms:
+            senses = self._senses.setdefault(form, [])
+            if all(sense.attribute != field.name for sense in senses):
+                senses.append(ValueSense(field.name, value, strictness))
+
+    @staticmethod
+    def _strictness(
+        field: MetadataField, forms: set[str], field_name_words: set[str]
+    ) -> Strictness:
+        if _field_words(field) & TOPIC_FIELD_WORDS or forms & (field_name_words | SCOPE_NOUNS):
+            return Strictness.ANCHORED
+        if forms & (EVERYDAY_WORDS | CUE_STOPWORDS):
+            return Strictness.CUED
+        return Strictness.FREE
+
+    def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
+        """Value filters said in ``text``: ``eq`` for a scoping mention, ``ne`` when negated."""
+        if self._pattern is None:
+            return []
+        candidates = [
+            _Candidate(match.start(), match.end(), tuple(self._senses[surface_key(match[0])]))
+            for match in self._pattern.finditer(text)
+            if not overlaps_any(match.start(), match.end(), taken)
+        ]
+        for candidate in candidates:
+            candidate.chosen = self._resolve(text, candidate)
+            before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
+            candidate.negated = bool(NEGATION_BEFORE_VALUE.search(before))
+        for group in self._coordinated_groups(text, candidates):
+            self._share_within(group)
+        return [self._constraint(text, candidate) for candidate in candidates if candidate.chosen]
+
+    def _resolve(self, text: str, candidate: _Candidate) -> ValueSense | None:
+        anchored = [
+            sense for sense in candidate.senses if self._has_own_field(text, candidate, sense)
+        ]
+        if len(anchored) == 1:
+            return anchored[0]
+        if anchored:
+            return None
+        cued = self._is_cued(text, candidate)
+        accepted = [
+            sense
+            for sense in candidate.senses
+            if sense.strictness is Strictness.FREE or (sense.strictness is Strictness.CUED and cued)
+        ]
+        return accepted[0] if len(accepted) == 1 else None
+
+    def _has_own_field(self, text: str, candidate: _Candidate, sense: ValueSense) -> bool:
+        before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
+        return bool(
+            self._own_field_after[sense.attribute].match(text, candidate.end)
+            or self._own_field_before[sense.attribute].search(before)
+        )
+
+    def _is_cued(self, text: str, candidate: _Candidate) -> bool:
+        if self._scope_after.match(text, candidate.end):
+            return True
+        written = text[candidate.start : candidate.end]
+        if text.isupper() or not any(char.isupper() for char in written):
+            return False
+        if written.isupper() and len(written) <= MIN_INFLECTED_CHARS:
+            return True
+        return not SENTENCE_END.search(text[: candidate.start].rstrip())
+
+    @staticmethod
+    def _coordinated_groups(text: str, candidates: list[_Candidate]) -> Iterable[list[_Candidate]]:
+        group: list[_Candidate] = []
+        for candidate in candidates:
+            if group and COORDINATION.fullmatch(text, group[-1].end, candidate.start):
+                group.append(candidate)
+                continue
+            if group:
+                yield group
+            group = [candidate]
+        if group:
+            yield group
+
+    @staticmethod
+    def _share_within(group: list[_Candidate]) -> None:
+        """Members of "free, plus or premium plans" share the field one of them was given, and
+        "except android and ios" shares its negation."""
+        if group[0].negated:
+            for candidate in group:
+                candidate.negated = True
+        attributes = {candidate.chosen.attribute for candidate in group if candidate.chosen}
+        if len(attributes) != 1:
+            return
+        (attribute,) = attributes
+        for candidate in group:
+            if candidate.chosen is None:
+                same_field = [sense for sense in candidate.senses if sense.attribute == attribute]
+                candidate.chosen = same_field[0] if same_field else None
+
+    def _constraint(self, text: str, candidate: _Candidate) -> Constraint:
+        assert candidate.chosen is not None
+        window_start = max(0, candidate.start - LOOKBEHIND_CHARS)
+        cue = CUE_BEFORE_VALUE.search(text[window_start : candidate.start])
+        start = window_start + cue.start() if cue else candidate.start
+        return Constraint(
+            attribute=candidate.chosen.attribute,
+            comparator=Comparator.NE if candidate.negated else Comparator.EQ,
+            value=candidate.chosen.value,
+            start=start,
+            end=candidate.end,
+        )
