@@ -117,7 +117,7 @@ PREFIX = re.compile(
     re.IGNORECASE,
 )
 POSTFIX = re.compile(
-    rf"{_amount('n')}\s*(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper))"
+    rf"{_amount('n')}\s*(?:(?P<noun>[a-z]+)\s+)??(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper))"
     r"|(?P<at_least>(?:or|and)\s+(?:more|over|above|higher|greater|up)|\+))(?!\w)",
     re.IGNORECASE,
 )
@@ -182,6 +182,8 @@ class _Said:
     end: int
     currency: bool
     comparator_cue: str | None = None
+    counted: str | None = None
+    """The noun inside the phrase, as "devices" in "5 devices or more"."""
 
 
 class NumberPhrases:
@@ -217,7 +219,10 @@ class NumberPhrases:
         for match in POSTFIX.finditer(text):
             comparator = Comparator.LTE if match["at_most"] else Comparator.GTE
             bounds = ((comparator, match["n"]),)
-            said.append(_Said(bounds, match.start(), match.end(), _has_currency(match, "n")))
+            counted = match["noun"] and cue_key(match["noun"].lower())
+            said.append(
+                _Said(bounds, match.start(), match.end(), _has_currency(match, "n"), None, counted)
+            )
         return said
 
     def _constraints(self, text: str, said: _Said) -> list[Constraint]:
@@ -225,6 +230,10 @@ class NumberPhrases:
         cues = set() if said.comparator_cue is None else {said.comparator_cue}
         if said.currency:
             cues.add("currency")
+        if said.counted is not None:
+            if not self._is_cue_or_stopword(said.counted):
+                return []
+            cues.add(said.counted)
         rate = RATE_AFTER.match(text, end)
         if rate:
             cues.add(cue_key((rate["period"] or rate["adverb"]).lower()))

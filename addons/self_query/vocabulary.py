@@ -2,8 +2,10 @@
 
 A value can be written many ways ("androids", "Premium", "north america" for ``north-america``),
 so every allowed or indexed value is expanded once, at construction, into its surface forms
-(case-free, singular and plural, any of space, hyphen or underscore between words) and all forms
-are compiled into one regular expression.
+(case-free, plural too, any of space, hyphen or underscore between words) and all forms are
+compiled into one regular expression. Plurals come from ``inflection`` (the Rails inflector
+rules: "category" -> "categories", "business" -> "businesses"); ``inflect`` would be the fuller
+library, but its import alone takes seconds (typeguard instruments its source).
 
 Finding a word is not enough: "contact us" does not mean region ``us``, and "can I upgrade my
 plan?" does not mean category ``plans``. Each value therefore gets a strictness:
@@ -23,7 +25,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-import inflect
+import inflection
 from langchain_core.structured_query import Comparator
 
 from addons.schema import MetadataField
@@ -42,14 +44,12 @@ from addons.self_query.phrases import (
 STRING_TYPES = ("string", "list[string]")
 MAX_VALUE_WORDS = 5
 MAX_VALUE_CHARS = 60
-# Inflecting very short words goes wrong more often than right ("us" -> "me", "ios" -> "io").
+# Inflecting very short words goes wrong more often than right ("us", "ios", "eu" are names).
 MIN_INFLECTED_CHARS = 4
 # How far back to look for "not on the" / "plan:" before a value.
 LOOKBEHIND_CHARS = 40
 WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
 SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
-
-_inflector = inflect.engine()
 
 
 class Strictness(Enum):
@@ -82,18 +82,16 @@ def surface_key(text: str) -> str:
 
 
 def surface_forms(value: str) -> set[str]:
-    """The ways a user may write ``value``: itself, and its last word singular or plural."""
+    """The ways a user may write ``value``: itself and the plural of its last word.
+
+    Values are not singularised: "windows" would become "window", an ordinary word.
+    """
     key = surface_key(value)
     words = key.split(" ")
-    forms = {key}
     last = words[-1]
-    if len(last) >= MIN_INFLECTED_CHARS and last.isalpha():
-        singular = _inflector.singular_noun(last)  # type: ignore[arg-type]
-        if singular and singular[:3] == last[:3]:
-            forms.add(" ".join([*words[:-1], singular]))
-        elif not singular:
-            forms.add(" ".join([*words[:-1], _inflector.plural_noun(last)]))  # type: ignore[arg-type]
-    return forms
+    if len(last) < MIN_INFLECTED_CHARS or not last.isalpha():
+        return {key}
+    return {key, " ".join([*words[:-1], inflection.pluralize(last)])}
 
 
 def _field_words(field: MetadataField) -> set[str]:
