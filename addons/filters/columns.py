@@ -57,14 +57,17 @@ def parse_number(text: str) -> float | None:
 
 
 def parse_instant(value: Any) -> dt.datetime | None:
-    """A naive UTC datetime from a date, a datetime or an ISO 8601 string, else ``None``."""
+    """A naive UTC datetime from a date, a datetime or an ISO 8601 string, else ``None``.
+
+    Strings are upper-cased first, so that a casefolded ``2024-03-01t10:00:00z`` still reads.
+    """
     if isinstance(value, dt.datetime):
         instant = value
     elif isinstance(value, dt.date):
         instant = dt.datetime(value.year, value.month, value.day)
     elif isinstance(value, str) and _DATE_START.match(value.strip()):
         try:
-            instant = dt.datetime.fromisoformat(value.strip())
+            instant = dt.datetime.fromisoformat(value.strip().upper())
         except ValueError:
             return None
     else:
