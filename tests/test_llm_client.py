@@ -1,0 +1,128 @@
+"""Rasa's own LLM client, built from the ``llm:`` block, reaches an OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from addons.llm.client import LLMConfigError, LLMUnavailable, RetrievalLLM
+from tests.fake_openai import FAKE_API_KEY, FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
+
+# One event loop for all LLM tests, as in an application: litellm caches HTTP clients per loop.
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+TIMEOUT_MARGIN_SECONDS = 0.25
+
+
+async def test_the_answer_comes_from_the_configured_endpoint_with_the_key_from_the_env(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.reply("  premium plan price  \n")
+    llm = RetrievalLLM.from_config(fake_openai.llm_config())
+
+    answer = await llm.complete("Rewrite: how much is it?", timeout=5)
+
+    assert answer == "premium plan price"
+    assert fake_openai.call_count == 1
+    assert fake_openai.requests[0]["model"] == "gpt-4o-mini"
+    assert fake_openai.prompts() == ["Rewrite: how much is it?"]
+    assert fake_openai.authorizations == [f"Bearer {FAKE_API_KEY}"]
+
+
+async def test_an_api_base_without_v1_is_served_too(fake_openai: FakeOpenAI) -> None:
+    fake_openai.reply("ok")
+    config = fake_openai.llm_config(api_base=fake_openai.base_url.removesuffix("/v1"))
+
+    assert await RetrievalLLM.from_config(config).complete("hi", timeout=5) == "ok"
+
+
+async def test_a_model_group_from_endpoints_is_resolved_the_way_rasa_does(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.reply("from the group")
+    groups = [{"id": "retrieval_llm", "models": [fake_openai.llm_config()]}]
+
+    llm = RetrievalLLM.from_config({"model_group": "retrieval_llm"}, model_groups=groups)
+
+    assert await llm.complete("hi", timeout=5) == "from the group"
+    assert fake_openai.call_count == 1
+
+
+async def test_a_slow_answer_gives_up_at_the_timeout(fake_openai: FakeOpenAI) -> None:
+    fake_openai.reply(Reply(content="too late", delay=1))
+    llm = RetrievalLLM.from_config(fake_openai.llm_config())
+
+    started = time.perf_counter()
+    with pytest.raises(LLMUnavailable, match="within 0.30 s"):
+        await llm.complete("hi", timeout=0.3)
+
+    assert time.perf_counter() - started < 0.3 + TIMEOUT_MARGIN_SECONDS
+
+
+async def test_the_timeout_bounds_wall_time_even_when_the_client_retries(
+    fake_openai: FakeOpenAI,
+) -> None:
+    # The SDK backs off ~0.5 s, ~1 s, ~2 s ... between retries: five take ~15 s unbounded.
+    fake_openai.responder = lambda _: Reply(status=500)
+    llm = RetrievalLLM.from_config(fake_openai.llm_config(max_retries=5))
+
+    started = time.perf_counter()
+    with pytest.raises(LLMUnavailable):
+        await llm.complete("hi", timeout=1.2)
+
+    assert time.perf_counter() - started < 1.2 + TIMEOUT_MARGIN_SECONDS
+    assert fake_openai.call_count >= 2  # it did retry, and was cut off anyway
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(status=500),
+        Reply(status=429),
+        Reply(raw_body='{"choices": [ {"message": '),
+        Reply(raw_body="<html>bad gateway</html>"),
+        Reply(content=""),
+        Reply(content="   \n "),
+        Reply(content=None),
+    ],
+    ids=["http-500", "http-429", "truncated-json", "html", "empty", "blank", "null-content"],
+)
+async def test_errors_and_empty_answers_raise_llm_unavailable(
+    fake_openai: FakeOpenAI, reply: Reply
+) -> None:
+    fake_openai.reply(reply)
+    llm = RetrievalLLM.from_config(fake_openai.llm_config())
+
+    with pytest.raises(LLMUnavailable):
+        await llm.complete("hi", timeout=5)
+    assert fake_openai.call_count == 1
+
+
+@pytest.mark.parametrize(
+    ("llm_config", "named"),
+    [
+        ({}, "must be a mapping"),
+        ({"model": "gpt-4o-mini"}, "provider"),
+        ({"model_group": "retrieval_llm", "model": "gpt-4o"}, "only key"),
+        ({"model_group": "no_such_group"}, "no_such_group"),
+    ],
+)
+def test_a_bad_llm_block_is_rejected_naming_the_key(
+    llm_config: dict[str, object], named: str
+) -> None:
+    groups = [{"id": "retrieval_llm", "models": [{"provider": "openai", "model": "x"}]}]
+
+    with pytest.raises(LLMConfigError, match=named):
+        RetrievalLLM.from_config(llm_config, model_groups=groups)
+
+
+def test_a_missing_api_key_env_var_fails_at_configuration_time(
+    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    config = fake_openai.llm_config()
+    del config["api_key"]
+
+    with pytest.raises(LLMConfigError, match="api_key"):
+        RetrievalLLM.from_config(config)
