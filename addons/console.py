@@ -26,6 +26,7 @@ POLICY_NAME = "EnterpriseSearchPolicy"
 
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     args = _parser().parse_args(argv)
     try:
         return int(args.run(args) or 0)

@@ -8,6 +8,7 @@ remove the slot filter, because the extracted part can only ever be added as ano
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -53,6 +54,24 @@ class SearchPlan:
         )
 
 
+def _filterable(slots: Mapping[str, Any]) -> dict[str, Any]:
+    """Slot values as a filter can compare them; nothing here may loosen the restriction.
+
+    A value that is neither a scalar nor a list of scalars (a dict, say) is kept as its JSON
+    text: it then restricts to documents carrying that exact text, i.e. in practice to none,
+    instead of being dropped (which would widen access) or failing the search.
+    """
+    return {name: _comparable(value) for name, value in slots.items()}
+
+
+def _comparable(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_comparable(item) for item in value if item is not None]
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 class LLMPlanner(Protocol):
     """The LLM side of planning (rewrite, self-query, paraphrases); see addons/llm."""
 
@@ -84,7 +103,7 @@ class Planner:
 
     async def plan(self, conversation: Conversation) -> SearchPlan:
         standalone, structured = await self._standalone_and_structured(conversation)
-        slots = slot_filter(conversation.filled_slots, self._config.slot_filters)
+        slots = slot_filter(_filterable(conversation.filled_slots), self._config.slot_filters)
         search_text = standalone
         extracted = limit = None
         if structured is not None:

@@ -6,6 +6,9 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# LiteLLM (under Rasa's clients) otherwise downloads a model price list at import, retrying for
+# seconds when there is no network.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402

@@ -49,7 +49,9 @@ class CountingEmbedder:
 
 def write_knowledge_base(folder: Path) -> Path:
     docs = folder / "docs"
-    for plan, storage, price in zip(PLANS, ("5 GB", "200 GB", "2 TB", "5 TB"), (0, 3.99, 9.99, 14.99), strict=True):
+    for plan, storage, price in zip(
+        PLANS, ("5 GB", "200 GB", "2 TB", "5 TB"), (0, 3.99, 9.99, 14.99), strict=True
+    ):
         (docs / "plans").mkdir(parents=True, exist_ok=True)
         (docs / "plans" / f"{plan}.md").write_text(
             f"---\nplan: [{plan}]\nregion: [eu, us, apac]\nprice_per_month: {price}\n---\n"
@@ -247,10 +249,14 @@ slot_values = st.one_of(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(plan=slot_values, region=st.one_of(st.none(), st.sampled_from(["eu", "us", "apac", "EU"])))
 async def test_no_result_ever_violates_a_slot_filter(store: MyVectorStore, plan: Any, region: Any):
-    result = await store.search("", state(("user", "how much storage and refunds"), plan=plan, region=region), 0.0)
+    result = await store.search(
+        "", state(("user", "how much storage and refunds"), plan=plan, region=region), 0.0
+    )
     wanted_plans = _wanted(plan)
     wanted_regions = _wanted(region)
     for found in result.results:

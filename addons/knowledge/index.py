@@ -35,7 +35,6 @@ LOCK_FILE = ".build.lock"
 MANIFEST_FILE = "manifest.json"
 CHUNKS_FILE = "chunks.json"
 DENSE_FILE = "dense.faiss"
-VECTORS_FILE = "vectors.npy"
 LEXICAL_FOLDER = "lexical"
 KEEP_PREVIOUS = 1
 """Older published indexes kept besides the current one (a reader may still have one open)."""
@@ -53,7 +52,6 @@ class KnowledgeIndex:
     embedder: str
     """Identity of the embedding model that made ``vectors``."""
     chunks: list[Chunk]
-    vectors: np.ndarray
     dense: DenseIndex
     lexical: LexicalIndex
     problems: list[IngestProblem] = field(default_factory=list)
@@ -64,6 +62,11 @@ class KnowledgeIndex:
 
     def __len__(self) -> int:
         return len(self.chunks)
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """Normalised chunk vectors, row-aligned with ``chunks`` (held once, by the FAISS index)."""
+        return self.dense.vectors
 
     @classmethod
     def build(
@@ -79,19 +82,18 @@ class KnowledgeIndex:
             fingerprint=fingerprint,
             embedder=embedder,
             chunks=chunks,
-            vectors=vectors,
-            dense=DenseIndex.build(vectors, exact_below=exact_search_below),
+            dense=DenseIndex.build(vectors),
             lexical=LexicalIndex.build([chunk.text for chunk in chunks]),
             problems=problems,
         )
 
     def vectors_by_chunk_id(self) -> dict[str, np.ndarray]:
         """Vectors of this index by chunk id, to avoid re-embedding unchanged chunks."""
-        return {chunk.chunk_id: self.vectors[row] for row, chunk in enumerate(self.chunks)}
+        vectors = np.array(self.vectors)  # a copy: the FAISS storage dies with this index
+        return {chunk.chunk_id: vectors[row] for row, chunk in enumerate(self.chunks)}
 
     def write(self, folder: Path) -> None:
         folder.mkdir(parents=True)
-        np.save(folder / VECTORS_FILE, self.vectors, allow_pickle=False)
         self.dense.write(folder / DENSE_FILE)
         self.lexical.save(folder / LEXICAL_FOLDER)
         chunks = [{"id": c.chunk_id, "text": c.text, "metadata": c.metadata} for c in self.chunks]
@@ -114,19 +116,17 @@ class KnowledgeIndex:
                 raise IndexCorruptError(f"index format {manifest.get('format')} is not supported")
             records = json.loads((folder / CHUNKS_FILE).read_text(encoding="utf-8"))
             chunks = [Chunk(r["id"], r["text"], r["metadata"]) for r in records]
-            vectors = np.load(folder / VECTORS_FILE, allow_pickle=False, mmap_mode="r")
             dense = DenseIndex.read(folder / DENSE_FILE)
             lexical = LexicalIndex.load(folder / LEXICAL_FOLDER)
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
             raise IndexCorruptError(f"cannot read the index in '{folder}': {error}") from error
-        if not (len(chunks) == len(dense) == len(lexical) == len(vectors)):
+        if not (len(chunks) == len(dense) == len(lexical)):
             raise IndexCorruptError(f"index parts in '{folder}' disagree on the number of chunks")
         problems = [IngestProblem(**problem) for problem in manifest.get("problems", [])]
         return cls(
             manifest["fingerprint"],
             manifest.get("embedder", ""),
             chunks,
-            np.asarray(vectors),
             dense,
             lexical,
             problems,
