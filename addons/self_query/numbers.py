@@ -129,6 +129,8 @@ RATE_AFTER = re.compile(
 )
 DURATION_AFTER = re.compile(rf"\s*(?:{_PERIOD})s?(?!\w)", re.IGNORECASE)
 WORD = re.compile(r"[a-z]+")
+# Most messages hold no number at all; one cheap scan spares the comparison patterns.
+ANY_NUMBER = re.compile(rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)})(?!\w)", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(r"[,.;:!?()]")
 
 
@@ -195,7 +197,7 @@ class NumberPhrases:
         ]
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
-        if not self._fields:
+        if not self._fields or not ANY_NUMBER.search(text):
             return []
         found: list[Constraint] = []
         for said in self._said(text):

@@ -109,7 +109,7 @@ class RuleQueryConstructor:
         if self.strip_filter_words and constraints:
             query = strip_spans(text, constraints) or query
         if directive is not None:
-            logger.debug("self_query.rules.filter.extracted", query=query, filter=repr(directive))
+            logger.debug("self_query.rules.filter.extracted", query=query, filter=directive)
         return StructuredQuery(query=query, filter=directive, limit=None)
 
     def constraints(self, text: str) -> list[Constraint]:
