@@ -111,97 +111,134 @@ class AttributeColumn:
         return mask
 
 
+@dataclass(frozen=True)
+class _StringReading:
+    """Everything one distinct raw string value means; computed once per distinct value."""
+
+    text: str
+    number: float
+    instant: np.datetime64
+    boolean: int
+
+    @classmethod
+    def of(cls, raw: str) -> _StringReading:
+        text = normalise_text(raw)
+        number = parse_number(text)
+        instant = parse_instant(raw)
+        return cls(
+            text=text,
+            number=np.nan if number is None else number,
+            instant=np.datetime64("NaT") if instant is None else np.datetime64(instant, "s"),
+            boolean=_BOOLEAN_WORDS.get(text, -1),
+        )
+
+
 class _ColumnBuilder:
-    """Reads one attribute of every row into Python lists, then freezes them as numpy arrays."""
+    """Sorts one attribute's values by type, then freezes them as numpy arrays.
+
+    Metadata strings repeat a lot (plans, regions, dates), so each distinct string is parsed once
+    and spread to its rows with numpy indexing.
+    """
 
     def __init__(self, n: int) -> None:
-        self.present = np.zeros(n, dtype=bool)
-        self.row_texts: dict[int, str] = {}
-        self.list_members: list[tuple[int, str]] = []
-        self.numbers = np.full(n, np.nan)
-        self.instants = np.full(n, np.datetime64("NaT"), dtype=_INSTANT)
-        self.booleans = np.full(n, -1, dtype=np.int8)
-        self.spellings: set[str] = set()
+        self.n = n
+        self.string_rows: list[int] = []
+        self.strings: list[str] = []
+        self.member_rows: list[int] = []
+        self.members: list[str] = []
+        self.number_rows: list[int] = []
+        self.numbers: list[float] = []
+        self.instant_rows: list[int] = []
+        self.instants: list[np.datetime64] = []
+        self.boolean_rows: list[int] = []
+        self.booleans: list[int] = []
 
     def add(self, row: int, value: Any) -> None:
-        if isinstance(value, bool):
-            self.booleans[row] = int(value)
+        if isinstance(value, str):
+            if value.strip():
+                self.string_rows.append(row)
+                self.strings.append(value)
+        elif isinstance(value, bool):
+            self.boolean_rows.append(row)
+            self.booleans.append(int(value))
         elif isinstance(value, numbers.Real):
-            if not np.isfinite(float(value)):
-                return
-            self.numbers[row] = float(value)
+            if np.isfinite(float(value)):
+                self.number_rows.append(row)
+                self.numbers.append(float(value))
         elif isinstance(value, dt.date):
-            self._add_instant(row, value)
-        elif isinstance(value, str):
-            if not value.strip():
-                return
-            self._add_string(row, value)
+            self.instant_rows.append(row)
+            self.instants.append(np.datetime64(parse_instant(value), "s"))
         elif isinstance(value, list | tuple | set | frozenset):
-            self._add_members(row, value)
-            return
-        else:
-            return
-        self.present[row] = True
-
-    def _add_string(self, row: int, value: str) -> None:
-        self.spellings.add(value.strip())
-        text = normalise_text(value)
-        self.row_texts[row] = text
-        number = parse_number(text)
-        if number is not None:
-            self.numbers[row] = number
-        self._add_instant(row, value)
-        if text in _BOOLEAN_WORDS:
-            self.booleans[row] = _BOOLEAN_WORDS[text]
-
-    def _add_instant(self, row: int, value: Any) -> None:
-        instant = parse_instant(value)
-        if instant is not None:
-            self.instants[row] = np.datetime64(instant, "s")
-
-    def _add_members(self, row: int, members: Any) -> None:
-        for member in members:
-            if isinstance(member, bool):
-                member = "true" if member else "false"
-            if isinstance(member, str | numbers.Real) and str(member).strip():
-                self.spellings.add(str(member).strip())
-                self.list_members.append((row, normalise_text(str(member))))
-                self.present[row] = True
+            for member in value:
+                if isinstance(member, bool):
+                    member = "true" if member else "false"
+                if isinstance(member, str | numbers.Real) and str(member).strip():
+                    self.member_rows.append(row)
+                    self.members.append(str(member))
 
     def freeze(self) -> AttributeColumn:
-        texts = sorted({*self.row_texts.values(), *(text for _, text in self.list_members)})
+        distinct = list(dict.fromkeys([*self.strings, *self.members]))
+        readings = [_StringReading.of(raw) for raw in distinct]
+        texts = sorted({reading.text for reading in readings})
         codes = {text: code for code, text in enumerate(texts)}
-        row_codes = np.full(len(self.present), NO_CODE, dtype=np.int32)
-        for row, text in self.row_texts.items():
-            row_codes[row] = codes[text]
-        list_rows = np.array([row for row, _ in self.list_members], dtype=np.int32)
-        list_codes = np.array([codes[text] for _, text in self.list_members], dtype=np.int32)
-        column = AttributeColumn(
-            present=self.present,
-            vocabulary=np.array(texts, dtype=np.dtypes.StringDType()),
-            vocabulary_codes=codes,
-            row_codes=row_codes,
-            list_rows=list_rows,
-            list_codes=list_codes,
-            numbers=self.numbers,
-            days=self.instants.astype(_DAY),
-            instants=self.instants,
-            booleans=self.booleans,
-            spellings=frozenset(self.spellings),
+        slot = {raw: i for i, raw in enumerate(distinct)}
+        distinct_codes = np.array([codes[r.text] for r in readings], dtype=np.int32)
+
+        present = np.zeros(self.n, dtype=bool)
+        row_codes = np.full(self.n, NO_CODE, dtype=np.int32)
+        numbers_ = np.full(self.n, np.nan)
+        instants = np.full(self.n, np.datetime64("NaT"), dtype=_INSTANT)
+        booleans = np.full(self.n, -1, dtype=np.int8)
+
+        rows = np.array(self.string_rows, dtype=np.intp)
+        which = np.array([slot[raw] for raw in self.strings], dtype=np.intp)
+        present[rows] = True
+        if len(which):
+            row_codes[rows] = distinct_codes[which]
+            numbers_[rows] = np.array([r.number for r in readings])[which]
+            instants[rows] = np.array([r.instant for r in readings], dtype=_INSTANT)[which]
+            booleans[rows] = np.array([r.boolean for r in readings], dtype=np.int8)[which]
+        for typed_rows, values, target in (
+            (self.number_rows, self.numbers, numbers_),
+            (self.instant_rows, self.instants, instants),
+            (self.boolean_rows, self.booleans, booleans),
+        ):
+            present[typed_rows] = True
+            target[typed_rows] = values
+        list_rows = np.array(self.member_rows, dtype=np.int32)
+        present[list_rows] = True
+        list_codes = distinct_codes[np.array([slot[raw] for raw in self.members], dtype=np.intp)]
+        return _frozen(
+            AttributeColumn(
+                present=present,
+                vocabulary=np.array(texts, dtype=np.dtypes.StringDType()),
+                vocabulary_codes=codes,
+                row_codes=row_codes,
+                list_rows=list_rows,
+                list_codes=list_codes.astype(np.int32),
+                numbers=numbers_,
+                days=instants.astype(_DAY),
+                instants=instants,
+                booleans=booleans,
+                spellings=frozenset(raw.strip() for raw in distinct),
+            )
         )
-        frozen: tuple[NDArray[Any], ...] = (
-            column.present,
-            column.row_codes,
-            column.list_rows,
-            column.list_codes,
-            column.numbers,
-            column.days,
-            column.instants,
-            column.booleans,
-        )
-        for array in frozen:
-            array.flags.writeable = False
-        return column
+
+
+def _frozen(column: AttributeColumn) -> AttributeColumn:
+    arrays: tuple[NDArray[Any], ...] = (
+        column.present,
+        column.row_codes,
+        column.list_rows,
+        column.list_codes,
+        column.numbers,
+        column.days,
+        column.instants,
+        column.booleans,
+    )
+    for array in arrays:
+        array.flags.writeable = False
+    return column
 
 
 class MetadataColumns:
