@@ -1,0 +1,54 @@
+"""The LLM side of planning, assembled from the ``vector_store:`` config.
+
+``addons.plan.Planner`` asks for four things (the ``LLMPlanner`` protocol): a rewrite, a
+structured query for a standalone query, both in one call, and paraphrases. This module wires
+them to one ``RetrievalLLM`` built from the ``llm:`` block; the heuristic rewrite is the fallback
+whenever the LLM is slow, failing or talking nonsense.
+"""
+
+from __future__ import annotations
+
+from langchain_core.structured_query import StructuredQuery
+
+from addons.config import StoreConfig
+from addons.conversation import Conversation
+from addons.llm.client import RetrievalLLM
+from addons.rewrite.heuristic import standalone_query as heuristic_standalone_query
+from addons.rewrite.llm_rewrite import Fallback, LLMRewriteAndFilter, LLMRewriter
+from addons.rewrite.multi_query import paraphrases
+from addons.self_query.llm_constructor import LLMQueryConstructor
+
+
+class LLMQueryPlanner:
+    """Rewrite, self-query and paraphrases on one LLM (implements ``addons.plan.LLMPlanner``)."""
+
+    def __init__(
+        self,
+        llm: RetrievalLLM,
+        constructor: LLMQueryConstructor,
+        fallback: Fallback = heuristic_standalone_query,
+    ) -> None:
+        self._llm = llm
+        self._constructor = constructor
+        self._rewriter = LLMRewriter(llm, fallback)
+        self._combined = LLMRewriteAndFilter(constructor, llm, fallback)
+
+    async def rewrite(self, conversation: Conversation) -> str:
+        return await self._rewriter.standalone_query(conversation)
+
+    async def structured_query(self, standalone: str) -> StructuredQuery | None:
+        return await self._constructor.construct(standalone)
+
+    async def rewrite_and_structure(
+        self, conversation: Conversation
+    ) -> tuple[str, StructuredQuery | None]:
+        return await self._combined.rewrite_and_structure(conversation)
+
+    async def paraphrases(self, standalone: str, count: int) -> list[str]:
+        return await paraphrases(self._llm, standalone, count)
+
+
+def build_llm_planner(config: StoreConfig) -> LLMQueryPlanner:
+    """Build the planner; raises ``LLMConfigError`` (a ValueError) for a bad ``llm:`` block."""
+    llm = RetrievalLLM.from_config(config.llm or {})
+    return LLMQueryPlanner(llm, LLMQueryConstructor(llm, config.metadata_fields))
