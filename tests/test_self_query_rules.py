@@ -7,7 +7,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from langchain_classic.chains.query_constructor.parser import get_parser
 from langchain_core.structured_query import Comparison, FilterDirective, Operation
@@ -130,6 +130,9 @@ PHRASINGS: list[tuple[str, str | None]] = [
     ("sync stopped working over 2 months ago", None),
     ("how much does it cost?", None),
     ("under 20", None),
+    ("plans under 20 for 3 devices", None),
+    ("what changed from 2025 to 2022", None),
+    ("what changed, not in 2023", None),
 ]
 
 
@@ -265,6 +268,10 @@ def _attributes(directive: FilterDirective | None) -> set[str]:
 
 
 @settings(max_examples=300, deadline=None)
+@example("sync on io\u017f")  # long s: matches "s" case-insensitively, folds to "s"
+@example("on andro\u0130d")  # dotted capital I: matches "i", folds to two characters
+@example("9" * 400 + " devices or more")
+@example("$" * 3000 + "20 a month")
 @given(
     st.one_of(
         st.text(max_size=200),

@@ -24,7 +24,7 @@ from dateutil.relativedelta import relativedelta
 from langchain_core.structured_query import Comparator
 
 from addons.schema import MetadataField
-from addons.self_query.constraints import Constraint, overlaps_any
+from addons.self_query.constraints import Constraint
 from addons.self_query.phrases import DATE_SCOPE_WORDS, SMALL_NUMBER_WORDS
 
 Clock = Callable[[], dt.date]
@@ -33,6 +33,7 @@ Period = tuple[dt.date, dt.date]
 MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
 MONTHS["sept"] = 9
+LOOKBEHIND_CHARS = 20
 # A field name word matches a user's word by its first letters: "updated", "updates", "update".
 NAME_PREFIX_CHARS = 5
 
@@ -190,12 +191,17 @@ class DatePhrases:
             return []
         today = self._today()
         found: list[Constraint] = []
+        claimed: list[tuple[int, int]] = []
         for start, end, conditions in self._conditions(text, today):
-            if conditions and not overlaps_any(start, end, found):
-                found.extend(
-                    Constraint(attribute, comparator, date_value(day), start, end)
-                    for comparator, day in conditions
-                )
+            # A phrase read as a date claims its words even when it makes no condition
+            # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
+            if any(start < other_end and other_start < end for other_start, other_end in claimed):
+                continue
+            claimed.append((start, end))
+            found.extend(
+                Constraint(attribute, comparator, date_value(day), start, end)
+                for comparator, day in conditions
+            )
         return found
 
     def _attribute(self, text: str) -> str | None:
@@ -217,10 +223,10 @@ class DatePhrases:
             low, high = ("a", "b") if match["a"] else ("c", "d")
             said.append((match.start(), match.end(), _range(match[low], match[high], today)))
         for match in SINGLE.finditer(text):
-            if NEGATED.search(text[: match.start()]):
-                continue
             word = DATE_WORDS[" ".join(match["word"].lower().split())]
-            said.append((match.start(), match.end(), _single(word, match["a"], today)))
+            negated = NEGATED.search(text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()])
+            conditions = [] if negated else _single(word, match["a"], today)
+            said.append((match.start(), match.end(), conditions))
         for pattern, word in ((LATER, FROM_START), (EARLIER, UNTIL_END)):
             for match in pattern.finditer(text):
                 said.append((match.start(), match.end(), _single(word, match["a"], today)))

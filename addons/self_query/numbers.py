@@ -131,7 +131,8 @@ DURATION_AFTER = re.compile(rf"\s*(?:{_PERIOD})s?(?!\w)", re.IGNORECASE)
 WORD = re.compile(r"[a-z]+")
 # Most messages hold no number at all; one cheap scan spares the comparison patterns.
 ANY_NUMBER = re.compile(rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)})(?!\w)", re.IGNORECASE)
-CLAUSE_BREAK = re.compile(r"[,.;:!?()]")
+# A comparison's words end at punctuation or at the next number ("under 20 for 3 devices").
+CLAUSE_BREAK = re.compile(r"[,.;:!?()]|\d")
 
 
 def cue_key(word: str) -> str:

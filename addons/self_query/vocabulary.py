@@ -77,8 +77,8 @@ class _Candidate:
 
 
 def surface_key(text: str) -> str:
-    """The form every surface is stored and looked up under: lower case, single spaces."""
-    return " ".join(word for word in WORD_SEPARATORS.split(text.lower()) if word)
+    """The form every surface is stored and looked up under: case-folded, single spaces."""
+    return " ".join(word for word in WORD_SEPARATORS.split(text.casefold()) if word)
 
 
 def surface_forms(value: str) -> set[str]:
@@ -176,11 +176,13 @@ class ValueVocabulary:
         """Value filters said in ``text``: ``eq`` for a scoping mention, ``ne`` when negated."""
         if self._pattern is None:
             return []
-        candidates = [
-            _Candidate(match.start(), match.end(), tuple(self._senses[surface_key(match[0])]))
-            for match in self._pattern.finditer(text)
-            if not overlaps_any(match.start(), match.end(), taken)
-        ]
+        candidates = []
+        for match in self._pattern.finditer(text):
+            # The regex matches case-insensitively by simple case folding; the rare letter whose
+            # full folding differs ("İ") finds no sense and is skipped.
+            senses = self._senses.get(surface_key(match[0]))
+            if senses and not overlaps_any(match.start(), match.end(), taken):
+                candidates.append(_Candidate(match.start(), match.end(), tuple(senses)))
         for candidate in candidates:
             candidate.chosen = self._resolve(text, candidate)
             before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
