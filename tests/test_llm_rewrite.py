@@ -189,14 +189,16 @@ async def test_without_history_only_the_filter_is_asked_for(fake_openai: FakeOpe
 async def test_the_planner_ands_the_llm_filter_with_the_slot_filter(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    config = StoreConfig(
-        docs=tmp_path,
-        metadata_fields=FIELDS,
-        slot_filters={"user_plan": "plan"},
-        rewrite="llm",
-        self_query="llm",
-        multi_query=2,
-        llm=fake_openai.llm_config(),
+    config = StoreConfig.model_validate(
+        {
+            "docs": tmp_path,
+            "metadata_fields": FIELDS,
+            "slot_filters": {"user_plan": "plan"},
+            "rewrite": "llm",
+            "self_query": "llm",
+            "multi_query": 2,
+            "llm": fake_openai.llm_config(),
+        }
     )
     llm_planner: LLMPlanner = build_llm_planner(config)
     fake_openai.reply(
