@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rasa.core.available_endpoints import AvailableEndpoints
+from rasa.core.config.available_endpoints import AvailableEndpoints
 from rasa.core.policies.enterprise_search_policy import EnterpriseSearchPolicy
 from rasa.dialogue_understanding.stack.dialogue_stack import DialogueStack
 from rasa.dialogue_understanding.stack.frames.search_frame import SearchStackFrame
@@ -107,8 +107,8 @@ async def test_the_same_follow_up_on_the_free_plan_is_answered_from_the_free_pla
 
 
 async def test_a_region_slot_selects_the_regional_refund_policy(policy, endpoints):
-    turns = [("user", "What is your refund policy?")]
+    turns = [("user", "Can I get a refund?")]
     eu = await predicted_answer(policy, endpoints, tracker_for(turns, region="eu"))
     us = await predicted_answer(policy, endpoints, tracker_for(turns, region="us"))
-    assert eu != us
-    assert "14" in eu  # the EU right of withdrawal
+    assert "In the EU" in eu or "billing-eu@" in eu
+    assert "In the US" in us or "billing-us@" in us
