@@ -1,0 +1,88 @@
+"""One real Milvus standalone server for the whole test run, on loopback, in a temporary directory.
+
+The PyPI package ``milvus`` (the optional ``milvus`` extra) ships the server binary. Starting it
+takes about ten seconds, so it is started once per session and stopped at the end. When the
+package is missing or the server cannot start on this machine, every test using ``milvus_uri`` is
+skipped with the reason, never silently passed.
+
+Use: ``from tests.milvus_server import milvus_uri  # noqa: F401`` in a test module.
+"""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+_COMPONENTS = (
+    "proxy",
+    "rootCoord",
+    "queryCoord",
+    "queryNode",
+    "indexCoord",
+    "indexNode",
+    "dataCoord",
+    "dataNode",
+)
+_START_TIMEOUT_S = 90.0
+_HEALTH_POLL_MS = 2_000
+_EMBEDDED_ETCD_PEER_PORT = 2380
+"""Fixed in the packaged server: only one such server can run on a machine at a time."""
+
+
+@pytest.fixture(scope="session")
+def milvus_uri() -> Iterator[str]:
+    """``http://127.0.0.1:<port>`` of a fresh Milvus server, stopped after the session."""
+    try:
+        from milvus import MilvusServer  # type: ignore[import-untyped]
+    except ImportError as error:
+        pytest.skip(f"Milvus server package not installed (pip install '.[milvus]'): {error}")
+    if not _port_is_free(_EMBEDDED_ETCD_PEER_PORT):
+        pytest.skip(
+            f"Port {_EMBEDDED_ETCD_PEER_PORT} is taken (another Milvus standalone or etcd runs "
+            "here); the packaged server's embedded etcd needs it."
+        )
+    with tempfile.TemporaryDirectory(prefix="milvus-test-") as base_dir:
+        server = MilvusServer(wait_for_started=False)
+        server.set_base_dir(base_dir)
+        for component in _COMPONENTS:
+            # Components register and talk to each other on loopback only.
+            server.config.set(f"{component}.ip", "127.0.0.1")
+        server.listen_port = 0  # 0: the package searches a free port (from 40000 up).
+        try:
+            server.start()
+            _wait_until_healthy(server)
+        except Exception as error:  # noqa: BLE001 - any failure to start means: skip
+            server.stop()
+            pytest.skip(f"Milvus server could not start on this machine: {error!r}")
+        try:
+            yield f"http://127.0.0.1:{server.listen_port}"
+        finally:
+            server.stop()
+
+
+def _wait_until_healthy(server: Any) -> None:
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    while True:
+        if server.server_proc.poll() is not None:
+            raise RuntimeError(f"the server exited with code {server.server_proc.returncode}")
+        try:
+            server.wait_started(timeout=_HEALTH_POLL_MS)
+            return
+        except TimeoutError:
+            if time.monotonic() > deadline:
+                raise
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True

@@ -1,0 +1,78 @@
+"""The ``milvus:`` block: secrets only through environment variables, errors that say the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from addons.milvus.config import MilvusConfig, MilvusConfigError
+
+
+@pytest.mark.parametrize("key", ["token", "password", "user", "api_key"])
+def test_a_secret_written_in_the_yaml_is_refused_with_the_env_key_to_use(key: str) -> None:
+    with pytest.raises(ValidationError, match=f"milvus.{key}_env"):
+        MilvusConfig.model_validate({"uri": "https://x.zillizcloud.com:19530", key: "s3cr3t"})
+
+
+def test_credentials_inside_the_uri_are_refused() -> None:
+    with pytest.raises(ValidationError, match="credentials inside the uri"):
+        MilvusConfig(uri="https://root:Milvus@db.example.com:19530")
+
+
+def test_a_token_pasted_into_token_env_is_refused() -> None:
+    with pytest.raises(ValidationError, match="not an environment variable name"):
+        MilvusConfig(token_env="db_admin:Sup3r-secret")
+
+
+def test_an_unknown_key_is_refused() -> None:
+    with pytest.raises(ValidationError, match="colection"):
+        MilvusConfig.model_validate({"colection": "kb"})
+
+
+def test_the_token_is_read_from_the_named_environment_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KB_MILVUS_TOKEN", "abc123")
+    config = MilvusConfig(uri="https://x.zillizcloud.com:19530", token_env="KB_MILVUS_TOKEN")
+    arguments = config.client_arguments()
+    assert arguments["token"] == "abc123"
+    assert arguments["secure"] is True
+
+
+def test_an_unset_environment_variable_names_the_key_and_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KB_MILVUS_PASSWORD", raising=False)
+    monkeypatch.setenv("KB_MILVUS_USER", "reader")
+    config = MilvusConfig(user_env="KB_MILVUS_USER", password_env="KB_MILVUS_PASSWORD")
+    with pytest.raises(MilvusConfigError, match="password_env.*KB_MILVUS_PASSWORD"):
+        config.client_arguments()
+
+
+def test_user_without_password_is_refused() -> None:
+    with pytest.raises(ValidationError, match="give both or neither"):
+        MilvusConfig(user_env="KB_MILVUS_USER")
+
+
+def test_a_missing_certificate_file_names_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="milvus.server_pem_path"):
+        MilvusConfig(secure=True, server_pem_path=tmp_path / "absent.pem")
+
+
+def test_tls_files_are_passed_to_the_client(tmp_path: Path) -> None:
+    pem = tmp_path / "server.pem"
+    pem.write_text("certificate")
+    config = MilvusConfig(secure=True, server_pem_path=pem, server_name="milvus.internal")
+    arguments = config.client_arguments()
+    assert arguments["server_pem_path"] == str(pem)
+    assert arguments["server_name"] == "milvus.internal"
+    assert arguments["secure"] is True
+
+
+def test_defaults_connect_to_a_local_server_with_exact_search() -> None:
+    config = MilvusConfig()
+    assert config.index_type == "FLAT"
+    assert config.ingest == "auto"
+    assert config.client_arguments() == {"uri": "http://localhost:19530", "timeout": 10.0}
