@@ -29,6 +29,7 @@ from addons.self_query.phrases import DATE_SCOPE_WORDS, SMALL_NUMBER_WORDS
 
 Clock = Callable[[], dt.date]
 Period = tuple[dt.date, dt.date]
+Bound = tuple[Comparator, dt.date]
 
 MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
@@ -215,9 +216,7 @@ class DatePhrases:
         ]
         return named[0] if len(named) == 1 else None
 
-    def _conditions(
-        self, text: str, today: dt.date
-    ) -> list[tuple[int, int, list[tuple[Comparator, dt.date]]]]:
+    def _conditions(self, text: str, today: dt.date) -> list[tuple[int, int, list[Bound]]]:
         said = []
         for match in RANGE.finditer(text):
             low, high = ("a", "b") if match["a"] else ("c", "d")
@@ -235,13 +234,13 @@ class DatePhrases:
         return sorted(said, key=lambda condition: (condition[0], -condition[1]))
 
 
-def _single(word: str, text: str, today: dt.date) -> list[tuple[Comparator, dt.date]]:
+def _single(word: str, text: str, today: dt.date) -> list[Bound]:
     written = WrittenDate.read(text)
     period = written.period(today) if written else None
     return [] if period is None else _bounds(word, period)
 
 
-def _bounds(word: str, period: Period) -> list[tuple[Comparator, dt.date]]:
+def _bounds(word: str, period: Period) -> list[Bound]:
     first, last = period
     if word == WITHIN:
         return [(Comparator.GTE, first), (Comparator.LTE, last)]
@@ -253,7 +252,7 @@ def _bounds(word: str, period: Period) -> list[tuple[Comparator, dt.date]]:
     }[word]
 
 
-def _range(low_text: str, high_text: str, today: dt.date) -> list[tuple[Comparator, dt.date]]:
+def _range(low_text: str, high_text: str, today: dt.date) -> list[Bound]:
     low, high = WrittenDate.read(low_text), WrittenDate.read(high_text)
     if low is None or high is None:
         return []
@@ -275,7 +274,7 @@ def _range(low_text: str, high_text: str, today: dt.date) -> list[tuple[Comparat
     return [(Comparator.GTE, low_period[0]), (Comparator.LTE, high_period[1])]
 
 
-def _relative(match: re.Match[str], today: dt.date) -> list[tuple[Comparator, dt.date]]:
+def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
     unit = match["unit"].lower()
     which = match["which"].lower()
     count = (match["count"] or "").lower()
@@ -292,7 +291,10 @@ def _relative(match: re.Match[str], today: dt.date) -> list[tuple[Comparator, dt
         start = _unit_start(today - relativedelta(**{unit + "s": 1}), unit)
         return _bounds(word, (start, _unit_start(today, unit) - dt.timedelta(days=1)))
     amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
-    return [(Comparator.GTE, today - relativedelta(**{unit + "s": amount}))]
+    try:
+        return [(Comparator.GTE, today - relativedelta(**{unit + "s": amount}))]
+    except (ValueError, OverflowError):  # "the last 999 years" before year 1
+        return []
 
 
 def _unit_start(day: dt.date, unit: str) -> dt.date:

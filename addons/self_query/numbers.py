@@ -223,9 +223,8 @@ class NumberPhrases:
             comparator = Comparator.LTE if match["at_most"] else Comparator.GTE
             bounds = ((comparator, match["n"]),)
             counted = match["noun"] and cue_key(match["noun"].lower())
-            said.append(
-                _Said(bounds, match.start(), match.end(), _has_currency(match, "n"), None, counted)
-            )
+            currency = _has_currency(match, "n")
+            said.append(_Said(bounds, match.start(), match.end(), currency, counted=counted))
         return said
 
     def _constraints(self, text: str, said: _Said) -> list[Constraint]:

@@ -46,6 +46,8 @@ MAX_VALUE_WORDS = 5
 MAX_VALUE_CHARS = 60
 # Inflecting very short words goes wrong more often than right ("us", "ios", "eu" are names).
 MIN_INFLECTED_CHARS = 4
+# "US", "EU", "APAC": an all-capital value this short is a name, not an ordinary word.
+ACRONYM_MAX_CHARS = 4
 # How far back to look for "not on the" / "plan:" before a value.
 LOOKBEHIND_CHARS = 40
 WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
@@ -111,6 +113,7 @@ class ValueVocabulary:
     ) -> None:
         string_fields = [field for field in fields if field.type in STRING_TYPES]
         field_name_words = set().union(*(_field_words(field) for field in fields))
+        string_field_words = set().union(*(_field_words(field) for field in string_fields))
         self._senses: dict[str, list[ValueSense]] = {}
         self._own_field_after: dict[str, re.Pattern[str]] = {}
         self._own_field_before: dict[str, re.Pattern[str]] = {}
@@ -125,7 +128,7 @@ class ValueVocabulary:
             )
             for value in field.values or tuple(known_values.get(field.name, ())):
                 self._add_value(field, value, field_name_words)
-        scope_words = SCOPE_NOUNS | field_name_words
+        scope_words = SCOPE_NOUNS | string_field_words
         self._scope_after = re.compile(
             rf"\s*(?:-\s*)?(?:{_words_pattern(scope_words)})(?!\w)", re.IGNORECASE
         )
@@ -220,7 +223,7 @@ class ValueVocabulary:
         written = text[candidate.start : candidate.end]
         if text.isupper() or not any(char.isupper() for char in written):
             return False
-        if written.isupper() and len(written) <= MIN_INFLECTED_CHARS:
+        if written.isupper() and len(written) <= ACRONYM_MAX_CHARS:
             return True
         return not SENTENCE_END.search(text[: candidate.start].rstrip())
 
