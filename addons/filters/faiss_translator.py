@@ -16,8 +16,8 @@ Semantics, for every comparator (``eq ne gt gte lt lte contain like in nin``):
   day; ``{"datetime": ..., "type": "datetime"}`` and ISO datetimes by second (UTC). A bare year
   such as ``2024`` compared with a date means 2024-01-01.
 * ``gt gte lt lte`` order numbers and dates only; any other value matches nothing.
-* On a list-valued attribute (``platform: [android, ios]``) ``eq``, ``contain`` and ``in`` mean
-  "some member matches", ``ne`` and ``nin`` "no member matches".
+* On a list-valued attribute (``platform: [android, ios]``) ``eq``, ``contain``, ``in`` and
+  ``like`` mean "some member matches", ``ne`` and ``nin`` "no member matches".
 * ``contain`` on a plain string means substring; ``like`` takes SQL wildcards (``%`` any run,
   ``_`` one character) and matches the whole string, a pattern without wildcards is a substring.
 * ``in``/``nin`` take a list (a single value counts as a one-item list).
