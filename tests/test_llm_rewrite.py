@@ -42,8 +42,8 @@ def heuristic(conversation: Conversation) -> str:
     return f"heuristic: {conversation.latest_user_text}"
 
 
-def rewriter(fake: FakeOpenAI, **options: float) -> LLMRewriter:
-    return LLMRewriter(RetrievalLLM.from_config(fake.llm_config()), heuristic, **options)
+def rewriter(fake: FakeOpenAI, timeout: float = 2.0) -> LLMRewriter:
+    return LLMRewriter(RetrievalLLM.from_config(fake.llm_config()), heuristic, timeout=timeout)
 
 
 def combined(fake: FakeOpenAI) -> LLMRewriteAndFilter:
