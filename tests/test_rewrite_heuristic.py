@@ -1,0 +1,127 @@
+"""A follow-up becomes a query that stands alone; a standalone question is left as typed."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from addons.conversation import Conversation, Turn
+from addons.rewrite.heuristic import (
+    MAX_CARRIED_WORDS,
+    RewriteMode,
+    looks_like_follow_up,
+    standalone_query,
+)
+
+PLAN_ANSWER = (
+    "The Premium plan includes unlimited data, EU roaming and a streaming bundle with films, "
+    "series, sport, music, podcasts and audiobooks; the bundle renews every month automatically."
+)
+
+
+def chat(*messages: str) -> Conversation:
+    """Alternating user/bot messages, starting with the user."""
+    roles = ("user", "bot")
+    return Conversation(
+        turns=tuple(Turn(roles[i % 2], text) for i, text in enumerate(messages))  # type: ignore[arg-type]
+    )
+
+
+def words(text: str) -> set[str]:
+    return {word.strip("?.,!").lower() for word in text.split()}
+
+
+def test_follow_up_about_it_carries_the_topic_of_the_earlier_turn() -> None:
+    query = standalone_query(
+        chat("What does the Premium plan include?", PLAN_ANSWER, "How much does it cost?")
+    )
+
+    assert query.startswith("How much does it cost?")
+    assert {"premium", "plan"} <= words(query)
+
+
+def test_topic_from_the_first_turn_survives_an_intermediate_question() -> None:
+    query = standalone_query(
+        chat(
+            "Tell me about the Premium plan.",
+            PLAN_ANSWER,
+            "Does roaming work in Switzerland?",
+            "Yes, Switzerland is included.",
+            "And what about its cancellation period?",
+        )
+    )
+
+    assert {"premium", "plan", "roaming", "switzerland"} <= words(query)
+
+
+def test_elliptical_follow_up_carries_the_subject() -> None:
+    query = standalone_query(
+        chat("How do I install the banking app on iOS?", "Open the App Store ...", "and Android?")
+    )
+
+    assert {"install", "banking", "app"} <= words(query)
+
+
+def test_standalone_question_is_left_alone() -> None:
+    message = "How do I reset the password of my home router?"
+
+    assert standalone_query(chat("What does the Premium plan include?", PLAN_ANSWER, message)) == (
+        message
+    )
+
+
+def test_first_message_is_left_alone() -> None:
+    assert standalone_query(chat("How much does it cost?")) == "How much does it cost?"
+
+
+def test_bot_text_does_not_flood_the_query() -> None:
+    query = standalone_query(
+        chat("What does the Premium plan include?", PLAN_ANSWER, "How much does it cost?")
+    )
+
+    bot_only_words = words(PLAN_ANSWER) - words("What does the Premium plan include?")
+    assert not (words(query) & bot_only_words)
+
+
+def test_long_history_is_capped() -> None:
+    history = [f"Question about topic{i} subject{i} detail{i}?" for i in range(20)]
+    messages: list[str] = []
+    for question in history:
+        messages += [question, "An answer."]
+    follow_up = "What about it?"
+    query = standalone_query(chat(*messages, follow_up))
+
+    assert len(query.split()) <= len(follow_up.split()) + MAX_CARRIED_WORDS
+
+
+def test_empty_and_bot_only_conversations_give_an_empty_query() -> None:
+    assert standalone_query(Conversation()) == ""
+    assert standalone_query(Conversation(turns=(Turn("bot", "Hi! How can I help?"),))) == ""
+
+
+def test_follow_up_detection() -> None:
+    assert looks_like_follow_up("How deadly is it?")
+    assert looks_like_follow_up("and for Android?")
+    assert looks_like_follow_up("Give me some examples.")
+    assert not looks_like_follow_up("How do I build a cheap driveway?")
+
+
+def test_latest_mode_ignores_history() -> None:
+    conversation = chat("What does the Premium plan include?", PLAN_ANSWER, "How much is it?")
+
+    assert standalone_query(conversation, RewriteMode.LATEST) == "How much is it?"
+
+
+messages = st.lists(st.tuples(st.sampled_from(["user", "bot"]), st.text(max_size=80)), max_size=8)
+
+
+@given(messages=messages, mode=st.sampled_from(list(RewriteMode)))
+def test_never_raises_and_always_keeps_the_users_own_words(
+    messages: list[tuple[str, str]], mode: RewriteMode
+) -> None:
+    conversation = Conversation(turns=tuple(Turn(role, text) for role, text in messages))  # type: ignore[arg-type]
+
+    query = standalone_query(conversation, mode)
+
+    assert isinstance(query, str)
+    assert query.startswith(conversation.latest_user_text)
