@@ -12,7 +12,7 @@ from addons.config import StoreConfig
 from addons.conversation import Conversation, Turn
 from addons.filters.syntax import to_filter_syntax
 from addons.llm.client import RetrievalLLM
-from addons.llm.planner import build_llm_planner
+from addons.llm.planner import build_llm_planner, time_budget
 from addons.plan import LLMPlanner, Planner
 from addons.rewrite.llm_rewrite import LLMRewriteAndFilter, LLMRewriter, clean_query
 from addons.schema import MetadataField
@@ -219,3 +219,13 @@ async def test_the_planner_ands_the_llm_filter_with_the_slot_filter(
         "free vs business plan features",
     )
     assert fake_openai.call_count == 2  # one combined call, one paraphrase call
+
+
+@pytest.mark.parametrize(
+    ("llm_config", "budget"),
+    [({"timeout": 0.5}, 0.5), ({"timeout": 3}, 3.0), ({}, 2.0), ({"timeout": "soon"}, 2.0)],
+)
+def test_the_llm_blocks_timeout_is_the_wall_time_budget_of_each_step(
+    llm_config: dict[str, object], budget: float
+) -> None:
+    assert time_budget(llm_config) == budget

@@ -8,13 +8,21 @@ whenever the LLM is slow, failing or talking nonsense.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from langchain_core.structured_query import StructuredQuery
 
 from addons.config import StoreConfig
 from addons.conversation import Conversation
 from addons.llm.client import RetrievalLLM
 from addons.rewrite.heuristic import standalone_query as heuristic_standalone_query
-from addons.rewrite.llm_rewrite import Fallback, LLMRewriteAndFilter, LLMRewriter
+from addons.rewrite.llm_rewrite import (
+    DEFAULT_TIMEOUT_SECONDS,
+    Fallback,
+    LLMRewriteAndFilter,
+    LLMRewriter,
+)
 from addons.rewrite.multi_query import paraphrases
 from addons.self_query.llm_constructor import LLMQueryConstructor
 
@@ -27,11 +35,14 @@ class LLMQueryPlanner:
         llm: RetrievalLLM,
         constructor: LLMQueryConstructor,
         fallback: Fallback = heuristic_standalone_query,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
     ) -> None:
         self._llm = llm
         self._constructor = constructor
-        self._rewriter = LLMRewriter(llm, fallback)
-        self._combined = LLMRewriteAndFilter(constructor, llm, fallback)
+        self._timeout = timeout
+        self._rewriter = LLMRewriter(llm, fallback, timeout=timeout)
+        self._combined = LLMRewriteAndFilter(constructor, llm, fallback, timeout=timeout)
 
     async def rewrite(self, conversation: Conversation) -> str:
         return await self._rewriter.standalone_query(conversation)
@@ -45,10 +56,25 @@ class LLMQueryPlanner:
         return await self._combined.rewrite_and_structure(conversation)
 
     async def paraphrases(self, standalone: str, count: int) -> list[str]:
-        return await paraphrases(self._llm, standalone, count)
+        return await paraphrases(self._llm, standalone, count, timeout=self._timeout)
 
 
 def build_llm_planner(config: StoreConfig) -> LLMQueryPlanner:
     """Build the planner; raises ``LLMConfigError`` (a ValueError) for a bad ``llm:`` block."""
-    llm = RetrievalLLM.from_config(config.llm or {})
-    return LLMQueryPlanner(llm, LLMQueryConstructor(llm, config.metadata_fields))
+    llm_config = config.llm or {}
+    llm = RetrievalLLM.from_config(llm_config)
+    timeout = time_budget(llm_config)
+    constructor = LLMQueryConstructor(llm, config.metadata_fields, timeout=timeout)
+    return LLMQueryPlanner(llm, constructor, timeout=timeout)
+
+
+def time_budget(llm_config: Mapping[str, Any]) -> float:
+    """Wall-time budget of one LLM step: the block's ``timeout`` when set, else the default.
+
+    Rasa applies ``timeout`` per HTTP attempt; here it also bounds the whole step, retries
+    included, so that it is the most a step can add to an answer.
+    """
+    timeout = llm_config.get("timeout")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        return DEFAULT_TIMEOUT_SECONDS
+    return float(timeout)
