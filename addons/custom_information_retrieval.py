@@ -117,9 +117,13 @@ def _llm(config: StoreConfig) -> Any:
     """The LLM planner when any feature needs one (imported lazily: most users run without)."""
     if not config.llm:
         return None
+    from addons.llm.client import LLMConfigError
     from addons.llm.planner import build_llm_planner
 
-    return build_llm_planner(config)
+    try:
+        return build_llm_planner(config)
+    except LLMConfigError as error:
+        raise ConfigurationError(f"vector_store.llm: {error}") from None
 
 
 __all__ = ["ConfigurationError", "MyVectorStore"]

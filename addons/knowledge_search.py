@@ -9,6 +9,7 @@ concurrently; the index they read is replaced, never mutated, when documents cha
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+import faiss
 import numpy as np
 import structlog
 
@@ -33,6 +35,10 @@ from addons.retrieve.retriever import RetrievalRequest, retrieve
 logger = structlog.get_logger()
 
 QUERY_VECTOR_CACHE_SIZE = 1024
+SEARCH_THREADS_PER_QUERY = 1
+"""FAISS threads per search. Concurrency comes from many searches at once; letting each search
+also fan out over OpenMP threads made a 100k-chunk search 5x slower on a busy 2-core machine
+(bench/results/filtered_search.md). Set OMP_NUM_THREADS to override."""
 
 
 @dataclass
@@ -97,6 +103,8 @@ class KnowledgeSearch:
         progress: bool = True,
     ) -> KnowledgeSearch:
         """Load the published index, or build it when the documents changed."""
+        if "OMP_NUM_THREADS" not in os.environ:
+            faiss.omp_set_num_threads(SEARCH_THREADS_PER_QUERY)
         index = ensure_index(_index_settings(config), embeddings, progress=progress)
         search = cls(config, embeddings, index, llm)
         search.warn_about_undeclared_attributes()
