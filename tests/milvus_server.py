@@ -37,6 +37,31 @@ _EMBEDDED_ETCD_PEER_PORT = 2380
 @pytest.fixture(scope="session")
 def milvus_uri() -> Iterator[str]:
     """``http://127.0.0.1:<port>`` of a fresh Milvus server, stopped after the session."""
+    # Each module importing this fixture gets its own fixture definition, so the server itself
+    # is shared here and stopped when the last user's teardown runs.
+    if _shared.server is None:
+        _shared.server = _start_server()
+    _shared.users += 1
+    try:
+        yield f"http://127.0.0.1:{_shared.server.listen_port}"
+    finally:
+        _shared.users -= 1
+        if _shared.users == 0:
+            _shared.server.stop()
+            _shared.base_dir.cleanup()
+            _shared.server = None
+
+
+class _Shared:
+    server: Any = None
+    base_dir: Any = None
+    users = 0
+
+
+_shared = _Shared()
+
+
+def _start_server() -> Any:
     try:
         from milvus import MilvusServer  # type: ignore[import-untyped]
     except ImportError as error:
@@ -46,23 +71,22 @@ def milvus_uri() -> Iterator[str]:
             f"Port {_EMBEDDED_ETCD_PEER_PORT} is taken (another Milvus standalone or etcd runs "
             "here); the packaged server's embedded etcd needs it."
         )
-    with tempfile.TemporaryDirectory(prefix="milvus-test-") as base_dir:
-        server = MilvusServer(wait_for_started=False)
-        server.set_base_dir(base_dir)
-        for component in _COMPONENTS:
-            # Components register and talk to each other on loopback only.
-            server.config.set(f"{component}.ip", "127.0.0.1")
-        server.listen_port = 0  # 0: the package searches a free port (from 40000 up).
-        try:
-            server.start()
-            _wait_until_healthy(server)
-        except Exception as error:  # noqa: BLE001 - any failure to start means: skip
-            server.stop()
-            pytest.skip(f"Milvus server could not start on this machine: {error!r}")
-        try:
-            yield f"http://127.0.0.1:{server.listen_port}"
-        finally:
-            server.stop()
+    base_dir = tempfile.TemporaryDirectory(prefix="milvus-test-")
+    server = MilvusServer(wait_for_started=False)
+    server.set_base_dir(base_dir.name)
+    for component in _COMPONENTS:
+        # Components register and talk to each other on loopback only.
+        server.config.set(f"{component}.ip", "127.0.0.1")
+    server.listen_port = 0  # 0: the package searches a free port (from 40000 up).
+    try:
+        server.start()
+        _wait_until_healthy(server)
+    except Exception as error:  # noqa: BLE001 - any failure to start means: skip
+        server.stop()
+        base_dir.cleanup()
+        pytest.skip(f"Milvus server could not start on this machine: {error!r}")
+    _shared.base_dir = base_dir
+    return server
 
 
 def _wait_until_healthy(server: Any) -> None:

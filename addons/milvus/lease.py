@@ -117,6 +117,8 @@ class SyncLease:
 
     def _ensure_collection(self) -> None:
         if self._client.has_collection(self._name):
+            # A racing replica may have created it a moment ago and still be loading it.
+            self._client.load_collection(self._name)
             return
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field(_OWNER_FIELD, DataType.VARCHAR, max_length=256, is_primary=True)
@@ -128,6 +130,7 @@ class SyncLease:
         self._client.create_collection(
             self._name, schema=schema, index_params=index_params, consistency_level="Strong"
         )
+        self._client.load_collection(self._name)  # idempotent; waits until queries can run
 
     def _write_claim(self) -> None:
         row = {

@@ -132,10 +132,10 @@ class MilvusChunkStore:
             stored = self._stored_hashes_and_sources()
             changed = [wanted[i] for i, h in hashes.items() if stored.get(i, ("", ""))[0] != h]
             stale = sorted(set(stored) - set(wanted))
+            # No flush: Strong and Session reads see unflushed rows, and Milvus seals segments
+            # (and builds their index) by itself; a flush would add seconds to every sync.
             self._write(changed, hashes, embed)
             self._delete(stale)
-            if changed or stale:
-                self._client.flush(self.collection)
         kept_sources = {str(chunk.metadata.get("source", "")) for chunk in chunks}
         removed = {stored[i][1] for i in stale} - kept_sources
         self._forget_values()
