@@ -13,7 +13,6 @@ import signal
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import numpy as np
 import pytest
