@@ -24,7 +24,7 @@ from filelock import FileLock
 from addons.filters.columns import MetadataColumns
 from addons.knowledge.loader import IngestProblem
 from addons.knowledge.models import Chunk
-from addons.retrieve.dense import DenseIndex
+from addons.retrieve.dense import DenseIndex, factory_for
 from addons.retrieve.lexical import LexicalIndex
 
 logger = structlog.get_logger()
@@ -82,7 +82,7 @@ class KnowledgeIndex:
             fingerprint=fingerprint,
             embedder=embedder,
             chunks=chunks,
-            dense=DenseIndex.build(vectors),
+            dense=DenseIndex.build(vectors, factory_for(len(chunks), exact_search_below)),
             lexical=LexicalIndex.build([chunk.text for chunk in chunks]),
             problems=problems,
         )

@@ -1,0 +1,115 @@
+"""Above ``exact_search_below`` chunks the dense index is HNSW, and filters stay exact.
+
+A filter is access control: with an approximate index, a filtered search must still return the k
+nearest *allowed* chunks (it runs on the graph's flat storage), while unfiltered searches use the
+graph with the persisted ``efSearch`` and keep recall@10 >= 0.97 against exact search.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from addons.knowledge.index import KnowledgeIndex
+from addons.knowledge.models import Chunk
+from addons.retrieve.dense import (
+    FLAT_FACTORY,
+    HNSW_EF_SEARCH,
+    HNSW_FACTORY,
+    DenseIndex,
+    factory_for,
+)
+
+ROWS, DIMENSION, K = 6_000, 384, 10
+QUERIES = 60
+
+
+def clustered(rows: int, seed: int) -> NDArray[np.float32]:
+    """Unit vectors with the low intrinsic dimension of sentence embeddings (not uniform noise)."""
+    rng = np.random.default_rng(seed)
+    basis = rng.standard_normal((24, DIMENSION))
+    latent = rng.standard_normal((rows, 24)) * (np.arange(1, 25) ** -0.5)
+    matrix = latent @ basis + 0.05 * rng.standard_normal((rows, DIMENSION))
+    return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def vectors() -> NDArray[np.float32]:
+    return clustered(ROWS + QUERIES, seed=11)
+
+
+@pytest.fixture(scope="module")
+def hnsw(vectors: NDArray[np.float32]) -> KnowledgeIndex:
+    chunks = [Chunk(f"c{row}", f"chunk {row}", {"group": row % 7}) for row in range(ROWS)]
+    return KnowledgeIndex.build("fp", "test", chunks, vectors[:ROWS], [], exact_search_below=1000)
+
+
+def exact(
+    vectors: NDArray[np.float32], query: NDArray[np.float32], mask: NDArray[np.bool_] | None
+) -> list[int]:
+    rows = np.arange(len(vectors)) if mask is None else np.flatnonzero(mask)
+    scores = vectors[rows].astype(np.float64) @ query
+    return rows[np.argsort(-scores, kind="stable")[:K]].tolist()
+
+
+def test_the_index_type_follows_the_corpus_size(vectors: NDArray[np.float32]):
+    assert factory_for(199_999, 200_000) == FLAT_FACTORY
+    assert factory_for(200_000, 200_000) == HNSW_FACTORY
+    chunks = [Chunk(f"c{row}", "text", {}) for row in range(50)]
+    small = KnowledgeIndex.build("fp", "t", chunks, vectors[:50], [], exact_search_below=51)
+    large = KnowledgeIndex.build("fp", "t", chunks, vectors[:50], [], exact_search_below=50)
+    assert not small.dense.approximate
+    assert large.dense.approximate
+
+
+def test_unfiltered_search_on_hnsw_keeps_recall_at_10_above_0_97(
+    hnsw: KnowledgeIndex, vectors: NDArray[np.float32]
+):
+    assert hnsw.dense.approximate
+    corpus = vectors[:ROWS]
+    recalls = [
+        len({row for row, _ in hnsw.dense.search(query, K)} & set(exact(corpus, query, None))) / K
+        for query in vectors[ROWS:]
+    ]
+    assert np.mean(recalls) >= 0.97
+
+
+@pytest.mark.parametrize("share", [0.001, 0.03, 0.3, 0.9, 1.0])
+def test_filtered_search_on_hnsw_is_exact_at_any_selectivity(
+    hnsw: KnowledgeIndex, vectors: NDArray[np.float32], share: float
+):
+    rng = np.random.default_rng(int(share * 1000))
+    mask = rng.random(ROWS) < share
+    mask[rng.integers(ROWS)] = True
+    corpus = vectors[:ROWS]
+    for query in vectors[ROWS : ROWS + 20]:
+        found = [row for row, _ in hnsw.dense.search(query, K, mask)]
+        assert found == exact(corpus, query, mask)
+
+
+def test_hnsw_and_its_search_width_survive_a_restart(
+    hnsw: KnowledgeIndex, vectors: NDArray[np.float32], tmp_path: Path
+):
+    hnsw.write(tmp_path / "index")
+    loaded = KnowledgeIndex.read(tmp_path / "index")
+    assert loaded.dense.approximate
+    assert loaded.dense._index.hnsw.efSearch == HNSW_EF_SEARCH
+    np.testing.assert_array_equal(loaded.vectors, hnsw.vectors)
+    mask = np.arange(ROWS) % 7 == 3
+    for query in vectors[ROWS : ROWS + 5]:
+        assert loaded.dense.search(query, K) == hnsw.dense.search(query, K)
+        assert [r for r, _ in loaded.dense.search(query, K, mask)] == exact(
+            vectors[:ROWS], query, mask
+        )
+
+
+def test_an_hnsw_index_without_flat_storage_is_refused():
+    import faiss
+
+    index: Any = faiss.index_factory(8, "HNSW8,SQ8", faiss.METRIC_INNER_PRODUCT)
+    with pytest.raises(ValueError, match="cannot filter exactly"):
+        DenseIndex(index)
