@@ -116,11 +116,14 @@ class ConsoleSession:
 
 
 def _index(args: argparse.Namespace) -> int:
+    from addons.config import StoreConfig
+    from addons.knowledge_search import KnowledgeSearch
+
     started = time.perf_counter()
     session = ConsoleSession(args.config, args.endpoints)
-    session.connect()
-    search = session.store._search
-    assert search is not None
+    config = StoreConfig.from_kwargs(session.endpoint.kwargs)
+    # ingest=True: with backend milvus this also writes the collection (ingest: console_only)
+    search = KnowledgeSearch.open(config, session.store.embeddings, ingest=True)
     print(f"index ready: {len(search.index)} chunks in {time.perf_counter() - started:.1f}s")
     for problem in search.index.problems:
         print(f"  skipped {problem}")

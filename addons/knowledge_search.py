@@ -25,7 +25,7 @@ from addons.config import StoreConfig
 from addons.conversation import Conversation
 from addons.filters.syntax import to_filter_syntax
 from addons.knowledge.builder import IndexSettings, ensure_index
-from addons.knowledge.embedding import embed_query
+from addons.knowledge.embedding import embed_query, embedder_identity
 from addons.knowledge.index import KnowledgeIndex
 from addons.knowledge.loader import stat_signature
 from addons.knowledge.models import ScoredChunk
@@ -81,8 +81,11 @@ class KnowledgeSearch:
         embeddings: Any,
         index: KnowledgeIndex,
         llm: LLMPlanner | None = None,
+        backend: Any = None,
     ) -> None:
         self.config = config
+        self.backend = backend
+        """``MilvusBackend`` for ``backend: milvus``; None searches the local FAISS index."""
         self.embeddings = embeddings
         self.index = index
         self.planner = Planner(config, self.known_values, llm)
@@ -101,12 +104,23 @@ class KnowledgeSearch:
         llm: LLMPlanner | None = None,
         *,
         progress: bool = True,
+        ingest: bool = False,
     ) -> KnowledgeSearch:
-        """Load the published index, or build it when the documents changed."""
+        """Load the published index, or build it when the documents changed.
+
+        With ``backend: milvus`` the collection is synced too (always when ``ingest``, the
+        console's ``index`` command; otherwise unless its ``ingest`` is ``console_only``).
+        """
         if "OMP_NUM_THREADS" not in os.environ:
             faiss.omp_set_num_threads(SEARCH_THREADS_PER_QUERY)
         index = ensure_index(_index_settings(config), embeddings, progress=progress)
-        search = cls(config, embeddings, index, llm)
+        backend = None
+        if config.backend == "milvus" and config.milvus is not None:
+            from addons.milvus.backend import MilvusBackend
+
+            backend = MilvusBackend.open(config.milvus)
+            backend.publish(index, embedder_identity(embeddings), force=ingest)
+        search = cls(config, embeddings, index, llm, backend)
         search.warn_about_undeclared_attributes()
         return search
 
@@ -165,7 +179,8 @@ class KnowledgeSearch:
             candidates=max(self.config.candidates, self.config.top_k),
             hybrid=self.config.hybrid,
         )
-        return retrieve(index, request)
+        dense = self.backend.ranking(index) if self.backend is not None else None
+        return retrieve(index, request, dense)
 
     def _embed_uncached(self, text: str) -> np.ndarray:
         vector = embed_query(self.embeddings, text)
@@ -185,7 +200,10 @@ class KnowledgeSearch:
 
     def _rebuild(self, signature: tuple[tuple[str, int, int], ...]) -> None:
         try:
-            self.index = ensure_index(self._settings, self.embeddings, progress=False)
+            index = ensure_index(self._settings, self.embeddings, progress=False)
+            if self.backend is not None:
+                self.backend.publish(index, embedder_identity(self.embeddings))
+            self.index = index
             self._signature = signature
             logger.info("knowledge_search.refresh.done", chunks=len(self.index))
         except Exception as error:  # keep serving the previous index; report why

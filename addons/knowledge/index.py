@@ -56,9 +56,12 @@ class KnowledgeIndex:
     lexical: LexicalIndex
     problems: list[IngestProblem] = field(default_factory=list)
     columns: MetadataColumns = field(init=False)
+    row_of: dict[str, int] = field(init=False)
+    """Row of each chunk id."""
 
     def __post_init__(self) -> None:
         self.columns = MetadataColumns([chunk.metadata for chunk in self.chunks])
+        self.row_of = {chunk.chunk_id: row for row, chunk in enumerate(self.chunks)}
 
     def __len__(self) -> int:
         return len(self.chunks)

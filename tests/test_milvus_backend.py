@@ -1,0 +1,94 @@
+"""``backend: milvus`` gives the same answers as the FAISS backend, on a real Milvus server."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rasa.utils.endpoints import EndpointConfig
+
+from addons.custom_information_retrieval import MyVectorStore
+from tests.conftest import REPO_ROOT
+from tests.milvus_server import milvus_uri  # noqa: F401
+from tests.test_my_vector_store import state
+
+CONVERSATIONS = [
+    state(("user", "Can I get a refund?"), region="eu"),
+    state(("user", "Can I get a refund?"), region="us"),
+    state(
+        ("user", "How do I enable offline files?"),
+        ("bot", "Right-click a file and choose Make available offline."),
+        ("user", "and on Android?"),
+        plan="premium",
+    ),
+    state(("user", "How much storage do I get?"), plan="free"),
+    state(("user", "Which plans cost less than $10 a month?")),
+    state(("user", "Is my data stored in Europe?"), plan=["plus", "premium"]),
+    state(("user", "What changed after 2025?")),
+    state(("user", "how do I share a folder, not on the web")),
+]
+
+
+def store_for(embedder: Any, index_path: Path, **block: Any) -> MyVectorStore:
+    store = MyVectorStore(embeddings=embedder)
+    store.connect(
+        EndpointConfig(
+            type="addons.custom_information_retrieval.MyVectorStore",
+            docs=str(REPO_ROOT / "docs"),
+            index_path=str(index_path),
+            slot_filters={"plan": "plan", "region": "region"},
+            metadata_fields=[
+                {"name": "plan", "type": "list[string]"},
+                {"name": "region", "type": "list[string]"},
+                {"name": "platform", "type": "list[string]"},
+                {"name": "price_per_month", "type": "float"},
+                {"name": "updated", "type": "date"},
+            ],
+            **block,
+        )
+    )
+    return store
+
+
+@pytest.fixture(scope="module")
+def stores(
+    tmp_path_factory: pytest.TempPathFactory,
+    embedder: Any,
+    milvus_uri: str,  # noqa: F811
+) -> tuple[MyVectorStore, MyVectorStore]:
+    index_path = tmp_path_factory.mktemp("index")
+    faiss_store = store_for(embedder, index_path)
+    milvus_store = store_for(
+        embedder,
+        index_path,
+        backend="milvus",
+        milvus={"uri": milvus_uri, "collection": f"kb_{uuid.uuid4().hex[:8]}"},
+    )
+    return faiss_store, milvus_store
+
+
+@pytest.mark.parametrize("conversation", CONVERSATIONS)
+async def test_both_backends_return_the_same_documents_in_the_same_order(stores, conversation):
+    faiss_store, milvus_store = stores
+    on_faiss = await faiss_store.search("", conversation, 0.0)
+    on_milvus = await milvus_store.search("", conversation, 0.0)
+    assert on_faiss.metadata["filter"] == on_milvus.metadata["filter"]
+    assert [r.metadata["source"] for r in on_milvus.results] == [
+        r.metadata["source"] for r in on_faiss.results
+    ]
+    assert [r.text for r in on_milvus.results] == [r.text for r in on_faiss.results]
+    for mine, theirs in zip(on_milvus.results, on_faiss.results, strict=True):
+        assert mine.score == pytest.approx(theirs.score, abs=1e-5)
+        assert 0.0 <= mine.score <= 1.0
+
+
+async def test_thresholds_work_the_same_on_milvus(stores):
+    faiss_store, milvus_store = stores
+    question = state(("user", "How much storage do I get?"))
+    for threshold in (0.3, 0.5, 0.7):
+        on_faiss = await faiss_store.search("", question, threshold)
+        on_milvus = await milvus_store.search("", question, threshold)
+        assert [r.text for r in on_milvus.results] == [r.text for r in on_faiss.results]
+        assert all(r.score >= threshold for r in on_milvus.results)
