@@ -264,3 +264,11 @@ def test_columns_expose_attributes_and_distinct_string_values() -> None:
     assert columns.values_of("platform") == {"android", "iOS", "web"}
     assert columns.values_of("plan") == {"premium", "Basic", "premium_plus", "Enterprise"}
     assert columns.values_of("studio") == frozenset()
+
+
+def test_a_nul_character_in_a_pattern_does_not_match_every_value():
+    columns = MetadataColumns([{"title": "hello"}, {"title": "wor\x00ld"}, {"title": ["x", "y"]}])
+    translator = FaissTranslator(columns)
+    for comparator in (Comparator.CONTAIN, Comparator.LIKE):
+        mask = Comparison(comparator=comparator, attribute="title", value="\x00").accept(translator)
+        assert mask.tolist() == [False, True, False]

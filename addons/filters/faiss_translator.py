@@ -230,7 +230,7 @@ def _ordered(column: AttributeColumn, operand: Operand, order: Callable[[Any, An
 def _contain(column: AttributeColumn, operand: Operand) -> Mask:
     if operand.text is None:
         return _equal(column, [operand])
-    substring = np.strings.find(column.vocabulary, operand.text) >= 0
+    substring = _containing(column.vocabulary, operand.text)
     exact = np.zeros(len(column.vocabulary), dtype=bool)
     code = column.vocabulary_codes.get(operand.text)
     if code is not None:
@@ -246,14 +246,25 @@ def _like(column: AttributeColumn, operand: Operand) -> Mask:
     return column.rows_with_text(_like_vocabulary(column.vocabulary, operand.text))
 
 
+def _containing(vocabulary: NDArray[Any], needle: str) -> Mask:
+    """Vocabulary entries containing ``needle``.
+
+    numpy's fixed-width strings drop trailing NUL characters, so a needle with a NUL would
+    become "" there and match everything; such (hostile) needles are checked in Python.
+    """
+    if "\0" in needle:
+        return np.fromiter((needle in str(text) for text in vocabulary), bool, len(vocabulary))
+    return np.asarray(np.strings.find(vocabulary, needle) >= 0)
+
+
 def _like_vocabulary(vocabulary: NDArray[Any], pattern: str) -> Mask:
     """Which vocabulary entries match an SQL LIKE pattern (already casefolded)."""
     if "%" not in pattern and "_" not in pattern:
-        return np.asarray(np.strings.find(vocabulary, pattern) >= 0)
+        return _containing(vocabulary, pattern)
     inner = pattern.strip("%")
-    if "%" not in inner and "_" not in inner:
+    if "%" not in inner and "_" not in inner and "\0" not in inner:
         if pattern.startswith("%") and pattern.endswith("%"):
-            return np.asarray(np.strings.find(vocabulary, inner) >= 0)
+            return _containing(vocabulary, inner)
         if pattern.endswith("%"):
             return np.asarray(np.strings.startswith(vocabulary, inner))
         return np.asarray(np.strings.endswith(vocabulary, inner))
