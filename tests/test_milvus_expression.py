@@ -305,7 +305,4 @@ def test_hostile_values_and_attribute_names_cannot_widen_a_filter(
         selected = milvus_ids(store, directive)
         # An injected "or" would widen the result beyond the one "basic" chunk.
         assert selected <= {"b"}, store.expression(directive)
-        if "\x00" not in value:
-            # numpy's string search treats NUL as an empty needle, so the FAISS side finds
-            # "\x00" in every string; Milvus (and Python) do not. Compare the rest.
-            assert selected == faiss_ids(directive), store.expression(directive)
+        assert selected == faiss_ids(directive), store.expression(directive)
