@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import structlog
 
-from addons.knowledge.chunking import chunk_documents
+from addons.knowledge.chunking import CHUNKER_VERSION, chunk_documents
 from addons.knowledge.embedding import embed_texts, embedder_identity
 from addons.knowledge.index import (
     FORMAT_VERSION,
@@ -49,6 +49,7 @@ class IndexSettings:
     def fingerprint(self, embeddings: Any) -> str:
         payload = {
             "format": FORMAT_VERSION,
+            "chunker": CHUNKER_VERSION,
             "docs": content_digest(self.docs),
             "embedder": embedder_identity(embeddings),
             "chunk_size": self.chunk_size,

@@ -3,7 +3,9 @@
 EnterpriseSearchPolicy's extractive mode (``use_generative_llm: false``) answers with
 ``results[0].metadata["answer"]``, so a Q/A entry ("Q: ...\\nA: ...", entries separated by a
 blank line, the format Rasa's own FAQ parser reads) must become exactly one chunk whose metadata
-holds the answer. Every chunk keeps its document's metadata unchanged, plus ``source``.
+holds the answer. A prose chunk's answer is its own text: without one, a prose chunk ranked first
+would make the policy reply with its internal-error pattern. Every chunk keeps its document's
+metadata unchanged, plus ``source`` and ``answer``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from addons.knowledge.loader import Document
 from addons.knowledge.models import Chunk
+
+CHUNKER_VERSION = 2
+"""Part of the index fingerprint: bump it whenever chunk texts or chunk metadata change."""
 
 _ENTRY_SEPARATOR = re.compile(r"\n\s*\n")
 _QA_ENTRY = re.compile(r"^Q:\s*(?P<question>.+?)\s*\nA:\s*(?P<answer>.+)$", re.DOTALL)
@@ -58,7 +63,7 @@ def _prose_pieces(
     text = "\n\n".join(entries).strip()
     if text:
         for piece in splitter.split_text(text):
-            yield piece, {}
+            yield piece, {"answer": piece}
 
 
 def _chunk_id(source: str, ordinal: int, text: str) -> str:
