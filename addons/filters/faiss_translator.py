@@ -88,6 +88,13 @@ class Operand:
         )
 
 
+def comparison_operands(comparator: Comparator, value: Any) -> list[Operand]:
+    """The operands of a comparison: each item for in/nin, else the one value."""
+    if comparator in (Comparator.IN, Comparator.NIN):
+        return [read_operand(item) for item in _as_list(value)]
+    return [read_operand(value)]
+
+
 def read_operand(value: Any) -> Operand:
     """Every reading of a filter value (see module docstring); unknown types read as nothing."""
     if isinstance(value, bool):
@@ -157,10 +164,7 @@ class FaissTranslator(Visitor):
         self._validate_func(comparison.comparator)
         column = self.columns.column(comparison.attribute)
         comparator, value = comparison.comparator, comparison.value
-        if comparator in (Comparator.IN, Comparator.NIN):
-            operands = [read_operand(item) for item in _as_list(value)]
-        else:
-            operands = [read_operand(value)]
+        operands = comparison_operands(comparator, value)
         if comparator in _ORDERINGS:
             return _ordered(column, operands[0], _ORDERINGS[comparator])
         if comparator in (Comparator.EQ, Comparator.IN):

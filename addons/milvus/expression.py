@@ -44,7 +44,7 @@ from langchain_core.structured_query import (
     Visitor,
 )
 
-from addons.filters.faiss_translator import Operand, read_operand
+from addons.filters.faiss_translator import Operand, comparison_operands
 from addons.milvus.like import like_matches
 from addons.milvus.normal_form import (
     BOOLEAN,
@@ -107,10 +107,7 @@ class MilvusExpressionTranslator(Visitor):
         )
         if not attribute:
             return NEVER  # Milvus cannot address an empty JSON key; no chunk stores one.
-        if comparator in (Comparator.IN, Comparator.NIN):
-            operands = [read_operand(item) for item in _as_list(value)]
-        else:
-            operands = [read_operand(value)]
+        operands = comparison_operands(comparator, value)
         if comparator in _ORDER_SYMBOLS:
             return _ordered(attribute, operands[0], _ORDER_SYMBOLS[comparator])
         if comparator in (Comparator.EQ, Comparator.IN):
@@ -265,7 +262,3 @@ def _days(instant: np.datetime64) -> int:
 
 def _seconds(instant: np.datetime64) -> int:
     return int(instant.astype("datetime64[s]").astype(np.int64))
-
-
-def _as_list(value: Any) -> Sequence[Any]:
-    return list(value) if isinstance(value, list | tuple | set | frozenset) else [value]
