@@ -65,10 +65,16 @@ def _filterable(slots: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _comparable(value: Any) -> Any:
+    if isinstance(value, list | tuple | set | frozenset):
+        # One level only: a nested list is not a scalar a document could carry, so it becomes
+        # JSON text like a dict does (restricting to nothing) instead of failing the search.
+        return [_scalar_or_json(item) for item in value if item is not None]
+    return _scalar_or_json(value)
+
+
+def _scalar_or_json(value: Any) -> Any:
     if isinstance(value, str | int | float | bool):
         return value
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_comparable(item) for item in value if item is not None]
     return json.dumps(value, sort_keys=True, default=str)
 
 
