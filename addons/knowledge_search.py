@@ -20,6 +20,7 @@ from typing import Any
 import faiss
 import numpy as np
 import structlog
+from langchain_core.structured_query import FilterDirective
 
 from addons.config import StoreConfig
 from addons.conversation import Conversation
@@ -52,8 +53,7 @@ class SearchOutcome:
 
     @property
     def filter_syntax(self) -> str | None:
-        plan = self.plan
-        return to_filter_syntax(plan.filter)
+        return _printed(self.plan.filter)
 
     def explanation(self) -> dict[str, Any]:
         """What goes into ``SearchResultList.metadata``."""
@@ -62,8 +62,8 @@ class SearchOutcome:
             "query": plan.search_text,
             "standalone_query": plan.standalone_query,
             "filter": self.filter_syntax,
-            "slot_filter": to_filter_syntax(plan.slot_filter),
-            "extracted_filter": to_filter_syntax(plan.extracted_filter),
+            "slot_filter": _printed(plan.slot_filter),
+            "extracted_filter": _printed(plan.extracted_filter),
             "filter_relaxed": self.filter_relaxed,
             "paraphrases": list(plan.paraphrases),
             "notes": list(plan.notes),
@@ -221,6 +221,18 @@ def _index_settings(config: StoreConfig) -> IndexSettings:
         embedding_batch_size=config.embedding_batch_size,
         exact_search_below=config.exact_search_below,
     )
+
+
+def _printed(directive: FilterDirective | None) -> str | None:
+    """The filter in LangChain's syntax for the explanation; never fails the search.
+
+    Some values have no spelling in that syntax (an infinite number, a string holding both kinds
+    of quote, e.g. from a slot); those filters are shown as the IR's repr instead.
+    """
+    try:
+        return to_filter_syntax(directive)
+    except ValueError:
+        return repr(directive)
 
 
 def _ms(seconds: float) -> float:
