@@ -1,0 +1,184 @@
+"""Whatever Rasa hands ``search()``, it answers: no exception, and never outside the slot scope.
+
+``tracker_state`` comes from a tracker store that other code (custom actions, channels, older
+Rasa versions) writes to, so any part may be missing, mistyped or huge. Slots hold whatever an
+action set. These properties run the real store (real embedder, real index) over random states.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rasa.utils.endpoints import EndpointConfig
+
+from addons.custom_information_retrieval import MyVectorStore
+
+PLANS = ("free", "plus", "premium", "business")
+REGIONS = ("eu", "us", "apac")
+PROFILES = settings(
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+def write_docs(folder: Path) -> Path:
+    docs = folder / "docs"
+    docs.mkdir()
+    for plan in PLANS:
+        for region in REGIONS:
+            (docs / f"{plan}-{region}.md").write_text(
+                f"---\nplan: [{plan}]\nregion: [{region}]\nprice_per_month: 9.99\n---\n"
+                f"Q: What does {plan} include in {region}?\nA: Storage and refunds for {plan}.\n",
+                encoding="utf-8",
+            )
+    (docs / "everyone.md").write_text(
+        "---\nplan: [free, plus, premium, business]\nregion: [eu, us, apac]\n---\n"
+        "Q: How do I reset my password?\nA: Use the reset link.\n",
+        encoding="utf-8",
+    )
+    return docs
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> MyVectorStore:
+    docs = write_docs(tmp_path_factory.mktemp("kb"))
+    store = MyVectorStore(embeddings=embedder)
+    store.connect(
+        EndpointConfig(
+            docs=str(docs),
+            index_path=str(docs.parent / "index"),
+            slot_filters={"plan": "plan", "region": "region", "tier": "plan"},
+            metadata_fields=[
+                {"name": "plan", "type": "list[string]", "values": list(PLANS)},
+                {"name": "region", "type": "list[string]", "values": list(REGIONS)},
+                {"name": "price_per_month", "type": "float"},
+            ],
+            refresh_seconds=0,
+        )
+    )
+    return store
+
+
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
+    st.sampled_from([*PLANS, *REGIONS, "PREMIUM", " eu ", "", "  ", "2024-03-01", "9.99"]),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+texts = st.one_of(
+    st.text(max_size=200),
+    st.sampled_from(["refund", "how much storage on premium in the eu?", "and on android?"]),
+)
+events = st.one_of(
+    st.fixed_dictionaries(
+        {"event": st.sampled_from(["user", "bot"]), "text": st.one_of(texts, json_values)}
+    ),
+    st.dictionaries(st.sampled_from(["event", "text", "name", "value"]), json_values, max_size=4),
+    json_values,
+)
+tracker_states = st.one_of(
+    json_values,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "events": st.one_of(st.lists(events, max_size=8), json_values),
+            "slots": st.one_of(st.dictionaries(st.text(max_size=8), json_values), json_values),
+            "latest_message": st.one_of(st.fixed_dictionaries({"text": texts}), json_values),
+            "sender_id": json_values,
+        },
+    ),
+)
+
+
+def allowed(value: Any, universe: tuple[str, ...]) -> set[str] | None:
+    """Values a slot lets through, None when it does not restrict (unset)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    collection = isinstance(value, list | tuple | set | frozenset)
+    items = list(value) if collection else [value]
+    items = [
+        item for item in items if not (item is None or (isinstance(item, str) and not item.strip()))
+    ]
+    if collection and not items:
+        return None
+    wanted = {str(item).strip().casefold() for item in items if isinstance(item, str)}
+    return wanted & set(universe)
+
+
+def assert_within_slot_scope(result: Any, slots: Any) -> None:
+    if not isinstance(slots, dict):
+        return
+    for slot, attribute, universe in (
+        ("plan", "plan", PLANS),
+        ("tier", "plan", PLANS),
+        ("region", "region", REGIONS),
+    ):
+        wanted = allowed(slots.get(slot), universe)
+        if wanted is None:
+            continue
+        for found in result.results:
+            assert set(found.metadata[attribute]) & wanted, (slot, slots.get(slot), found.metadata)
+
+
+@PROFILES
+@given(state=tracker_states, query=st.one_of(st.none(), texts))
+async def test_any_tracker_state_gives_results_and_never_raises(
+    store: MyVectorStore, state: Any, query: Any
+):
+    result = await store.search(query, state, 0.0)
+    assert isinstance(result.results, list)
+    assert all(0.0 <= found.score <= 1.0 for found in result.results)
+    assert_within_slot_scope(result, state.get("slots") if isinstance(state, dict) else None)
+
+
+slot_values = st.one_of(
+    json_values,
+    st.lists(st.sampled_from([*PLANS, *REGIONS, "PLUS", None, ""]), max_size=4),
+    st.sets(st.sampled_from(PLANS), max_size=3),
+    st.tuples(st.sampled_from(PLANS), json_scalars),
+)
+
+
+@PROFILES
+@given(plan=slot_values, region=slot_values, tier=slot_values, text=texts)
+async def test_slot_values_of_every_type_never_widen_the_scope(
+    store: MyVectorStore, plan: Any, region: Any, tier: Any, text: str
+):
+    slots = {"plan": plan, "region": region, "tier": tier}
+    state = {"events": [{"event": "user", "text": text or "storage"}], "slots": slots}
+    result = await store.search("", state, 0.0)
+    assert_within_slot_scope(result, slots)
+
+
+@pytest.mark.parametrize(
+    "value", [math.nan, math.inf, -math.inf, 2**80, [["premium"]], [[]], {}, 'it\'s "premium"']
+)
+async def test_unusable_slot_values_restrict_to_nothing_instead_of_failing(
+    store: MyVectorStore, value: Any
+):
+    state = {"events": [{"event": "user", "text": "storage and refunds"}], "slots": {"plan": value}}
+    result = await store.search("", state, 0.0)
+    assert result.results == []
+
+
+async def test_a_huge_message_is_answered_in_bounded_time(store: MyVectorStore):
+    message = "how do I get a refund on premium in the eu? " * 25_000  # ~1.1 MB
+    started = time.perf_counter()
+    result = await store.search("", {"events": [{"event": "user", "text": message}]}, 0.0)
+    assert result.results
+    assert time.perf_counter() - started < 20
