@@ -1,0 +1,186 @@
+"""One event loop serves every conversation: a search must not stall it, and searches that run
+while the index is being replaced must each see one whole index, never a mix or an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from rasa.utils.endpoints import EndpointConfig
+
+from addons.config import StoreConfig
+from addons.conversation import Conversation, Turn
+from addons.custom_information_retrieval import MyVectorStore
+from addons.knowledge_search import KnowledgeSearch
+
+PLANS = ("free", "premium")
+BLOCKING_EMBED_SECONDS = 0.4
+QUESTIONS = ("refund", "storage", "offline files", "reset password", "price", "devices")
+
+
+class SlowEmbedder:
+    """The real embedder behind a blocking delay, like a remote embedding API or a big model."""
+
+    def __init__(self, inner: Any, delay: float) -> None:
+        self.inner, self.delay = inner, delay
+        self.model, self.config = inner.model, inner.config
+
+    def embed(self, texts: list[str]) -> Any:
+        time.sleep(self.delay)
+        return self.inner.embed(texts)
+
+
+def write_docs(folder: Path, version: str) -> Path:
+    docs = folder / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    for plan in PLANS:
+        for question in QUESTIONS:
+            (docs / f"{plan}-{question.replace(' ', '-')}.md").write_text(
+                f"---\nplan: [{plan}]\n---\nQ: {question}?\nA: {version} answer about "
+                f"{question} for {plan}.\n",
+                encoding="utf-8",
+            )
+    return docs
+
+
+def endpoint(docs: Path, **overrides: Any) -> EndpointConfig:
+    return EndpointConfig(
+        docs=str(docs),
+        index_path=str(docs.parent / "index"),
+        slot_filters={"plan": "plan"},
+        metadata_fields=[{"name": "plan", "type": "list[string]", "values": list(PLANS)}],
+        **overrides,
+    )
+
+
+def state(text: str, plan: str) -> dict[str, Any]:
+    return {"events": [{"event": "user", "text": text}], "slots": {"plan": plan}}
+
+
+async def test_the_event_loop_keeps_ticking_while_searches_run(tmp_path: Path, embedder: Any):
+    store = MyVectorStore(embeddings=SlowEmbedder(embedder, 0.0))
+    store.connect(endpoint(write_docs(tmp_path, "v1"), refresh_seconds=0))
+    store.embeddings.delay = BLOCKING_EMBED_SECONDS  # type: ignore[attr-defined]
+    store._search.embeddings.delay = BLOCKING_EMBED_SECONDS  # type: ignore[union-attr]
+    gaps: list[float] = []
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not stop.is_set():
+            await asyncio.sleep(0.005)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    ticking = asyncio.create_task(ticker())
+    started = time.perf_counter()
+    results = await asyncio.gather(
+        *(
+            store.search("", state(f"{q} question {n}", "free"), 0.0)
+            for n, q in enumerate(QUESTIONS)
+        )
+    )
+    elapsed = time.perf_counter() - started
+    stop.set()
+    await ticking
+    assert all(result.results for result in results)
+    assert elapsed >= BLOCKING_EMBED_SECONDS, "each search embedded a new query"
+    assert len(gaps) >= 20, f"only {len(gaps)} ticks in {elapsed:.2f} s of searching"
+    assert max(gaps) < BLOCKING_EMBED_SECONDS, f"the loop stalled for {max(gaps):.3f} s"
+
+
+def conversation(text: str, plan: str) -> Conversation:
+    return Conversation(turns=(Turn("user", text),), slots={"plan": plan})
+
+
+async def test_searches_during_index_swaps_each_see_one_whole_index(tmp_path: Path, embedder: Any):
+    config_v1 = StoreConfig.model_validate(
+        {
+            "docs": write_docs(tmp_path / "v1", "v1"),
+            "index_path": tmp_path / "i1",
+            "slot_filters": {"plan": "plan"},
+        }
+    )
+    config_v2 = StoreConfig.model_validate(
+        {"docs": write_docs(tmp_path / "v2", "v2"), "index_path": tmp_path / "i2"}
+    )
+    search = KnowledgeSearch.open(config_v1, embedder, progress=False)
+    index_v1 = search.index
+    index_v2 = KnowledgeSearch.open(config_v2, embedder, progress=False).index
+    questions = [(q, plan) for q in QUESTIONS for plan in PLANS]
+    expected = {}
+    for index, version in ((index_v1, "v1"), (index_v2, "v2")):
+        search.index = index
+        for q, plan in questions:
+            outcome = await search.search(conversation(q, plan))
+            expected[(q, plan, version)] = [found.chunk.text for found in outcome.results]
+
+    swapping = threading.Event()
+
+    def swap_forever() -> None:
+        while not swapping.is_set():
+            search.index = index_v2 if search.index is index_v1 else index_v1
+            time.sleep(0.0005)
+
+    swapper = threading.Thread(target=swap_forever, daemon=True)
+    swapper.start()
+    try:
+        outcomes = await asyncio.gather(
+            *(search.search(conversation(q, plan)) for q, plan in questions * 8)
+        )
+    finally:
+        swapping.set()
+        swapper.join()
+    for (q, plan), outcome in zip(questions * 8, outcomes, strict=True):
+        texts = [found.chunk.text for found in outcome.results]
+        version = "v2" if texts and " v2 answer" in texts[0] else "v1"
+        assert texts == expected[(q, plan, version)], "a search mixed two indexes"
+        assert all(f"for {plan}." in text for text in texts), "a result escaped the slot filter"
+
+
+async def test_many_concurrent_searches_while_a_background_refresh_publishes(
+    tmp_path: Path, embedder: Any
+):
+    docs = write_docs(tmp_path, "v1")
+    store = MyVectorStore(embeddings=embedder)
+    config = endpoint(docs, refresh_seconds=0.01)
+    store.connect(config)
+    edited = False
+    seen_v2 = False
+    failures: list[BaseException] = []
+
+    async def conversation_loop(n: int) -> None:
+        nonlocal seen_v2
+        plan = PLANS[n % 2]
+        for turn in range(12):
+            store.connect(config)  # Rasa calls connect() before every search
+            question = QUESTIONS[(n + turn) % len(QUESTIONS)]
+            try:
+                result = await store.search("", state(question, plan), 0.0)
+            except Exception as error:  # collected: every search must succeed
+                failures.append(error)
+                continue
+            assert all(r.metadata["plan"] == [plan] for r in result.results)
+            seen_v2 |= any(" v2 answer" in r.text for r in result.results)
+            await asyncio.sleep(0.02)
+
+    async def editor() -> None:
+        nonlocal edited
+        await asyncio.sleep(0.1)
+        write_docs(tmp_path, "v2")
+        edited = True
+
+    await asyncio.gather(editor(), *(conversation_loop(n) for n in range(30)))
+    assert edited and not failures
+    deadline = time.monotonic() + 30
+    while not seen_v2 and time.monotonic() < deadline:
+        store.connect(config)
+        result = await store.search("", state("refund", "free"), 0.0)
+        seen_v2 = any(" v2 answer" in r.text for r in result.results)
+        await asyncio.sleep(0.05)
+    assert seen_v2, "the refreshed index was never picked up"
