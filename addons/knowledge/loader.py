@@ -25,6 +25,10 @@ TEXT_SUFFIXES = (".md", ".txt")
 JSONL_SUFFIX = ".jsonl"
 MAX_FILE_BYTES = 20 * 1024 * 1024
 """Larger files are refused: they are almost always exports or binaries put there by mistake."""
+MAX_METADATA_DEPTH = 16
+MAX_METADATA_VALUES = 10_000
+"""Front matter nested deeper or holding more values is refused: YAML aliases can make a few
+lines self-referencing or exponentially large once expanded."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,10 @@ def content_digest(folder: Path) -> str:
     for path in knowledge_files(folder):
         digest.update(path.relative_to(folder).as_posix().encode())
         digest.update(b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        try:
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        except OSError:  # reported when loading; a file that becomes readable changes the digest
+            digest.update(b"unreadable")
     return digest.hexdigest()
 
 
@@ -82,7 +89,10 @@ def stat_signature(folder: Path) -> tuple[tuple[str, int, int], ...]:
     """Names, sizes and modification times: a cheap first look for changed documents."""
     signature = []
     for path in knowledge_files(folder):
-        stat = path.stat()
+        try:
+            stat = path.stat()
+        except OSError:  # removed since it was listed (an editor saving by rename)
+            continue
         signature.append((path.relative_to(folder).as_posix(), stat.st_size, stat.st_mtime_ns))
     return tuple(signature)
 
@@ -121,7 +131,10 @@ def _read_text(path: Path) -> str:
         raise _Unreadable(
             f"file is {size / 1e6:.0f} MB, over the {MAX_FILE_BYTES // 2**20} MiB limit"
         )
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise _Unreadable(f"cannot read the file: {error.strerror or error}") from None
     if b"\0" in raw:
         raise _Unreadable("binary file (contains NUL bytes), not text")
     try:
@@ -149,8 +162,8 @@ def _text_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
             name, line, f"bad YAML front matter: {getattr(error, 'problem', error)}"
         )
         return
-    except (ValueError, TypeError) as error:
-        yield IngestProblem(name, 1, f"bad front matter: {error}")
+    except (ValueError, TypeError, RecursionError) as error:
+        yield IngestProblem(name, 1, f"bad front matter: {type(error).__name__}: {error}")
         return
     if not isinstance(post.metadata, dict):
         yield IngestProblem(name, 1, "front matter must be a mapping of attribute: value")
@@ -158,7 +171,12 @@ def _text_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
     if not post.content.strip():
         yield IngestProblem(name, None, "no text after the front matter")
         return
-    yield Document(name, post.content, _plain_metadata(post.metadata))
+    try:
+        metadata = _plain_metadata(post.metadata)
+    except _Unreadable as unreadable:
+        yield IngestProblem(name, 1, unreadable.reason)
+        return
+    yield Document(name, post.content, metadata)
 
 
 def _jsonl_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
@@ -170,6 +188,9 @@ def _jsonl_documents(name: str, text: str) -> Iterator[Document | IngestProblem]
         except json.JSONDecodeError as error:
             yield IngestProblem(name, number, f"broken JSON: {error.msg} at column {error.colno}")
             continue
+        except RecursionError:
+            yield IngestProblem(name, number, "JSON nested too deeply")
+            continue
         body = record.get("text") if isinstance(record, dict) else None
         metadata = record.get("metadata", {}) if isinstance(record, dict) else None
         if not isinstance(body, str) or not body.strip():
@@ -177,21 +198,36 @@ def _jsonl_documents(name: str, text: str) -> Iterator[Document | IngestProblem]
         elif not isinstance(metadata, dict):
             yield IngestProblem(name, number, '"metadata" must be an object')
         else:
-            yield Document(f"{name}:{number}", body, _plain_metadata(metadata))
+            try:
+                yield Document(f"{name}:{number}", body, _plain_metadata(metadata))
+            except _Unreadable as unreadable:
+                yield IngestProblem(name, number, unreadable.reason)
 
 
 def _plain_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
-    """JSON-safe metadata: YAML dates become ISO strings, so the index persists without pickle."""
-    return {str(key): _plain(value) for key, value in metadata.items()}
+    """JSON-safe metadata: YAML dates become ISO strings, so the index persists without pickle.
+
+    Raises:
+        _Unreadable: for metadata nested deeper than MAX_METADATA_DEPTH or holding more than
+            MAX_METADATA_VALUES values (self-referencing or alias-bombed YAML).
+    """
+    budget = [MAX_METADATA_VALUES]
+    return {str(key): _plain(value, 1, budget) for key, value in metadata.items()}
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, depth: int, budget: list[int]) -> Any:
+    budget[0] -= 1
+    if depth > MAX_METADATA_DEPTH or budget[0] < 0:
+        raise _Unreadable(
+            f"front matter nested deeper than {MAX_METADATA_DEPTH} levels or holding more than "
+            f"{MAX_METADATA_VALUES} values (a self-referencing YAML alias?)"
+        )
     if isinstance(value, dt.date | dt.datetime):
         return value.isoformat()
     if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
+        return [_plain(item, depth + 1, budget) for item in value]
     if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
+        return {str(key): _plain(item, depth + 1, budget) for key, item in value.items()}
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return str(value)
