@@ -1,0 +1,151 @@
+"""Nothing lost: every knowledge file either loads or is reported with its name and a reason.
+
+People edit the knowledge base by hand and tools drop exports into it. A random folder of good,
+broken, empty, binary, non-UTF-8, oversized and unreadable files must load every good file,
+report every other one (file and reason), and still index, persist and reload.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.structured_query import Comparator, Comparison
+
+from addons.knowledge.builder import IndexSettings, ensure_index
+from addons.knowledge.index import IndexDirectory, KnowledgeIndex
+from addons.knowledge.loader import MAX_FILE_BYTES, content_digest, load_knowledge_base
+from addons.retrieve.retriever import filter_mask
+from tests.test_index_persistence import HashingEmbedder
+
+yaml_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.dates().map(str),
+)
+metadata = st.dictionaries(
+    st.text(min_size=1, max_size=10),
+    st.recursive(yaml_scalars, lambda inner: st.lists(inner, max_size=3), max_leaves=6),
+    max_size=4,
+)
+
+
+@st.composite
+def good_files(draw: Any) -> tuple[str, bytes]:
+    front = yaml.safe_dump(draw(metadata), allow_unicode=True)
+    printable = st.characters(blacklist_categories=("Cs", "Cc"))  # NUL etc. mean "binary"
+    body = draw(st.text(printable, min_size=1, max_size=80).filter(lambda text: text.strip()))
+    return "md", f"---\n{front}---\nQ: {body}\nA: yes\n".encode()
+
+
+bad_files = st.one_of(
+    st.tuples(st.just("md"), st.text(max_size=60).map(lambda t: f"---\n{t}\n---\nBody".encode())),
+    st.tuples(st.sampled_from(["md", "txt", "jsonl"]), st.binary(max_size=200)),
+    st.tuples(st.sampled_from(["md", "txt"]), st.sampled_from([b"", b"  \n\t", b"\0\0binary"])),
+    st.tuples(st.just("txt"), st.text(min_size=1, max_size=40).map(lambda t: t.encode("utf-16"))),
+    st.tuples(st.just("jsonl"), st.text(max_size=120).map(str.encode)),
+)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(good=st.lists(good_files(), min_size=1, max_size=4), bad=st.lists(bad_files, max_size=5))
+def test_a_folder_of_random_files_loads_every_good_one_and_reports_the_rest(
+    tmp_path_factory: pytest.TempPathFactory,
+    good: list[tuple[str, bytes]],
+    bad: list[tuple[str, bytes]],
+):
+    root = tmp_path_factory.mktemp("kb")
+    docs = root / "docs"
+    docs.mkdir()
+    names = []
+    for number, (suffix, content) in enumerate([*good, *bad]):
+        name = f"{'good' if number < len(good) else 'other'}{number}.{suffix}"
+        (docs / name).write_bytes(content)
+        names.append(name)
+
+    knowledge = load_knowledge_base(docs)
+
+    loaded = {document.source.split(":")[0] for document in knowledge.documents}
+    reported = {problem.file for problem in knowledge.problems}
+    assert {name for name in names if name.startswith("good")} <= loaded
+    assert set(names) <= loaded | reported, "a file was neither loaded nor reported"
+    assert all(problem.reason.strip() for problem in knowledge.problems)
+    settings_ = IndexSettings(docs, root / "index", 400, 40, 16, 200_000)
+    index = ensure_index(settings_, HashingEmbedder(), progress=False)
+    assert {problem.file for problem in index.problems} == reported
+    reread = KnowledgeIndex.read(IndexDirectory(root / "index").current())  # type: ignore[arg-type]
+    assert [chunk.metadata for chunk in reread.chunks] == [chunk.metadata for chunk in index.chunks]
+    for attribute in {key for chunk in index.chunks for key in chunk.metadata}:
+        for comparator, value in ((Comparator.EQ, "x"), (Comparator.GT, 1), (Comparator.IN, [0])):
+            directive = Comparison(comparator=comparator, attribute=attribute, value=value)
+            mask = filter_mask(reread, directive)
+            assert mask is not None and mask.shape == (len(reread),)
+
+
+def write_kb(docs: Path, extra: dict[str, bytes]) -> None:
+    docs.mkdir(parents=True, exist_ok=True)
+    (docs / "good.md").write_text("---\nplan: [free]\n---\nQ: Still here?\nA: Yes.\n")
+    for name, content in extra.items():
+        (docs / name).write_bytes(content)
+
+
+def test_an_oversized_file_is_refused_without_reading_it(tmp_path: Path):
+    write_kb(tmp_path, {})
+    with (tmp_path / "export.md").open("wb") as handle:
+        handle.truncate(MAX_FILE_BYTES + 1)  # sparse: no 20 MB written
+    knowledge = load_knowledge_base(tmp_path)
+    assert [d.source for d in knowledge.documents] == ["good.md"]
+    [problem] = knowledge.problems
+    assert problem.file == "export.md" and "limit" in problem.reason
+
+
+def test_self_referencing_front_matter_is_reported_not_fatal(tmp_path: Path):
+    write_kb(tmp_path, {"loop.md": b"---\nplan: &p [free, *p]\n---\nQ: Loop?\nA: Yes.\n"})
+    knowledge = load_knowledge_base(tmp_path)
+    assert [d.source for d in knowledge.documents] == ["good.md"]
+    assert [problem.file for problem in knowledge.problems] == ["loop.md"]
+
+
+def test_exponentially_aliased_front_matter_is_reported_in_bounded_time(tmp_path: Path):
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]" for n in range(1, 9)]
+    laughs = "---\n" + "\n".join(levels) + "\n---\nQ: Laughs?\nA: Many.\n"
+    write_kb(tmp_path, {"laughs.md": laughs.encode()})
+    started = time.perf_counter()
+    knowledge = load_knowledge_base(tmp_path)
+    assert time.perf_counter() - started < 5
+    assert [d.source for d in knowledge.documents] == ["good.md"]
+    assert [problem.file for problem in knowledge.problems] == ["laughs.md"]
+
+
+def test_a_file_that_cannot_be_read_is_reported_and_the_rest_indexes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    docs = tmp_path / "docs"
+    write_kb(docs, {"locked.md": b"Q: Secret?\nA: Yes.\n"})
+    real_read_bytes = Path.read_bytes
+
+    def read_bytes(path: Path) -> bytes:
+        if path.name == "locked.md":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    content_digest(docs)  # the fingerprint must not fail either
+    settings_ = IndexSettings(docs, tmp_path / "index", 400, 40, 16, 200_000)
+    index = ensure_index(settings_, HashingEmbedder(), progress=False)
+    assert [chunk.metadata["source"] for chunk in index.chunks] == ["good.md"]
+    [problem] = index.problems
+    assert problem.file == "locked.md" and "Permission denied" in problem.reason
