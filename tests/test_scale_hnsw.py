@@ -97,7 +97,8 @@ def test_hnsw_and_its_search_width_survive_a_restart(
     hnsw.write(tmp_path / "index")
     loaded = KnowledgeIndex.read(tmp_path / "index")
     assert loaded.dense.approximate
-    assert loaded.dense._index.hnsw.efSearch == HNSW_EF_SEARCH
+    graph: Any = loaded.dense._index
+    assert graph.hnsw.efSearch == HNSW_EF_SEARCH
     np.testing.assert_array_equal(loaded.vectors, hnsw.vectors)
     mask = np.arange(ROWS) % 7 == 3
     for query in vectors[ROWS : ROWS + 5]:
