@@ -54,6 +54,8 @@ class IndexSettings:
             "embedder": embedder_identity(embeddings),
             "chunk_size": self.chunk_size,
             "chunk_overlap": self.chunk_overlap,
+            # decides the dense index type; a change rebuilds (reusing every vector)
+            "exact_search_below": self.exact_search_below,
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
