@@ -114,3 +114,17 @@ def test_an_hnsw_index_without_flat_storage_is_refused():
     index: Any = faiss.index_factory(8, "HNSW8,SQ8", faiss.METRIC_INNER_PRODUCT)
     with pytest.raises(ValueError, match="cannot filter exactly"):
         DenseIndex(index)
+
+
+def test_lowering_exact_search_below_rebuilds_as_hnsw_without_re_embedding(tmp_path: Path):
+    from dataclasses import replace
+
+    from addons.knowledge.builder import ensure_index
+    from tests.test_index_persistence import HashingEmbedder, make_docs, settings_for
+
+    settings = settings_for(make_docs(tmp_path, 30))
+    assert not ensure_index(settings, HashingEmbedder(), progress=False).dense.approximate
+    refuses = HashingEmbedder()
+    refuses.embed = lambda texts: pytest.fail("unchanged chunks must not be re-embedded")  # type: ignore[method-assign]
+    lowered = replace(settings, exact_search_below=10)
+    assert ensure_index(lowered, refuses, progress=False).dense.approximate
