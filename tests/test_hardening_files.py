@@ -7,6 +7,7 @@ report every other one (file and reason), and still index, persist and reload.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -149,3 +150,12 @@ def test_a_file_that_cannot_be_read_is_reported_and_the_rest_indexes(
     assert [chunk.metadata["source"] for chunk in index.chunks] == ["good.md"]
     [problem] = index.problems
     assert problem.file == "locked.md" and "Permission denied" in problem.reason
+
+
+def test_a_json_line_nested_too_deeply_is_reported_and_the_rest_loads(tmp_path: Path):
+    deep = '{"text": "deep", "metadata": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}"
+    good = json.dumps({"text": "Q: Shallow?\nA: Yes.", "metadata": {}})
+    write_kb(tmp_path, {"faq.jsonl": f"{deep}\n{good}\n".encode()})
+    knowledge = load_knowledge_base(tmp_path)
+    assert sorted(d.source for d in knowledge.documents) == ["faq.jsonl:2", "good.md"]
+    assert [(p.file, p.line) for p in knowledge.problems] == [("faq.jsonl", 1)]
