@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from addons.schema import MetadataField
 
 RewriteMode = Literal["heuristic", "llm", "off"]
+HeuristicMode = Literal[
+    "previous_words", "chained_and_bot_words", "chained_words", "topic_words", "latest"
+]
 SelfQueryMode = Literal["rules", "llm", "off"]
 Backend = Literal["faiss", "milvus"]
 
@@ -47,11 +50,14 @@ class StoreConfig(BaseModel):
     """Slot name -> metadata attribute; a filled slot restricts results (access control)."""
     metadata_fields: tuple[MetadataField, ...] = ()
     rewrite: RewriteMode = "heuristic"
+    rewrite_heuristic: HeuristicMode = "previous_words"
+    """Which no-LLM rewrite (bench/results/cast2021.md): ``previous_words`` ranks the answer
+    first most often; ``chained_and_bot_words`` has it in the top 5 most often."""
     self_query: SelfQueryMode = "rules"
     strip_filter_words: bool | None = None
     """Remove matched filter words from the searched text; ``None``: the measured default."""
-    hybrid: bool = True
-    """Fuse BM25 with dense results (reciprocal rank fusion)."""
+    hybrid: bool = False
+    """Fuse BM25 with dense results (reciprocal rank fusion); off: it lost on CAsT 2021."""
     multi_query: int = Field(0, ge=0, le=5)
     """LLM paraphrases searched besides the standalone query (needs ``llm``)."""
     llm: dict[str, Any] | None = None

@@ -20,7 +20,7 @@ from addons.config import StoreConfig
 from addons.conversation import Conversation
 from addons.filters.slot_filters import slot_filter
 from addons.filters.syntax import conjoin
-from addons.rewrite.heuristic import standalone_query
+from addons.rewrite.heuristic import RewriteMode, standalone_query
 from addons.self_query.rules import RuleQueryConstructor
 
 logger = structlog.get_logger()
@@ -132,7 +132,7 @@ class Planner:
         elif config.rewrite == "off":
             standalone = conversation.latest_user_text
         else:
-            standalone = standalone_query(conversation)
+            standalone = standalone_query(conversation, RewriteMode(config.rewrite_heuristic))
         if config.self_query == "rules":
             return standalone, self._rule_constructor().construct(standalone)
         if config.self_query == "llm" and llm is not None:

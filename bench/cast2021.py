@@ -26,6 +26,7 @@ import json
 import os
 import platform
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -44,8 +45,10 @@ from rasa.shared.providers.embedding.embedding_utils import (  # noqa: E402
     embed_documents,
 )
 from rasa.shared.utils.llm import embedder_factory, sanitize_message_for_prompt  # noqa: E402
+from rasa.utils.endpoints import EndpointConfig  # noqa: E402
 
 from addons.conversation import Conversation, Turn  # noqa: E402
+from addons.custom_information_retrieval import MyVectorStore  # noqa: E402
 from addons.retrieve.fusion import reciprocal_rank_fusion  # noqa: E402
 from addons.retrieve.lexical import LexicalIndex, LexicalSettings  # noqa: E402
 from addons.rewrite.heuristic import DEFAULT_MODE, RewriteMode, standalone_query  # noqa: E402
@@ -146,6 +149,34 @@ def rasa_faiss_retriever(corpus: Corpus, client: EmbeddingClient) -> Retriever:
     return retrieve
 
 
+def my_vector_store_retriever(corpus: Corpus, client: EmbeddingClient, workdir: Path) -> Retriever:
+    """The plugin itself, default configuration, fed the way EnterpriseSearchPolicy feeds it.
+
+    The corpus is written as a .jsonl knowledge base (passages kept whole, as in every other row)
+    and each turn arrives as ``tracker_state`` events plus Rasa's own default query.
+    """
+    docs = workdir / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    lines = [
+        json.dumps({"text": text, "metadata": {"passage_id": pid}})
+        for pid, text in zip(corpus.ids, corpus.texts, strict=True)
+    ]
+    (docs / "passages.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    store = MyVectorStore(embeddings=client)
+    endpoint = EndpointConfig(
+        docs=str(docs), index_path=str(workdir / "index"), top_k=DEPTH, chunk_size=20_000
+    )
+    store.connect(endpoint)
+
+    def retrieve(conversation: Conversation) -> list[str]:
+        store.connect(endpoint)  # as Rasa does before every search
+        state = {"events": [{"event": t.role, "text": t.text} for t in conversation.turns]}
+        result = asyncio.run(store.search(rasa_default_query(conversation), state, 0.0))
+        return [found.metadata["passage_id"] for found in result.results]
+
+    return retrieve
+
+
 class DenseSearch:
     """Exact cosine search over the corpus embeddings (the vectors are unit length).
 
@@ -228,13 +259,16 @@ def published_query(cases: Sequence[Case], attribute: str) -> QueryFn:
 
 
 def retrievers(
-    corpus: Corpus, cases: Sequence[Case], client: EmbeddingClient
+    corpus: Corpus, cases: Sequence[Case], client: EmbeddingClient, workdir: Path
 ) -> dict[str, Retriever]:
     """Every row of the main table, in display order."""
     dense = DenseSearch(corpus, client)
     lexical = LexicalSearch(corpus)
     rows: dict[str, Retriever] = {
         "Rasa FAISS_Store, default query (last 2 messages)": rasa_faiss_retriever(corpus, client),
+        "**MyVectorStore, default configuration**": my_vector_store_retriever(
+            corpus, client, workdir
+        ),
         "dense, Rasa default query (last 2 messages)": query_retriever(
             rasa_default_query, dense, None
         ),
@@ -416,7 +450,8 @@ def main() -> None:
 
     corpus, cases = load_benchmark(args.data_dir)
     client = embedding_client()
-    main_rows = measure(retrievers(corpus, cases, client), cases)
+    with tempfile.TemporaryDirectory() as workdir:
+        main_rows = measure(retrievers(corpus, cases, client, Path(workdir)), cases)
     lexical_rows = measure(lexical_setting_retrievers(corpus, cases), cases)
     body = report(main_rows, lexical_rows, cases)
     print(body)

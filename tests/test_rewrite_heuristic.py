@@ -41,18 +41,23 @@ def test_follow_up_about_it_carries_the_topic_of_the_earlier_turn() -> None:
     assert {"premium", "plan"} <= words(query)
 
 
-def test_follow_up_about_it_finds_the_plan_discussed_two_turns_ago() -> None:
-    query = standalone_query(
-        chat(
-            "What does the Premium plan include?",
-            PLAN_ANSWER,
-            "Does it include roaming?",
-            "Yes, EU roaming is included.",
-            "And what is the cancellation period?",
-        )
-    )
+CHAIN = chat(
+    "What does the Premium plan include?",
+    PLAN_ANSWER,
+    "Does it include roaming?",
+    "Yes, EU roaming is included.",
+    "And what is the cancellation period?",
+)
+
+
+def test_chained_mode_keeps_the_plan_discussed_two_turns_ago() -> None:
+    query = standalone_query(CHAIN, RewriteMode.CHAINED_AND_BOT_WORDS)
 
     assert {"premium", "plan", "roaming"} <= words(query)
+
+
+def test_the_default_carries_the_previous_question() -> None:
+    assert "roaming" in words(standalone_query(CHAIN))
 
 
 def test_elliptical_follow_up_carries_the_subject() -> None:
@@ -77,7 +82,8 @@ def test_first_message_is_left_alone() -> None:
 
 def test_bot_text_does_not_flood_the_query() -> None:
     query = standalone_query(
-        chat("What does the Premium plan include?", PLAN_ANSWER, "How much does it cost?")
+        chat("What does the Premium plan include?", PLAN_ANSWER, "How much does it cost?"),
+        RewriteMode.CHAINED_AND_BOT_WORDS,
     )
 
     bot_only_words = words(PLAN_ANSWER) - words("What does the Premium plan include?")
