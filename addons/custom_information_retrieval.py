@@ -89,6 +89,13 @@ class MyVectorStore(InformationRetrieval):
             raise InformationRetrievalException() from error
         return to_search_result_list(outcome)
 
+    @property
+    def engine(self) -> KnowledgeSearch:
+        """The search engine behind this store (for the console and benchmarks)."""
+        if self._search is None:
+            raise RuntimeError("connect() first")
+        return self._search
+
     def _check_embedding_model(self) -> None:
         model = str(getattr(self.embeddings, "model", "") or "")
         if is_bundled_model(model):

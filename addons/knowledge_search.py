@@ -182,6 +182,10 @@ class KnowledgeSearch:
         dense = self.backend.ranking(index) if self.backend is not None else None
         return retrieve(index, request, dense)
 
+    def clear_query_cache(self) -> None:
+        """Forget cached query vectors (benchmarks time a search with its embedding)."""
+        self._embed_cached.cache_clear()
+
     def _embed_uncached(self, text: str) -> np.ndarray:
         vector = embed_query(self.embeddings, text)
         vector.setflags(write=False)
