@@ -5,7 +5,9 @@ each knowledge question. This script does the same with ``--conversations`` conc
 conversations (default 50), each a multi-turn chat with ``plan``/``region`` slots, against the
 example knowledge base (docs/, the ``vector_store:`` block of endpoints.yml, the bundled
 all-MiniLM-L6-v2 through Rasa's huggingface_local client) for ``--seconds`` (default 30), with no
-think time (a closed loop: throughput is the saturation throughput). It reports searches/s,
+think time by default (a closed loop: throughput is the saturation throughput; ``--think`` adds a
+pause between turns, ``--unique`` makes every message new so no query vector comes from the
+cache). It reports searches/s,
 p50/p95/p99 latency, errors, and the event loop's lag (a 10 ms ticker: how late it woke up).
 
 Each setting runs in its own process pinned to 1 or 2 cores (``sched_setaffinity``) with torch,
@@ -79,8 +81,9 @@ def real_embedder() -> Any:
 class Conversation:
     """One user: a scripted multi-turn chat with slots, restarted when the script ends."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, unique: bool) -> None:
         self.rng = random.Random(seed)
+        self.unique = unique
         self.events: list[dict[str, Any]] = []
         self.slots: dict[str, Any] = {}
         self.pending: list[str] = []
@@ -99,7 +102,10 @@ class Conversation:
                 )
                 for line in script
             ]
-        self.events.append({"event": "user", "text": self.pending.pop(0)})
+        text = self.pending.pop(0)
+        if self.unique:  # defeats the query-vector cache: every search embeds its query
+            text += f" (ticket {self.rng.randrange(10**9)})"
+        self.events.append({"event": "user", "text": text})
         return {
             "events": list(self.events),
             "slots": dict(self.slots),
@@ -110,7 +116,9 @@ class Conversation:
         self.events.append({"event": "bot", "text": answer[:200] or "Sorry, I don't know."})
 
 
-async def run_load(conversations: int, seconds: float) -> dict[str, Any]:
+async def run_load(
+    conversations: int, seconds: float, think: float, unique: bool
+) -> dict[str, Any]:
     from rasa.utils.endpoints import EndpointConfig
 
     from addons.custom_information_retrieval import MyVectorStore
@@ -127,7 +135,7 @@ async def run_load(conversations: int, seconds: float) -> dict[str, Any]:
         deadline = time.perf_counter() + seconds
 
         async def user(seed: int) -> None:
-            chat = Conversation(seed)
+            chat = Conversation(seed, unique)
             while time.perf_counter() < deadline:
                 state = chat.next_state()
                 started = time.perf_counter()
@@ -140,6 +148,7 @@ async def run_load(conversations: int, seconds: float) -> dict[str, Any]:
                 latencies.append(time.perf_counter() - started)
                 queries.add(str(result.metadata.get("query")))
                 chat.answered(result.results[0].text if result.results else "")
+                await asyncio.sleep(think * random.uniform(0.5, 1.5))
 
         async def ticker() -> None:
             while time.perf_counter() < deadline:
@@ -169,21 +178,23 @@ async def run_load(conversations: int, seconds: float) -> dict[str, Any]:
     }
 
 
-def limit_to(cores: int) -> None:
-    """Pin this process to ``cores`` CPUs and size every thread pool to match."""
+def limit_to(cores: int, threads: int) -> None:
+    """Pin this process to ``cores`` CPUs; torch and FAISS use ``threads`` threads per call."""
     os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:cores]))
     import faiss
     import torch
 
-    torch.set_num_threads(cores)
-    faiss.omp_set_num_threads(cores)
+    torch.set_num_threads(threads)
+    faiss.omp_set_num_threads(threads)
 
 
-def run_child(cores: int, conversations: int, seconds: float) -> dict[str, Any]:
+def run_child(cores: int, args: argparse.Namespace) -> dict[str, Any]:
     env = {**os.environ, "OMP_NUM_THREADS": str(cores), "MKL_NUM_THREADS": str(cores)}
     env["OPENBLAS_NUM_THREADS"] = str(cores)
     command = [sys.executable, __file__, "--one", str(cores)]
-    command += ["--conversations", str(conversations), "--seconds", str(seconds)]
+    command += ["--conversations", str(args.conversations), "--seconds", str(args.seconds)]
+    command += ["--think", str(args.think)] + (["--unique"] if args.unique else [])
+    command += ["--threads", str(args.threads or cores)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
@@ -191,13 +202,15 @@ def run_child(cores: int, conversations: int, seconds: float) -> dict[str, Any]:
 
 def table(results: list[dict[str, Any]]) -> str:
     lines = [
-        "| cores (threads) | conversations | searches (distinct queries) | searches/s | p50 ms "
-        "| p95 ms | p99 ms | errors | loop lag p50 / p99 / max ms | load avg before -> after |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| think s | unique | cores (threads) | conversations | searches (distinct queries) "
+        "| searches/s | p50 ms | p95 ms | p99 ms | errors | loop lag p50 / p99 / max ms "
+        "| load avg before -> after |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in results:
         lines.append(
-            f"| {r['cores']} | {r['conversations']} | {r['searches']} ({r['distinct_queries']}) | "
+            f"| {r['think']} | {r['unique']} | {r['cores']} | {r['conversations']} | "
+            f"{r['searches']} ({r['distinct_queries']}) | "
             f"{r['throughput']} | {r['p50_ms']} | "
             f"{r['p95_ms']} | {r['p99_ms']} | {r['errors']} | {r['loop_lag_p50_ms']} / "
             f"{r['loop_lag_p99_ms']} / {r['loop_lag_max_ms']} | {r['load'][0]} -> {r['load'][1]} |"
@@ -210,19 +223,27 @@ def main() -> None:
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--conversations", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--think", type=float, default=0.0, help="mean pause between turns, s")
+    parser.add_argument("--unique", action="store_true", help="make every query text new")
+    parser.add_argument("--threads", type=int, default=0, help="threads per call (0: = cores)")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     if args.one is not None:
-        limit_to(args.one)
+        limit_to(args.one, args.threads or args.one)
         load_before = os.getloadavg()[0]
-        result = asyncio.run(run_load(args.conversations, args.seconds))
-        result.update(cores=args.one, load=[round(load_before, 2), round(os.getloadavg()[0], 2)])
+        result = asyncio.run(run_load(args.conversations, args.seconds, args.think, args.unique))
+        result.update(
+            think=args.think,
+            unique=args.unique,
+            cores=f"{args.one} ({args.threads or args.one})",
+            load=[round(load_before, 2), round(os.getloadavg()[0], 2)],
+        )
         print(json.dumps(result))
         return
     results = []
     for cores in args.cores:
-        results.append(run_child(cores, args.conversations, args.seconds))
+        results.append(run_child(cores, args))
         print(json.dumps(results[-1]), flush=True)
     print(table(results))
 

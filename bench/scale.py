@@ -310,6 +310,34 @@ def measure_one(rows: int, exact_below: int, cache: Path, threads: int) -> dict[
     }
 
 
+def ef_sweep(rows: int, cache: Path) -> dict[str, Any]:
+    """Recall@10 and p50 of unfiltered HNSW search by efSearch (dense index only, one build)."""
+    import faiss
+
+    from addons.retrieve.dense import HNSW_FACTORY, DenseIndex
+
+    basis, queries = np.load(cache / "basis.npy"), np.load(cache / "queries.npy")
+    vectors = synthetic_vectors(rows, basis, seed=rows)
+    started = time.perf_counter()
+    dense = DenseIndex.build(vectors, HNSW_FACTORY)
+    build_s = time.perf_counter() - started
+    truth = exact_top_k(vectors, queries).tolist()
+    faiss.omp_set_num_threads(1)
+    graph: Any = dense._index
+    sweep = {}
+    for ef in (64, 128, 192, 256, 384):
+        graph.hnsw.efSearch = ef
+        timings, recalls = [], []
+        for query, exact in zip(queries, truth, strict=True):
+            started = time.perf_counter()
+            found = {row for row, _ in dense.search(query, K)}
+            timings.append((time.perf_counter() - started) * 1000)
+            recalls.append(len(found & set(exact)) / K)
+        sweep[ef] = [round(float(np.mean(recalls)), 4), *percentiles(timings)]
+    load = [round(x, 2) for x in os.getloadavg()]
+    return {"rows": rows, "build_s": round(build_s, 1), "sweep": sweep, "load": load}
+
+
 def _share(index: KnowledgeIndex, directive: Any) -> float:
     from addons.retrieve.retriever import filter_mask
 
@@ -371,9 +399,15 @@ def plot(sizes: list[dict[str, Any]], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(8, 5))
-    for name in sizes[0]["latency_ms"]:
-        points = sorted((s["rows"], s["latency_ms"][name][0]) for s in sizes)
-        axis.plot(*zip(*points, strict=True), marker="o", label=name)
+    series: dict[str, dict[int, float]] = {}
+    for size in sizes:
+        for name, (p50, _) in size["latency_ms"].items():
+            label = f"{name} [{size['index']}]" if name.startswith("ours") else name
+            series.setdefault(label, {}).setdefault(size["rows"], p50)
+    for label, points in series.items():
+        rows = sorted(points)
+        style = "--" if "[hnsw]" in label else "-"
+        axis.plot(rows, [points[r] for r in rows], style, marker="o", label=label)
     axis.set_xscale("log")
     axis.set_yscale("log")
     axis.set_xlabel("chunks")
@@ -403,10 +437,14 @@ def main() -> None:
         "--threads", type=int, default=1, help="FAISS OpenMP threads (1: one query, one core)"
     )
     parser.add_argument("--json", type=Path, default=None, help="also keep the raw results")
+    parser.add_argument("--ef-sweep", type=int, default=None, help="rows for an efSearch sweep")
     parser.add_argument("--report", type=Path, nargs="+", help="only write the report from --json")
     args = parser.parse_args()
     if args.one is not None:
         print(json.dumps(measure_one(args.one, args.exact_below, args.cache, args.threads)))
+        return
+    if args.ef_sweep is not None:
+        print(json.dumps(ef_sweep(args.ef_sweep, args.cache)))
         return
     if args.report:
         runs = [json.loads(path.read_text()) for path in args.report]
