@@ -108,7 +108,7 @@ def test_hnsw_and_its_search_width_survive_a_restart(
         )
 
 
-def test_an_hnsw_index_without_flat_storage_is_refused():
+def test_an_hnsw_index_without_flat_storage_is_refused() -> None:
     import faiss
 
     index: Any = faiss.index_factory(8, "HNSW8,SQ8", faiss.METRIC_INNER_PRODUCT)
