@@ -132,12 +132,10 @@ def test_restart_loads_fast_without_embedding(tmp_path: Path):
     docs = make_docs(tmp_path, 30)
     ensure_index(settings_for(docs), HashingEmbedder(), progress=False)
 
-    refuses = HashingEmbedder()
-    refuses.embed = lambda texts: pytest.fail(
-        "a restart with unchanged documents must embed nothing"
-    )  # type: ignore[method-assign]
+    refuses = HashingEmbedder(tally=str(tmp_path / "embedded-on-restart.txt"))
 
     started = time.perf_counter()
     index = ensure_index(settings_for(docs), refuses, progress=False)
     assert len(index) == 30
     assert time.perf_counter() - started < 1.0
+    assert not (tmp_path / "embedded-on-restart.txt").exists(), "a restart must embed nothing"
