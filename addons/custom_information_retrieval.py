@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -28,7 +27,6 @@ from rasa.utils.endpoints import EndpointConfig
 
 from addons.config import ConfigurationError, StoreConfig
 from addons.conversation import Conversation
-from addons.knowledge.model_integrity import is_bundled_model, verify_bundled_model
 from addons.knowledge_search import KnowledgeSearch, SearchOutcome
 
 logger = structlog.get_logger()
@@ -59,7 +57,6 @@ class MyVectorStore(InformationRetrieval):
             if self._search is not None and key == self._connected_with:
                 return
             store_config = StoreConfig.from_kwargs(kwargs)
-            self._check_embedding_model()
             self._search = KnowledgeSearch.open(store_config, self.embeddings, _llm(store_config))
             self._connected_with = key
             logger.info(
@@ -95,11 +92,6 @@ class MyVectorStore(InformationRetrieval):
         if self._search is None:
             raise RuntimeError("connect() first")
         return self._search
-
-    def _check_embedding_model(self) -> None:
-        model = str(getattr(self.embeddings, "model", "") or "")
-        if is_bundled_model(model):
-            verify_bundled_model(Path(model))
 
 
 def to_search_result_list(outcome: SearchOutcome) -> SearchResultList:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import faiss
@@ -29,6 +30,7 @@ from addons.knowledge.builder import IndexSettings, ensure_index
 from addons.knowledge.embedding import embed_query, embedder_identity
 from addons.knowledge.index import KnowledgeIndex
 from addons.knowledge.loader import stat_signature
+from addons.knowledge.model_integrity import is_bundled_model, verify_bundled_model
 from addons.knowledge.models import ScoredChunk
 from addons.plan import LLMPlanner, Planner, SearchPlan
 from addons.retrieve.retriever import RetrievalRequest, retrieve
@@ -113,6 +115,7 @@ class KnowledgeSearch:
         """
         if "OMP_NUM_THREADS" not in os.environ:
             faiss.omp_set_num_threads(SEARCH_THREADS_PER_QUERY)
+        _check_embedding_model(embeddings)
         index = ensure_index(_index_settings(config), embeddings, progress=progress)
         backend = None
         if config.backend == "milvus" and config.milvus is not None:
@@ -214,6 +217,13 @@ class KnowledgeSearch:
             logger.error("knowledge_search.refresh.failed", error=str(error))
         finally:
             self._refreshing.release()
+
+
+def _check_embedding_model(embeddings: Any) -> None:
+    """Refuse a corrupt copy of the bundled model before it embeds anything."""
+    model = str(getattr(embeddings, "model", "") or "")
+    if is_bundled_model(model):
+        verify_bundled_model(Path(model))
 
 
 def _index_settings(config: StoreConfig) -> IndexSettings:

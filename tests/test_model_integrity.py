@@ -1,0 +1,58 @@
+"""The bundled all-MiniLM-L6-v2 must match its published sha256 before it embeds anything."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from addons.config import StoreConfig
+from addons.knowledge.model_integrity import ModelIntegrityError, verify_bundled_model
+from addons.knowledge_search import KnowledgeSearch
+
+
+@pytest.fixture
+def tampered_copy(tmp_path: Path, model_path: Path) -> Path:
+    copy = tmp_path / "all-MiniLM-L6-v2"
+    shutil.copytree(model_path, copy)
+    weights = copy / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte deep inside the tensors
+    weights.write_bytes(bytes(data))
+    return copy
+
+
+def test_the_published_weights_pass(model_path: Path):
+    verify_bundled_model(model_path)
+
+
+def test_a_tampered_copy_is_refused_with_the_fix(tampered_copy: Path):
+    with pytest.raises(ModelIntegrityError, match="expected 53aa5117.*Re-export it"):
+        verify_bundled_model(tampered_copy)
+
+
+def test_a_missing_weights_file_is_refused(tampered_copy: Path):
+    (tampered_copy / "model.safetensors").unlink()
+    with pytest.raises(ModelIntegrityError, match="missing"):
+        verify_bundled_model(tampered_copy)
+
+
+class NeverEmbeds:
+    """An embedding client configured with the tampered model; it must never be asked."""
+
+    def __init__(self, model: Path) -> None:
+        self.model = str(model)
+
+    def embed(self, texts: list[str]) -> None:
+        raise AssertionError("embedded with a model that failed its integrity check")
+
+
+def test_the_store_refuses_to_index_with_a_tampered_model(tmp_path: Path, tampered_copy: Path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Q: Is this indexed?\nA: Not with a tampered model.\n")
+    config = StoreConfig.from_kwargs({"docs": str(docs), "index_path": str(tmp_path / "index")})
+    with pytest.raises(ModelIntegrityError):
+        KnowledgeSearch.open(config, NeverEmbeds(tampered_copy), progress=False)
+    assert not (tmp_path / "index").exists()
