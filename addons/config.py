@@ -12,8 +12,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from langchain_core.structured_query import Comparison, FilterDirective, Operation
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from addons.filters.syntax import parse_filter
 from addons.schema import MetadataField
 
 RewriteMode = Literal["heuristic", "llm", "off"]
@@ -47,8 +58,14 @@ class StoreConfig(BaseModel):
     """Folder where the index persists between restarts."""
     top_k: int = Field(DEFAULT_TOP_K, ge=1, le=100)
     slot_filters: dict[str, str] = Field(default_factory=dict)
-    """Slot name -> metadata attribute; a filled slot restricts results (access control)."""
+    """Slot name -> metadata attribute; a filled slot scopes results (personalisation: slots are
+    what the user says, so they grant nothing)."""
+    access_filters: dict[str, str] = Field(default_factory=dict)
+    """Channel metadata key -> document attribute: entitlements, denied by default
+    (``addons.access.entitlements``)."""
     metadata_fields: tuple[MetadataField, ...] = ()
+    filter: str | None = None
+    """A filter in self-query syntax ANDed into every search, e.g. ``ne("status", "draft")``."""
     rewrite: RewriteMode = "heuristic"
     rewrite_heuristic: HeuristicMode = "previous_words"
     """Which no-LLM rewrite (bench/results/cast2021.md): ``previous_words`` ranks the answer
@@ -74,6 +91,8 @@ class StoreConfig(BaseModel):
     backend: Backend = "faiss"
     milvus: dict[str, Any] | None = None
 
+    _static_filter: FilterDirective | None = PrivateAttr(default=None)
+
     @field_validator("docs")
     @classmethod
     def _docs_is_a_folder(cls, docs: Path) -> Path:
@@ -93,6 +112,14 @@ class StoreConfig(BaseModel):
             raise ValueError(f"attribute(s) {duplicates} declared twice; declare each once")
         return fields
 
+    @field_validator("filter")
+    @classmethod
+    def _filter_names_declared_fields(cls, text: str | None, info: ValidationInfo) -> str | None:
+        if text is not None:
+            declared = info.data.get("metadata_fields", ())
+            _static_filter(text, frozenset(field.name for field in declared))
+        return text
+
     @model_validator(mode="after")
     def _features_have_what_they_need(self) -> StoreConfig:
         needs_llm = [
@@ -111,11 +138,18 @@ class StoreConfig(BaseModel):
             )
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError("`chunk_overlap` must be smaller than `chunk_size`")
+        if self.filter is not None:
+            self._static_filter = parse_filter(self.filter)
         if self.backend == "milvus" and not self.milvus:
             raise ValueError(
                 "`backend: milvus` needs a `milvus:` block with at least uri and collection"
             )
         return self
+
+    @property
+    def static_filter(self) -> FilterDirective | None:
+        """``filter`` parsed once, at start-up."""
+        return self._static_filter
 
     @property
     def field_names(self) -> frozenset[str]:
@@ -132,6 +166,28 @@ class StoreConfig(BaseModel):
             return cls.model_validate(dict(kwargs))
         except ValidationError as error:
             raise ConfigurationError(_explain(error)) from None
+
+
+def _static_filter(text: str, declared: frozenset[str]) -> FilterDirective:
+    try:
+        directive = parse_filter(text)
+    except ValueError as error:
+        raise ValueError(" ".join(f"cannot be read: {error}".split())) from None
+    unknown = sorted(_attributes(directive) - declared)
+    if unknown:
+        raise ValueError(
+            f"names {unknown}, which `metadata_fields` does not declare; "
+            "declare them or fix the filter"
+        )
+    return directive
+
+
+def _attributes(directive: FilterDirective) -> frozenset[str]:
+    if isinstance(directive, Comparison):
+        return frozenset({directive.attribute})
+    if isinstance(directive, Operation):
+        return frozenset().union(*(_attributes(argument) for argument in directive.arguments))
+    return frozenset()
 
 
 def _explain(error: ValidationError) -> str:

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from addons.access.channel import ChannelMetadata
+
 Role = Literal["user", "bot"]
 
 
@@ -32,6 +34,8 @@ class Conversation:
 
     turns: tuple[Turn, ...] = ()
     slots: Mapping[str, Any] = field(default_factory=dict)
+    channel: ChannelMetadata = field(default_factory=ChannelMetadata)
+    """Metadata the channel connector attached (entitlements come from here, never from slots)."""
 
     @property
     def latest_user_index(self) -> int | None:
@@ -80,6 +84,7 @@ class Conversation:
         return cls(
             turns=tuple(turns),
             slots=dict(slots) if isinstance(slots, Mapping) else {},
+            channel=ChannelMetadata.from_tracker_state(state),
         )
 
 

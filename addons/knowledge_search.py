@@ -25,6 +25,7 @@ from langchain_core.structured_query import FilterDirective
 
 from addons.config import StoreConfig
 from addons.conversation import Conversation
+from addons.filters.conformance import conforming
 from addons.filters.syntax import to_filter_syntax
 from addons.knowledge.builder import IndexSettings, ensure_index
 from addons.knowledge.embedding import embed_query, embedder_identity
@@ -33,7 +34,7 @@ from addons.knowledge.loader import stat_signature
 from addons.knowledge.model_integrity import is_bundled_model, verify_bundled_model
 from addons.knowledge.models import ScoredChunk
 from addons.plan import LLMPlanner, Planner, SearchPlan
-from addons.retrieve.retriever import RetrievalRequest, retrieve
+from addons.retrieve.retriever import RetrievalRequest, filter_mask, retrieve
 
 logger = structlog.get_logger()
 
@@ -52,25 +53,64 @@ class SearchOutcome:
     plan: SearchPlan
     filter_relaxed: bool = False
     timings_ms: dict[str, float] = field(default_factory=dict)
+    removed_by_access: int = 0
+    """Results the backend returned that the exact access check rejected."""
+    removed_by_check: int = 0
+    """Results the backend returned that the filter asked rejected (access included)."""
+    extracted_matches: int | None = None
+    """Chunks in scope that the filter from the user's words selects, when it was examined
+    because nothing cleared the threshold."""
 
     @property
     def filter_syntax(self) -> str | None:
         return _printed(self.plan.filter)
 
+    @property
+    def filter_outcome(self) -> str | None:
+        """Why the filter from the user's words was relaxed or kept when nothing was found."""
+        if self.extracted_matches is None:
+            return None
+        if self.filter_relaxed:
+            return "the filter from the message matched nothing in scope; searched without it"
+        return (
+            f"the filter from the message matched {self.extracted_matches} chunk(s) in scope; "
+            "none cleared the threshold"
+        )
+
     def explanation(self) -> dict[str, Any]:
         """What goes into ``SearchResultList.metadata``."""
         plan = self.plan
+        access = plan.access_filter
         return {
             "query": plan.search_text,
             "standalone_query": plan.standalone_query,
             "filter": self.filter_syntax,
+            "access_filter": _printed(access.directive) if access is not None else None,
+            "static_filter": _printed(plan.static_filter),
             "slot_filter": _printed(plan.slot_filter),
             "extracted_filter": _printed(plan.extracted_filter),
             "filter_relaxed": self.filter_relaxed,
+            "filter_outcome": self.filter_outcome,
             "paraphrases": list(plan.paraphrases),
             "notes": list(plan.notes),
             "total_results": len(self.results),
             "timings_ms": self.timings_ms,
+        }
+
+    def audit(self) -> dict[str, Any]:
+        """One record per search that is safe to keep: filters as applied, never the user's text."""
+        plan = self.plan
+        access = plan.access_filter
+        return {
+            "entitlement_sources": access.sources if access is not None else None,
+            "access_filter": _printed(access.directive) if access is not None else None,
+            "static_filter": _printed(plan.static_filter),
+            "slot_filter": _printed(plan.slot_filter),
+            "word_filter": _printed(plan.extracted_filter),
+            "filter_relaxed": self.filter_relaxed,
+            "removed_by_access": self.removed_by_access,
+            "removed_by_check": self.removed_by_check,
+            "sources": [found.chunk.metadata.get("source") for found in self.results],
         }
 
 
@@ -159,31 +199,51 @@ class KnowledgeSearch:
             "total": _ms(time.perf_counter() - started),
         }
         logger.debug("knowledge_search.search", **outcome.explanation())
+        logger.info("knowledge_search.search.audit", **outcome.audit())
         return outcome
 
     def _retrieve(self, plan: SearchPlan, threshold: float) -> SearchOutcome:
         index = self.index  # one consistent snapshot even if a refresh swaps it meanwhile
-        results = self._run(index, plan, threshold)
-        if results or plan.extracted_filter is None:
-            return SearchOutcome(results, plan)
+        outcome = self._run(index, plan, threshold)
+        if outcome.results or plan.extracted_filter is None:
+            return outcome
+        # Relax only a filter from the user's words that selects nothing in scope: if it selects
+        # documents and none clears the threshold, answering from others would contradict them.
+        outcome.extracted_matches = _count_in_scope(index, plan)
+        if outcome.extracted_matches:
+            return outcome
         relaxed = plan.without_extracted_filter("the filter from the message matched nothing")
-        return SearchOutcome(self._run(index, relaxed, threshold), relaxed, filter_relaxed=True)
+        outcome = self._run(index, relaxed, threshold)
+        outcome.filter_relaxed, outcome.extracted_matches = True, 0
+        return outcome
 
-    def _run(self, index: KnowledgeIndex, plan: SearchPlan, threshold: float) -> list[ScoredChunk]:
+    def _run(self, index: KnowledgeIndex, plan: SearchPlan, threshold: float) -> SearchOutcome:
         texts = [plan.search_text, *plan.paraphrases]
         if not plan.search_text.strip():
-            return []
+            return SearchOutcome([], plan)
+        top_k = min(self.config.top_k, plan.limit or self.config.top_k)
+        candidates = max(self.config.candidates, self.config.top_k)
         request = RetrievalRequest(
             texts=texts,
             vectors=[self._embed_cached(text) for text in texts],
             filter=plan.filter,
-            top_k=min(self.config.top_k, plan.limit or self.config.top_k),
+            top_k=candidates,  # cut to top_k only after every result passed the check below
             threshold=threshold,
-            candidates=max(self.config.candidates, self.config.top_k),
+            candidates=candidates,
             hybrid=self.config.hybrid,
         )
         dense = self.backend.ranking(index) if self.backend is not None else None
-        return retrieve(index, request, dense)
+        found = retrieve(index, request, dense)
+        allowed, rejected_by_access = conforming(
+            [result.chunk for result in found], plan.filter, plan.access_filter
+        )
+        kept = [result for result, ok in zip(found, allowed, strict=True) if ok]
+        return SearchOutcome(
+            kept[:top_k],
+            plan,
+            removed_by_access=rejected_by_access,
+            removed_by_check=len(found) - len(kept),
+        )
 
     def clear_query_cache(self) -> None:
         """Forget cached query vectors (benchmarks time a search with its embedding)."""
@@ -217,6 +277,17 @@ class KnowledgeSearch:
             logger.error("knowledge_search.refresh.failed", error=str(error))
         finally:
             self._refreshing.release()
+
+
+def _count_in_scope(index: KnowledgeIndex, plan: SearchPlan) -> int:
+    """Chunks of the index that the whole filter of ``plan`` admits, access checked exactly."""
+    mask = filter_mask(index, plan.filter)
+    if mask is None:
+        return len(index)
+    if plan.access_filter is None:
+        return int(mask.sum())
+    chunks = [index.chunks[row] for row in np.flatnonzero(mask)]
+    return sum(conforming(chunks, None, plan.access_filter)[0])
 
 
 def _check_embedding_model(embeddings: Any) -> None:

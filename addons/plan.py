@@ -1,9 +1,11 @@
 """From a conversation to a search plan: the standalone query, the filter and the limit.
 
-The plan is where access control meets the user's words: the slot filter comes from the slots
-only, the extracted filter from what the user typed (rules or an LLM), and the final filter is
-always ``and(slot filter, extracted filter)``. Nothing the user types can widen, replace or
-remove the slot filter, because the extracted part can only ever be added as another conjunct.
+The plan is where access control meets the user's words. The access filter comes from trusted
+channel metadata only, the static filter from the configuration, the slot filter from the slots,
+and the extracted filter from what the user typed (rules or an LLM). The final filter is always
+``and(access, static, slot, extracted)``: nothing the user types can widen, replace or remove
+the other parts, because the extracted part can only ever be added as another conjunct, and only
+the extracted part is ever relaxed.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Protocol
 import structlog
 from langchain_core.structured_query import FilterDirective, StructuredQuery
 
+from addons.access.entitlements import AccessFilter
 from addons.config import StoreConfig
 from addons.conversation import Conversation
 from addons.filters.slot_filters import slot_filter
@@ -39,11 +42,19 @@ class SearchPlan:
     limit: int | None = None
     paraphrases: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    access_filter: AccessFilter | None = None
+    static_filter: FilterDirective | None = None
+
+    @property
+    def scope_filter(self) -> FilterDirective | None:
+        """What is never relaxed: access AND static AND slot filters."""
+        access = self.access_filter.directive if self.access_filter is not None else None
+        return conjoin(access, self.static_filter, self.slot_filter)
 
     @property
     def filter(self) -> FilterDirective | None:
-        """The final filter: the slot filter AND the extracted one."""
-        return conjoin(self.slot_filter, self.extracted_filter)
+        """The final filter: the scope AND the filter extracted from the user's words."""
+        return conjoin(self.scope_filter, self.extracted_filter)
 
     def without_extracted_filter(self, note: str) -> SearchPlan:
         return replace(
@@ -119,7 +130,17 @@ class Planner:
         paraphrases: tuple[str, ...] = ()
         if self._config.multi_query and self._llm is not None and standalone:
             paraphrases = tuple(await self._llm.paraphrases(standalone, self._config.multi_query))
-        return SearchPlan(standalone, search_text, slots, extracted, limit, paraphrases)
+        access = AccessFilter.from_channel(conversation.channel, self._config.access_filters)
+        return SearchPlan(
+            standalone,
+            search_text,
+            slots,
+            extracted,
+            limit,
+            paraphrases,
+            access_filter=access,
+            static_filter=self._config.static_filter,
+        )
 
     async def _standalone_and_structured(
         self, conversation: Conversation
