@@ -33,3 +33,13 @@ def embedder(model_path: Path) -> Any:
     return embedder_factory(
         {"provider": "huggingface_local", "model": str(model_path), "show_progress": False}, {}
     )
+
+
+@pytest.fixture(scope="session")
+def example_index_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One index folder for the example knowledge base, shared by the modules that search it.
+
+    The index is keyed by a fingerprint of the documents and settings, so every module that
+    points here with the same settings loads the first one's index instead of embedding again.
+    """
+    return tmp_path_factory.mktemp("example-index")

@@ -22,7 +22,11 @@ from addons.knowledge.loader import Document, load_knowledge_base
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 E2E_FOLDER = REPO_ROOT / "tests" / "e2e"
-PROJECTS = [("config.yml", "endpoints.yml"), ("config-llm.yml", "endpoints-llm.yml")]
+PROJECTS = [
+    ("config.yml", "endpoints.yml"),
+    ("config-llm.yml", "endpoints-llm.yml"),
+    ("config.yml", "endpoints-access.yml"),
+]
 PLUGIN_TYPE = "addons.custom_information_retrieval.MyVectorStore"
 MODEL_FOLDER = ".model/all-MiniLM-L6-v2"
 
@@ -167,7 +171,12 @@ def test_every_slot_filter_maps_a_domain_slot_to_a_declared_attribute(
     block = _vector_store_block(endpoints)
     declared = {field["name"]: field for field in block["metadata_fields"]}
     slot_filters = block["slot_filters"]
-    assert slot_filters == {"plan": "plan", "region": "region"}
+    if endpoints == "endpoints-access.yml":
+        # The plan is an entitlement there, from channel metadata; the slot stays personalisation.
+        assert slot_filters == {"region": "region"}
+        assert block["access_filters"] == {"plan": "plan"}
+    else:
+        assert slot_filters == {"plan": "plan", "region": "region"}
     for slot_name, attribute in slot_filters.items():
         slot = next((slot for slot in domain.slots if slot.name == slot_name), None)
         assert slot is not None, f"slot_filters names slot {slot_name!r}, missing in domain.yml"

@@ -1,0 +1,1 @@
+"""Example input channels that fill channel metadata with entitlements a user cannot forge."""
