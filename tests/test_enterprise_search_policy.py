@@ -58,12 +58,12 @@ def policy(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> Enterp
 
 
 @pytest.fixture(scope="module")
-def endpoints(tmp_path_factory: pytest.TempPathFactory) -> AvailableEndpoints:
+def endpoints(example_index_path: Path) -> AvailableEndpoints:
     return AvailableEndpoints(
         vector_store=EndpointConfig(
             type="addons.custom_information_retrieval.MyVectorStore",
             docs=str(REPO_ROOT / "docs"),
-            index_path=str(tmp_path_factory.mktemp("index")),
+            index_path=str(example_index_path),
             top_k=4,
             slot_filters={"plan": "plan", "region": "region"},
         )
@@ -112,3 +112,52 @@ async def test_a_region_slot_selects_the_regional_refund_policy(policy, endpoint
     us = await predicted_answer(policy, endpoints, tracker_for(turns, region="us"))
     assert "In the EU" in eu or "billing-eu@" in eu
     assert "In the US" in us or "billing-us@" in us
+
+
+@pytest.fixture(scope="module")
+def access_endpoints(example_index_path: Path) -> AvailableEndpoints:
+    """endpoints-access.yml: the plan is an entitlement from channel metadata."""
+    return AvailableEndpoints(
+        vector_store=EndpointConfig(
+            type="addons.custom_information_retrieval.MyVectorStore",
+            docs=str(REPO_ROOT / "docs"),
+            index_path=str(example_index_path),
+            top_k=4,
+            access_filters={"plan": "plan"},
+            slot_filters={"region": "region"},
+        )
+    )
+
+
+def tracker_with_metadata(
+    question: str, message_metadata: dict[str, Any] | None, session_metadata: dict[str, Any] | None
+) -> DialogueStateTracker:
+    tracker = DialogueStateTracker.from_events("test-user", [], DOMAIN.slots)
+    if session_metadata:
+        # What Rasa's processor records when a session starts with channel metadata.
+        tracker.update(SlotSet("session_started_metadata", session_metadata), DOMAIN)
+    tracker.update(UserUttered(question, metadata=message_metadata))
+    tracker.update_stack(DialogueStack(frames=[SearchStackFrame()]))
+    return tracker
+
+
+async def test_the_entitlement_on_the_user_message_decides_the_answer(policy, access_endpoints):
+    question = "How much storage do I get?"
+    free = tracker_with_metadata(question, {"plan": "free"}, None)
+    premium = tracker_with_metadata(question, {"plan": "premium"}, None)
+    assert "5 GB" in await predicted_answer(policy, access_endpoints, free)
+    assert "2 TB" in await predicted_answer(policy, access_endpoints, premium)
+
+
+async def test_the_entitlement_recorded_at_session_start_decides_the_answer(
+    policy, access_endpoints
+):
+    tracker = tracker_with_metadata("Can I use offline files?", None, {"plan": "free"})
+    answer = await predicted_answer(policy, access_endpoints, tracker)
+    assert "not available on the Free plan" in answer
+
+
+async def test_a_plan_slot_the_user_filled_is_no_entitlement(policy, access_endpoints):
+    tracker = tracker_with_metadata("How much storage do I get?", {"plan": "free"}, None)
+    tracker.update(SlotSet("plan", "premium"), DOMAIN)
+    assert "5 GB" in await predicted_answer(policy, access_endpoints, tracker)
