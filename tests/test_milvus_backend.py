@@ -92,3 +92,62 @@ async def test_thresholds_work_the_same_on_milvus(stores):
         on_milvus = await milvus_store.search("", question, threshold)
         assert [r.text for r in on_milvus.results] == [r.text for r in on_faiss.results]
         assert all(r.score >= threshold for r in on_milvus.results)
+
+
+def _write_docs(docs: Path, offline_plan: str) -> None:
+    docs.mkdir(parents=True, exist_ok=True)
+    (docs / "offline.md").write_text(
+        # Only the front matter changes: the chunk keeps its id, so Milvus still knows it.
+        f"---\nplan: [{offline_plan}]\n---\nQ: Can I use offline files?\n"
+        "A: Yes, offline files work on every device.\n",
+        encoding="utf-8",
+    )
+    (docs / "storage.md").write_text(
+        "---\nplan: [basic]\n---\nQ: How much storage do I get?\nA: The Basic plan has 5 GB.\n",
+        encoding="utf-8",
+    )
+
+
+async def test_a_stale_collection_never_returns_a_chunk_outside_the_filter(
+    tmp_path: Path,
+    embedder: Any,
+    milvus_uri: str,  # noqa: F811
+):
+    """The document's metadata changed on disk and Milvus was not re-synced: Milvus still filters
+    on the old metadata, but what search() returns is checked on the metadata it returns."""
+    collection = f"kb_{uuid.uuid4().hex[:8]}"
+    docs = tmp_path / "docs"
+    _write_docs(docs, "basic")
+    block: dict[str, Any] = {
+        "type": "addons.custom_information_retrieval.MyVectorStore",
+        "docs": str(docs),
+        "slot_filters": {"plan": "plan"},
+        "access_filters": {"tier": "plan"},
+        "metadata_fields": [{"name": "plan", "type": "list[string]"}],
+        "backend": "milvus",
+    }
+    writer = MyVectorStore(embeddings=embedder)
+    writer.connect(
+        EndpointConfig(
+            **block,
+            index_path=str(tmp_path / "writer"),
+            milvus={"uri": milvus_uri, "collection": collection},
+        )
+    )
+    question = state(("user", "Can I use offline files?"), plan="basic")
+    question["latest_message"]["metadata"] = {"tier": "basic"}
+    before = await writer.search("", question, 0.0)
+    assert "offline.md" in [r.metadata["source"] for r in before.results]
+
+    _write_docs(docs, "premium")  # edited on disk; the collection is not re-synced
+    replica = MyVectorStore(embeddings=embedder)
+    replica.connect(
+        EndpointConfig(
+            **block,
+            index_path=str(tmp_path / "replica"),
+            milvus={"uri": milvus_uri, "collection": collection, "ingest": "console_only"},
+        )
+    )
+    after = await replica.search("", question, 0.0)
+    assert [r.metadata["source"] for r in after.results] == ["storage.md"]
+    assert all(r.metadata["plan"] == ["basic"] for r in after.results)
