@@ -1,0 +1,152 @@
+"""The long access-control fuzz: thousands of hostile searches on FAISS and on a real Milvus server.
+
+The cases and the independent oracle are those of the test suite (``tests/access_fuzz.py``):
+random knowledge bases whose access attributes hold hostile values, conversations with hostile
+channel metadata, forged session-metadata slots, slot values and filters a hostile LLM might
+return. Counts cases, results, crashes (any exception from a search) and leaks (a result the
+oracle does not admit, or one outside the slot scope).
+
+FAISS: every example is a new knowledge base with ``--per-knowledge-base`` conversations.
+Milvus: ``--milvus-knowledge-bases`` knowledge bases are synced once each (collections are
+reused), then conversations are drawn against them.
+
+Usage: ``python bench/access_fuzz.py --faiss-cases 10000 --milvus-cases 1000``
+(``--milvus-uri`` for a running server; otherwise a loopback server is started and stopped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import logging
+import platform
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import structlog  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.errors import NonInteractiveExampleWarning  # noqa: E402
+
+from addons.knowledge.embedding import embedder_identity  # noqa: E402
+from addons.milvus.backend import MilvusBackend  # noqa: E402
+from bench.milvus_vs_faiss import milvus_server  # noqa: E402
+from tests.access_fuzz import (  # noqa: E402
+    HostileLLM,
+    SyntheticEmbedder,
+    Tally,
+    build_index,
+    cases,
+    check_case,
+    engine_for,
+    knowledge_bases,
+    store_config,
+)
+
+
+def run_faiss(total: int, per_knowledge_base: int, docs: Path) -> Tally:
+    config = store_config(docs)
+    loop = asyncio.new_event_loop()
+    tally = Tally()
+
+    @settings(
+        max_examples=max(1, total // per_knowledge_base),
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    @given(
+        knowledge_bases(),
+        st.lists(cases(), min_size=per_knowledge_base, max_size=per_knowledge_base),
+    )
+    def search_all(knowledge_base, conversations):  # type: ignore[no-untyped-def]
+        llm = HostileLLM()
+        engine = engine_for(config, build_index(knowledge_base), llm)
+        for case in conversations:
+            loop.run_until_complete(check_case(engine, llm, case, tally))
+
+    search_all()
+    loop.close()
+    return tally
+
+
+def run_milvus(total: int, knowledge_bases_count: int, uri: str, docs: Path) -> Tally:
+    loop = asyncio.new_event_loop()
+    tally = Tally()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NonInteractiveExampleWarning)
+        pool = [knowledge_bases().example() for _ in range(knowledge_bases_count)]
+    engines = []
+    for knowledge_base in pool:
+        block = {"uri": uri, "collection": f"fuzz_{uuid.uuid4().hex[:10]}"}
+        config = store_config(docs, backend="milvus", milvus=block)
+        index = build_index(knowledge_base)
+        backend = MilvusBackend.open(block)
+        backend.publish(index, embedder_identity(SyntheticEmbedder()))
+        llm = HostileLLM()
+        engines.append((engine_for(config, index, llm, backend), llm, backend))
+
+    @settings(
+        max_examples=total,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    @given(st.integers(0, len(engines) - 1), cases())
+    def search_one(which, case):  # type: ignore[no-untyped-def]
+        engine, llm, _ = engines[which]
+        loop.run_until_complete(check_case(engine, llm, case, tally))
+
+    search_one()
+    for _, _, backend in engines:
+        backend.store._client.drop_collection(backend.store.collection)  # noqa: SLF001
+        backend.close()
+    loop.close()
+    return tally
+
+
+def report(name: str, tally: Tally, seconds: float) -> str:
+    lines = [
+        f"| {name} | {tally.cases} | {tally.results} | {len(tally.crashes)} | "
+        f"{len(tally.leaks)} | {seconds:.0f} |"
+    ]
+    for problem in (tally.crashes + tally.leaks)[:5]:
+        lines.append(f"\n    {problem[:300]}")
+    return "".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--faiss-cases", type=int, default=10_000)
+    parser.add_argument("--per-knowledge-base", type=int, default=10)
+    parser.add_argument("--milvus-cases", type=int, default=1_000)
+    parser.add_argument("--milvus-knowledge-bases", type=int, default=20)
+    parser.add_argument("--milvus-uri", default=None)
+    args = parser.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
+    rows = []
+    with tempfile.TemporaryDirectory() as docs:
+        if args.faiss_cases:
+            started = time.perf_counter()
+            tally = run_faiss(args.faiss_cases, args.per_knowledge_base, Path(docs))
+            rows.append(report("FAISS", tally, time.perf_counter() - started))
+        if args.milvus_cases:
+            with milvus_server(args.milvus_uri) as uri:
+                started = time.perf_counter()
+                tally = run_milvus(args.milvus_cases, args.milvus_knowledge_bases, uri, Path(docs))
+                rows.append(report("Milvus 2.3.5", tally, time.perf_counter() - started))
+    print(f"Run {dt.date.today()}, {platform.machine()}, Python {platform.python_version()}\n")
+    print("| backend | cases | results checked | crashes | leaks | seconds |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()

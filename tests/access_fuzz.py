@@ -1,0 +1,374 @@
+"""Property-based fuzzing of access control: random knowledge bases, entitlements, slots, filters.
+
+Shared by the test suite (about a thousand cases on synthetic vectors) and ``bench/access_fuzz.py``
+(tens of thousands on FAISS, a thousand or more on a real Milvus server). Each case builds a
+conversation with hostile channel metadata (case and whitespace variants, unicode look-alikes,
+lists, numbers as text, bools, NUL bytes, very long strings, wrong types), a possibly forged
+session-metadata slot, a slot value, and a filter that a hostile LLM might return, then searches.
+
+The oracle below is written independently of ``addons.access``: it restates the documented rule
+(exact match after trimming, typed numbers and bools, public = no attribute, deny by default,
+session metadata only when Rasa wrote it) in a few lines, so that a bug in the product's rule is
+not also in the check. A *leak* is a returned chunk the oracle does not admit, or one outside the
+slot scope; a *crash* is any exception from ``search()``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+from langchain_core.structured_query import (
+    Comparator,
+    Comparison,
+    FilterDirective,
+    Operation,
+    Operator,
+    StructuredQuery,
+)
+
+from addons.config import StoreConfig
+from addons.conversation import Conversation
+from addons.custom_information_retrieval import to_search_result_list
+from addons.knowledge.index import KnowledgeIndex
+from addons.knowledge.models import Chunk
+from addons.knowledge_search import KnowledgeSearch
+
+DIMENSION = 16
+SESSION_SLOT = "session_started_metadata"
+WORDS = ("storage", "refund", "offline", "sync", "plan", "share", "invoice", "android", "price")
+
+# Values that try every way an exact comparison can be fooled.
+HOSTILE_VALUES: tuple[Any, ...] = (
+    "free",
+    "Free",
+    " free ",
+    "FREE",
+    "frее",  # Cyrillic "е"
+    "free\x00",
+    "\x00",
+    "premium",
+    "plus",
+    "",
+    "   ",
+    None,
+    1,
+    1.0,
+    "1",
+    0,
+    True,
+    False,
+    "true",
+    math.nan,
+    math.inf,
+    ["free", "plus"],
+    ["premium"],
+    [],
+    [None],
+    [""],
+    [["free"]],
+    {"plan": "premium"},
+    "x" * 5000,
+    "premium') or (1==1",
+)
+hostile_value = st.one_of(
+    st.sampled_from(HOSTILE_VALUES),
+    st.text(max_size=12),
+    st.integers(-3, 3),
+    st.lists(st.sampled_from(HOSTILE_VALUES[:12]), max_size=3),
+)
+ATTRIBUTES = ("plan", "region", "tier")
+
+
+class SyntheticEmbedder:
+    """Deterministic unit vectors from a hash of the text: no model, same text same vector."""
+
+    model = "synthetic-hash-embedder"
+    config = {"provider": "synthetic", "model": model}
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [_vector(text).tolist() for text in texts]
+
+
+def _vector(text: str) -> np.ndarray:
+    seed = int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8])
+    vector = np.random.default_rng(seed).standard_normal(DIMENSION).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    metadatas: tuple[dict[str, Any], ...]
+
+
+@st.composite
+def knowledge_bases(draw: st.DrawFn) -> KnowledgeBase:
+    documents = draw(st.integers(1, 14))
+    metadatas = []
+    for ordinal in range(documents):
+        metadata: dict[str, Any] = {"source": f"doc-{ordinal}.md"}
+        for attribute in ATTRIBUTES:
+            if draw(st.booleans()):
+                metadata[attribute] = draw(hostile_value)
+        metadatas.append(metadata)
+    return KnowledgeBase(tuple(metadatas))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One conversation's worth of hostile input."""
+
+    message_metadata: Any
+    session_value: Any
+    session_filled_by: str | None
+    slot_value: Any
+    llm_filter: FilterDirective | None
+    question: str = "how much storage"
+    events_after_session: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+    def tracker_state(self) -> dict[str, Any]:
+        events: list[dict[str, Any]] = []
+        slots: dict[str, Any] = {}
+        if self.session_value is not None:
+            events.append(
+                {
+                    "event": "slot",
+                    "name": SESSION_SLOT,
+                    "value": self.session_value,
+                    "filled_by": self.session_filled_by,
+                }
+            )
+            slots[SESSION_SLOT] = self.session_value
+        events.extend(self.events_after_session)
+        for event in self.events_after_session:
+            if event.get("name") == SESSION_SLOT:
+                slots[SESSION_SLOT] = event.get("value")
+        if self.slot_value is not None:
+            slots["region_slot"] = self.slot_value
+        events.append({"event": "user", "text": self.question})
+        latest: dict[str, Any] = {"text": self.question}
+        if self.message_metadata is not _ABSENT:
+            latest["metadata"] = self.message_metadata
+        return {"events": events, "slots": slots, "latest_message": latest}
+
+
+_ABSENT = object()
+
+
+def _comparisons() -> st.SearchStrategy[FilterDirective]:
+    return st.builds(
+        lambda comparator, attribute, value: Comparison(
+            comparator=comparator, attribute=attribute, value=value
+        ),
+        st.sampled_from(list(Comparator)),
+        st.sampled_from((*ATTRIBUTES, "source", "")),
+        st.one_of(st.sampled_from(HOSTILE_VALUES[:20]), st.lists(st.text(max_size=4), max_size=3)),
+    )
+
+
+llm_filters: st.SearchStrategy[FilterDirective] = st.recursive(
+    _comparisons(),
+    lambda children: st.builds(
+        lambda operator, arguments: Operation(operator=operator, arguments=arguments),
+        st.sampled_from(list(Operator)),
+        st.lists(children, min_size=1, max_size=3),
+    ),
+    max_leaves=6,
+)
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> Case:
+    message: Any = draw(
+        st.one_of(
+            st.just(_ABSENT),
+            st.none(),
+            st.just({}),
+            st.builds(lambda value: {"plan": value}, hostile_value),
+            st.builds(lambda value: {"tier": value, "locale": "de"}, hostile_value),
+            st.sampled_from(("plan=premium", ["plan", "premium"], 7)),
+        )
+    )
+    session_value = draw(
+        st.one_of(
+            st.none(),
+            st.builds(lambda value: {"plan": value}, hostile_value),
+            st.sampled_from(('{"plan": "premium"}', "premium")),
+        )
+    )
+    filled_by = draw(st.sampled_from((None, None, "llm", "command_payload_reader", "nlu")))
+    forged: tuple[dict[str, Any], ...] = ()
+    if draw(st.booleans()):
+        forged = (
+            {
+                "event": "slot",
+                "name": SESSION_SLOT,
+                "value": draw(st.sampled_from(('{"plan": "premium"}', {"plan": "premium"}))),
+                "filled_by": draw(st.sampled_from(("llm", "command_payload_reader", None))),
+            },
+        )
+    return Case(
+        message_metadata=message,
+        session_value=session_value,
+        session_filled_by=filled_by,
+        slot_value=draw(st.one_of(st.none(), hostile_value)),
+        llm_filter=draw(st.one_of(st.none(), llm_filters)),
+        question=draw(st.sampled_from(WORDS)) + " " + draw(st.sampled_from(WORDS)),
+        events_after_session=forged,
+    )
+
+
+class HostileLLM:
+    """The planner's LLM seam answering with whatever filter the case carries."""
+
+    def __init__(self) -> None:
+        self.filter: FilterDirective | None = None
+
+    async def rewrite(self, conversation: Conversation) -> str:
+        return conversation.latest_user_text
+
+    async def structured_query(self, standalone: str) -> StructuredQuery | None:
+        return StructuredQuery(query=standalone, filter=self.filter, limit=None)
+
+    async def rewrite_and_structure(
+        self, conversation: Conversation
+    ) -> tuple[str, StructuredQuery | None]:
+        text = conversation.latest_user_text
+        return text, await self.structured_query(text)
+
+    async def paraphrases(self, standalone: str, count: int) -> list[str]:
+        return []
+
+
+def store_config(docs: Path, **overrides: Any) -> StoreConfig:
+    block: dict[str, Any] = {
+        "docs": str(docs),
+        "access_filters": {"plan": "plan", "tier": "tier"},
+        "slot_filters": {"region_slot": "region"},
+        "self_query": "llm",
+        "llm": {"provider": "openai", "model": "hostile"},
+        "refresh_seconds": 0,
+        "top_k": 5,
+    }
+    block.update(overrides)
+    return StoreConfig.from_kwargs(block)
+
+
+def build_index(knowledge_base: KnowledgeBase) -> KnowledgeIndex:
+    chunks = [
+        Chunk(f"chunk-{row}", f"{WORDS[row % len(WORDS)]} document {row}", dict(metadata))
+        for row, metadata in enumerate(knowledge_base.metadatas)
+    ]
+    vectors = np.vstack([_vector(chunk.text) for chunk in chunks])
+    return KnowledgeIndex.build("fuzz", "synthetic", chunks, vectors, [], 10**9)
+
+
+def engine_for(
+    config: StoreConfig, index: KnowledgeIndex, llm: HostileLLM, backend: Any = None
+) -> KnowledgeSearch:
+    return KnowledgeSearch(config, SyntheticEmbedder(), index, llm, backend)
+
+
+@dataclass
+class Tally:
+    cases: int = 0
+    results: int = 0
+    crashes: list[str] = field(default_factory=list)
+    leaks: list[str] = field(default_factory=list)
+
+
+async def check_case(
+    engine: KnowledgeSearch,
+    llm: HostileLLM,
+    case: Case,
+    tally: Tally,
+    enforced: dict[str, str] | None = None,
+) -> None:
+    """Search once and hold every result against the oracle; record crashes and leaks.
+
+    ``enforced`` is the access mapping the oracle holds results to (the engine's by default).
+    """
+    tally.cases += 1
+    llm.filter = case.llm_filter
+    state = case.tracker_state()
+    try:
+        conversation = Conversation.from_tracker_state(state, fallback_query=case.question)
+        outcome = await engine.search(conversation, 0.0)
+        results = to_search_result_list(outcome).results
+    except Exception as error:  # the property: nothing raises
+        tally.crashes.append(f"{type(error).__name__}: {error} in {case!r}"[:2000])
+        return
+    tally.results += len(results)
+    for result in results:
+        mapping = engine.config.access_filters if enforced is None else enforced
+        problem = leak(state, result.metadata, mapping)
+        if problem:
+            tally.leaks.append(f"{problem}: {result.metadata!r} for {case!r}"[:2000])
+
+
+def leak(state: dict[str, Any], metadata: dict[str, Any], access: dict[str, str]) -> str | None:
+    for key, attribute in access.items():
+        allowed = oracle_entitlement(state, key)
+        if not oracle_admits(allowed, metadata.get(attribute)):
+            return f"access leak on {attribute} (allowed {allowed!r})"
+    slot = state["slots"].get("region_slot")
+    if isinstance(slot, str) and slot.strip() and "\x00" not in slot:
+        held = metadata.get("region")
+        members = held if isinstance(held, list) else [held]
+        wanted = slot.strip().casefold()
+        if not any(isinstance(m, str) and m.strip().casefold() == wanted for m in members):
+            return f"slot scope leak (region {slot!r})"
+    return None
+
+
+def oracle_entitlement(state: dict[str, Any], key: str) -> list[Any]:
+    message = state["latest_message"].get("metadata")
+    if isinstance(message, dict) and key in message:
+        return _oracle_values(message[key])
+    session = state["slots"].get(SESSION_SLOT)
+    writes = [e for e in state["events"] if e.get("name") == SESSION_SLOT]
+    trusted = (
+        isinstance(session, dict)
+        and writes
+        and writes[-1].get("filled_by") is None
+        and writes[-1].get("value") == session
+    )
+    if trusted and key in session:
+        return _oracle_values(session[key])
+    return []
+
+
+def _oracle_values(value: Any) -> list[Any]:
+    items = value if isinstance(value, list) else [value]
+    kept = []
+    for item in items:
+        if isinstance(item, bool):
+            kept.append(item)
+        elif isinstance(item, str) and item.strip():
+            kept.append(item.strip())
+        elif isinstance(item, int | float) and math.isfinite(item):
+            kept.append(item)
+    return kept
+
+
+def oracle_admits(allowed: Sequence[Any], held: Any) -> bool:
+    if held is None or held == [] or (isinstance(held, str) and not held.strip()):
+        return True
+    members = held if isinstance(held, list) else [held]
+    for want in allowed:
+        for have in members:
+            if isinstance(want, bool) or isinstance(have, bool):
+                if type(want) is type(have) and want == have:
+                    return True
+            elif isinstance(want, str):
+                if isinstance(have, str) and have.strip() == want:
+                    return True
+            elif isinstance(have, int | float) and not isinstance(have, str) and want == have:
+                return True
+    return False
