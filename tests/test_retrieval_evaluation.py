@@ -16,6 +16,7 @@ from addons.console import main
 from addons.conversation import Conversation
 from addons.evaluation.cases import EvalCase
 from addons.evaluation.metrics import TopResult, suggest_threshold, threshold_outcome
+from addons.evaluation.report import render_text
 from addons.evaluation.tracker import rasa_default_query, tracker_for, tracker_state
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -94,6 +95,20 @@ def test_threshold_suggestion_and_latency_are_reported(shipped_report: dict[str,
     assert all(c["relevances"][0] < suggested["threshold"] for c in unanswerable)
     latency = shipped_report["latency_ms"]
     assert 0 < latency["p50"] <= latency["p95"]
+
+
+def test_the_table_shows_the_three_query_texts_side_by_side(
+    shipped_report: dict[str, Any],
+) -> None:
+    table = render_text(shipped_report)
+    for label in ("plugin (context model)", "latest message alone", "Rasa default query"):
+        assert label in table
+    mrr = shipped_report["scores"]["context_model"]["mrr"]
+    assert f"MRR {mrr:.3f} vs --min-mrr {SHIPPED_MIN_MRR}: passed" in table
+    assert (
+        f"suggested threshold {shipped_report['threshold']['suggested']['threshold']:.3f}" in table
+    )
+    assert max(len(line) for line in table.splitlines()) <= 100
 
 
 def test_a_retrieval_regression_fails_min_mrr(

@@ -140,9 +140,9 @@ def _threshold_lines(threshold: dict[str, Any]) -> list[str]:
         if outcome is None:
             continue
         lines.append(
-            f"{label} threshold {outcome['threshold']:.3f}: answers {outcome['right_kept']} right "
-            f"top results (holds back {outcome['right_lost']}), lets {outcome['wrong_passed']} "
-            f"wrong through (holds back {outcome['wrong_blocked']})"
+            f"{label} threshold {outcome['threshold']:.3f}: top results answered "
+            f"{outcome['right_kept']} right / {outcome['wrong_passed']} wrong, held back "
+            f"{outcome['right_lost']} right / {outcome['wrong_blocked']} wrong"
         )
     return lines
 
@@ -157,10 +157,9 @@ def _miss_lines(cases: Sequence[dict[str, Any]]) -> list[str]:
     for case in misses:
         found = case["sources"][0] if case["sources"] else "nothing"
         rank = case["rank"][CONTEXT_MODEL]
-        lines.append(
-            f"  {case['name']}: got {found}, expected {case['expected_sources'][0]}"
-            + (f" at rank {rank}" if rank else " not in the results")
-        )
+        where = f"at rank {rank}" if rank else "not in the results"
+        lines.append(f"  {case['name']}")
+        lines.append(f"    got {found}; expected {', '.join(case['expected_sources'])} {where}")
     return lines
 
 
