@@ -1,4 +1,4 @@
-"""A console that needs no Rasa licence: ``python -m addons index | ask | chat``.
+"""A console that needs no Rasa licence: ``python -m addons index | ask | chat | eval``.
 
 It reads the same config.yml (EnterpriseSearchPolicy's ``embeddings:``) and endpoints.yml
 (``vector_store:``) as the assistant and searches through the same :class:`MyVectorStore`, with a
@@ -64,6 +64,10 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--slot", action="append", default=[], metavar="NAME=VALUE")
     chat.add_argument("--threshold", type=float, default=None)
     chat.set_defaults(run=_chat)
+
+    from addons.evaluation.command import register as register_eval
+
+    register_eval(commands)
     return parser
 
 

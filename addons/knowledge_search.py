@@ -202,6 +202,13 @@ class KnowledgeSearch:
         logger.info("knowledge_search.search.audit", **outcome.audit())
         return outcome
 
+    async def search_plan(self, plan: SearchPlan, threshold: float = 0.0) -> SearchOutcome:
+        """Retrieve for a ready plan, skipping planning.
+
+        Evaluation uses it to search other query texts under the very filter a search used.
+        """
+        return await asyncio.to_thread(self._retrieve, plan, threshold)
+
     def _retrieve(self, plan: SearchPlan, threshold: float) -> SearchOutcome:
         index = self.index  # one consistent snapshot even if a refresh swaps it meanwhile
         outcome = self._run(index, plan, threshold)
