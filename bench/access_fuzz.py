@@ -10,7 +10,12 @@ FAISS: every example is a new knowledge base with ``--per-knowledge-base`` conve
 Milvus: ``--milvus-knowledge-bases`` knowledge bases are synced once each (collections are
 reused), then conversations are drawn against them.
 
-Usage: ``python bench/access_fuzz.py --faiss-cases 10000 --milvus-cases 1000``
+LLM over HTTP: ``--llm-cases`` conversations go through the real LLM self-query path (Rasa's LLM
+client, LangChain's parser, our validation) against a local OpenAI-compatible server that answers
+each with the case's hostile filter in the self-query syntax (or, when the filter has no spelling
+there, with its raw repr).
+
+Usage: ``python bench/access_fuzz.py --faiss-cases 10000 --milvus-cases 1000 --llm-cases 1000``
 (``--milvus-uri`` for a running server; otherwise a loopback server is started and stopped).
 """
 
@@ -19,7 +24,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import json
 import logging
+import os
 import platform
 import sys
 import tempfile
@@ -34,8 +41,12 @@ import structlog  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import NonInteractiveExampleWarning  # noqa: E402
+from langchain_core.structured_query import FilterDirective  # noqa: E402
 
+from addons.filters.syntax import to_filter_syntax  # noqa: E402
 from addons.knowledge.embedding import embedder_identity  # noqa: E402
+from addons.knowledge_search import KnowledgeSearch  # noqa: E402
+from addons.llm.planner import build_llm_planner  # noqa: E402
 from addons.milvus.backend import MilvusBackend  # noqa: E402
 from bench.milvus_vs_faiss import milvus_server  # noqa: E402
 from tests.access_fuzz import (  # noqa: E402
@@ -49,6 +60,28 @@ from tests.access_fuzz import (  # noqa: E402
     knowledge_bases,
     store_config,
 )
+from tests.fake_openai import FAKE_API_KEY, FakeOpenAI  # noqa: E402
+
+FIELDS = [
+    {"name": "plan", "type": "list[string]"},
+    {"name": "region", "type": "list[string]"},
+    {"name": "tier", "type": "string"},
+]
+
+
+class ServedFilters:
+    """Scripts the local OpenAI-compatible server to answer with the case's filter."""
+
+    def __init__(self, server: FakeOpenAI) -> None:
+        self.server = server
+
+    def script(self, directive: FilterDirective | None) -> None:
+        try:
+            text = to_filter_syntax(directive) or "NO_FILTER"
+        except ValueError:
+            text = repr(directive)
+        body = json.dumps({"query": "storage", "filter": text})
+        self.server.reply(f"```json\n{body}\n```")
 
 
 def run_faiss(total: int, per_knowledge_base: int, docs: Path) -> Tally:
@@ -112,6 +145,39 @@ def run_milvus(total: int, knowledge_bases_count: int, uri: str, docs: Path) -> 
     return tally
 
 
+def run_llm(total: int, per_knowledge_base: int, docs: Path) -> Tally:
+    os.environ["OPENAI_API_KEY"] = FAKE_API_KEY
+    server = FakeOpenAI()
+    server.start()
+    config = store_config(docs, llm=server.llm_config(timeout=5), metadata_fields=FIELDS)
+    planner = build_llm_planner(config)
+    served = ServedFilters(server)
+    loop = asyncio.new_event_loop()
+    tally = Tally()
+
+    @settings(
+        max_examples=max(1, total // per_knowledge_base),
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    @given(
+        knowledge_bases(),
+        st.lists(cases(), min_size=per_knowledge_base, max_size=per_knowledge_base),
+    )
+    def search_all(knowledge_base, conversations):  # type: ignore[no-untyped-def]
+        engine = KnowledgeSearch(config, SyntheticEmbedder(), build_index(knowledge_base), planner)
+        for case in conversations:
+            loop.run_until_complete(check_case(engine, served, case, tally))
+
+    try:
+        search_all()
+    finally:
+        loop.close()
+        server.stop()
+    return tally
+
+
 def report(name: str, tally: Tally, seconds: float) -> str:
     lines = [
         f"| {name} | {tally.cases} | {tally.results} | {len(tally.crashes)} | "
@@ -129,6 +195,7 @@ def main() -> None:
     parser.add_argument("--milvus-cases", type=int, default=1_000)
     parser.add_argument("--milvus-knowledge-bases", type=int, default=20)
     parser.add_argument("--milvus-uri", default=None)
+    parser.add_argument("--llm-cases", type=int, default=1_000)
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
     rows = []
@@ -137,6 +204,12 @@ def main() -> None:
             started = time.perf_counter()
             tally = run_faiss(args.faiss_cases, args.per_knowledge_base, Path(docs))
             rows.append(report("FAISS", tally, time.perf_counter() - started))
+        if args.llm_cases:
+            started = time.perf_counter()
+            tally = run_llm(args.llm_cases, args.per_knowledge_base, Path(docs))
+            rows.append(
+                report("FAISS, hostile LLM over HTTP", tally, time.perf_counter() - started)
+            )
         if args.milvus_cases:
             with milvus_server(args.milvus_uri) as uri:
                 started = time.perf_counter()

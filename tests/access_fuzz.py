@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from hypothesis import strategies as st
@@ -230,6 +230,9 @@ class HostileLLM:
     def __init__(self) -> None:
         self.filter: FilterDirective | None = None
 
+    def script(self, directive: FilterDirective | None) -> None:
+        self.filter = directive
+
     async def rewrite(self, conversation: Conversation) -> str:
         return conversation.latest_user_text
 
@@ -283,9 +286,15 @@ class Tally:
     leaks: list[str] = field(default_factory=list)
 
 
+class ScriptsFilters(Protocol):
+    """Whatever makes the next LLM answer carry a given filter (the seam, or a real server)."""
+
+    def script(self, directive: FilterDirective | None) -> None: ...
+
+
 async def check_case(
     engine: KnowledgeSearch,
-    llm: HostileLLM,
+    llm: ScriptsFilters,
     case: Case,
     tally: Tally,
     enforced: dict[str, str] | None = None,
@@ -295,7 +304,7 @@ async def check_case(
     ``enforced`` is the access mapping the oracle holds results to (the engine's by default).
     """
     tally.cases += 1
-    llm.filter = case.llm_filter
+    llm.script(case.llm_filter)
     state = case.tracker_state()
     try:
         conversation = Conversation.from_tracker_state(state, fallback_query=case.question)
@@ -321,10 +330,23 @@ def leak(state: dict[str, Any], metadata: dict[str, Any], access: dict[str, str]
     if isinstance(slot, str) and slot.strip() and "\x00" not in slot:
         held = metadata.get("region")
         members = held if isinstance(held, list) else [held]
-        wanted = slot.strip().casefold()
-        if not any(isinstance(m, str) and m.strip().casefold() == wanted for m in members):
+        if not any(_slot_matches(slot, member) for member in members):
             return f"slot scope leak (region {slot!r})"
     return None
+
+
+def _slot_matches(slot: str, held: Any) -> bool:
+    """Slot filters compare like every filter: text case-insensitively, numbers and bools
+    written as text by their value (the FAISS translator's documented semantics)."""
+    wanted = slot.strip().casefold()
+    if isinstance(held, bool):
+        return wanted == str(held).casefold()
+    if isinstance(held, int | float):
+        try:
+            return float(wanted) == held
+        except ValueError:
+            return False
+    return isinstance(held, str) and held.strip().casefold() == wanted
 
 
 def oracle_entitlement(state: dict[str, Any], key: str) -> list[Any]:
