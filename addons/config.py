@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from addons.result_metadata import ResultMetadataChoice
 from addons.schema import MetadataField
 
 RewriteMode = Literal["heuristic", "llm", "off"]
@@ -73,6 +74,8 @@ class StoreConfig(BaseModel):
     """How often connect() looks for changed documents; 0 checks only at start-up."""
     backend: Backend = "faiss"
     milvus: dict[str, Any] | None = None
+    result_metadata: ResultMetadataChoice = "full"
+    """What each result's metadata carries into Rasa's prompt (addons/result_metadata.py)."""
 
     @field_validator("docs")
     @classmethod
