@@ -28,11 +28,7 @@ from rasa.utils.endpoints import EndpointConfig
 from addons.config import ConfigurationError, StoreConfig
 from addons.conversation import Conversation
 from addons.knowledge_search import KnowledgeSearch, SearchOutcome
-from addons.result_metadata import (
-    ResultMetadataChoice,
-    prompt_metadata,
-    tell_if_answers_are_dropped,
-)
+from addons.result_metadata import prompt_metadata, tell_if_answers_are_dropped
 
 logger = structlog.get_logger()
 
@@ -89,7 +85,7 @@ class MyVectorStore(InformationRetrieval):
         except Exception as error:
             logger.error("my_vector_store.search.failed", error=str(error))
             raise InformationRetrievalException() from error
-        return to_search_result_list(outcome, self._search.config.result_metadata)
+        return to_search_result_list(outcome, self._search.config)
 
     @property
     def engine(self) -> KnowledgeSearch:
@@ -99,10 +95,9 @@ class MyVectorStore(InformationRetrieval):
         return self._search
 
 
-def to_search_result_list(
-    outcome: SearchOutcome, choice: ResultMetadataChoice = "full"
-) -> SearchResultList:
-    """Rasa's result type: text, the metadata ``choice`` keeps, score = relevance in [0, 1]."""
+def to_search_result_list(outcome: SearchOutcome, config: StoreConfig) -> SearchResultList:
+    """Rasa's result type: text, the metadata ``result_metadata`` keeps, score in [0, 1]."""
+    choice = config.result_metadata
     results = [
         SearchResult(
             text=found.chunk.text,
@@ -111,7 +106,8 @@ def to_search_result_list(
         )
         for found in outcome.results
     ]
-    tell_if_answers_are_dropped(choice, outcome.results[0].chunk if outcome.results else None)
+    top = outcome.results[0].chunk if outcome.results else None
+    tell_if_answers_are_dropped(choice, config.docs, top)
     return SearchResultList(results=results, metadata=outcome.explanation())
 
 

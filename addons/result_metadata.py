@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import structlog
@@ -94,22 +95,25 @@ def drops_answer(choice: ResultMetadataChoice, chunk: Chunk) -> bool:
     return ANSWER in chunk.metadata and ANSWER not in prompt_metadata(chunk, choice)
 
 
-def tell_if_answers_are_dropped(choice: ResultMetadataChoice, top: Chunk | None) -> None:
-    """Log once per choice when results go to Rasa without ``answer``.
+def tell_if_answers_are_dropped(
+    choice: ResultMetadataChoice, docs: Path, top: Chunk | None
+) -> None:
+    """Log once per knowledge base and choice when results go to Rasa without ``answer``.
 
     That is right for generative answers and wrong for extractive ones, where the policy then
     logs ``answer_key_missing_in_metadata`` and replies with its internal-error pattern; this
-    event names the fix. Once per process, so a generative assistant stays quiet.
+    event names the fix. Once, so that a generative assistant stays quiet.
     """
     if top is not None and drops_answer(choice, top):
-        _tell_once(choice)
+        _tell_once(choice, docs)
 
 
 @cache
-def _tell_once(choice: ResultMetadataChoice) -> None:
+def _tell_once(choice: ResultMetadataChoice, docs: Path) -> None:
     logger.info(
         "my_vector_store.result_metadata.no_answer",
         result_metadata=choice,
+        docs=str(docs),
         note=(
             "results carry no `answer`: fine with use_generative_llm: true; with "
             "use_generative_llm: false EnterpriseSearchPolicy needs `answer`, so set "
