@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from rasa.core.config.available_endpoints import AvailableEndpoints
 from rasa.core.policies.enterprise_search_policy import EnterpriseSearchPolicy
 from rasa.core.policies.policy import PolicyPrediction
@@ -29,6 +30,7 @@ from structlog.testing import capture_logs
 
 from addons.config import ConfigurationError, StoreConfig
 from addons.custom_information_retrieval import MyVectorStore
+from tests.conftest import REPO_ROOT
 from tests.fake_openai import FAKE_API_KEY, FakeOpenAI, Reply
 from tests.test_enterprise_search_policy import DOMAIN, tracker_for
 
@@ -287,3 +289,18 @@ async def test_a_wrong_result_metadata_names_the_key_and_the_choices(wrong: Any,
     message = str(error.value)
     assert "vector_store.result_metadata:" in message
     assert message.count("\n") == 1, "one line for the one faulty key"
+
+
+@pytest.mark.parametrize(
+    ("config", "endpoints_file", "expected"),
+    [("config.yml", "endpoints.yml", "full"), ("config-llm.yml", "endpoints-llm.yml", "lean")],
+)
+async def test_the_example_assistant_sends_lean_results_only_to_a_generative_policy(
+    config: str, endpoints_file: str, expected: str
+):
+    policies = yaml.safe_load((REPO_ROOT / config).read_text(encoding="utf-8"))["policies"]
+    search = next(p for p in policies if p["name"] == "EnterpriseSearchPolicy")
+    block = yaml.safe_load((REPO_ROOT / endpoints_file).read_text(encoding="utf-8"))
+    chosen = block["vector_store"].get("result_metadata", "full")
+    assert chosen == expected
+    assert search["use_generative_llm"] is (chosen == "lean")
