@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rasa.core.config.available_endpoints import AvailableEndpoints
 from rasa.core.policies.enterprise_search_policy import EnterpriseSearchPolicy
 from rasa.core.policies.policy import PolicyPrediction
@@ -30,11 +32,16 @@ from structlog.testing import capture_logs
 
 from addons.config import ConfigurationError, StoreConfig
 from addons.custom_information_retrieval import MyVectorStore
+from addons.knowledge.chunking import chunk_documents
+from addons.knowledge.loader import Document
+from addons.knowledge.models import Chunk
+from addons.result_metadata import citable_source, prompt_metadata
 from tests.conftest import REPO_ROOT
 from tests.fake_openai import FAKE_API_KEY, FakeOpenAI, Reply
 from tests.test_enterprise_search_policy import DOMAIN, tracker_for
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+ON_ONE_LOOP = pytest.mark.asyncio(loop_scope="session")
+"""Rasa's LLM client caches HTTP clients per event loop; an application has one loop."""
 
 PREMIUM_URL = "https://help.lumen.example/plans/premium"
 EU_REFUND_TITLE = "Refunds in the European Union"
@@ -171,6 +178,7 @@ def documents_section(prompt: str) -> str:
     return prompt.split("### Relevant Documents", 1)[1].split("### Citing Sources", 1)[0]
 
 
+@ON_ONE_LOOP
 async def test_lean_results_give_the_llm_each_text_once_and_no_internal_attributes(
     generative_policy, llm, knowledge
 ):
@@ -184,6 +192,7 @@ async def test_lean_results_give_the_llm_each_text_once_and_no_internal_attribut
         assert attribute not in documents
 
 
+@ON_ONE_LOOP
 async def test_full_results_repeat_every_answer_in_the_prompt(generative_policy, llm, knowledge):
     await ask(generative_policy, endpoints(knowledge, result_metadata="full"), "refund?")
 
@@ -193,6 +202,7 @@ async def test_full_results_repeat_every_answer_in_the_prompt(generative_policy,
     assert "'region'" in documents
 
 
+@ON_ONE_LOOP
 async def test_lean_prompts_are_shorter_than_full_prompts(generative_policy, llm, knowledge):
     for choice in ("full", "lean"):
         await ask(generative_policy, endpoints(knowledge, result_metadata=choice), "refund?")
@@ -200,6 +210,7 @@ async def test_lean_prompts_are_shorter_than_full_prompts(generative_policy, llm
     assert lean < full * 0.7
 
 
+@ON_ONE_LOOP
 async def test_a_declared_url_is_what_the_answer_cites(generative_policy, llm, knowledge):
     answer = await ask(
         generative_policy,
@@ -211,6 +222,7 @@ async def test_a_declared_url_is_what_the_answer_cites(generative_policy, llm, k
     assert answer.endswith(f"Sources:\n[1] {PREMIUM_URL}")
 
 
+@ON_ONE_LOOP
 async def test_a_declared_title_is_cited_and_the_region_slot_still_filters(
     generative_policy, llm, knowledge
 ):
@@ -227,6 +239,7 @@ async def test_a_declared_title_is_cited_and_the_region_slot_still_filters(
     assert answer.endswith(f"Sources:\n[1] {EU_REFUND_TITLE}")
 
 
+@ON_ONE_LOOP
 async def test_without_url_or_title_the_path_is_cited(generative_policy, llm, knowledge):
     answer = await ask(
         generative_policy,
@@ -239,6 +252,7 @@ async def test_without_url_or_title_the_path_is_cited(generative_policy, llm, kn
     assert answer.endswith("Sources:\n[1] refunds-us.md")
 
 
+@ON_ONE_LOOP
 async def test_the_default_keeps_extractive_answers_working(
     tmp_path: Path, model_path: Path, knowledge
 ):
@@ -247,6 +261,7 @@ async def test_the_default_keeps_extractive_answers_working(
     assert answer == EU_REFUND
 
 
+@ON_ONE_LOOP
 async def test_lean_results_in_extractive_mode_are_flagged_with_the_fix(
     tmp_path: Path, model_path: Path
 ):
@@ -270,6 +285,7 @@ async def test_lean_results_in_extractive_mode_are_flagged_with_the_fix(
     assert "result_metadata: full" in notices[0]["note"]
 
 
+@ON_ONE_LOOP
 async def test_a_listed_answer_keeps_extractive_answers_and_drops_the_rest(
     embedder: Any, knowledge
 ):
@@ -283,7 +299,7 @@ async def test_a_listed_answer_keeps_extractive_answers_and_drops_the_rest(
 
 
 @pytest.mark.parametrize("wrong", ["short", [], ["source", "source"], [""], 3])
-async def test_a_wrong_result_metadata_names_the_key_and_the_choices(wrong: Any, tmp_path: Path):
+def test_a_wrong_result_metadata_names_the_key_and_the_choices(wrong: Any, tmp_path: Path):
     with pytest.raises(ConfigurationError) as error:
         StoreConfig.from_kwargs({"docs": str(tmp_path), "result_metadata": wrong})
     message = str(error.value)
@@ -295,7 +311,7 @@ async def test_a_wrong_result_metadata_names_the_key_and_the_choices(wrong: Any,
     ("config", "endpoints_file", "expected"),
     [("config.yml", "endpoints.yml", "full"), ("config-llm.yml", "endpoints-llm.yml", "lean")],
 )
-async def test_the_example_assistant_sends_lean_results_only_to_a_generative_policy(
+def test_the_example_assistant_sends_lean_results_only_to_a_generative_policy(
     config: str, endpoints_file: str, expected: str
 ):
     policies = yaml.safe_load((REPO_ROOT / config).read_text(encoding="utf-8"))["policies"]
@@ -304,3 +320,38 @@ async def test_the_example_assistant_sends_lean_results_only_to_a_generative_pol
     chosen = block["vector_store"].get("result_metadata", "full")
     assert chosen == expected
     assert search["use_generative_llm"] is (chosen == "lean")
+
+
+def chunks_of(document: Document) -> list[Chunk]:
+    return chunk_documents([document], chunk_size=1000, chunk_overlap=100)
+
+
+def test_a_json_lines_url_is_cited_and_an_unusable_title_is_ignored():
+    line = Document(
+        "faq.jsonl:3",
+        "Q: Where is my invoice?\nA: Under Settings > Billing.",
+        {"url": "  ", "title": ["not", "a", "title"], "plan": ["free"]},
+    )
+    (chunk,) = chunks_of(line)
+    assert prompt_metadata(chunk, "lean") == {"source": "faq.jsonl:3"}
+    cited = Document("faq.jsonl:4", "Invoices are e-mailed.", {"url": "https://x.example/inv"})
+    assert citable_source(chunks_of(cited)[0].metadata) == "https://x.example/inv"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(min_size=1, max_size=300).filter(str.strip),
+    attributes=st.dictionaries(
+        st.sampled_from(["plan", "region", "url", "title", "answer", "question", "price"]),
+        st.one_of(st.text(max_size=20), st.integers(), st.lists(st.text(max_size=5))),
+    ),
+)
+def test_lean_results_carry_a_source_and_never_repeat_the_text(text: str, attributes: dict):
+    for chunk in chunks_of(Document("doc.md", text, attributes)):
+        lean = prompt_metadata(chunk, "lean")
+        assert set(lean) <= {"source", "title", "answer"}
+        assert lean["source"].strip()
+        assert "answer" not in lean, "a chunk's answer is always part of its text"
+        full = prompt_metadata(chunk, "full")
+        assert full["source"] == lean["source"]
+        assert set(full) - {"source"} == set(chunk.metadata) - {"source"}
