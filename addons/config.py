@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from addons.filters.syntax import parse_filter
+from addons.result_metadata import ResultMetadataChoice
 from addons.schema import MetadataField
 
 RewriteMode = Literal["heuristic", "llm", "off"]
@@ -90,6 +91,8 @@ class StoreConfig(BaseModel):
     """How often connect() looks for changed documents; 0 checks only at start-up."""
     backend: Backend = "faiss"
     milvus: dict[str, Any] | None = None
+    result_metadata: ResultMetadataChoice = "full"
+    """What each result's metadata carries into Rasa's prompt (addons/result_metadata.py)."""
 
     _static_filter: FilterDirective | None = PrivateAttr(default=None)
 

@@ -28,6 +28,7 @@ from rasa.utils.endpoints import EndpointConfig
 from addons.config import ConfigurationError, StoreConfig
 from addons.conversation import Conversation
 from addons.knowledge_search import KnowledgeSearch, SearchOutcome
+from addons.result_metadata import prompt_metadata, tell_if_answers_are_dropped
 
 logger = structlog.get_logger()
 
@@ -84,7 +85,7 @@ class MyVectorStore(InformationRetrieval):
         except Exception as error:
             logger.error("my_vector_store.search.failed", error=str(error))
             raise InformationRetrievalException() from error
-        return to_search_result_list(outcome)
+        return to_search_result_list(outcome, self._search.config)
 
     @property
     def engine(self) -> KnowledgeSearch:
@@ -94,14 +95,19 @@ class MyVectorStore(InformationRetrieval):
         return self._search
 
 
-def to_search_result_list(outcome: SearchOutcome) -> SearchResultList:
-    """Rasa's result type: document text and metadata, score = relevance in [0, 1]."""
+def to_search_result_list(outcome: SearchOutcome, config: StoreConfig) -> SearchResultList:
+    """Rasa's result type: text, the metadata ``result_metadata`` keeps, score in [0, 1]."""
+    choice = config.result_metadata
     results = [
         SearchResult(
-            text=found.chunk.text, metadata=dict(found.chunk.metadata), score=found.relevance
+            text=found.chunk.text,
+            metadata=prompt_metadata(found.chunk, choice),
+            score=found.relevance,
         )
         for found in outcome.results
     ]
+    top = outcome.results[0].chunk if outcome.results else None
+    tell_if_answers_are_dropped(choice, config.docs, top)
     return SearchResultList(results=results, metadata=outcome.explanation())
 
 
