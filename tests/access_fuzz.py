@@ -309,7 +309,7 @@ async def check_case(
     try:
         conversation = Conversation.from_tracker_state(state, fallback_query=case.question)
         outcome = await engine.search(conversation, 0.0)
-        results = to_search_result_list(outcome).results
+        results = to_search_result_list(outcome, engine.config).results
     except Exception as error:  # the property: nothing raises
         tally.crashes.append(f"{type(error).__name__}: {error} in {case!r}"[:2000])
         return
