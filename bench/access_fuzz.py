@@ -198,27 +198,24 @@ def main() -> None:
     parser.add_argument("--llm-cases", type=int, default=1_000)
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
-    rows = []
+    print(f"Run {dt.date.today()}, {platform.machine()}, Python {platform.python_version()}\n")
+    print("| backend | cases | results checked | crashes | leaks | seconds |")
+    print("|---|---|---|---|---|---|", flush=True)
     with tempfile.TemporaryDirectory() as docs:
         if args.faiss_cases:
             started = time.perf_counter()
             tally = run_faiss(args.faiss_cases, args.per_knowledge_base, Path(docs))
-            rows.append(report("FAISS", tally, time.perf_counter() - started))
+            print(report("FAISS", tally, time.perf_counter() - started), flush=True)
         if args.llm_cases:
             started = time.perf_counter()
             tally = run_llm(args.llm_cases, args.per_knowledge_base, Path(docs))
-            rows.append(
-                report("FAISS, hostile LLM over HTTP", tally, time.perf_counter() - started)
-            )
+            seconds = time.perf_counter() - started
+            print(report("FAISS, hostile LLM over HTTP", tally, seconds), flush=True)
         if args.milvus_cases:
             with milvus_server(args.milvus_uri) as uri:
                 started = time.perf_counter()
                 tally = run_milvus(args.milvus_cases, args.milvus_knowledge_bases, uri, Path(docs))
-                rows.append(report("Milvus 2.3.5", tally, time.perf_counter() - started))
-    print(f"Run {dt.date.today()}, {platform.machine()}, Python {platform.python_version()}\n")
-    print("| backend | cases | results checked | crashes | leaks | seconds |")
-    print("|---|---|---|---|---|---|")
-    print("\n".join(rows))
+                print(report("Milvus 2.3.5", tally, time.perf_counter() - started), flush=True)
 
 
 if __name__ == "__main__":
