@@ -33,6 +33,7 @@ from addons.knowledge.loader import stat_signature
 from addons.knowledge.model_integrity import is_bundled_model, verify_bundled_model
 from addons.knowledge.models import ScoredChunk
 from addons.plan import LLMPlanner, Planner, SearchPlan
+from addons.retrieve.query_vector import mixed_vector
 from addons.retrieve.retriever import RetrievalRequest, retrieve
 
 logger = structlog.get_logger()
@@ -63,6 +64,9 @@ class SearchOutcome:
         return {
             "query": plan.search_text,
             "standalone_query": plan.standalone_query,
+            "query_texts": [
+                {"text": part.text, "weight": part.weight} for part in plan.query_texts
+            ],
             "filter": self.filter_syntax,
             "slot_filter": _printed(plan.slot_filter),
             "extracted_filter": _printed(plan.extracted_filter),
@@ -175,7 +179,7 @@ class KnowledgeSearch:
             return []
         request = RetrievalRequest(
             texts=texts,
-            vectors=[self._embed_cached(text) for text in texts],
+            vectors=[self._query_vector(plan), *map(self._embed_cached, plan.paraphrases)],
             filter=plan.filter,
             top_k=min(self.config.top_k, plan.limit or self.config.top_k),
             threshold=threshold,
@@ -184,6 +188,13 @@ class KnowledgeSearch:
         )
         dense = self.backend.ranking(index) if self.backend is not None else None
         return retrieve(index, request, dense)
+
+    def _query_vector(self, plan: SearchPlan) -> np.ndarray:
+        """The weighted sum of the embeddings of ``plan.query_texts``, unit length."""
+        parts = plan.query_texts
+        if len(parts) == 1:
+            return self._embed_cached(parts[0].text)
+        return mixed_vector([(self._embed_cached(p.text), p.weight) for p in parts])
 
     def clear_query_cache(self) -> None:
         """Forget cached query vectors (benchmarks time a search with its embedding)."""

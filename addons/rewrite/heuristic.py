@@ -160,9 +160,9 @@ def standalone_query(conversation: Conversation, mode: RewriteMode = DEFAULT_MOD
     if mode is RewriteMode.LATEST or not earlier_user or not looks_like_follow_up(latest):
         return latest
     if mode is RewriteMode.PREVIOUS_WORDS:
-        context = _content_words(earlier_user[-1])
+        context = content_words(earlier_user[-1])
     elif mode is RewriteMode.TOPIC_WORDS:
-        context = _content_words(" ".join(_unique([earlier_user[0], earlier_user[-1]])))
+        context = content_words(" ".join(_unique([earlier_user[0], earlier_user[-1]])))
     else:
         context = _chained_context(earlier_user)
     carried = _new_words(context, latest)[:MAX_CARRIED_WORDS]
@@ -178,10 +178,10 @@ def looks_like_follow_up(message: str) -> bool:
     words = [word.lower() for word in WORD_PATTERN.findall(message)]
     if any(word in ANAPHORA for word in words) or lowered.startswith(ELLIPSIS_OPENINGS):
         return True
-    return len(_content_words(message)) < MIN_STANDALONE_CONTENT_WORDS
+    return len(content_words(message)) < MIN_STANDALONE_CONTENT_WORDS
 
 
-def _content_words(text: str) -> list[str]:
+def content_words(text: str) -> list[str]:
     """Words that carry the subject, in order, first spelling kept, duplicates dropped."""
     return _unique(word for word in WORD_PATTERN.findall(text) if _is_content_word(word.lower()))
 
@@ -203,7 +203,7 @@ def _chained_context(user_messages: Sequence[str]) -> list[str]:
     context: list[str] = []
     for message in user_messages:
         carried = _new_words(context, message)[:MAX_CARRIED_WORDS]
-        context = _content_words(message) + (carried if looks_like_follow_up(message) else [])
+        context = content_words(message) + (carried if looks_like_follow_up(message) else [])
     return context
 
 
