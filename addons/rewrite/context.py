@@ -15,8 +15,8 @@ conversation without any word of it being guessed. The texts:
 A message that looks standalone (``looks_like_follow_up`` says no) is searched alone: a complete
 question needs no context, and mixing some in can only move it off its subject. Short statements
 the user makes about themselves ("I live in Germany", "I'm on the Free plan") are scope, not
-subject: they are never used as context (scope reaches the search as a filter, from slots or the
-self-query, never as words or vectors).
+subject: they are cut from earlier messages before those serve as context (scope reaches the
+search as a filter, from slots or the self-query, never as words or vectors).
 
 Weights are round values chosen on TREC CAsT 2021 and 2022 together, with the sensitivity of each
 reported in bench/results/conversational.md.
@@ -24,17 +24,11 @@ reported in bench/results/conversational.md.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 
 from addons.conversation import Conversation
-from addons.rewrite.heuristic import (
-    MIN_STANDALONE_CONTENT_WORDS,
-    WORD_PATTERN,
-    content_words,
-    looks_like_follow_up,
-)
+from addons.rewrite.heuristic import looks_like_follow_up, without_scope_statements
 
 
 class ContextModel(StrEnum):
@@ -49,13 +43,18 @@ class ContextModel(StrEnum):
 DEFAULT_CONTEXT_MODEL = ContextModel.WEIGHTED_TURNS
 
 LATEST_WEIGHT = 1.0
-PREVIOUS_QUESTION_WEIGHT = 0.2
-TOPIC_WEIGHT = 0.1
-LAST_BOT_WEIGHT = 0.1
 
-# A statement about the user starts with one of these and is not a question.
-FIRST_PERSON_OPENINGS = frozenset({"i", "i'm", "im", "i've", "my", "we", "we're", "our"})
-SENTENCE_PATTERN = re.compile(r"[^.!?]+[.!?]*")
+
+@dataclass(frozen=True)
+class ContextWeights:
+    """Weight of each earlier text relative to the latest message's 1.0."""
+
+    previous_question: float = 0.2
+    topic: float = 0.1
+    last_bot: float = 0.1
+
+
+DEFAULT_WEIGHTS = ContextWeights()
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,9 @@ class QueryText:
     weight: float
 
 
-def weighted_query_texts(conversation: Conversation) -> tuple[QueryText, ...]:
+def weighted_query_texts(
+    conversation: Conversation, weights: ContextWeights = DEFAULT_WEIGHTS
+) -> tuple[QueryText, ...]:
     """The texts whose weighted embeddings form the query vector, the latest message first.
 
     A first or standalone message gives only itself; an empty conversation gives ``()``.
@@ -77,41 +78,18 @@ def weighted_query_texts(conversation: Conversation) -> tuple[QueryText, ...]:
         return ()
     texts = [QueryText(latest, LATEST_WEIGHT)]
     earlier = [
-        turn.text
+        text
         for turn in conversation.history
-        if turn.role == "user" and not is_scope_statement(turn.text)
+        if turn.role == "user" and (text := without_scope_statements(turn.text))
     ]
     if not earlier or not looks_like_follow_up(latest):
         return tuple(texts)
     previous = earlier[-1]
-    texts.append(QueryText(previous, PREVIOUS_QUESTION_WEIGHT))
+    texts.append(QueryText(previous, weights.previous_question))
     topic = next((text for text in reversed(earlier) if not looks_like_follow_up(text)), None)
     if topic is not None and topic != previous:
-        texts.append(QueryText(topic, TOPIC_WEIGHT))
+        texts.append(QueryText(topic, weights.topic))
     last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
     if last_bot:
-        texts.append(QueryText(last_bot, LAST_BOT_WEIGHT))
-    return tuple(texts)
-
-
-def is_scope_statement(message: str) -> bool:
-    """Whether ``message`` only says something short about the user ("I live in Germany.").
-
-    Every sentence must be a first-person statement (no question mark) with few content words;
-    a message that also asks something ("I live in Germany. Can I get a refund?") is not scope
-    alone, and a long first-person sentence usually names a subject ("I remember Glasgow
-    hosting COP26 ...").
-    """
-    sentences = [part.strip() for part in SENTENCE_PATTERN.findall(message) if part.strip()]
-    return bool(sentences) and all(_is_short_statement_about_user(part) for part in sentences)
-
-
-def _is_short_statement_about_user(sentence: str) -> bool:
-    words = WORD_PATTERN.findall(sentence.replace("’", "'"))
-    if not words or sentence.rstrip().endswith("?"):
-        return False
-    opening = sentence.replace("’", "'").split()[0].lower().strip(",;:")
-    return (
-        opening in FIRST_PERSON_OPENINGS
-        and len(content_words(sentence)) < MIN_STANDALONE_CONTENT_WORDS
-    )
+        texts.append(QueryText(last_bot, weights.last_bot))
+    return tuple(text for text in texts if text.weight > 0)
