@@ -46,7 +46,6 @@ from cast2021 import (  # noqa: E402
     Scores,
     embedding_client,
     my_vector_store_retriever,
-    rasa_default_query,
     rasa_faiss_retriever,
     score,
     write_results,
