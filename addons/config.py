@@ -33,6 +33,7 @@ HeuristicMode = Literal[
     "previous_words", "chained_and_bot_words", "chained_words", "topic_words", "latest"
 ]
 SelfQueryMode = Literal["rules", "llm", "off"]
+ContextModelName = Literal["weighted_turns", "words"]
 Backend = Literal["faiss", "milvus"]
 
 DEFAULT_TOP_K = 4
@@ -71,6 +72,10 @@ class StoreConfig(BaseModel):
     rewrite_heuristic: HeuristicMode = "previous_words"
     """Which no-LLM rewrite (bench/results/cast2021.md): ``previous_words`` ranks the answer
     first most often; ``chained_and_bot_words`` has it in the top 5 most often."""
+    context_model: ContextModelName = "weighted_turns"
+    """How a follow-up's context reaches the query vector with ``rewrite: heuristic``:
+    ``weighted_turns`` mixes the embeddings of earlier turns (addons/rewrite/context.py),
+    ``words`` embeds the words rewrite alone (bench/results/conversational.md)."""
     self_query: SelfQueryMode = "rules"
     strip_filter_words: bool | None = None
     """Remove matched filter words from the searched text; ``None``: the measured default."""

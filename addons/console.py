@@ -188,6 +188,12 @@ def _show(result: Any) -> None:
     meta = result.metadata
     print(f"standalone query: {meta.get('standalone_query')!r}")
     print(f"searched text:    {meta.get('query')!r}")
+    mixed = meta.get("query_texts") or []
+    if len(mixed) > 1:
+        print(
+            "query vector:     "
+            + " + ".join(f"{p['weight']:g}·{_one_line(p['text'], 40)!r}" for p in mixed)
+        )
     print(f"filter:           {meta.get('filter')}")
     if meta.get("filter_relaxed"):
         print("                  (the filter from your words matched nothing: searched without it)")

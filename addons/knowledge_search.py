@@ -34,6 +34,7 @@ from addons.knowledge.loader import stat_signature
 from addons.knowledge.model_integrity import is_bundled_model, verify_bundled_model
 from addons.knowledge.models import ScoredChunk
 from addons.plan import LLMPlanner, Planner, SearchPlan
+from addons.retrieve.query_vector import mixed_vector
 from addons.retrieve.retriever import RetrievalRequest, filter_mask, retrieve
 
 logger = structlog.get_logger()
@@ -84,6 +85,9 @@ class SearchOutcome:
         return {
             "query": plan.search_text,
             "standalone_query": plan.standalone_query,
+            "query_texts": [
+                {"text": part.text, "weight": part.weight} for part in plan.query_texts
+            ],
             "filter": self.filter_syntax,
             "access_filter": _printed(access.directive) if access is not None else None,
             "static_filter": _printed(plan.static_filter),
@@ -232,7 +236,7 @@ class KnowledgeSearch:
         candidates = max(self.config.candidates, self.config.top_k)
         request = RetrievalRequest(
             texts=texts,
-            vectors=[self._embed_cached(text) for text in texts],
+            vectors=[self._query_vector(plan), *map(self._embed_cached, plan.paraphrases)],
             filter=plan.filter,
             top_k=candidates,  # cut to top_k only after every result passed the check below
             threshold=threshold,
@@ -251,6 +255,13 @@ class KnowledgeSearch:
             removed_by_access=rejected_by_access,
             removed_by_check=len(found) - len(kept),
         )
+
+    def _query_vector(self, plan: SearchPlan) -> np.ndarray:
+        """The weighted sum of the embeddings of ``plan.query_texts``, unit length."""
+        parts = plan.query_texts
+        if len(parts) == 1:
+            return self._embed_cached(parts[0].text)
+        return mixed_vector([(self._embed_cached(p.text), p.weight) for p in parts])
 
     def clear_query_cache(self) -> None:
         """Forget cached query vectors (benchmarks time a search with its embedding)."""

@@ -23,6 +23,7 @@ from addons.config import StoreConfig
 from addons.conversation import Conversation
 from addons.filters.slot_filters import slot_filter
 from addons.filters.syntax import conjoin
+from addons.rewrite.context import ContextModel, QueryText, weighted_query_texts
 from addons.rewrite.heuristic import RewriteMode, standalone_query
 from addons.self_query.rules import RuleQueryConstructor
 
@@ -44,6 +45,15 @@ class SearchPlan:
     notes: tuple[str, ...] = field(default_factory=tuple)
     access_filter: AccessFilter | None = None
     static_filter: FilterDirective | None = None
+    message_text: str | None = None
+    """The latest message as typed, when it rather than ``search_text`` leads the query vector."""
+    context_texts: tuple[QueryText, ...] = ()
+    """Earlier turns mixed into the query vector, with their weights (addons/rewrite/context.py)."""
+
+    @property
+    def query_texts(self) -> tuple[QueryText, ...]:
+        """The texts whose weighted embeddings, summed and normalised, form the query vector."""
+        return (QueryText(self.message_text or self.search_text, 1.0), *self.context_texts)
 
     @property
     def scope_filter(self) -> FilterDirective | None:
@@ -131,7 +141,7 @@ class Planner:
         if self._config.multi_query and self._llm is not None and standalone:
             paraphrases = tuple(await self._llm.paraphrases(standalone, self._config.multi_query))
         access = AccessFilter.from_channel(conversation.channel, self._config.access_filters)
-        return SearchPlan(
+        plan = SearchPlan(
             standalone,
             search_text,
             slots,
@@ -141,6 +151,22 @@ class Planner:
             access_filter=access,
             static_filter=self._config.static_filter,
         )
+        return self._with_context(plan, conversation)
+
+    def _with_context(self, plan: SearchPlan, conversation: Conversation) -> SearchPlan:
+        """Mix earlier turns into the query vector (no-LLM rewrite, ``weighted_turns`` only).
+
+        The latest message as typed leads the mix, unless the self-query changed the searched
+        text (filter words stripped, an LLM's query): then that text leads.
+        """
+        config = self._config
+        if config.rewrite != "heuristic" or config.context_model != ContextModel.WEIGHTED_TURNS:
+            return plan
+        texts = weighted_query_texts(conversation)
+        if len(texts) < 2:
+            return plan
+        leads = texts[0].text if plan.search_text == plan.standalone_query else None
+        return replace(plan, message_text=leads, context_texts=texts[1:])
 
     async def _standalone_and_structured(
         self, conversation: Conversation

@@ -145,6 +145,9 @@ MAX_CARRIED_WORDS = 4
 MAX_BOT_WORDS = 2
 MIN_BOT_WORD_REPEATS = 2
 
+# A statement about the user opens with one of these ("I live in Germany", "My plan is Free").
+FIRST_PERSON_OPENINGS = frozenset({"i", "i'm", "im", "i've", "my", "we", "we're", "our"})
+SENTENCE_PATTERN = re.compile(r"[^.!?]+[.!?]*")
 # Letters/digits, hyphenated compounds kept whole; apostrophes split ("Brazil's" -> "Brazil", "s").
 WORD_PATTERN = re.compile(r"[^\W_](?:[\w-]*[^\W_])?")
 
@@ -156,13 +159,17 @@ def standalone_query(conversation: Conversation, mode: RewriteMode = DEFAULT_MOD
     words from earlier turns. Never raises; an empty conversation gives ``""``.
     """
     latest = conversation.latest_user_text
-    earlier_user = [turn.text for turn in conversation.history if turn.role == "user"]
+    earlier_user = [
+        text
+        for turn in conversation.history
+        if turn.role == "user" and (text := without_scope_statements(turn.text))
+    ]
     if mode is RewriteMode.LATEST or not earlier_user or not looks_like_follow_up(latest):
         return latest
     if mode is RewriteMode.PREVIOUS_WORDS:
-        context = _content_words(earlier_user[-1])
+        context = content_words(earlier_user[-1])
     elif mode is RewriteMode.TOPIC_WORDS:
-        context = _content_words(" ".join(_unique([earlier_user[0], earlier_user[-1]])))
+        context = content_words(" ".join(_unique([earlier_user[0], earlier_user[-1]])))
     else:
         context = _chained_context(earlier_user)
     carried = _new_words(context, latest)[:MAX_CARRIED_WORDS]
@@ -178,10 +185,34 @@ def looks_like_follow_up(message: str) -> bool:
     words = [word.lower() for word in WORD_PATTERN.findall(message)]
     if any(word in ANAPHORA for word in words) or lowered.startswith(ELLIPSIS_OPENINGS):
         return True
-    return len(_content_words(message)) < MIN_STANDALONE_CONTENT_WORDS
+    return len(content_words(message)) < MIN_STANDALONE_CONTENT_WORDS
 
 
-def _content_words(text: str) -> list[str]:
+def without_scope_statements(message: str) -> str:
+    """``message`` minus its short statements about the user ("I live in Germany.").
+
+    Such a statement is scope, not subject: it reaches the search as a filter (slots, the
+    self-query), never as context for a later follow-up. A statement counts when it is a
+    first-person sentence without a question mark and with few content words; a long one usually
+    names a subject ("I remember Glasgow hosting COP26 last year ...") and stays.
+    """
+    sentences = [part.strip() for part in SENTENCE_PATTERN.findall(message) if part.strip()]
+    kept = [part for part in sentences if not _is_statement_about_user(part)]
+    return message if len(kept) == len(sentences) else " ".join(kept)
+
+
+def _is_statement_about_user(sentence: str) -> bool:
+    words = sentence.replace("’", "'").split()
+    if not words or sentence.endswith("?"):
+        return False
+    opening = words[0].lower().strip(",;:")
+    return (
+        opening in FIRST_PERSON_OPENINGS
+        and len(content_words(sentence)) < MIN_STANDALONE_CONTENT_WORDS
+    )
+
+
+def content_words(text: str) -> list[str]:
     """Words that carry the subject, in order, first spelling kept, duplicates dropped."""
     return _unique(word for word in WORD_PATTERN.findall(text) if _is_content_word(word.lower()))
 
@@ -203,7 +234,7 @@ def _chained_context(user_messages: Sequence[str]) -> list[str]:
     context: list[str] = []
     for message in user_messages:
         carried = _new_words(context, message)[:MAX_CARRIED_WORDS]
-        context = _content_words(message) + (carried if looks_like_follow_up(message) else [])
+        context = content_words(message) + (carried if looks_like_follow_up(message) else [])
     return context
 
 

@@ -1,0 +1,255 @@
+"""Conversational retrieval on TREC CAsT 2021 and 2022: does a follow-up find its answer?
+
+Each set follows its README: the corpus is every distinct answer (2021: passage, 2022: non-empty
+response); the conversation at turn n is, for each earlier turn, the user's utterance and the
+answer as the bot's message, then the utterance of turn n; the gold is turn n's own answer. On
+CAsT 2022 every root-to-leaf path counts, so early turns repeated across paths count each time.
+A turn *needs a rewrite* when its published manual rewrite differs from what the user typed;
+otherwise it is a *no-rewrite* turn, where context can only hurt.
+
+Every row uses the same embeddings (all-MiniLM-L6-v2 through Rasa's ``huggingface_local``), so
+rows differ only in the query. Rows: Rasa's FAISS_Store with EnterpriseSearchPolicy's default
+query, the plugin itself (default configuration), dense search with the latest message alone,
+the words rewrites, the weighted-turns context model (default) with a small grid of weights
+around it, and the manual rewrite (the upper bound of any rewriter).
+
+Usage (from the repository root)::
+
+    python bench/conversational.py [--cast2021 DIR] [--cast2022 DIR]
+        [--output bench/results/conversational.md]
+
+Only the part of the output file between the ``results`` markers is replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import structlog
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cast2021 import (  # noqa: E402
+    DEPTH,
+    Corpus,
+    DenseSearch,
+    Scores,
+    embedding_client,
+    my_vector_store_retriever,
+    rasa_faiss_retriever,
+    score,
+    write_results,
+)
+
+from addons.conversation import Conversation, Turn  # noqa: E402
+from addons.retrieve.query_vector import mixed_vector  # noqa: E402
+from addons.rewrite.context import ContextWeights, weighted_query_texts  # noqa: E402
+from addons.rewrite.heuristic import RewriteMode, standalone_query  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BENCH_DATA = REPO_ROOT / ".." / "shared" / "bench-data"
+CAST2021_FILE = "2021_manual_evaluation_topics_v1.0.json"
+CAST2022_FILE = "2022_evaluation_topics_flattened_duplicated_v1.0.json"
+DEFAULT_OUTPUT = REPO_ROOT / "bench" / "results" / "conversational.md"
+
+# The sensitivity grid: each weight of the default moved on its own, then all scaled together.
+GRID = (
+    ContextWeights(0.1, 0.1, 0.1),
+    ContextWeights(0.3, 0.1, 0.1),
+    ContextWeights(0.2, 0.0, 0.1),
+    ContextWeights(0.2, 0.2, 0.1),
+    ContextWeights(0.2, 0.1, 0.0),
+    ContextWeights(0.2, 0.1, 0.2),
+    ContextWeights(0.4, 0.2, 0.2),
+    ContextWeights(0.5, 0.0, 0.0),
+)
+
+Retriever = Callable[[Conversation], list[str]]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One turn: its conversation so far, its gold answer and whether it needs a rewrite."""
+
+    conversation: Conversation
+    gold: str
+    manual_rewrite: str
+
+    @property
+    def needs_rewrite(self) -> bool:
+        return self.manual_rewrite.strip() != self.conversation.latest_user_text.strip()
+
+
+def load_cast2021(data_dir: Path) -> tuple[Corpus, list[Case]]:
+    topics = json.loads((data_dir / CAST2021_FILE).read_text(encoding="utf-8"))
+    passages: dict[str, str] = {}
+    cases: list[Case] = []
+    for topic in topics:
+        turns: list[Turn] = []
+        for turn in topic["turn"]:
+            passage_id = f"{turn['canonical_result_id']}-{turn['passage_id']}"
+            passages.setdefault(passage_id, turn["passage"])
+            conversation = Conversation(turns=(*turns, Turn("user", turn["raw_utterance"])))
+            cases.append(Case(conversation, passage_id, turn["manual_rewritten_utterance"]))
+            turns += [Turn("user", turn["raw_utterance"]), Turn("bot", turn["passage"])]
+    return Corpus(list(passages), list(passages.values())), cases
+
+
+def load_cast2022(data_dir: Path) -> tuple[Corpus, list[Case]]:
+    """Every path of every topic; a turn without a response is context only, never gold.
+
+    Responses are compared after stripping surrounding white space (the answer id is its text).
+    """
+    paths = json.loads((data_dir / CAST2022_FILE).read_text(encoding="utf-8"))
+    responses: dict[str, str] = {}
+    cases: list[Case] = []
+    for path in paths:
+        turns: list[Turn] = []
+        for turn in path["turn"]:
+            response = (turn.get("response") or "").strip()
+            user = Turn("user", turn["utterance"])
+            if response:
+                responses.setdefault(response, response)
+                conversation = Conversation(turns=(*turns, user))
+                cases.append(Case(conversation, response, turn["manual_rewritten_utterance"]))
+            turns += [user, Turn("bot", response)] if response else [user]
+    return Corpus(list(responses), list(responses.values())), cases
+
+
+class Queries:
+    """Dense rankings for a text query or a weighted mix of texts, vectors embedded in batch."""
+
+    def __init__(self, dense: DenseSearch):
+        self.dense = dense
+
+    def text(self, query: Callable[[Conversation], str], cases: Sequence[Case]) -> Retriever:
+        self.dense.prefetch(query(case.conversation) for case in cases)
+        return lambda conversation: self.dense.ranking(query(conversation), DEPTH)
+
+    def mix(self, weights: ContextWeights, cases: Sequence[Case]) -> Retriever:
+        def texts(conversation: Conversation) -> list[tuple[str, float]]:
+            return [(t.text, t.weight) for t in weighted_query_texts(conversation, weights)]
+
+        self.dense.prefetch(text for case in cases for text, _ in texts(case.conversation))
+
+        def retrieve(conversation: Conversation) -> list[str]:
+            vector = mixed_vector([(self.dense.cache[t], w) for t, w in texts(conversation)])
+            scores = self.dense.vectors @ vector
+            return [self.dense.ids[row] for row in np.argsort(-scores)[:DEPTH]]
+
+        return retrieve
+
+
+def rows_for(
+    corpus: Corpus, cases: Sequence[Case], client: object, workdir: Path
+) -> dict[str, Retriever]:
+    dense = DenseSearch(corpus, client)  # type: ignore[arg-type]
+    queries = Queries(dense)
+    manual = {case.conversation.turns: case.manual_rewrite for case in cases}
+    rows: dict[str, Retriever] = {
+        "Rasa FAISS_Store, default query (last 2 messages)": rasa_faiss_retriever(
+            corpus,
+            client,  # type: ignore[arg-type]
+        ),
+        "**MyVectorStore, default configuration**": my_vector_store_retriever(
+            corpus,
+            client,  # type: ignore[arg-type]
+            workdir,
+        ),
+        "latest message": queries.text(lambda c: c.latest_user_text, cases),
+        "words `previous_words`": queries.text(
+            lambda c: standalone_query(c, RewriteMode.PREVIOUS_WORDS), cases
+        ),
+        "words `chained_and_bot_words`": queries.text(
+            lambda c: standalone_query(c, RewriteMode.CHAINED_AND_BOT_WORDS), cases
+        ),
+        "**weighted turns 0.2/0.1/0.1 (default)**": queries.mix(ContextWeights(), cases),
+    }
+    for weights in GRID:
+        label = (
+            f"weighted turns {weights.previous_question:g}/{weights.topic:g}/{weights.last_bot:g}"
+        )
+        rows[label] = queries.mix(weights, cases)
+    rows["manual rewrite (upper bound)"] = queries.text(lambda c: manual[c.turns], cases)
+    return rows
+
+
+@dataclass(frozen=True)
+class Split:
+    all_turns: Scores
+    needs_rewrite: Scores
+    no_rewrite: Scores
+
+
+def evaluate(rows: dict[str, Retriever], cases: Sequence[Case]) -> dict[str, Split]:
+    results = {}
+    for name, retriever in rows.items():
+        rankings = [(case, retriever(case.conversation)) for case in cases]
+        results[name] = Split(
+            score(rankings),
+            score([item for item in rankings if item[0].needs_rewrite]),
+            score([item for item in rankings if not item[0].needs_rewrite]),
+        )
+    return results
+
+
+def table(results: dict[str, Split]) -> str:
+    header = (
+        "| query | MRR@10 all | Hit@1 | Hit@5 | Hit@10 | MRR@10 needs rewrite | MRR@10 no rewrite |"
+    )
+    lines = [header, "|---|---|---|---|---|---|---|"]
+    for name, split in results.items():
+        whole = split.all_turns
+        cells = [whole.mrr, whole.hits[1], whole.hits[5], whole.hits[10]]
+        cells += [split.needs_rewrite.mrr, split.no_rewrite.mrr]
+        lines.append(f"| {name} | " + " | ".join(f"{value:.3f}" for value in cells) + " |")
+    return "\n".join(lines)
+
+
+def section(title: str, corpus: Corpus, cases: Sequence[Case], results: dict[str, Split]) -> str:
+    needing = sum(1 for case in cases if case.needs_rewrite)
+    return (
+        f"### {title}: {len(cases)} turns ({needing} need a rewrite, "
+        f"{len(cases) - needing} do not), {len(corpus.ids)} answers\n\n{table(results)}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cast2021", type=Path, default=BENCH_DATA / "cast2021")
+    parser.add_argument("--cast2022", type=Path, default=BENCH_DATA / "cast2022")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    args = parser.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    client = embedding_client()
+    sections = [
+        f"Run {datetime.date.today().isoformat()}, {os.cpu_count()} cores "
+        f"({platform.processor() or platform.machine()}), Python {platform.python_version()}. "
+        "Embeddings: all-MiniLM-L6-v2 (Rasa `huggingface_local`), answers kept whole. Weighted "
+        "turns a/b/c = previous user question a, topic (last standalone user message) b, "
+        "last bot message c, latest message 1."
+    ]
+    for title, loader, data_dir in (
+        ("TREC CAsT 2021", load_cast2021, args.cast2021),
+        ("TREC CAsT 2022 (every path)", load_cast2022, args.cast2022),
+    ):
+        corpus, cases = loader(data_dir)
+        with tempfile.TemporaryDirectory() as workdir:
+            results = evaluate(rows_for(corpus, cases, client, Path(workdir)), cases)
+        sections.append(section(title, corpus, cases, results))
+        print(sections[-1], flush=True)
+    write_results(args.output, "\n\n".join(sections))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""Follow-ups lean on their conversation through the query vector, through MyVectorStore.
+
+Real example knowledge base (docs/), real all-MiniLM-L6-v2 embeddings, default configuration of
+the example assistant's endpoints.yml (context model ``weighted_turns``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from rasa.utils.endpoints import EndpointConfig
+
+from addons.conversation import Conversation, Turn
+from addons.custom_information_retrieval import MyVectorStore
+from addons.rewrite.context import weighted_query_texts
+from addons.rewrite.heuristic import without_scope_statements
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def index_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One index for the module: a second store on it loads it instead of embedding again."""
+    return tmp_path_factory.mktemp("index")
+
+
+def open_store(embedder: Any, index_path: Path, **overrides: Any) -> MyVectorStore:
+    block = dict(yaml.safe_load((REPO_ROOT / "endpoints.yml").read_text())["vector_store"])
+    block.update(docs=str(REPO_ROOT / "docs"), index_path=str(index_path), **overrides)
+    store = MyVectorStore(embeddings=embedder)
+    store.connect(EndpointConfig(**block))
+    return store
+
+
+@pytest.fixture(scope="module")
+def store(embedder: Any, index_path: Path) -> MyVectorStore:
+    return open_store(embedder, index_path)
+
+
+def state(*messages: str) -> dict[str, Any]:
+    """Alternating user/bot messages, starting with the user."""
+    roles = ("user", "bot")
+    events = [{"event": roles[i % 2], "text": text} for i, text in enumerate(messages)]
+    return {"events": events, "slots": {}, "latest_message": {"text": messages[-1]}}
+
+
+async def search(store: MyVectorStore, *messages: str) -> Any:
+    return await store.search(messages[-1], state(*messages), 0.0)
+
+
+def mixed_texts(result: Any) -> list[str]:
+    return [part["text"] for part in result.metadata["query_texts"]]
+
+
+async def test_a_scope_statement_does_not_leak_into_the_next_query(store: MyVectorStore):
+    result = await search(
+        store,
+        "I live in Germany. Can I get my money back if I cancel?",
+        "Yes. In the EU you get a full refund if you cancel within 14 days.",
+        "and how long does it take?",
+    )
+
+    assert not any("germany" in text.lower() for text in mixed_texts(result))
+    assert "germany" not in result.metadata["standalone_query"].lower()
+    assert "Can I get my money back if I cancel?" in mixed_texts(result)
+    assert "refunds" in result.results[0].metadata["source"]
+
+
+async def test_a_repeated_ellipsis_keeps_the_topic(store: MyVectorStore):
+    result = await search(
+        store,
+        "How do I make files available offline?",
+        "On Android, tap the three dots next to a file and turn on Available offline.",
+        "and on Android?",
+        "In the Android app, tap the three dots next to a file or folder.",
+        "and on iOS?",
+    )
+
+    texts = mixed_texts(result)
+    assert texts[0] == "and on iOS?"
+    assert "How do I make files available offline?" in texts
+    # The iOS offline page comes first or right after the app-install page (about iOS too).
+    sources = [found.metadata["source"] for found in result.results]
+    assert "sync/offline-files-ios.md" in sources[:2]
+
+
+async def test_a_standalone_question_is_searched_alone(store: MyVectorStore):
+    question = "How do I turn on two-factor authentication?"
+    result = await search(store, "Can I use offline files?", "Yes, on Plus.", question)
+
+    assert result.metadata["query_texts"] == [{"text": question, "weight": 1.0}]
+
+
+async def test_the_words_model_stays_selectable(
+    embedder: Any, index_path: Path, store: MyVectorStore
+):
+    store = open_store(embedder, index_path, context_model="words")
+
+    result = await search(store, "Can I use offline files?", "Yes, on Plus.", "and on iOS?")
+
+    assert mixed_texts(result) == [result.metadata["query"]]
+    assert result.metadata["query"].startswith("and on iOS?")
+
+
+def test_the_previous_question_outweighs_the_bot_answer_and_the_latest_leads_all() -> None:
+    conversation = Conversation(
+        turns=(
+            Turn("user", "What does the Premium plan include?"),
+            Turn("bot", "Unlimited data and EU roaming."),
+            Turn("user", "Does it include roaming?"),
+            Turn("bot", "Yes, EU roaming is included."),
+            Turn("user", "And what is the cancellation period?"),
+        )
+    )
+
+    texts = weighted_query_texts(conversation)
+
+    weights = {part.text: part.weight for part in texts}
+    assert texts[0].text == "And what is the cancellation period?"
+    assert texts[0].weight == max(weights.values())
+    assert weights["Does it include roaming?"] > weights["Yes, EU roaming is included."]
+    assert "What does the Premium plan include?" in weights
+
+
+def test_only_short_statements_about_the_user_count_as_scope() -> None:
+    assert without_scope_statements("I live in Germany. Can I get a refund?") == (
+        "Can I get a refund?"
+    )
+    assert without_scope_statements("I'm on the Free plan.") == ""
+    kept = "I remember Glasgow hosting COP26 last year, but I was out of the loop. What was it?"
+    assert without_scope_statements(kept) == kept
