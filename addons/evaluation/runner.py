@@ -92,8 +92,14 @@ async def _evaluate_case(engine: KnowledgeSearch, case: EvalCase) -> CaseResult:
 async def _same_filter(
     engine: KnowledgeSearch, outcome: SearchOutcome, text: str
 ) -> list[ScoredChunk]:
+    # Only ``text`` forms the query vector: no paraphrases, no earlier turns mixed in.
     plan = dataclasses.replace(
-        outcome.plan, standalone_query=text, search_text=text, paraphrases=()
+        outcome.plan,
+        standalone_query=text,
+        search_text=text,
+        paraphrases=(),
+        message_text=None,
+        context_texts=(),
     )
     return (await engine.search_plan(plan, threshold=0.0)).results
 
