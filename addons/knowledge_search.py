@@ -29,9 +29,9 @@ from addons.filters.syntax import to_filter_syntax
 from addons.knowledge.builder import IndexSettings, ensure_index
 from addons.knowledge.embedding import embed_query, embedder_identity
 from addons.knowledge.index import KnowledgeIndex
-from addons.knowledge.loader import stat_signature
 from addons.knowledge.model_integrity import is_bundled_model, verify_bundled_model
 from addons.knowledge.models import ScoredChunk
+from addons.knowledge.withdrawal import without_changed_chunks
 from addons.plan import LLMPlanner, Planner, SearchPlan
 from addons.retrieve.retriever import RetrievalRequest, retrieve
 
@@ -92,7 +92,6 @@ class KnowledgeSearch:
         self.index = index
         self.planner = Planner(config, self.known_values, llm)
         self._settings = _index_settings(config)
-        self._signature = stat_signature(config.docs)
         self._checked_at = time.monotonic()
         self._refreshing = threading.Lock()
         self._values_cache: tuple[KnowledgeIndex, Mapping[str, frozenset[str]]] | None = None
@@ -195,25 +194,34 @@ class KnowledgeSearch:
         return vector
 
     def refresh_if_due(self) -> None:
-        """Pick up changed documents: a cheap stat check, then a rebuild in the background."""
+        """Pick up changed documents: at most every ``refresh_seconds``, in the background.
+
+        The check compares content (the index fingerprint hashes every document's bytes), not
+        names, sizes and modification times, which an edit can leave unchanged; it runs in a
+        thread so that ``connect()`` stays free.
+        """
         interval = self.config.refresh_seconds
         if interval <= 0 or time.monotonic() - self._checked_at < interval:
             return
         self._checked_at = time.monotonic()
-        signature = stat_signature(self.config.docs)
-        if signature == self._signature or not self._refreshing.acquire(blocking=False):
+        if not self._refreshing.acquire(blocking=False):
             return
-        threading.Thread(target=self._rebuild, args=(signature,), daemon=True).start()
+        threading.Thread(target=self._refresh, daemon=True).start()
 
-    def _rebuild(self, signature: tuple[tuple[str, int, int], ...]) -> None:
+    def _refresh(self) -> None:
         try:
-            index = ensure_index(self._settings, self.embeddings, progress=False)
+            if self._settings.fingerprint(self.embeddings) == self.index.fingerprint:
+                return
+            try:
+                index = ensure_index(self._settings, self.embeddings, progress=False)
+            except Exception as error:  # serve only what the documents still say; report why
+                logger.error("knowledge_search.refresh.failed", error=str(error))
+                index = without_changed_chunks(self.index, self._settings)
             if self.backend is not None:
                 self.backend.publish(index, embedder_identity(self.embeddings))
             self.index = index
-            self._signature = signature
             logger.info("knowledge_search.refresh.done", chunks=len(self.index))
-        except Exception as error:  # keep serving the previous index; report why
+        except Exception as error:
             logger.error("knowledge_search.refresh.failed", error=str(error))
         finally:
             self._refreshing.release()
