@@ -8,6 +8,7 @@ remove the slot filter, because the extracted part can only ever be added as ano
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -131,13 +132,30 @@ class Planner:
             standalone = await llm.rewrite(conversation)
         elif config.rewrite == "off":
             standalone = conversation.latest_user_text
+        elif config.self_query == "llm" and llm is not None:
+            standalone = await asyncio.to_thread(self._heuristic_rewrite, conversation)
         else:
-            standalone = standalone_query(conversation, RewriteMode(config.rewrite_heuristic))
+            # The heuristic rewrite and the rules are pure CPU: one worker-thread hop for both,
+            # so that hundreds of concurrent searches do not stall the event loop
+            # (bench/results/load.md).
+            return await asyncio.to_thread(self._local_plan, conversation)
         if config.self_query == "rules":
-            return standalone, self._rule_constructor().construct(standalone)
+            return standalone, await asyncio.to_thread(self._rule_query, standalone)
         if config.self_query == "llm" and llm is not None:
             return standalone, await llm.structured_query(standalone)
         return standalone, None
+
+    def _heuristic_rewrite(self, conversation: Conversation) -> str:
+        return standalone_query(conversation, RewriteMode(self._config.rewrite_heuristic))
+
+    def _local_plan(self, conversation: Conversation) -> tuple[str, StructuredQuery | None]:
+        standalone = self._heuristic_rewrite(conversation)
+        return standalone, self._rule_query(standalone)
+
+    def _rule_query(self, standalone: str) -> StructuredQuery | None:
+        if self._config.self_query != "rules":
+            return None
+        return self._rule_constructor().construct(standalone)
 
     def _rule_constructor(self) -> RuleQueryConstructor:
         """Built once per set of known values (they change only when the index does)."""
