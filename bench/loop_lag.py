@@ -59,10 +59,10 @@ async def burst_lags(concurrent: int, rounds: int, slow_ms: float | None) -> dic
         ticks: list[float] = []
         started = time.perf_counter()
         for _ in range(rounds):
-            done = False
+            done = asyncio.Event()
 
-            async def ticker() -> None:
-                while not done:
+            async def ticker(done: asyncio.Event) -> None:
+                while not done.is_set():
                     before = time.perf_counter()
                     await asyncio.sleep(TICK_SECONDS)
                     ticks.append(time.perf_counter() - before - TICK_SECONDS)
@@ -72,9 +72,9 @@ async def burst_lags(concurrent: int, rounds: int, slow_ms: float | None) -> dic
                 await store.search("", chat.next_state(), 0.0)
 
             first = len(ticks)
-            tick_task = asyncio.create_task(ticker())
+            tick_task = asyncio.create_task(ticker(done))
             await asyncio.gather(*(search(chat) for chat in chats))
-            done = True
+            done.set()
             await tick_task
             per_round.append(max(ticks[first:], default=0.0))
         elapsed = time.perf_counter() - started

@@ -85,7 +85,7 @@ def _acquired(directory: IndexDirectory) -> Iterator[None]:
     lock = directory.lock()
     try:
         lock.acquire()
-    except PermissionError as error:
+    except OSError as error:  # never a timeout: the lock waits without one
         raise IndexFolderNotWritable(directory.root, error) from None
     try:
         yield

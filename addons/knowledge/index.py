@@ -213,7 +213,7 @@ class IndexDirectory:
             pointer = self.root / f".{CURRENT_FILE}.{uuid.uuid4().hex}"
             pointer.write_text(name, encoding="utf-8")
             os.replace(pointer, self.root / CURRENT_FILE)
-        except PermissionError as error:
+        except OSError as error:  # read-only, full or not a folder: say which and how to fix
             shutil.rmtree(staging, ignore_errors=True)
             raise IndexFolderNotWritable(self.root, error) from None
         self._remove_old(keep=final)
