@@ -283,7 +283,7 @@ def test_an_index_path_that_cannot_be_written_is_one_message_naming_it(tmp_path:
     blocker.write_text("a file where the index folder should be")
     with pytest.raises(IndexFolderNotWritable, match="vector_store.index_path") as raised:
         ensure_index(index_settings(docs, blocker / "index"), HashingEmbedder(), progress=False)
-    assert str(blocker / "index") in str(raised.value) and "writable" in str(raised.value)
+    assert str(blocker / "index") in str(raised.value) and "can write to" in str(raised.value)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="permission bits do not stop root")
@@ -294,7 +294,7 @@ def test_a_read_only_index_folder_is_one_message_naming_it(tmp_path: Path):
     index_path.mkdir()
     index_path.chmod(0o555)
     try:
-        with pytest.raises(IndexFolderNotWritable, match="writable"):
+        with pytest.raises(IndexFolderNotWritable, match="can write to"):
             ensure_index(index_settings(docs, index_path), HashingEmbedder(), progress=False)
     finally:
         index_path.chmod(0o755)

@@ -59,8 +59,8 @@ class IndexFolderNotWritable(ValueError):
     def __init__(self, root: Path, error: OSError) -> None:
         super().__init__(
             f"vector_store.index_path: cannot write the index into '{root}' "
-            f"({error.strerror or error}). Make the folder writable for the user running Rasa, "
-            "or point index_path at a writable folder."
+            f"({error.strerror or error}). Make it a folder the user running Rasa can write to, "
+            "with free space, or point index_path at such a folder."
         )
 
 
