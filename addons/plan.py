@@ -137,7 +137,7 @@ class Planner:
         else:
             # The heuristic rewrite and the rules are pure CPU: one worker-thread hop for both,
             # so that hundreds of concurrent searches do not stall the event loop
-            # (bench/results/load.md).
+            # (bench/results/hardening.md).
             return await asyncio.to_thread(self._local_plan, conversation)
         if config.self_query == "rules":
             return standalone, await asyncio.to_thread(self._rule_query, standalone)
