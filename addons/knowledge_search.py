@@ -8,7 +8,6 @@ concurrently; the index they read is replaced, never mutated, when documents cha
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import time
@@ -34,6 +33,7 @@ from addons.knowledge.models import ScoredChunk
 from addons.knowledge.withdrawal import without_changed_chunks
 from addons.plan import LLMPlanner, Planner, SearchPlan
 from addons.retrieve.retriever import RetrievalRequest, retrieve
+from addons.workers import off_loop
 
 logger = structlog.get_logger()
 
@@ -151,7 +151,7 @@ class KnowledgeSearch:
         started = time.perf_counter()
         plan = await self.planner.plan(conversation)
         planned = time.perf_counter()
-        outcome = await asyncio.to_thread(self._retrieve, plan, threshold)
+        outcome = await off_loop(self._retrieve, plan, threshold)
         outcome.timings_ms = {
             "plan": _ms(planned - started),
             "retrieve": _ms(time.perf_counter() - planned),

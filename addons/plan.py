@@ -8,7 +8,6 @@ remove the slot filter, because the extracted part can only ever be added as ano
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -23,6 +22,7 @@ from addons.filters.slot_filters import slot_filter
 from addons.filters.syntax import conjoin
 from addons.rewrite.heuristic import RewriteMode, standalone_query
 from addons.self_query.rules import RuleQueryConstructor
+from addons.workers import off_loop
 
 logger = structlog.get_logger()
 
@@ -133,14 +133,14 @@ class Planner:
         elif config.rewrite == "off":
             standalone = conversation.latest_user_text
         elif config.self_query == "llm" and llm is not None:
-            standalone = await asyncio.to_thread(self._heuristic_rewrite, conversation)
+            standalone = await off_loop(self._heuristic_rewrite, conversation)
         else:
             # The heuristic rewrite and the rules are pure CPU: one worker-thread hop for both,
             # so that hundreds of concurrent searches do not stall the event loop
             # (bench/results/hardening.md).
-            return await asyncio.to_thread(self._local_plan, conversation)
+            return await off_loop(self._local_plan, conversation)
         if config.self_query == "rules":
-            return standalone, await asyncio.to_thread(self._rule_query, standalone)
+            return standalone, await off_loop(self._rule_query, standalone)
         if config.self_query == "llm" and llm is not None:
             return standalone, await llm.structured_query(standalone)
         return standalone, None
