@@ -13,6 +13,7 @@ This class is only the Rasa-facing shell; the work happens in :mod:`addons.knowl
 from __future__ import annotations
 
 import json
+import math
 import threading
 from typing import Any
 
@@ -81,7 +82,12 @@ class MyVectorStore(InformationRetrieval):
             )
         conversation = Conversation.from_tracker_state(tracker_state, fallback_query=query or "")
         try:
-            outcome = await self._search.search(conversation, _threshold(threshold))
+            relevance_threshold = _threshold(threshold)
+        except ValueError as error:
+            logger.error("my_vector_store.search.bad_threshold", error=str(error))
+            raise InformationRetrievalException() from error
+        try:
+            outcome = await self._search.search(conversation, relevance_threshold)
         except Exception as error:
             logger.error("my_vector_store.search.failed", error=str(error))
             raise InformationRetrievalException() from error
@@ -112,10 +118,22 @@ def to_search_result_list(outcome: SearchOutcome, config: StoreConfig) -> Search
 
 
 def _threshold(value: Any) -> float:
+    """The threshold clamped to [0, 1]; a missing or non-numeric one means no threshold.
+
+    Raises:
+        ValueError: for NaN, which compares false with every score and so would silently
+            return nothing.
+    """
     try:
-        return min(max(float(value), 0.0), 1.0)
+        number = float(value)
     except (TypeError, ValueError):
         return 0.0
+    if math.isnan(number):
+        raise ValueError(
+            "the relevance threshold is NaN; set a number between 0 and 1 "
+            "(EnterpriseSearchPolicy's vector_store.threshold)"
+        )
+    return min(max(number, 0.0), 1.0)
 
 
 def _llm(config: StoreConfig) -> Any:

@@ -8,7 +8,6 @@ concurrently; the index they read is replaced, never mutated, when documents cha
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import time
@@ -30,12 +29,13 @@ from addons.filters.syntax import to_filter_syntax
 from addons.knowledge.builder import IndexSettings, ensure_index
 from addons.knowledge.embedding import embed_query, embedder_identity
 from addons.knowledge.index import KnowledgeIndex
-from addons.knowledge.loader import stat_signature
 from addons.knowledge.model_integrity import is_bundled_model, verify_bundled_model
 from addons.knowledge.models import ScoredChunk
+from addons.knowledge.withdrawal import without_changed_chunks
 from addons.plan import LLMPlanner, Planner, SearchPlan
 from addons.retrieve.query_vector import mixed_vector
 from addons.retrieve.retriever import RetrievalRequest, filter_mask, retrieve
+from addons.workers import off_loop
 
 logger = structlog.get_logger()
 
@@ -136,7 +136,6 @@ class KnowledgeSearch:
         self.index = index
         self.planner = Planner(config, self.known_values, llm)
         self._settings = _index_settings(config)
-        self._signature = stat_signature(config.docs)
         self._checked_at = time.monotonic()
         self._refreshing = threading.Lock()
         self._values_cache: tuple[KnowledgeIndex, Mapping[str, frozenset[str]]] | None = None
@@ -196,7 +195,7 @@ class KnowledgeSearch:
         started = time.perf_counter()
         plan = await self.planner.plan(conversation)
         planned = time.perf_counter()
-        outcome = await asyncio.to_thread(self._retrieve, plan, threshold)
+        outcome = await off_loop(self._retrieve, plan, threshold)
         outcome.timings_ms = {
             "plan": _ms(planned - started),
             "retrieve": _ms(time.perf_counter() - planned),
@@ -211,7 +210,7 @@ class KnowledgeSearch:
 
         Evaluation uses it to search other query texts under the very filter a search used.
         """
-        return await asyncio.to_thread(self._retrieve, plan, threshold)
+        return await off_loop(self._retrieve, plan, threshold)
 
     def _retrieve(self, plan: SearchPlan, threshold: float) -> SearchOutcome:
         index = self.index  # one consistent snapshot even if a refresh swaps it meanwhile
@@ -273,25 +272,34 @@ class KnowledgeSearch:
         return vector
 
     def refresh_if_due(self) -> None:
-        """Pick up changed documents: a cheap stat check, then a rebuild in the background."""
+        """Pick up changed documents: at most every ``refresh_seconds``, in the background.
+
+        The check compares content (the index fingerprint hashes every document's bytes), not
+        names, sizes and modification times, which an edit can leave unchanged; it runs in a
+        thread so that ``connect()`` stays free.
+        """
         interval = self.config.refresh_seconds
         if interval <= 0 or time.monotonic() - self._checked_at < interval:
             return
         self._checked_at = time.monotonic()
-        signature = stat_signature(self.config.docs)
-        if signature == self._signature or not self._refreshing.acquire(blocking=False):
+        if not self._refreshing.acquire(blocking=False):
             return
-        threading.Thread(target=self._rebuild, args=(signature,), daemon=True).start()
+        threading.Thread(target=self._refresh, daemon=True).start()
 
-    def _rebuild(self, signature: tuple[tuple[str, int, int], ...]) -> None:
+    def _refresh(self) -> None:
         try:
-            index = ensure_index(self._settings, self.embeddings, progress=False)
+            if self._settings.fingerprint(self.embeddings) == self.index.fingerprint:
+                return
+            try:
+                index = ensure_index(self._settings, self.embeddings, progress=False)
+            except Exception as error:  # serve only what the documents still say; report why
+                logger.error("knowledge_search.refresh.failed", error=str(error))
+                index = without_changed_chunks(self.index, self._settings)
             if self.backend is not None:
                 self.backend.publish(index, embedder_identity(self.embeddings))
             self.index = index
-            self._signature = signature
             logger.info("knowledge_search.refresh.done", chunks=len(self.index))
-        except Exception as error:  # keep serving the previous index; report why
+        except Exception as error:
             logger.error("knowledge_search.refresh.failed", error=str(error))
         finally:
             self._refreshing.release()

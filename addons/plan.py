@@ -26,6 +26,7 @@ from addons.filters.syntax import conjoin
 from addons.rewrite.context import ContextModel, QueryText, weighted_query_texts
 from addons.rewrite.heuristic import RewriteMode, standalone_query
 from addons.self_query.rules import RuleQueryConstructor
+from addons.workers import off_loop
 
 logger = structlog.get_logger()
 
@@ -178,13 +179,30 @@ class Planner:
             standalone = await llm.rewrite(conversation)
         elif config.rewrite == "off":
             standalone = conversation.latest_user_text
+        elif config.self_query == "llm" and llm is not None:
+            standalone = await off_loop(self._heuristic_rewrite, conversation)
         else:
-            standalone = standalone_query(conversation, RewriteMode(config.rewrite_heuristic))
+            # The heuristic rewrite and the rules are pure CPU: one worker-thread hop for both,
+            # so that hundreds of concurrent searches do not stall the event loop
+            # (bench/results/hardening.md).
+            return await off_loop(self._local_plan, conversation)
         if config.self_query == "rules":
-            return standalone, self._rule_constructor().construct(standalone)
+            return standalone, await off_loop(self._rule_query, standalone)
         if config.self_query == "llm" and llm is not None:
             return standalone, await llm.structured_query(standalone)
         return standalone, None
+
+    def _heuristic_rewrite(self, conversation: Conversation) -> str:
+        return standalone_query(conversation, RewriteMode(self._config.rewrite_heuristic))
+
+    def _local_plan(self, conversation: Conversation) -> tuple[str, StructuredQuery | None]:
+        standalone = self._heuristic_rewrite(conversation)
+        return standalone, self._rule_query(standalone)
+
+    def _rule_query(self, standalone: str) -> StructuredQuery | None:
+        if self._config.self_query != "rules":
+            return None
+        return self._rule_constructor().construct(standalone)
 
     def _rule_constructor(self) -> RuleQueryConstructor:
         """Built once per set of known values (they change only when the index does)."""

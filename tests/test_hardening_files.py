@@ -8,6 +8,7 @@ report every other one (file and reason), and still index, persist and reload.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from langchain_core.structured_query import Comparator, Comparison
 
 from addons.knowledge.builder import IndexSettings, ensure_index
-from addons.knowledge.index import IndexDirectory, KnowledgeIndex
+from addons.knowledge.index import IndexDirectory, IndexFolderNotWritable, KnowledgeIndex
 from addons.knowledge.loader import MAX_FILE_BYTES, content_digest, load_knowledge_base
 from addons.retrieve.retriever import filter_mask
 from tests.test_index_persistence import HashingEmbedder
@@ -163,3 +164,137 @@ def test_a_json_line_nested_too_deeply_is_reported_and_the_rest_loads(tmp_path: 
     knowledge = load_knowledge_base(tmp_path)
     assert sorted(d.source for d in knowledge.documents) == ["faq.jsonl:2", "good.md"]
     assert [(p.file, p.line) for p in knowledge.problems] == [("faq.jsonl", 1)]
+
+
+def index_settings(docs: Path, index_path: Path) -> IndexSettings:
+    return IndexSettings(docs, index_path, 400, 40, 16, 200_000)
+
+
+def test_links_that_lead_out_of_the_docs_folder_are_reported_and_never_read(tmp_path: Path):
+    outside = tmp_path / "outside"
+    (outside / "team").mkdir(parents=True)
+    (outside / "passwd.txt").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    (outside / "team" / "secret.md").write_text("---\nplan: [free]\n---\nQ: Secret?\nA: Yes.\n")
+    docs = tmp_path / "docs"
+    write_kb(docs, {})
+    (docs / "passwd.txt").symlink_to(outside / "passwd.txt")
+    (docs / "shared").symlink_to(outside / "team", target_is_directory=True)
+
+    index = ensure_index(
+        index_settings(docs, tmp_path / "index"), HashingEmbedder(), progress=False
+    )
+
+    assert [chunk.metadata["source"] for chunk in index.chunks] == ["good.md"]
+    assert not any("root:" in chunk.text or "Secret" in chunk.text for chunk in index.chunks)
+    reasons = {problem.file: problem.reason for problem in index.problems}
+    assert set(reasons) == {"passwd.txt", "shared"}
+    assert all("outside the docs folder" in reason for reason in reasons.values())
+
+
+def test_links_that_stay_inside_are_read_once_and_a_link_loop_ends(tmp_path: Path):
+    docs = tmp_path / "docs"
+    write_kb(docs, {})
+    (docs / "guides").mkdir()
+    (docs / "guides" / "sync.md").write_text("Q: Sync?\nA: Automatic.\n")
+    (docs / "also-guides").symlink_to(docs / "guides", target_is_directory=True)
+    (docs / "guides" / "up").symlink_to(docs, target_is_directory=True)  # a loop
+
+    knowledge = load_knowledge_base(docs)
+
+    assert sorted(d.source for d in knowledge.documents) == ["good.md", "guides/sync.md"]
+    assert knowledge.problems == []
+
+
+@pytest.mark.parametrize(
+    "front_matter",
+    ["- plan: premium\n- region: eu", "just a sentence", "42", "[premium, business]"],
+)
+def test_front_matter_that_is_not_a_mapping_is_reported_and_not_indexed(
+    tmp_path: Path, front_matter: str
+):
+    write_kb(tmp_path, {"scoped.md": f"---\n{front_matter}\n---\nQ: Scoped?\nA: Yes.\n".encode()})
+    knowledge = load_knowledge_base(tmp_path)
+    assert [d.source for d in knowledge.documents] == ["good.md"]
+    [problem] = knowledge.problems
+    assert problem.file == "scoped.md" and "not a mapping" in problem.reason
+
+
+def test_empty_front_matter_is_a_document_without_attributes(tmp_path: Path):
+    write_kb(tmp_path, {"open.md": b"---\n---\nQ: Open?\nA: Yes.\n"})
+    knowledge = load_knowledge_base(tmp_path)
+    assert {d.source: d.metadata for d in knowledge.documents}["open.md"] == {}
+    assert knowledge.problems == []
+
+
+def other_index(tmp_path: Path) -> Path:
+    """A published index elsewhere, holding text the served knowledge base does not have."""
+    docs = tmp_path / "other-docs"
+    docs.mkdir()
+    (docs / "secret.md").write_text("Q: Secret?\nA: Only for admins.\n")
+    settings_ = index_settings(docs, tmp_path / "other-index")
+    ensure_index(settings_, HashingEmbedder(), progress=False)
+    folder = IndexDirectory(settings_.index_path).current()
+    assert folder is not None
+    return folder
+
+
+@pytest.mark.parametrize("spelling", ["absolute", "dot-dot", "link"])
+def test_a_current_pointer_leading_out_of_index_path_is_not_loaded(tmp_path: Path, spelling: str):
+    foreign = other_index(tmp_path)
+    docs = tmp_path / "docs"
+    write_kb(docs, {})
+    settings_ = index_settings(docs, tmp_path / "index")
+    ensure_index(settings_, HashingEmbedder(), progress=False)
+    pointer = settings_.index_path / "CURRENT"
+    if spelling == "absolute":
+        pointer.write_text(str(foreign))
+    elif spelling == "dot-dot":
+        pointer.write_text(f"../other-index/{foreign.name}")
+    else:  # a folder with a published name that is a link to the foreign index
+        (settings_.index_path / foreign.name).symlink_to(foreign, target_is_directory=True)
+        pointer.write_text(foreign.name)
+    # The foreign index claims this knowledge base's fingerprint.
+    manifest = foreign / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["fingerprint"] = settings_.fingerprint(HashingEmbedder())
+    manifest.write_text(json.dumps(data))
+
+    index = ensure_index(settings_, HashingEmbedder(), progress=False)
+
+    assert [chunk.metadata["source"] for chunk in index.chunks] == ["good.md"]
+    current = IndexDirectory(settings_.index_path).current()
+    assert current is not None and current.resolve().parent == settings_.index_path.resolve()
+
+
+def test_a_current_pointer_that_is_not_utf8_rebuilds_instead_of_failing(tmp_path: Path):
+    docs = tmp_path / "docs"
+    write_kb(docs, {})
+    settings_ = index_settings(docs, tmp_path / "index")
+    ensure_index(settings_, HashingEmbedder(), progress=False)
+    (settings_.index_path / "CURRENT").write_bytes(b"index-\xff\xfe\x00garbage")
+    index = ensure_index(settings_, HashingEmbedder(), progress=False)
+    assert [chunk.metadata["source"] for chunk in index.chunks] == ["good.md"]
+
+
+def test_an_index_path_that_cannot_be_written_is_one_message_naming_it(tmp_path: Path):
+    docs = tmp_path / "docs"
+    write_kb(docs, {})
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the index folder should be")
+    with pytest.raises(IndexFolderNotWritable, match="vector_store.index_path") as raised:
+        ensure_index(index_settings(docs, blocker / "index"), HashingEmbedder(), progress=False)
+    assert str(blocker / "index") in str(raised.value) and "can write to" in str(raised.value)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="permission bits do not stop root")
+def test_a_read_only_index_folder_is_one_message_naming_it(tmp_path: Path):
+    docs = tmp_path / "docs"
+    write_kb(docs, {})
+    index_path = tmp_path / "index"
+    index_path.mkdir()
+    index_path.chmod(0o555)
+    try:
+        with pytest.raises(IndexFolderNotWritable, match="can write to"):
+            ensure_index(index_settings(docs, index_path), HashingEmbedder(), progress=False)
+    finally:
+        index_path.chmod(0o755)

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rasa.core.information_retrieval import InformationRetrievalException
 from rasa.utils.endpoints import EndpointConfig
+from structlog.testing import capture_logs
 
 from addons.custom_information_retrieval import MyVectorStore
 
@@ -182,3 +184,14 @@ async def test_a_huge_message_is_answered_in_bounded_time(store: MyVectorStore):
     result = await store.search("", {"events": [{"event": "user", "text": message}]}, 0.0)
     assert result.results
     assert time.perf_counter() - started < 20
+
+
+@pytest.mark.parametrize("threshold", [math.nan, "nan", -math.nan])
+async def test_a_nan_threshold_is_a_clear_error_not_silence(store: MyVectorStore, threshold: Any):
+    state = {"events": [{"event": "user", "text": "storage and refunds"}]}
+    with capture_logs() as logs, pytest.raises(InformationRetrievalException) as raised:
+        await store.search("", state, threshold)
+    assert isinstance(raised.value.__cause__, ValueError)
+    assert "NaN" in str(raised.value.__cause__)
+    assert any(log["event"] == "my_vector_store.search.bad_threshold" for log in logs)
+    assert (await store.search("", state, 0.0)).results, "a usable threshold still answers"

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from addons.knowledge.builder import IndexSettings, ensure_index
-from addons.knowledge.index import IndexDirectory, KnowledgeIndex
+from addons.knowledge.index import IndexDirectory, IndexFolderNotWritable, KnowledgeIndex
 
 DIMENSION = 32
 
@@ -76,7 +76,7 @@ def test_a_failed_rebuild_leaves_the_previous_index_published(tmp_path, monkeypa
         raise OSError("disk full")
 
     monkeypatch.setattr(KnowledgeIndex, "write", crash_half_way)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(IndexFolderNotWritable, match="disk full"):
         ensure_index(settings_for(docs), HashingEmbedder(), progress=False)
     monkeypatch.undo()
 

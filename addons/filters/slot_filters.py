@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.structured_query import Comparator, Comparison, FilterDirective
 
+from addons.filters.bounds import check_filter
 from addons.filters.syntax import conjoin
 
 _SCALAR_TYPES = (str, numbers.Real)
@@ -30,12 +31,16 @@ def slot_filter(
 
     Raises:
         ValueError: if a mapped slot holds a value that is neither a scalar nor a list of scalars.
+        FilterTooLarge: (a ValueError) if the slots list more values than a filter may hold;
+            dropping some would widen the scope, so the search fails instead.
     """
     restrictions = [
         _restriction(slot, attribute, slots.get(slot))
         for slot, attribute in slot_to_attribute.items()
     ]
-    return conjoin(*restrictions)
+    directive = conjoin(*restrictions)
+    check_filter(directive)
+    return directive
 
 
 def _restriction(slot: str, attribute: str, value: Any) -> FilterDirective | None:

@@ -26,6 +26,8 @@ from langchain_core.structured_query import Comparison, FilterDirective, Operati
 from lark import Lark
 from lark.exceptions import LarkError
 
+from addons.filters.bounds import check_filter, check_filter_text
+
 # The grammar's DATE/DATETIME terminals outrank strings, so a quoted string beginning like this is
 # lexed as a date, whatever follows it.
 _DATE_PREFIX = re.compile(r"\d{4}-[01]\d-[0-3]\d")
@@ -48,7 +50,9 @@ def parse_filter(text: str) -> FilterDirective:
 
     Raises:
         ValueError: if the text is not a single well-formed comparison or operation.
+        FilterTooLarge: (a ValueError) if it passes the bounds of ``addons.filters.bounds``.
     """
+    check_filter_text(text)
     try:
         directive = _get_parser().parse(text)
     except (LarkError, ValueError, IndexError, TypeError) as error:
@@ -58,6 +62,7 @@ def parse_filter(text: str) -> FilterDirective:
         ) from error
     if not isinstance(directive, FilterDirective):
         raise ValueError(f"Cannot parse filter {text!r}: it is a value, not a comparison.")
+    check_filter(directive)
     return directive
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from addons.knowledge.index import (
     FORMAT_VERSION,
     IndexCorruptError,
     IndexDirectory,
+    IndexFolderNotWritable,
     KnowledgeIndex,
 )
 from addons.knowledge.loader import content_digest, load_knowledge_base
@@ -69,11 +72,25 @@ def ensure_index(
     loaded = _load_if_current(directory, fingerprint)
     if loaded is not None:
         return loaded
-    with directory.lock():
+    with _acquired(directory):
         loaded = _load_if_current(directory, fingerprint)  # another process may have built it
         if loaded is not None:
             return loaded
         return _build(settings, embeddings, fingerprint, directory, progress)
+
+
+@contextmanager
+def _acquired(directory: IndexDirectory) -> Iterator[None]:
+    """The build lock; a folder where the lock file cannot be created is reported as such."""
+    lock = directory.lock()
+    try:
+        lock.acquire()
+    except OSError as error:  # never a timeout: the lock waits without one
+        raise IndexFolderNotWritable(directory.root, error) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _load_if_current(directory: IndexDirectory, fingerprint: str) -> KnowledgeIndex | None:

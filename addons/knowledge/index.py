@@ -5,12 +5,18 @@ atomically replacing a small ``CURRENT`` pointer file. A crash or kill in the mi
 therefore leaves the previous index in place and usable, and readers never see half a folder.
 Several processes (Rasa workers) starting at once serialise on a file lock and the later ones
 find the index already built. Nothing is pickled: FAISS's own format, bm25s's own format and JSON.
+
+The folder is not trusted further than that: ``CURRENT`` must name a published index folder
+directly inside ``index_path`` (no absolute path, no ``..``, no link leading out), otherwise it
+is ignored and the index is rebuilt, and a folder that cannot be written gives one message that
+names it and the fix.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import uuid
 from dataclasses import dataclass, field
@@ -22,6 +28,7 @@ import structlog
 from filelock import FileLock
 
 from addons.filters.columns import MetadataColumns
+from addons.knowledge.listing import is_inside
 from addons.knowledge.loader import IngestProblem
 from addons.knowledge.models import Chunk
 from addons.retrieve.dense import DenseIndex, factory_for
@@ -38,10 +45,23 @@ DENSE_FILE = "dense.faiss"
 LEXICAL_FOLDER = "lexical"
 KEEP_PREVIOUS = 1
 """Older published indexes kept besides the current one (a reader may still have one open)."""
+PUBLISHED_NAME = re.compile(r"index-[0-9a-f]{16}-[0-9a-f]{8}")
+"""The only names ``publish`` writes into ``CURRENT``."""
 
 
 class IndexCorruptError(RuntimeError):
     """A persisted index cannot be read; rebuilding it fixes this."""
+
+
+class IndexFolderNotWritable(ValueError):
+    """``index_path`` cannot be written; the message names the folder and the fix."""
+
+    def __init__(self, root: Path, error: OSError) -> None:
+        super().__init__(
+            f"vector_store.index_path: cannot write the index into '{root}' "
+            f"({error.strerror or error}). Make it a folder the user running Rasa can write to, "
+            "with free space, or point index_path at such a folder."
+        )
 
 
 @dataclass
@@ -143,17 +163,33 @@ class IndexDirectory:
         self.root = root
 
     def lock(self, timeout: float = -1) -> FileLock:
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise IndexFolderNotWritable(self.root, error) from None
         return FileLock(str(self.root / LOCK_FILE), timeout=timeout)
 
     def current(self) -> Path | None:
-        """The published index folder, or None when nothing was published yet."""
+        """The published index folder, or None when nothing (trustworthy) was published yet."""
         try:
-            name = (self.root / CURRENT_FILE).read_text(encoding="utf-8").strip()
-        except OSError:
+            name = (self.root / CURRENT_FILE).read_bytes().decode("utf-8").strip()
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as error:
+            logger.warning(
+                "knowledge.index.pointer_unreadable", root=str(self.root), error=str(error)
+            )
             return None
         folder = self.root / name
-        return folder if name and (folder / MANIFEST_FILE).is_file() else None
+        if not PUBLISHED_NAME.fullmatch(name) or not is_inside(folder, self.root.resolve()):
+            logger.warning(
+                "knowledge.index.pointer_refused",
+                root=str(self.root),
+                pointer=name[:200],
+                event_info="CURRENT does not name an index folder inside index_path; rebuilding",
+            )
+            return None
+        return folder if (folder / MANIFEST_FILE).is_file() else None
 
     def current_fingerprint(self) -> str | None:
         folder = self.current()
@@ -170,12 +206,16 @@ class IndexDirectory:
         """Write ``index`` beside the current one, then switch ``CURRENT`` to it atomically."""
         name = f"index-{index.fingerprint[:16]}-{uuid.uuid4().hex[:8]}"
         staging = self.root / f".staging-{name}"
-        index.write(staging)
         final = self.root / name
-        os.replace(staging, final)
-        pointer = self.root / f".{CURRENT_FILE}.{uuid.uuid4().hex}"
-        pointer.write_text(name, encoding="utf-8")
-        os.replace(pointer, self.root / CURRENT_FILE)
+        try:
+            index.write(staging)
+            os.replace(staging, final)
+            pointer = self.root / f".{CURRENT_FILE}.{uuid.uuid4().hex}"
+            pointer.write_text(name, encoding="utf-8")
+            os.replace(pointer, self.root / CURRENT_FILE)
+        except OSError as error:  # read-only, full or not a folder: say which and how to fix
+            shutil.rmtree(staging, ignore_errors=True)
+            raise IndexFolderNotWritable(self.root, error) from None
         self._remove_old(keep=final)
         logger.info("knowledge.index.published", folder=str(final), chunks=len(index))
         return final

@@ -19,10 +19,10 @@ import frontmatter
 import structlog
 import yaml
 
+from addons.knowledge.listing import JSONL_SUFFIX, is_inside, list_knowledge_files
+
 logger = structlog.get_logger()
 
-TEXT_SUFFIXES = (".md", ".txt")
-JSONL_SUFFIX = ".jsonl"
 MAX_FILE_BYTES = 20 * 1024 * 1024
 """Larger files are refused: they are almost always exports or binaries put there by mistake."""
 MAX_METADATA_DEPTH = 16
@@ -61,50 +61,39 @@ class KnowledgeBase:
 
 
 def knowledge_files(folder: Path) -> list[Path]:
-    """The files that make up the knowledge base, in a stable order; hidden files are ignored."""
-    suffixes = (*TEXT_SUFFIXES, JSONL_SUFFIX)
-    return sorted(
-        path
-        for path in folder.rglob("*")
-        if path.suffix.lower() in suffixes
-        and path.is_file()
-        and not any(part.startswith(".") for part in path.relative_to(folder).parts)
-    )
+    """The knowledge files in a stable order (see ``addons.knowledge.listing``)."""
+    return list_knowledge_files(folder).files
 
 
 def content_digest(folder: Path) -> str:
-    """A digest of every knowledge file's path and bytes: it changes iff the knowledge changes."""
+    """A digest of every knowledge file's path and bytes: it changes iff the knowledge changes.
+
+    Refused paths (links out of the folder) count by name, so that adding one is reported.
+    """
     digest = hashlib.sha256()
-    for path in knowledge_files(folder):
+    listing = list_knowledge_files(folder)
+    for path in listing.files:
         digest.update(path.relative_to(folder).as_posix().encode())
         digest.update(b"\0")
         try:
             digest.update(hashlib.sha256(path.read_bytes()).digest())
         except OSError:  # reported when loading; a file that becomes readable changes the digest
             digest.update(b"unreadable")
+    for refused in listing.refused:
+        digest.update(f"refused:{refused.name}".encode())
     return digest.hexdigest()
-
-
-def stat_signature(folder: Path) -> tuple[tuple[str, int, int], ...]:
-    """Names, sizes and modification times: a cheap first look for changed documents."""
-    signature = []
-    for path in knowledge_files(folder):
-        try:
-            stat = path.stat()
-        except OSError:  # removed since it was listed (an editor saving by rename)
-            continue
-        signature.append((path.relative_to(folder).as_posix(), stat.st_size, stat.st_mtime_ns))
-    return tuple(signature)
 
 
 def load_knowledge_base(folder: Path) -> KnowledgeBase:
     """Read every .md/.txt (optional YAML front matter) and .jsonl file under ``folder``."""
     documents: list[Document] = []
-    problems: list[IngestProblem] = []
-    for path in knowledge_files(folder):
+    listing = list_knowledge_files(folder)
+    problems = [IngestProblem(refused.name, None, refused.reason) for refused in listing.refused]
+    root = folder.resolve()
+    for path in listing.files:
         name = path.relative_to(folder).as_posix()
         try:
-            text = _read_text(path)
+            text = _read_text(path, root)
         except _Unreadable as unreadable:
             problems.append(IngestProblem(name, unreadable.line, unreadable.reason))
             continue
@@ -125,14 +114,21 @@ class _Unreadable(Exception):
         self.line = line
 
 
-def _read_text(path: Path) -> str:
-    size = path.stat().st_size
+def _read_text(path: Path, root: Path) -> str:
+    # Listed files were inside; checked again here because a link can change in between.
+    target = path.resolve()
+    if not is_inside(target, root):
+        raise _Unreadable("symbolic link to a file outside the docs folder; not read")
+    try:
+        size = target.stat().st_size
+    except OSError as error:  # removed or replaced since it was listed
+        raise _Unreadable(f"cannot read the file: {error.strerror or error}") from None
     if size > MAX_FILE_BYTES:
         raise _Unreadable(
             f"file is {size / 1e6:.0f} MB, over the {MAX_FILE_BYTES // 2**20} MiB limit"
         )
     try:
-        raw = path.read_bytes()
+        raw = target.read_bytes()
     except OSError as error:
         raise _Unreadable(f"cannot read the file: {error.strerror or error}") from None
     if b"\0" in raw:
@@ -151,7 +147,7 @@ def _read_text(path: Path) -> str:
 
 def _text_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
     try:
-        post = frontmatter.loads(text)
+        front_matter, content = _split_front_matter(text)
     except yaml.YAMLError as error:
         # The context mark is where the broken construct starts (an unclosed bracket), which is
         # the line a person has to fix; the problem mark is only where the parser gave up.
@@ -165,18 +161,41 @@ def _text_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
     except (ValueError, TypeError, RecursionError) as error:
         yield IngestProblem(name, 1, f"bad front matter: {type(error).__name__}: {error}")
         return
-    if not isinstance(post.metadata, dict):
-        yield IngestProblem(name, 1, "front matter must be a mapping of attribute: value")
+    if not isinstance(front_matter, dict):
+        # python-frontmatter would drop it and index the text with no attributes, which makes
+        # a document meant to be restricted public.
+        kind = "a list" if isinstance(front_matter, list) else f"a {type(front_matter).__name__}"
+        yield IngestProblem(
+            name, 1, f"front matter is {kind}, not a mapping of attribute: value; not indexed"
+        )
         return
-    if not post.content.strip():
+    if not content.strip():
         yield IngestProblem(name, None, "no text after the front matter")
         return
     try:
-        metadata = _plain_metadata(post.metadata)
+        metadata = _plain_metadata(front_matter)
     except _Unreadable as unreadable:
         yield IngestProblem(name, 1, unreadable.reason)
         return
-    yield Document(name, post.content, metadata)
+    yield Document(name, content, metadata)
+
+
+def _split_front_matter(text: str) -> tuple[Any, str]:
+    """``(front matter as loaded, content)``; ``({}, text)`` when there is no front matter.
+
+    ``frontmatter.parse`` step by step, except that the loaded front matter is returned as it
+    is: ``parse`` silently drops one that is not a mapping.
+    """
+    text = text.strip()
+    handler = frontmatter.detect_format(text, frontmatter.handlers)
+    if handler is None:
+        return {}, text
+    try:
+        raw, content = handler.split(text)
+    except ValueError:  # an opening delimiter without a closing one: all of it is text
+        return {}, text
+    loaded = handler.load(raw)
+    return ({} if loaded is None else loaded), content.strip()
 
 
 def _jsonl_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:

@@ -9,7 +9,11 @@ assistant, and any OpenAI-compatible endpoint works.
 
 A provider's ``timeout`` bounds one HTTP attempt and retries multiply it, so every call here is
 additionally bounded by ``asyncio.wait_for``: the caller's ``timeout`` is the wall time the
-retrieval path can lose, whatever the client does underneath. Rasa's LLM modules import litellm,
+retrieval path can lose, whatever the client does underneath. ``complete_and_parse`` keeps the
+parse of the answer inside that same budget and off the event loop, and answers longer than
+``MAX_ANSWER_BYTES`` are refused before anything parses them: LangChain's JSON repair
+(``parse_partial_json``) is quadratic in the answer's length, and one hostile answer parsed on
+the loop froze every other conversation for as long as it took. Rasa's LLM modules import litellm,
 which takes seconds, so they are imported only when an ``llm:`` block is configured.
 """
 
@@ -17,8 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
@@ -45,6 +49,12 @@ DEFAULT_LLM_CONFIG: dict[str, Any] = {
     "max_completion_tokens": DEFAULT_MAX_COMPLETION_TOKENS,
 }
 """Filled in for keys the ``llm:`` block leaves out when it uses the same provider (Rasa's rule)."""
+MAX_ANSWER_BYTES = 4096
+"""Longest answer (UTF-8) any step reads. Real answers are a query line, a few paraphrases or a
+small JSON object, well under 1 KB; ``max_completion_tokens`` asks for at most about 2 KB, but a
+provider or proxy may ignore it."""
+
+Parsed = TypeVar("Parsed")
 
 
 class LLMConfigError(ValueError):
@@ -110,6 +120,12 @@ class RetrievalLLM:
         if not answer:
             self._log_failure("empty", started)
             raise LLMUnavailable(f"{self.model} returned an empty answer")
+        size = len(answer.encode("utf-8", errors="replace"))
+        if size > MAX_ANSWER_BYTES:
+            self._log_failure("oversized", started, bytes=size, limit=MAX_ANSWER_BYTES)
+            raise LLMUnavailable(
+                f"{self.model} answered {size} bytes, over the limit of {MAX_ANSWER_BYTES}"
+            )
         logger.debug(
             "llm.complete.done",
             model=self.model,
@@ -117,6 +133,32 @@ class RetrievalLLM:
             chars=len(answer),
         )
         return answer
+
+    async def complete_and_parse(
+        self, prompt: str, parse: Callable[[str], Parsed], *, timeout: float
+    ) -> Parsed:
+        """``parse`` of the LLM's answer; the request and the parse share ``timeout``.
+
+        ``parse`` runs in a worker thread: a slow parse then delays only this conversation's
+        step, which gives up at the deadline, instead of every conversation on the event loop.
+
+        Raises:
+            LLMUnavailable: no answer, an oversized answer, or no parse within ``timeout``.
+        """
+        started = time.perf_counter()
+        try:
+            return await asyncio.wait_for(self._answer_parsed(prompt, parse, timeout), timeout)
+        except TimeoutError as error:
+            self._log_failure("timeout", started, timeout=timeout, step="parse")
+            raise LLMUnavailable(
+                f"no parsed answer from {self.model} within {timeout:.2f} s"
+            ) from error
+
+    async def _answer_parsed(
+        self, prompt: str, parse: Callable[[str], Parsed], timeout: float
+    ) -> Parsed:
+        answer = await self.complete(prompt, timeout=timeout)
+        return await asyncio.to_thread(parse, answer)
 
     def _log_failure(self, reason: str, started: float, **details: Any) -> None:
         logger.warning(

@@ -145,7 +145,7 @@ class LLMRewriter:
         if prompt in self._cache:
             return self._cache[prompt]
         try:
-            query = clean_query(await self._llm.complete(prompt, timeout=self.timeout))
+            query = await self._llm.complete_and_parse(prompt, clean_query, timeout=self.timeout)
         except LLMUnavailable as error:
             return self._fall_back(conversation, str(error))
         if not query:
@@ -202,10 +202,11 @@ class LLMRewriteAndFilter:
         if prompt in self._cache:
             return self._cache[prompt]
         try:
-            answer = await self._llm.complete(prompt, timeout=self.timeout)
+            structured = await self._llm.complete_and_parse(
+                prompt, self._constructor.parse_answer, timeout=self.timeout
+            )
         except LLMUnavailable as error:
             return self._fall_back(conversation, str(error))
-        structured = self._constructor.parse_answer(answer)
         if structured is None:
             return self._fall_back(conversation, "unparseable answer")
         standalone = clean_query(structured.query) or self._fallback(conversation)

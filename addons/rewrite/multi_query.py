@@ -48,11 +48,13 @@ async def paraphrases(
         return []
     prompt = PARAPHRASE_PROMPT.format(n=count, query=" ".join(standalone_query.split()))
     try:
-        answer = await llm.complete(prompt, timeout=timeout)
+        found = await llm.complete_and_parse(
+            prompt, lambda answer: parse_paraphrases(answer, standalone_query), timeout=timeout
+        )
     except LLMUnavailable as error:
         logger.warning("multi_query.paraphrases.unavailable", reason=str(error))
         return []
-    found = parse_paraphrases(answer, standalone_query)[:count]
+    found = found[:count]
     logger.debug("multi_query.paraphrases.done", paraphrases=found)
     return found
 

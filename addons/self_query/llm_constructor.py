@@ -53,6 +53,7 @@ from langchain_core.structured_query import (
     StructuredQuery,
 )
 
+from addons.filters.syntax import parse_filter
 from addons.llm.client import LLMUnavailable, RetrievalLLM
 from addons.schema import AttributeType, MetadataField
 
@@ -127,8 +128,9 @@ class LLMQueryConstructor:
         self.enable_limit = enable_limit
         self.timeout = timeout
         # No restrictions in the grammar: unknown attributes must parse so that keep_valid can
-        # drop them one by one instead of the whole answer failing.
-        self._parser = StructuredQueryOutputParser.from_components()
+        # drop them one by one instead of the whole answer failing. parse_filter is LangChain's
+        # grammar behind the size and depth bounds every filter passes.
+        self._parser = StructuredQueryOutputParser(ast_parse=parse_filter)
         self._prompt = self.prompt(
             [(query, {"query": query, **request}) for query, request in PRODUCT_EXAMPLES]
         )
@@ -175,13 +177,12 @@ class LLMQueryConstructor:
         if not standalone_query.strip() or not self.fields:
             return None
         try:
-            answer = await self._llm.complete(
-                self._prompt.format(query=standalone_query), timeout=self.timeout
+            structured = await self._llm.complete_and_parse(
+                self._prompt.format(query=standalone_query), self.parse_answer, timeout=self.timeout
             )
         except LLMUnavailable as error:
             logger.warning("self_query.llm.unavailable", reason=str(error))
             return None
-        structured = self.parse_answer(answer)
         if structured is None:
             return None
         return StructuredQuery(

@@ -1,0 +1,146 @@
+"""A hostile LLM answer costs one search its LLM step, never the other conversations their turn.
+
+An attack run found that a large or deeply nested answer was parsed on the event loop with no size
+limit and outside the timeout: a 64 KB answer froze every conversation for 20 s, and a filter
+nested 3,000 levels deep failed the search instead of falling back. Here the real store talks to
+the local OpenAI-compatible server, which sends such answers, while a ticker measures how long
+the event loop is blocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rasa.utils.endpoints import EndpointConfig
+
+from addons.custom_information_retrieval import MyVectorStore
+from addons.llm.client import MAX_ANSWER_BYTES, LLMUnavailable, RetrievalLLM
+from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+TIMEOUT_SECONDS = 1.0
+MAX_LOOP_BLOCK_SECONDS = 0.5
+"""Far above a healthy tick (a few ms) and far below what these answers cost on the loop."""
+PLANS = ("free", "premium")
+
+
+def truncated_json(size: int) -> str:
+    """An answer LangChain's JSON repair works on for a time quadratic in ``size``."""
+    return '{"query": "refunds", "filter": ' + "x" * size
+
+
+def nested_not(depth: int) -> str:
+    inner = 'eq("plan", "premium")'
+    return json.dumps({"query": "refunds", "filter": "not(" * depth + inner + ")" * depth})
+
+
+def wide_or(terms: int) -> str:
+    comparisons = ", ".join(['eq("plan", "premium")'] * terms)
+    return json.dumps({"query": "refunds", "filter": f"or({comparisons})"})
+
+
+@pytest.fixture
+def store(fake_openai: FakeOpenAI, embedder: Any, tmp_path: Path) -> MyVectorStore:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for plan in PLANS:
+        (docs / f"{plan}.md").write_text(
+            f"---\nplan: {plan}\n---\nQ: Can I get a refund on {plan}?\n"
+            f"A: Refunds for {plan} within 14 days.\n",
+            encoding="utf-8",
+        )
+    store = MyVectorStore(embeddings=embedder)
+    store.connect(
+        EndpointConfig(
+            docs=str(docs),
+            index_path=str(tmp_path / "index"),
+            slot_filters={"plan": "plan"},
+            metadata_fields=[{"name": "plan", "type": "string", "values": list(PLANS)}],
+            self_query="llm",
+            llm={**fake_openai.llm_config(), "timeout": TIMEOUT_SECONDS},
+        )
+    )
+    return store
+
+
+async def search_while_ticking(store: MyVectorStore, plan: str) -> tuple[Any, float, float]:
+    """The result, the search's wall time and the longest the event loop was blocked."""
+    longest = 0.0
+    searching = True
+
+    async def ticker() -> None:
+        nonlocal longest
+        while searching:
+            before = time.perf_counter()
+            await asyncio.sleep(0.005)
+            longest = max(longest, time.perf_counter() - before - 0.005)
+
+    ticks = asyncio.create_task(ticker())
+    started = time.perf_counter()
+    state = {"events": [{"event": "user", "text": "can I get a refund"}], "slots": {"plan": plan}}
+    try:
+        result = await store.search("", state, 0.0)
+    finally:
+        elapsed = time.perf_counter() - started
+        searching = False
+        await ticks
+    return result, elapsed, longest
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(truncated_json(MAX_ANSWER_BYTES - 100), id="just-under-the-cap"),
+        pytest.param(truncated_json(64 * 1024), id="64KB"),
+        pytest.param(truncated_json(1_600_000), id="1.6MB"),
+        pytest.param(nested_not(3_000), id="not-3000-deep"),
+        pytest.param(wide_or(4_000), id="or-of-4000"),
+        pytest.param(nested_not(200)[: MAX_ANSWER_BYTES - 10], id="nested-200-under-cap"),
+    ],
+)
+async def test_a_hostile_answer_falls_back_in_time_without_blocking_the_loop(
+    fake_openai: FakeOpenAI, store: MyVectorStore, answer: str
+):
+    fake_openai.responder = lambda body: Reply(answer)
+    await search_while_ticking(store, "free")  # first request: connection set-up
+
+    result, elapsed, blocked = await search_while_ticking(store, "premium")
+
+    assert fake_openai.call_count >= 2, "the LLM was not asked"
+    assert blocked < MAX_LOOP_BLOCK_SECONDS, f"event loop blocked for {blocked:.2f} s"
+    assert elapsed < TIMEOUT_SECONDS + 1.0, f"the search took {elapsed:.2f} s"
+    # The no-LLM path: no filter from the words, the slot scope kept, results found.
+    assert result.metadata["extracted_filter"] is None
+    assert result.results and all(r.metadata["plan"] == "premium" for r in result.results)
+
+
+async def test_the_request_and_the_parse_share_one_timeout(fake_openai: FakeOpenAI):
+    llm = RetrievalLLM.from_config(fake_openai.llm_config(timeout=TIMEOUT_SECONDS))
+    fake_openai.responder = lambda body: Reply("an answer", delay=TIMEOUT_SECONDS * 0.6)
+    parsed_in: list[str] = []
+
+    def slow_parse(answer: str) -> str:  # a parse that would overrun the remaining budget
+        parsed_in.append(threading.current_thread().name)
+        time.sleep(TIMEOUT_SECONDS)
+        return answer
+
+    started = time.perf_counter()
+    with pytest.raises(LLMUnavailable, match="within"):
+        await llm.complete_and_parse("question", slow_parse, timeout=TIMEOUT_SECONDS)
+    assert time.perf_counter() - started < TIMEOUT_SECONDS + 0.3
+    assert parsed_in and parsed_in[0] != threading.main_thread().name
+
+
+async def test_a_well_formed_answer_still_filters(fake_openai: FakeOpenAI, store: MyVectorStore):
+    answer = json.dumps({"query": "refunds", "filter": 'eq("plan", "premium")'})
+    fake_openai.responder = lambda body: Reply(answer)
+    result, _, _ = await search_while_ticking(store, "premium")
+    assert result.metadata["extracted_filter"] == 'eq("plan", "premium")'
+    assert [r.metadata["plan"] for r in result.results] == ["premium"]

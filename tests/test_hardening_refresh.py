@@ -1,0 +1,127 @@
+"""A running assistant serves what the documents say now, not what they said at start-up.
+
+Change detection looks at content, not names, sizes and modification times, and a document that
+changed but cannot be read any more is withdrawn, even when the rebuild as a whole fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rasa.utils.endpoints import EndpointConfig
+
+from addons.custom_information_retrieval import MyVectorStore
+from tests.test_my_vector_store import CountingEmbedder
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+REFRESH_WAIT_SECONDS = 20
+
+
+def write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
+def endpoint(docs: Path) -> EndpointConfig:
+    return EndpointConfig(
+        docs=str(docs),
+        index_path=str(docs.parent / "index"),
+        slot_filters={"plan": "plan"},
+        refresh_seconds=0.01,
+    )
+
+
+async def sources(store: MyVectorStore, config: EndpointConfig, question: str, plan: str) -> set:
+    store.connect(config)
+    state = {"events": [{"event": "user", "text": question}], "slots": {"plan": plan}}
+    result = await store.search("", state, 0.0)
+    return {found.metadata["source"] for found in result.results}
+
+
+async def wait_until(check: Any) -> bool:
+    deadline = time.monotonic() + REFRESH_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        if await check():
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    write(folder / "sync.md", "---\nplan: free\n---\nQ: How does sync work?\nA: Automatically.\n")
+    write(folder / "refunds.md", "---\nplan: free\n---\nQ: Can I get a refund?\nA: Yes, 14 days.\n")
+    return folder
+
+
+async def test_a_same_size_edit_with_its_mtime_restored_is_picked_up(docs: Path, embedder: Any):
+    store = MyVectorStore(embeddings=embedder)
+    config = endpoint(docs)
+    store.connect(config)
+    assert "sync.md" in await sources(store, config, "how does sync work", "free")
+    path = docs / "sync.md"
+    before = path.stat()
+    write(path, path.read_text(encoding="utf-8").replace("plan: free", "plan: plus"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+
+    async def rescoped() -> bool:
+        return "sync.md" not in await sources(store, config, "how does sync work", "free")
+
+    assert await wait_until(rescoped), "the edit was never picked up"
+    assert "sync.md" in await sources(store, config, "how does sync work", "plus")
+
+
+async def test_a_document_that_becomes_unreadable_is_withdrawn(docs: Path, embedder: Any):
+    store = MyVectorStore(embeddings=embedder)
+    config = endpoint(docs)
+    store.connect(config)
+    (docs / "sync.md").write_bytes(b"\xff\xfe not UTF-8 any more")
+
+    async def withdrawn() -> bool:
+        return "sync.md" not in await sources(store, config, "how does sync work", "free")
+
+    assert await wait_until(withdrawn)
+    assert "refunds.md" in await sources(store, config, "can I get a refund", "free")
+    assert "sync.md" in {problem.file for problem in store.engine.index.problems}
+
+
+async def test_when_the_rebuild_fails_changed_documents_are_withdrawn_and_the_rest_served(
+    docs: Path, embedder: Any
+):
+    counting = CountingEmbedder(embedder)
+    store = MyVectorStore(embeddings=counting)
+    config = endpoint(docs)
+    store.connect(config)
+    assert "sync.md" in await sources(store, config, "how does sync work", "free")
+    await sources(store, config, "can I get a refund", "free")  # cache the query vectors
+    counting.fail = True  # the rebuild cannot embed the edited text
+    write(docs / "sync.md", "---\nplan: free\n---\nQ: How does sync work?\nA: It is paused.\n")
+
+    async def withdrawn() -> bool:
+        return "sync.md" not in await sources(store, config, "how does sync work", "free")
+
+    assert await wait_until(withdrawn), "the edited document kept being served"
+    assert "refunds.md" in await sources(store, config, "can I get a refund", "free")
+
+
+async def test_when_nothing_readable_is_left_nothing_is_served(tmp_path: Path, embedder: Any):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write(docs / "only.md", "---\nplan: free\n---\nQ: How does sync work?\nA: Automatically.\n")
+    store = MyVectorStore(embeddings=embedder)
+    config = endpoint(docs)
+    store.connect(config)
+    (docs / "only.md").write_bytes(b"\0binary now")
+
+    async def empty() -> bool:
+        return not await sources(store, config, "how does sync work", "free")
+
+    assert await wait_until(empty)
