@@ -25,12 +25,15 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import logging
 import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT / "bench" / "data" / "self_query_schemas.yaml"
@@ -50,6 +53,7 @@ def main() -> None:
     parser.add_argument("--show-dev", action="store_true", help="list dev questions not correct")
     args = parser.parse_args()
     sys.path.insert(0, str(args.code.resolve()))
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     outcomes = score_all(args.data)
     if args.json:
         print(json.dumps(outcomes))

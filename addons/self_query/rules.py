@@ -36,6 +36,7 @@ from langchain_core.structured_query import (
 from addons.schema import MetadataField
 from addons.self_query.constraints import Constraint
 from addons.self_query.dates import Clock, DatePhrases
+from addons.self_query.items import item_nouns
 from addons.self_query.numbers import NumberPhrases
 from addons.self_query.phrases import COORDINATION
 from addons.self_query.vocabulary import ValueVocabulary
@@ -93,7 +94,8 @@ class RuleQueryConstructor:
         self._field_order = {field.name: position for position, field in enumerate(fields)}
         self._dates = DatePhrases(fields, today)
         self._numbers = NumberPhrases(fields)
-        self._values = ValueVocabulary(fields, known_values or {})
+        self._items = item_nouns(fields)
+        self._values = ValueVocabulary(fields, known_values or {}, self._items)
         logger.debug(
             "self_query.rules.compiled",
             fields=len(self._field_order),
