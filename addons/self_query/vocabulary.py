@@ -170,9 +170,7 @@ class ValueVocabulary:
         )
         items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
         self._item_after = re.compile(rf"\s*(?:-\s*)?(?:{items})(?!\w)", re.IGNORECASE)
-        self._item_on_before = re.compile(
-            rf"(?<!\w)(?:{items})\s+(?:on|about)\s+$", re.IGNORECASE
-        )
+        self._item_on_before = re.compile(rf"(?<!\w)(?:{items})\s+(?:on|about)\s+$", re.IGNORECASE)
         surfaces = sorted(self._senses, key=len, reverse=True)
         alternatives = "|".join(
             r"[\s\-_/]+".join(re.escape(word) for word in surface.split(" "))
@@ -185,6 +183,10 @@ class ValueVocabulary:
     @property
     def size(self) -> int:
         return len(self._senses)
+
+    def knows(self, written: str) -> bool:
+        """Whether ``written`` is a surface of some value ("thrillers", "north america")."""
+        return surface_key(written) in self._senses
 
     @staticmethod
     def _anchor_words(field: MetadataField) -> set[str]:
@@ -270,15 +272,17 @@ class ValueVocabulary:
             if sense.strictness is Strictness.FREE
             or (sense.strictness is Strictness.CUED and cued)
             or (sense.strictness is Strictness.NAME and capitalised)
-            or (sense.strictness is Strictness.TOPIC and self._asks_for_kind(text, candidate, sense))
+            or (
+                sense.strictness is Strictness.TOPIC and self._asks_for_kind(text, candidate, sense)
+            )
         ]
         return accepted[0] if len(accepted) == 1 else None
 
     def _asks_for_kind(self, text: str, candidate: _Candidate, sense: ValueSense) -> bool:
         """Whether a topic value names the kind of thing wanted ("laptops", "a thriller")."""
         written = surface_key(text[candidate.start : candidate.end])
-        if written != surface_key(sense.value) and written in surface_forms(sense.value):
-            return True  # the plural: "laptops", "comedies"
+        if inflection.singularize(written) != written:
+            return True  # a plural: "laptops", "comedies", "headphones"
         if self._item_after.match(text, candidate.end):
             return True
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
@@ -286,7 +290,7 @@ class ValueVocabulary:
 
     @staticmethod
     def _accept_compounds(text: str, candidates: list[_Candidate]) -> None:
-        """"a Samsung tablet": a topic value right after a chosen value of another field."""
+        """ "a Samsung tablet": a topic value right after a chosen value of another field."""
         for previous, candidate in zip(candidates, candidates[1:], strict=False):
             if candidate.chosen is not None or previous.chosen is None:
                 continue
