@@ -54,6 +54,8 @@ class StoreConfig(BaseModel):
     """Which no-LLM rewrite (bench/results/cast2021.md): ``previous_words`` ranks the answer
     first most often; ``chained_and_bot_words`` has it in the top 5 most often."""
     self_query: SelfQueryMode = "rules"
+    carry_filters: bool = True
+    """Rules self-query: keep filters of earlier turns for follow-ups (addons/self_query/carry)."""
     strip_filter_words: bool | None = None
     """Remove matched filter words from the searched text; ``None``: the measured default."""
     hybrid: bool = False

@@ -66,6 +66,7 @@ class SearchOutcome:
             "filter": self.filter_syntax,
             "slot_filter": _printed(plan.slot_filter),
             "extracted_filter": _printed(plan.extracted_filter),
+            "carried_filter": _printed(plan.carried_filter),
             "filter_relaxed": self.filter_relaxed,
             "paraphrases": list(plan.paraphrases),
             "notes": list(plan.notes),
@@ -164,7 +165,7 @@ class KnowledgeSearch:
     def _retrieve(self, plan: SearchPlan, threshold: float) -> SearchOutcome:
         index = self.index  # one consistent snapshot even if a refresh swaps it meanwhile
         results = self._run(index, plan, threshold)
-        if results or plan.extracted_filter is None:
+        if results or (plan.extracted_filter is None and plan.carried_filter is None):
             return SearchOutcome(results, plan)
         relaxed = plan.without_extracted_filter("the filter from the message matched nothing")
         return SearchOutcome(self._run(index, relaxed, threshold), relaxed, filter_relaxed=True)

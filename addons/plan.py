@@ -21,6 +21,7 @@ from addons.conversation import Conversation
 from addons.filters.slot_filters import slot_filter
 from addons.filters.syntax import conjoin
 from addons.rewrite.heuristic import RewriteMode, standalone_query
+from addons.self_query.carry import conversation_filters
 from addons.self_query.rules import RuleQueryConstructor
 
 logger = structlog.get_logger()
@@ -39,17 +40,20 @@ class SearchPlan:
     limit: int | None = None
     paraphrases: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    carried_filter: FilterDirective | None = None
+    """Conditions the user stated in earlier turns of the same subject (addons/self_query/carry)."""
 
     @property
     def filter(self) -> FilterDirective | None:
-        """The final filter: the slot filter AND the extracted one."""
-        return conjoin(self.slot_filter, self.extracted_filter)
+        """The final filter: the slot filter AND the extracted one AND the carried one."""
+        return conjoin(self.slot_filter, self.extracted_filter, self.carried_filter)
 
     def without_extracted_filter(self, note: str) -> SearchPlan:
         return replace(
             self,
             search_text=self.standalone_query,
             extracted_filter=None,
+            carried_filter=None,
             notes=(*self.notes, note),
         )
 
@@ -108,7 +112,7 @@ class Planner:
         self._rules_values: Mapping[str, frozenset[str]] | None = None
 
     async def plan(self, conversation: Conversation) -> SearchPlan:
-        standalone, structured = await self._standalone_and_structured(conversation)
+        standalone, structured, carried = await self._standalone_and_structured(conversation)
         slots = slot_filter(_filterable(conversation.filled_slots), self._config.slot_filters)
         search_text = standalone
         extracted = limit = None
@@ -119,25 +123,30 @@ class Planner:
         paraphrases: tuple[str, ...] = ()
         if self._config.multi_query and self._llm is not None and standalone:
             paraphrases = tuple(await self._llm.paraphrases(standalone, self._config.multi_query))
-        return SearchPlan(standalone, search_text, slots, extracted, limit, paraphrases)
+        return SearchPlan(
+            standalone, search_text, slots, extracted, limit, paraphrases, carried_filter=carried
+        )
 
     async def _standalone_and_structured(
         self, conversation: Conversation
-    ) -> tuple[str, StructuredQuery | None]:
+    ) -> tuple[str, StructuredQuery | None, FilterDirective | None]:
         config, llm = self._config, self._llm
         if llm is not None and config.rewrite == "llm" and config.self_query == "llm":
-            return await llm.rewrite_and_structure(conversation)
+            return (*await llm.rewrite_and_structure(conversation), None)
         if llm is not None and config.rewrite == "llm":
             standalone = await llm.rewrite(conversation)
         elif config.rewrite == "off":
             standalone = conversation.latest_user_text
         else:
             standalone = standalone_query(conversation, RewriteMode(config.rewrite_heuristic))
+        if config.self_query == "rules" and config.carry_filters:
+            found = conversation_filters(conversation, standalone, self._rule_constructor())
+            return standalone, found.structured, found.carried
         if config.self_query == "rules":
-            return standalone, self._rule_constructor().construct(standalone)
+            return standalone, self._rule_constructor().construct(standalone), None
         if config.self_query == "llm" and llm is not None:
-            return standalone, await llm.structured_query(standalone)
-        return standalone, None
+            return standalone, await llm.structured_query(standalone), None
+        return standalone, None, None
 
     def _rule_constructor(self) -> RuleQueryConstructor:
         """Built once per set of known values (they change only when the index does)."""

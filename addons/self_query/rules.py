@@ -125,6 +125,10 @@ class RuleQueryConstructor:
             logger.debug("self_query.rules.filter.extracted", query=query, filter=directive)
         return StructuredQuery(query=query, filter=directive, limit=limit)
 
+    def filter_of(self, constraints: Sequence[Constraint]) -> FilterDirective | None:
+        """The filter tree of ``constraints`` (found by ``constraints`` in any message)."""
+        return build_filter(constraints, self._field_order)
+
     def constraints(self, text: str) -> list[Constraint]:
         """Every condition found in ``text``, with the span of words that said it."""
         scanned = text[:MAX_SCANNED_CHARS]
