@@ -11,9 +11,10 @@ kept as the *carried filter*, next to the filter of the latest message itself:
 * a message that stands alone (a new subject) carries nothing, and the turns before the one that
   opened the current subject carry nothing either.
 
-Whether a message is a follow-up is one swappable function (``FollowUpDetector``); the default
-is the words rewrite's own test (``looks_like_follow_up``: a pronoun, an opening like "and ...",
-or too few content words), so that filters and the rewritten text agree on what is a follow-up.
+Whether a message is a follow-up is one swappable function (``FollowUpDetector``), so that a
+context model can replace it. The default, ``is_follow_up``, is deliberately simple: a message
+leans on earlier turns when it opens like a continuation ("and ...", "what about ..."), points
+back ("it", "there", "that one") or has fewer than three content words ("and how long?").
 
 Conditions are read from the user's own messages, never from the rewritten query: a rewrite that
 copies "Germany" into the search text must not turn a replaced value back into a filter.
@@ -21,19 +22,37 @@ copies "Germany" into the search text must not turn a replaced value back into a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from langchain_core.structured_query import FilterDirective, StructuredQuery
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from addons.conversation import Conversation
-from addons.rewrite.heuristic import looks_like_follow_up
 from addons.self_query.constraints import Constraint
 from addons.self_query.rules import RuleQueryConstructor
 
 FollowUpDetector = Callable[[str], bool]
 MAX_CARRIED_TURNS = 6
 """Earlier user messages looked at, newest first; a subject rarely lasts longer."""
+MIN_STANDALONE_CONTENT_WORDS = 3
+CONTINUATIONS = re.compile(
+    r"^\s*(?:and|or|but|also|so|then|same|what\s+about|how\s+about|what\s+if)\b", re.IGNORECASE
+)
+POINTING_BACK = frozenset(
+    ["it", "its", "they", "them", "their", "there", "that", "this", "those", "these", "one"]
+)
+WORDS = re.compile(r"[a-z0-9][a-z0-9'-]*", re.IGNORECASE)
+
+
+def is_follow_up(message: str) -> bool:
+    """Whether ``message`` leans on earlier turns (see the module docstring)."""
+    words = [word.lower() for word in WORDS.findall(message)]
+    if CONTINUATIONS.match(message) or POINTING_BACK.intersection(words):
+        return True
+    content = {word for word in words if word not in ENGLISH_STOP_WORDS and len(word) > 2}
+    return len(content) < MIN_STANDALONE_CONTENT_WORDS
 
 
 @dataclass(frozen=True)
@@ -50,7 +69,7 @@ def conversation_filters(
     conversation: Conversation,
     standalone: str,
     rules: RuleQueryConstructor,
-    is_follow_up: FollowUpDetector = looks_like_follow_up,
+    follow_up: FollowUpDetector = is_follow_up,
 ) -> ConversationFilters:
     """The latest message's filter, the carried filter and the search text for ``standalone``."""
     latest = conversation.latest_user_text or standalone
@@ -58,19 +77,19 @@ def conversation_filters(
     said = rules.construct(latest)
     query = said.query if standalone == latest else rules.construct(standalone).query
     structured = StructuredQuery(query=query, filter=said.filter, limit=said.limit)
-    if not latest.strip() or not is_follow_up(latest):
+    if not latest.strip() or not follow_up(latest):
         return ConversationFilters(structured, None)
     stated = {constraint.attribute for constraint in own}
     carried = [
         constraint
-        for constraint in earlier_constraints(conversation, rules, is_follow_up)
+        for constraint in earlier_constraints(conversation, rules, follow_up)
         if constraint.attribute not in stated
     ]
     return ConversationFilters(structured, rules.filter_of(carried))
 
 
 def earlier_constraints(
-    conversation: Conversation, rules: RuleQueryConstructor, is_follow_up: FollowUpDetector
+    conversation: Conversation, rules: RuleQueryConstructor, follow_up: FollowUpDetector
 ) -> list[Constraint]:
     """Conditions of the earlier user turns of the current subject, newest statement first."""
     earlier = [turn.text for turn in conversation.history if turn.role == "user"]
@@ -80,6 +99,6 @@ def earlier_constraints(
         found = rules.constraints(text)
         kept += [constraint for constraint in found if constraint.attribute not in said]
         said |= {constraint.attribute for constraint in found}
-        if not is_follow_up(text):
+        if not follow_up(text):
             break  # this message opened the subject; older ones belong to another
     return kept
