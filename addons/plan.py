@@ -85,6 +85,9 @@ def _scalar_or_json(value: Any) -> Any:
 class LLMPlanner(Protocol):
     """The LLM side of planning (rewrite, self-query, paraphrases); see addons/llm."""
 
+    def use_value_catalogue(self, known_values: Callable[[], Mapping[str, frozenset[str]]]) -> None:
+        """Where the self-query prompt reads the values the index holds."""
+
     async def rewrite(self, conversation: Conversation) -> str: ...
 
     async def structured_query(self, standalone: str) -> StructuredQuery | None: ...
@@ -108,6 +111,8 @@ class Planner:
         self._config = config
         self._known_values = known_values
         self._llm = llm
+        if llm is not None:
+            llm.use_value_catalogue(known_values)
         self._rules: RuleQueryConstructor | None = None
         self._rules_values: Mapping[str, frozenset[str]] | None = None
 
