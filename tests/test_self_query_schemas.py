@@ -85,6 +85,7 @@ def expected(text: str | None) -> FilterDirective | None:
         ("Nolan films", 'eq("director", "Christopher Nolan")'),
         ("What's a good movie about dinosaurs?", None),
         ("I was born in 1985, what should I watch?", None),
+        ("I watched a movie in 2010 that I loved, what else?", None),
     ],
 )
 def test_movie_questions_filter_on_the_fields_they_name(text: str, wanted: str | None) -> None:
@@ -135,6 +136,7 @@ def test_product_questions_use_values_and_booleans_without_field_names(
         ("articles that take more than 30 minutes to read", 'gt("reading_time", 30)'),
         ("security articles not about cloud", 'and(eq("tags", "security"), ne("tags", "cloud"))'),
         ("Is Rust worth learning in 2025?", None),
+        ("an article I read in 2021 about burnout", None),
         ("tips for writing", None),
     ],
 )

@@ -31,9 +31,11 @@ LOOKBEHIND_CHARS = 16
 class LimitPhrases:
     """Finds the number of results asked for, if any."""
 
-    def __init__(self, item_nouns: Collection[str], is_value: Callable[[str], bool]) -> None:
-        self._item_nouns = frozenset(item_nouns)
-        self._is_value = is_value
+    def __init__(self, item_nouns: Collection[str], is_plural_value: Callable[[str], bool]) -> None:
+        self._plural_items = frozenset(
+            noun for noun in item_nouns if inflection.singularize(noun) != noun
+        )
+        self._is_plural_value = is_plural_value
 
     def find(self, text: str, taken: list[Constraint]) -> int | None:
         for match in TOP.finditer(text):
@@ -53,8 +55,7 @@ class LimitPhrases:
 
     def _counts_documents(self, match: re.Match[str]) -> bool:
         return any(
-            inflection.singularize(word) != word
-            and (word in self._item_nouns or self._is_value(word))
+            word in self._plural_items or self._is_plural_value(word)
             for word in match["words"].lower().split()
         )
 

@@ -105,7 +105,7 @@ class RuleQueryConstructor:
         self._numbers = NumberPhrases(fields)
         self._booleans = BooleanPhrases(fields)
         self._values = ValueVocabulary(fields, known_values or {}, items)
-        self._limits = LimitPhrases(items, self._values.knows)
+        self._limits = LimitPhrases(items, self._values.is_plural_value)
         logger.debug(
             "self_query.rules.compiled",
             fields=len(self._field_order),

@@ -171,6 +171,9 @@ class ValueVocabulary:
         items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
         self._item_after = re.compile(rf"\s*(?:-\s*)?(?:{items})(?!\w)", re.IGNORECASE)
         self._item_on_before = re.compile(rf"(?<!\w)(?:{items})\s+(?:on|about)\s+$", re.IGNORECASE)
+        self._plurals = frozenset(
+            form for form in self._senses if inflection.singularize(form) != form
+        )
         surfaces = sorted(self._senses, key=len, reverse=True)
         alternatives = "|".join(
             r"[\s\-_/]+".join(re.escape(word) for word in surface.split(" "))
@@ -184,9 +187,9 @@ class ValueVocabulary:
     def size(self) -> int:
         return len(self._senses)
 
-    def knows(self, written: str) -> bool:
-        """Whether ``written`` is a surface of some value ("thrillers", "north america")."""
-        return surface_key(written) in self._senses
+    def is_plural_value(self, written: str) -> bool:
+        """Whether ``written`` is a value in the plural ("thrillers", "laptops", "headphones")."""
+        return surface_key(written) in self._plurals
 
     @staticmethod
     def _anchor_words(field: MetadataField) -> set[str]:
@@ -280,9 +283,8 @@ class ValueVocabulary:
 
     def _asks_for_kind(self, text: str, candidate: _Candidate, sense: ValueSense) -> bool:
         """Whether a topic value names the kind of thing wanted ("laptops", "a thriller")."""
-        written = surface_key(text[candidate.start : candidate.end])
-        if inflection.singularize(written) != written:
-            return True  # a plural: "laptops", "comedies", "headphones"
+        if self.is_plural_value(text[candidate.start : candidate.end]):
+            return True  # "laptops", "comedies", "headphones"
         if self._item_after.match(text, candidate.end):
             return True
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]

@@ -28,6 +28,7 @@ from addons.self_query.dates import (
     UNTIL_END,
     WITHIN,
     time_scope,
+    told_as_personal_past,
 )
 
 YEAR_WORD = re.compile(r"\byears?\b", re.IGNORECASE)
@@ -93,6 +94,8 @@ class YearPhrases:
             if any(start < other_end and other_start < end for other_start, other_end in claimed):
                 continue
             claimed.append((start, end))
+            if told_as_personal_past(text, start):
+                continue
             found += [Constraint(self._attribute, op, year, start, end) for op, year in bounds]
         return found
 
