@@ -26,8 +26,10 @@ import argparse
 import datetime as dt
 import json
 import logging
+import statistics
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -39,6 +41,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT / "bench" / "data" / "self_query_schemas.yaml"
 TODAY = dt.date(2025, 6, 15)
 HELD_OUT_EVERY = 3
+TIMING_ROUNDS = 20
 OUTCOMES = ("correct", "partial", "missed", "wrong", "spurious")
 
 Atom = tuple[str, str, Any]
@@ -54,19 +57,25 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(args.code.resolve()))
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    outcomes = score_all(args.data)
+    outcomes, timing = score_all(args.data)
     if args.json:
-        print(json.dumps(outcomes))
+        print(json.dumps({"rows": outcomes, "timing": timing}))
         return
-    tables = {"after": outcomes}
+    runs = {"after": (outcomes, timing)}
     if args.baseline is not None:
         command = [sys.executable, __file__, "--json", "--data", str(args.data)]
         command += ["--code", str(args.baseline)]
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
-        tables = {"before": json.loads(done.stdout), "after": outcomes}
-    for label, rows in tables.items():
+        done = json.loads(
+            subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        )
+        runs = {"before": (done["rows"], done["timing"]), **runs}
+    for label, (rows, run_timing) in runs.items():
         print(f"\n### {label}\n")
         print(summary_table(rows))
+        print(
+            f"\n`construct` per question: median {run_timing['median_us']:.0f} µs, "
+            f"p95 {run_timing['p95_us']:.0f} µs ({TIMING_ROUNDS} rounds, debug logging off)"
+        )
     if args.show_dev:
         for row in outcomes:
             if not row["held_out"] and row["outcome"] != "correct":
@@ -74,7 +83,7 @@ def main() -> None:
                 print(f"         expected {row['expected']}\n         got      {row['got']}")
 
 
-def score_all(data: Path) -> list[dict[str, Any]]:
+def score_all(data: Path) -> tuple[list[dict[str, Any]], dict[str, float]]:
     import yaml
 
     from addons.schema import MetadataField
@@ -82,6 +91,7 @@ def score_all(data: Path) -> list[dict[str, Any]]:
 
     labelled = yaml.safe_load(data.read_text(encoding="utf-8"))["schemas"]
     rows = []
+    durations: list[float] = []
     for schema_name, schema in labelled.items():
         fields = [MetadataField(**field) for field in schema["fields"]]
         known = {name: frozenset(values) for name, values in schema["indexed_values"].items()}
@@ -100,7 +110,23 @@ def score_all(data: Path) -> list[dict[str, Any]]:
                     "got": sorted(map(str, got)),
                 }
             )
-    return rows
+        durations += _durations(rules, [item["q"] for item in schema["questions"]])
+    durations.sort()
+    timing = {
+        "median_us": statistics.median(durations) * 1e6,
+        "p95_us": durations[int(len(durations) * 0.95)] * 1e6,
+    }
+    return rows, timing
+
+
+def _durations(rules: Any, questions: list[str]) -> list[float]:
+    measured = []
+    for _ in range(TIMING_ROUNDS):
+        for question in questions:
+            started = time.perf_counter()
+            rules.construct(question)
+            measured.append(time.perf_counter() - started)
+    return measured
 
 
 def _parsed(text: str | None) -> Any:
