@@ -6,10 +6,13 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from langchain_core.structured_query import FilterDirective
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.structured_query import Comparison, FilterDirective, Operation
 
-from addons.filters.syntax import parse_filter
+from addons.filters.syntax import parse_filter, to_filter_syntax
 from addons.schema import MetadataField
+from addons.self_query.limits import MAX_LIMIT
 from addons.self_query.rules import RuleQueryConstructor
 
 TODAY = dt.date(2025, 6, 15)
@@ -186,3 +189,58 @@ def test_an_alias_of_an_undeclared_value_or_of_two_values_is_refused() -> None:
         MetadataField(name="region", type="string", values=("eu",), aliases={"apac": ["Japan"]})
     with pytest.raises(ValueError, match="alias of both"):
         MetadataField(name="region", type="string", aliases={"eu": ["EU"], "us": ["eu"]})
+
+
+FRAGMENTS = st.sampled_from(
+    [
+        "top",
+        "two",
+        "5",
+        "movies",
+        "thrillers",
+        "not",
+        "directed by",
+        "Greta Gerwig",
+        "Nolan",
+        "after",
+        "from",
+        "the 90s",
+        "1979",
+        "2010 onwards",
+        "rated",
+        "higher than",
+        "8.5",
+        "nothing",
+        "below",
+        "in stock",
+        "out of stock",
+        "can't ship today",
+        "laptops",
+        "under $1000",
+        "between",
+        "and",
+        "I watched",
+        ",",
+        "?",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(max_size=200), st.lists(FRAGMENTS, max_size=14).map(" ".join)))
+def test_any_text_gives_declared_fields_and_a_sane_limit(text: str) -> None:
+    for rules, fields in ((movies(), MOVIES), (products(), PRODUCTS), (articles(), ARTICLES)):
+        result = rules.construct(text)
+        printed = to_filter_syntax(result.filter) or ""
+        declared = {field.name for field in fields}
+        assert all(f'"{name}"' in printed for name in attributes(result.filter))
+        assert attributes(result.filter) <= declared
+        assert result.limit is None or 1 <= result.limit <= MAX_LIMIT
+
+
+def attributes(directive: FilterDirective | None) -> set[str]:
+    if isinstance(directive, Comparison):
+        return {directive.attribute}
+    if isinstance(directive, Operation):
+        return set().union(*(attributes(argument) for argument in directive.arguments))
+    return set()

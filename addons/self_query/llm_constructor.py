@@ -60,6 +60,7 @@ from langchain_core.structured_query import (
 
 from addons.llm.client import LLMUnavailable, RetrievalLLM
 from addons.schema import STRING_TYPES, AttributeType, MetadataField
+from addons.self_query.limits import MAX_LIMIT  # a larger limit is ignored; top_k applies
 
 logger = structlog.get_logger()
 
@@ -68,8 +69,6 @@ DEFAULT_DOCUMENT_CONTENTS = "Help-centre articles about a software product and i
 MAX_PROMPT_VALUES = 60
 """Values listed per field in the prompt; a longer catalogue is still enforced, shown in part."""
 ValueSource = Callable[[], Mapping[str, Collection[str]]]
-MAX_LIMIT = 50
-"""A larger ``limit`` from the LLM is ignored (the configured ``top_k`` applies)."""
 
 _ORDERED = (Comparator.GT, Comparator.GTE, Comparator.LT, Comparator.LTE)
 _MEMBERSHIP = (Comparator.IN, Comparator.NIN)
