@@ -185,6 +185,8 @@ def _show(result: Any) -> None:
     print(f"standalone query: {meta.get('standalone_query')!r}")
     print(f"searched text:    {meta.get('query')!r}")
     print(f"filter:           {meta.get('filter')}")
+    if meta.get("carried_filter"):
+        print(f"  carried:        {meta['carried_filter']} (stated in an earlier turn)")
     if meta.get("filter_relaxed"):
         print("                  (the filter from your words matched nothing: searched without it)")
     if not result.results:
