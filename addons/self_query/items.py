@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import inflection
 
 from addons.schema import MetadataField
-from addons.self_query.phrases import ITEM_NOUNS
+from addons.self_query.phrases import ITEM_NOUNS, PLURAL_ITEM_NOUNS
 
 # A noun the descriptions name after "the" in this many fields is what the documents are.
 MIN_DESCRIPTIONS_NAMING_ITEM = 2
@@ -38,7 +38,9 @@ def item_nouns(fields: Sequence[MetadataField]) -> frozenset[str]:
         if count >= MIN_DESCRIPTIONS_NAMING_ITEM and word not in field_words
     }
     singular = ITEM_NOUNS | described
-    return frozenset(singular | {inflection.pluralize(noun) for noun in singular})
+    return frozenset(
+        singular | {inflection.pluralize(noun) for noun in singular} | PLURAL_ITEM_NOUNS
+    )
 
 
 def words_pattern(words: Sequence[str] | frozenset[str]) -> str:

@@ -116,32 +116,26 @@ NEGATION_BEFORE_VALUE = re.compile(
 ITEM_NOUNS = frozenset(
     [
         "article",
-        "post",
         "blog",
         "doc",
         "document",
-        "page",
-        "guide",
         "tutorial",
-        "read",
         "movie",
         "film",
-        "show",
-        "series",
         "episode",
         "video",
         "book",
-        "paper",
         "story",
         "recipe",
         "song",
         "album",
         "product",
         "item",
-        "model",
-        "deal",
-        "offer",
     ]
+)
+# Nouns that are everyday verbs in the singular ("show me", "read", "post"): plural only.
+PLURAL_ITEM_NOUNS = frozenset(
+    ["posts", "reads", "shows", "series", "guides", "pages", "papers", "models", "deals", "offers"]
 )
 
 # Words right before a topic value that say "this is what I want": "a thriller", "any

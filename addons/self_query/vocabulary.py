@@ -21,8 +21,8 @@ plan?" does not mean category ``plans``. Each value therefore gets a strictness:
   field's name. "tips for sync" and "the security settings" stay questions, not filters;
 * ``NAME``: the last word of a person's or brand's name ("Spielberg" for "Steven Spielberg"),
   only when written with a capital and no other value shares it;
-* ``ANCHORED``: a value that is also a field name or a scope noun ("plans", "devices") must come
-  with its field's name ("category: plans").
+* ``ANCHORED``: a value that is also a field name ("plans"), or outside topic fields a scope noun
+  ("devices"), must come with its field's name ("category: plans").
 
 Aliases declared in ``metadata_fields`` ("Germany" for ``eu``) are surfaces of their value and
 get a strictness of their own, by the same rules.
@@ -275,13 +275,11 @@ class ValueVocabulary:
             if sense.strictness is Strictness.FREE
             or (sense.strictness is Strictness.CUED and cued)
             or (sense.strictness is Strictness.NAME and capitalised)
-            or (
-                sense.strictness is Strictness.TOPIC and self._asks_for_kind(text, candidate, sense)
-            )
+            or (sense.strictness is Strictness.TOPIC and self._asks_for_kind(text, candidate))
         ]
         return accepted[0] if len(accepted) == 1 else None
 
-    def _asks_for_kind(self, text: str, candidate: _Candidate, sense: ValueSense) -> bool:
+    def _asks_for_kind(self, text: str, candidate: _Candidate) -> bool:
         """Whether a topic value names the kind of thing wanted ("laptops", "a thriller")."""
         if self.is_plural_value(text[candidate.start : candidate.end]):
             return True  # "laptops", "comedies", "headphones"
@@ -292,7 +290,7 @@ class ValueVocabulary:
 
     @staticmethod
     def _accept_compounds(text: str, candidates: list[_Candidate]) -> None:
-        """ "a Samsung tablet": a topic value right after a chosen value of another field."""
+        """A topic value right after a chosen value of another field: "a Samsung tablet"."""
         for previous, candidate in zip(candidates, candidates[1:], strict=False):
             if candidate.chosen is not None or previous.chosen is None:
                 continue
