@@ -13,6 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 AttributeType = Literal["string", "integer", "float", "boolean", "date", "list[string]"]
 STRING_TYPES = ("string", "list[string]")
+ALIASES_SHAPE = (
+    "`aliases` maps each value to the other words users say for it, e.g. {eu: [Europe, Germany]}"
+)
 
 
 class MetadataField(BaseModel):
@@ -32,12 +35,17 @@ class MetadataField(BaseModel):
     @field_validator("aliases", mode="before")
     @classmethod
     def _aliases_from_mapping(cls, aliases: Any) -> Any:
-        if isinstance(aliases, Mapping):
-            return tuple(
-                (value, (words,) if isinstance(words, str) else tuple(words or ()))
-                for value, words in aliases.items()
-            )
-        return aliases
+        if isinstance(aliases, tuple):
+            return aliases  # already pairs (a copy of a validated field)
+        if not isinstance(aliases, Mapping):
+            raise ValueError(ALIASES_SHAPE)
+        pairs = []
+        for value, words in aliases.items():
+            listed = [words] if isinstance(words, str) else words
+            if not isinstance(listed, list | tuple) or not all(isinstance(w, str) for w in listed):
+                raise ValueError(ALIASES_SHAPE)
+            pairs.append((str(value), tuple(listed)))
+        return tuple(pairs)
 
     @model_validator(mode="after")
     def _aliases_name_known_values(self) -> MetadataField:

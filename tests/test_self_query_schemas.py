@@ -244,3 +244,11 @@ def attributes(directive: FilterDirective | None) -> set[str]:
     if isinstance(directive, Operation):
         return set().union(*(attributes(argument) for argument in directive.arguments))
     return set()
+
+
+def test_aliases_in_the_wrong_shape_fail_at_start_up_with_the_fix() -> None:
+    from addons.config import ConfigurationError, StoreConfig
+
+    field = {"name": "region", "type": "string", "aliases": ["Germany"]}
+    with pytest.raises(ConfigurationError, match=r"metadata_fields\.0\.aliases: `aliases` maps"):
+        StoreConfig.from_kwargs({"docs": "docs", "metadata_fields": [field]})
