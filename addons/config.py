@@ -77,6 +77,8 @@ class StoreConfig(BaseModel):
     ``weighted_turns`` mixes the embeddings of earlier turns (addons/rewrite/context.py),
     ``words`` embeds the words rewrite alone (bench/results/conversational.md)."""
     self_query: SelfQueryMode = "rules"
+    carry_filters: bool = True
+    """Rules self-query: keep filters of earlier turns for follow-ups (addons/self_query/carry)."""
     strip_filter_words: bool | None = None
     """Remove matched filter words from the searched text; ``None``: the measured default."""
     hybrid: bool = False

@@ -195,6 +195,8 @@ def _show(result: Any) -> None:
             + " + ".join(f"{p['weight']:g}·{_one_line(p['text'], 40)!r}" for p in mixed)
         )
     print(f"filter:           {meta.get('filter')}")
+    if meta.get("carried_filter"):
+        print(f"  carried:        {meta['carried_filter']} (stated in an earlier turn)")
     if meta.get("filter_relaxed"):
         print("                  (the filter from your words matched nothing: searched without it)")
     if not result.results:

@@ -93,6 +93,7 @@ class SearchOutcome:
             "static_filter": _printed(plan.static_filter),
             "slot_filter": _printed(plan.slot_filter),
             "extracted_filter": _printed(plan.extracted_filter),
+            "carried_filter": _printed(plan.carried_filter),
             "filter_relaxed": self.filter_relaxed,
             "filter_outcome": self.filter_outcome,
             "paraphrases": list(plan.paraphrases),
@@ -111,6 +112,7 @@ class SearchOutcome:
             "static_filter": _printed(plan.static_filter),
             "slot_filter": _printed(plan.slot_filter),
             "word_filter": _printed(plan.extracted_filter),
+            "carried_filter": _printed(plan.carried_filter),
             "filter_relaxed": self.filter_relaxed,
             "removed_by_access": self.removed_by_access,
             "removed_by_check": self.removed_by_check,
@@ -215,7 +217,7 @@ class KnowledgeSearch:
     def _retrieve(self, plan: SearchPlan, threshold: float) -> SearchOutcome:
         index = self.index  # one consistent snapshot even if a refresh swaps it meanwhile
         outcome = self._run(index, plan, threshold)
-        if outcome.results or plan.extracted_filter is None:
+        if outcome.results or (plan.extracted_filter is None and plan.carried_filter is None):
             return outcome
         # Relax only a filter from the user's words that selects nothing in scope: if it selects
         # documents and none clears the threshold, answering from others would contradict them.

@@ -25,6 +25,7 @@ from addons.filters.slot_filters import slot_filter
 from addons.filters.syntax import conjoin
 from addons.rewrite.context import ContextModel, QueryText, weighted_query_texts
 from addons.rewrite.heuristic import RewriteMode, standalone_query
+from addons.self_query.carry import conversation_filters
 from addons.self_query.rules import RuleQueryConstructor
 from addons.workers import off_loop
 
@@ -46,6 +47,8 @@ class SearchPlan:
     notes: tuple[str, ...] = field(default_factory=tuple)
     access_filter: AccessFilter | None = None
     static_filter: FilterDirective | None = None
+    carried_filter: FilterDirective | None = None
+    """Conditions the user stated in earlier turns of the same subject (addons/self_query/carry)."""
     message_text: str | None = None
     """The latest message as typed, when it rather than ``search_text`` leads the query vector."""
     context_texts: tuple[QueryText, ...] = ()
@@ -64,14 +67,16 @@ class SearchPlan:
 
     @property
     def filter(self) -> FilterDirective | None:
-        """The final filter: the scope AND the filter extracted from the user's words."""
-        return conjoin(self.scope_filter, self.extracted_filter)
+        """The final filter: the scope AND the conditions from the user's words (this message's
+        and those carried from earlier turns of the same subject)."""
+        return conjoin(self.scope_filter, self.extracted_filter, self.carried_filter)
 
     def without_extracted_filter(self, note: str) -> SearchPlan:
         return replace(
             self,
             search_text=self.standalone_query,
             extracted_filter=None,
+            carried_filter=None,
             notes=(*self.notes, note),
         )
 
@@ -103,6 +108,9 @@ def _scalar_or_json(value: Any) -> Any:
 class LLMPlanner(Protocol):
     """The LLM side of planning (rewrite, self-query, paraphrases); see addons/llm."""
 
+    def use_value_catalogue(self, known_values: Callable[[], Mapping[str, frozenset[str]]]) -> None:
+        """Where the self-query prompt reads the values the index holds."""
+
     async def rewrite(self, conversation: Conversation) -> str: ...
 
     async def structured_query(self, standalone: str) -> StructuredQuery | None: ...
@@ -126,11 +134,13 @@ class Planner:
         self._config = config
         self._known_values = known_values
         self._llm = llm
+        if llm is not None:
+            llm.use_value_catalogue(known_values)
         self._rules: RuleQueryConstructor | None = None
         self._rules_values: Mapping[str, frozenset[str]] | None = None
 
     async def plan(self, conversation: Conversation) -> SearchPlan:
-        standalone, structured = await self._standalone_and_structured(conversation)
+        standalone, structured, carried = await self._standalone_and_structured(conversation)
         slots = slot_filter(_filterable(conversation.filled_slots), self._config.slot_filters)
         search_text = standalone
         extracted = limit = None
@@ -151,6 +161,7 @@ class Planner:
             paraphrases,
             access_filter=access,
             static_filter=self._config.static_filter,
+            carried_filter=carried,
         )
         return self._with_context(plan, conversation)
 
@@ -171,10 +182,10 @@ class Planner:
 
     async def _standalone_and_structured(
         self, conversation: Conversation
-    ) -> tuple[str, StructuredQuery | None]:
+    ) -> tuple[str, StructuredQuery | None, FilterDirective | None]:
         config, llm = self._config, self._llm
         if llm is not None and config.rewrite == "llm" and config.self_query == "llm":
-            return await llm.rewrite_and_structure(conversation)
+            return (*await llm.rewrite_and_structure(conversation), None)
         if llm is not None and config.rewrite == "llm":
             standalone = await llm.rewrite(conversation)
         elif config.rewrite == "off":
@@ -187,22 +198,29 @@ class Planner:
             # (bench/results/hardening.md).
             return await off_loop(self._local_plan, conversation)
         if config.self_query == "rules":
-            return standalone, await off_loop(self._rule_query, standalone)
+            return await off_loop(self._rule_query, conversation, standalone)
         if config.self_query == "llm" and llm is not None:
-            return standalone, await llm.structured_query(standalone)
-        return standalone, None
+            return standalone, await llm.structured_query(standalone), None
+        return standalone, None, None
 
     def _heuristic_rewrite(self, conversation: Conversation) -> str:
         return standalone_query(conversation, RewriteMode(self._config.rewrite_heuristic))
 
-    def _local_plan(self, conversation: Conversation) -> tuple[str, StructuredQuery | None]:
-        standalone = self._heuristic_rewrite(conversation)
-        return standalone, self._rule_query(standalone)
+    def _local_plan(
+        self, conversation: Conversation
+    ) -> tuple[str, StructuredQuery | None, FilterDirective | None]:
+        return self._rule_query(conversation, self._heuristic_rewrite(conversation))
 
-    def _rule_query(self, standalone: str) -> StructuredQuery | None:
+    def _rule_query(
+        self, conversation: Conversation, standalone: str
+    ) -> tuple[str, StructuredQuery | None, FilterDirective | None]:
+        """The rules' filter for this message, and the conditions carried from earlier turns."""
         if self._config.self_query != "rules":
-            return None
-        return self._rule_constructor().construct(standalone)
+            return standalone, None, None
+        if self._config.carry_filters:
+            found = conversation_filters(conversation, standalone, self._rule_constructor())
+            return standalone, found.structured, found.carried
+        return standalone, self._rule_constructor().construct(standalone), None
 
     def _rule_constructor(self) -> RuleQueryConstructor:
         """Built once per set of known values (they change only when the index does)."""

@@ -24,7 +24,7 @@ from addons.rewrite.llm_rewrite import (
     LLMRewriter,
 )
 from addons.rewrite.multi_query import paraphrases
-from addons.self_query.llm_constructor import LLMQueryConstructor
+from addons.self_query.llm_constructor import LLMQueryConstructor, ValueSource
 
 
 class LLMQueryPlanner:
@@ -46,6 +46,9 @@ class LLMQueryPlanner:
 
     async def rewrite(self, conversation: Conversation) -> str:
         return await self._rewriter.standalone_query(conversation)
+
+    def use_value_catalogue(self, known_values: ValueSource) -> None:
+        self._constructor.use_value_catalogue(known_values)
 
     async def structured_query(self, standalone: str) -> StructuredQuery | None:
         return await self._constructor.construct(standalone)

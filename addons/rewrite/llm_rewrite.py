@@ -25,6 +25,7 @@ from typing import Any
 
 import structlog
 from cachetools import LRUCache
+from langchain_core.prompts import BasePromptTemplate
 from langchain_core.structured_query import StructuredQuery
 
 from addons.conversation import Conversation, Turn
@@ -179,13 +180,23 @@ class LLMRewriteAndFilter:
         self._cache: LRUCache[str, tuple[str, StructuredQuery | None]] = LRUCache(
             maxsize=cache_size
         )
-        self._prompt = constructor.prompt(
-            [
-                (render_conversation(Conversation(turns, slots)), answer)
-                for turns, slots, answer in CONVERSATION_EXAMPLES
-            ],
-            schema_prompt=conversation_schema_prompt(enable_limit=constructor.enable_limit),
-        )
+        self._prompt_version = -1
+        self._prompt = self._current_prompt()
+
+    def _current_prompt(self) -> BasePromptTemplate:
+        """The prompt on the constructor's current value catalogue (rebuilt when it changes)."""
+        constructor = self._constructor
+        constructor.refresh_catalogue()
+        if constructor.catalogue_version != self._prompt_version:
+            self._prompt = constructor.prompt(
+                [
+                    (render_conversation(Conversation(turns, slots)), answer)
+                    for turns, slots, answer in CONVERSATION_EXAMPLES
+                ],
+                schema_prompt=conversation_schema_prompt(enable_limit=constructor.enable_limit),
+            )
+            self._prompt_version = constructor.catalogue_version
+        return self._prompt
 
     async def rewrite_and_structure(
         self, conversation: Conversation
@@ -198,7 +209,7 @@ class LLMRewriteAndFilter:
         if not conversation.history:
             standalone = self._fallback(conversation)
             return standalone, await self._constructor.construct(standalone)
-        prompt = self._prompt.format(query=render_conversation(conversation))
+        prompt = self._current_prompt().format(query=render_conversation(conversation))
         if prompt in self._cache:
             return self._cache[prompt]
         try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from dateutil.relativedelta import relativedelta
@@ -58,9 +58,10 @@ DATE_WORDS = {
     "later than": AFTER_END,
     "newer than": AFTER_END,
     "since": FROM_START,
-    "from": FROM_START,
+    "from": WITHIN,
     "starting": FROM_START,
     "starting from": FROM_START,
+    "from the start of": FROM_START,
     "starting in": FROM_START,
     "as of": FROM_START,
     "before": BEFORE_START,
@@ -88,7 +89,15 @@ RANGE = re.compile(
     rf"(?P<d>{DATE_TEXT})",
     re.IGNORECASE,
 )
-SINGLE = re.compile(rf"(?<!\w)(?P<word>{_DATE_WORDS})\s+{_FILLER}(?P<a>{DATE_TEXT})", re.IGNORECASE)
+# "from 2010 onwards" is read by LATER, not as "from 2010".
+OPEN_ENDED_AFTER = (
+    r"(?!\s*(?:onwards?|(?:or|and)\s+(?:later|after|newer|beyond|up|earlier|before|older|prior))"
+    r"(?!\w))"
+)
+SINGLE = re.compile(
+    rf"(?<!\w)(?P<word>{_DATE_WORDS})\s+{_FILLER}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}",
+    re.IGNORECASE,
+)
 LATER = re.compile(
     rf"(?P<a>{DATE_TEXT})\s+(?:(?:or|and)\s+(?:later|after|newer|beyond|up)|onwards?)(?!\w)",
     re.IGNORECASE,
@@ -168,24 +177,50 @@ def date_value(day: dt.date) -> dict[str, str]:
     return {"date": day.isoformat(), "type": "date"}
 
 
+def time_scope(field_names: Sequence[str], extra_words: Collection[str] = ()) -> re.Pattern[str]:
+    """Words that make a year or date in a message a wish about documents: "changed", "released",
+    the time field's name by its first letters ("publish" for ``published``), the documents'
+    nouns ("articles")."""
+    name_words = {
+        re.escape(word[:NAME_PREFIX_CHARS])
+        for name in field_names
+        for word in name.lower().split("_")
+        if word
+    }
+    words = "|".join(
+        re.escape(word) for word in sorted({*DATE_SCOPE_WORDS, *extra_words}, key=len, reverse=True)
+    )
+    prefixes = "|".join(sorted(name_words, key=len, reverse=True)) or words
+    return re.compile(rf"(?<!\w)(?:(?:{words})(?!\w)|{prefixes})", re.IGNORECASE)
+
+
+# "I watched a movie in 2010", "an article I read in 2021": a time in the user's own past story.
+PERSONAL_PAST = re.compile(
+    r"\b(?:I|we)\s+(?:\w+\s+)?(?:\w+ed|read|saw|bought|paid|was|were|got|had|did|made|went"
+    r"|heard|wrote|took|met|lost|began|started)\b[^,.;!?]*$",
+    re.IGNORECASE,
+)
+PERSONAL_LOOKBEHIND_CHARS = 60
+
+
+def told_as_personal_past(text: str, start: int) -> bool:
+    """Whether the time phrase at ``start`` sits in a first-person past clause."""
+    return bool(PERSONAL_PAST.search(text[max(0, start - PERSONAL_LOOKBEHIND_CHARS) : start]))
+
+
 class DatePhrases:
     """Finds date conditions and assigns them to the schema's date field."""
 
-    def __init__(self, fields: Sequence[MetadataField], today: Clock) -> None:
+    def __init__(
+        self, fields: Sequence[MetadataField], today: Clock, item_nouns: Collection[str] = ()
+    ) -> None:
         self._date_fields = [field.name for field in fields if field.type == "date"]
         self._today = today
-        name_words = {
-            re.escape(word[:NAME_PREFIX_CHARS])
-            for name in self._date_fields
-            for word in name.lower().split("_")
-            if word
-        }
-        words = "|".join(sorted(DATE_SCOPE_WORDS, key=len, reverse=True))
-        prefixes = "|".join(sorted(name_words, key=len, reverse=True)) or words
-        self._scope = re.compile(rf"(?<!\w)(?:(?:{words})(?!\w)|{prefixes})", re.IGNORECASE)
+        self._scope = time_scope(self._date_fields, item_nouns)
 
-    def find(self, text: str) -> list[Constraint]:
-        if not self._date_fields or not self._scope.search(text):
+    def find(self, text: str, *, scoped: bool = False) -> list[Constraint]:
+        """Date conditions; ``scoped``: the message is already a filtering one (it names values)."""
+        if not self._date_fields or not (scoped or self._scope.search(text)):
             return []
         attribute = self._attribute(text)
         if attribute is None:
@@ -199,6 +234,8 @@ class DatePhrases:
             if any(start < other_end and other_start < end for other_start, other_end in claimed):
                 continue
             claimed.append((start, end))
+            if told_as_personal_past(text, start):
+                continue
             found.extend(
                 Constraint(attribute, comparator, date_value(day), start, end)
                 for comparator, day in conditions

@@ -23,6 +23,11 @@ place, turning ``or(a, bad)`` into ``a`` and ``not(and(a, bad))`` into ``not(a)`
 Scope is never this module's job: the planner ANDs the result with the slot filter, and an AND
 cannot lose a conjunct, so nothing the LLM writes can widen what the slots allow.
 
+The prompt lists each string field's value catalogue: its declared ``values``, or else the values
+the index actually holds, with the aliases users say for them. A value outside the catalogue is
+dropped like an invented attribute (an alias is read as its value), so the LLM cannot filter on a
+spelling no document has. The catalogue follows the index: the prompt is rebuilt when it changes.
+
 Unparseable answers, timeouts and LLM errors give ``None`` (logged with the reason); this module
 never raises into a search.
 """
@@ -31,7 +36,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,14 +60,16 @@ from langchain_core.structured_query import (
 
 from addons.filters.syntax import parse_filter
 from addons.llm.client import LLMUnavailable, RetrievalLLM
-from addons.schema import AttributeType, MetadataField
+from addons.schema import STRING_TYPES, AttributeType, MetadataField
+from addons.self_query.limits import MAX_LIMIT  # a larger limit is ignored; top_k applies
 
 logger = structlog.get_logger()
 
 DEFAULT_TIMEOUT_SECONDS = 2.0
 DEFAULT_DOCUMENT_CONTENTS = "Help-centre articles about a software product and its plans"
-MAX_LIMIT = 50
-"""A larger ``limit`` from the LLM is ignored (the configured ``top_k`` applies)."""
+MAX_PROMPT_VALUES = 60
+"""Values listed per field in the prompt; a longer catalogue is still enforced, shown in part."""
+ValueSource = Callable[[], Mapping[str, Collection[str]]]
 
 _ORDERED = (Comparator.GT, Comparator.GTE, Comparator.LT, Comparator.LTE)
 _MEMBERSHIP = (Comparator.IN, Comparator.NIN)
@@ -121,9 +128,10 @@ class LLMQueryConstructor:
         document_contents: str = DEFAULT_DOCUMENT_CONTENTS,
         enable_limit: bool = False,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        known_values: ValueSource | None = None,
     ) -> None:
         self._llm = llm
-        self.fields = {metadata_field.name: metadata_field for metadata_field in fields}
+        self._declared = tuple(fields)
         self.document_contents = document_contents
         self.enable_limit = enable_limit
         self.timeout = timeout
@@ -131,7 +139,32 @@ class LLMQueryConstructor:
         # drop them one by one instead of the whole answer failing. parse_filter is LangChain's
         # grammar behind the size and depth bounds every filter passes.
         self._parser = StructuredQueryOutputParser(ast_parse=parse_filter)
-        self._prompt = self.prompt(
+        self._known_values = known_values
+        self._catalogue_of: Mapping[str, Collection[str]] | None = None
+        self.catalogue_version = 0
+        """Bumped whenever the value catalogue (and so every prompt built on it) changes."""
+        self.fields = {field.name: field for field in self._declared}
+        self._prompt = self._product_prompt()
+
+    def use_value_catalogue(self, known_values: ValueSource) -> None:
+        """Read the values the index holds from ``known_values`` (called lazily, per search)."""
+        self._known_values = known_values
+        self._catalogue_of = None
+
+    def refresh_catalogue(self) -> None:
+        """Rebuild fields and prompt when the index's values changed since the last call."""
+        if self._known_values is None:
+            return
+        values = self._known_values()
+        if values is self._catalogue_of:
+            return
+        self._catalogue_of = values
+        self.fields = {field.name: field for field in catalogued(self._declared, values)}
+        self._prompt = self._product_prompt()
+        self.catalogue_version += 1
+
+    def _product_prompt(self) -> BasePromptTemplate:
+        return self.prompt(
             [(query, {"query": query, **request}) for query, request in PRODUCT_EXAMPLES]
         )
 
@@ -176,6 +209,7 @@ class LLMQueryConstructor:
         """
         if not standalone_query.strip() or not self.fields:
             return None
+        self.refresh_catalogue()
         try:
             structured = await self._llm.complete_and_parse(
                 self._prompt.format(query=standalone_query), self.parse_answer, timeout=self.timeout
@@ -194,6 +228,7 @@ class LLMQueryConstructor:
 
         Never raises: an answer that does not parse gives None and a log event.
         """
+        self.refresh_catalogue()
         try:
             parsed = self._parser.parse(answer)
         except OutputParserException as error:
@@ -221,12 +256,33 @@ class LLMQueryConstructor:
         return not keep_valid(directive, self.fields).dropped
 
 
+def catalogued(
+    fields: Sequence[MetadataField], known_values: Mapping[str, Collection[str]]
+) -> tuple[MetadataField, ...]:
+    """``fields`` where a string field without declared values gets the values the index holds.
+
+    A field whose documents hold no value yet keeps ``values=None`` (anything is accepted): an
+    empty catalogue would reject every filter on it.
+    """
+    return tuple(
+        field.model_copy(update={"values": tuple(sorted(known_values[field.name], key=str))})
+        if field.type in STRING_TYPES and field.values is None and known_values.get(field.name)
+        else field
+        for field in fields
+    )
+
+
 def attribute_info(metadata_field: MetadataField) -> AttributeInfo:
-    """The field as the query-constructor prompt describes it, allowed values included."""
+    """The field as the query-constructor prompt describes it, its value catalogue included."""
     description = metadata_field.description.strip().rstrip(".")
     if metadata_field.values:
-        listed = ", ".join(f'"{value}"' for value in metadata_field.values)
+        shown = metadata_field.values[:MAX_PROMPT_VALUES]
+        listed = ", ".join(f'"{value}"' for value in shown)
+        if len(metadata_field.values) > len(shown):
+            listed += f" (and {len(metadata_field.values) - len(shown)} more)"
         description = f"{description}. One of {listed}" if description else f"One of {listed}"
+    for value, aliases in metadata_field.aliases:
+        description += f'. "{value}" is also called {", ".join(aliases)}'
     if metadata_field.type == "list[string]":
         description += ". A document can have several values; eq matches documents having the value"
     return AttributeInfo(
@@ -362,6 +418,8 @@ def _allowed_text(metadata_field: MetadataField, value: Any) -> Any:
     if metadata_field.values is None:
         return value.strip()
     by_folded = {allowed.casefold(): allowed for allowed in metadata_field.values}
+    for allowed, aliases in metadata_field.aliases:
+        by_folded.update({alias.casefold(): allowed for alias in aliases})
     return by_folded.get(value.strip().casefold(), _INVALID)
 
 

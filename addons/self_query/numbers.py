@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import Stemmer
 from langchain_core.structured_query import Comparator
 
 from addons.schema import MetadataField
@@ -55,6 +56,8 @@ PREFIX_COMPARATORS: dict[str, Comparator] = {
     "lower than": Comparator.LT,
     "fewer than": Comparator.LT,
     "cheaper than": Comparator.LT,
+    "shorter than": Comparator.LT,
+    "smaller than": Comparator.LT,
     "beneath": Comparator.LT,
     "<": Comparator.LT,
     "at least": Comparator.GTE,
@@ -73,6 +76,9 @@ PREFIX_COMPARATORS: dict[str, Comparator] = {
     "exceeding": Comparator.GT,
     "beyond": Comparator.GT,
     "pricier than": Comparator.GT,
+    "longer than": Comparator.GT,
+    "bigger than": Comparator.GT,
+    "larger than": Comparator.GT,
     "more expensive than": Comparator.GT,
     ">": Comparator.GT,
     "exactly": Comparator.EQ,
@@ -113,7 +119,7 @@ RANGE = re.compile(
     re.IGNORECASE,
 )
 PREFIX = re.compile(
-    rf"(?<!\w)(?P<comparator>{_phrases(list(PREFIX_COMPARATORS))})\s*{_amount('n')}",
+    rf"(?<!\w)(?P<comparator>{_phrases(list(PREFIX_COMPARATORS))})\s*(?:an?\s+)?{_amount('n')}",
     re.IGNORECASE,
 )
 POSTFIX = re.compile(
@@ -129,26 +135,37 @@ RATE_AFTER = re.compile(
 )
 DURATION_AFTER = re.compile(rf"\s*(?:{_PERIOD})s?(?!\w)", re.IGNORECASE)
 WORD = re.compile(r"[a-z]+")
+# "nothing rated below 7", "no phones over $500": the comparison says what is not wanted.
+NEGATED_BEFORE = re.compile(r"\b(?:nothing|none|no|not)\s+(?:[a-z]+\s+)?$", re.IGNORECASE)
+OPPOSITE = {
+    Comparator.LT: Comparator.GTE,
+    Comparator.LTE: Comparator.GT,
+    Comparator.GT: Comparator.LTE,
+    Comparator.GTE: Comparator.LT,
+}
 # Most messages hold no number at all; one cheap scan spares the comparison patterns.
 ANY_NUMBER = re.compile(rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)})(?!\w)", re.IGNORECASE)
 # A comparison's words end at punctuation or at the next number ("under 20 for 3 devices").
 CLAUSE_BREAK = re.compile(r"[,.;:!?()]|\d")
 
 
+_STEMMER = Stemmer.Stemmer("english")
+
+
 def cue_key(word: str) -> str:
     """The form a cue word is compared in, for field words and user words alike.
 
-    A crude, symmetric plural strip is enough here (both sides go through it) and costs nothing
-    per message, unlike a full inflection library call.
+    The Snowball stem (PyStemmer, which BM25 already uses) makes "rated" a cue for a ``rating``
+    field and "minutes" for "Reading time in minutes"; both sides go through it.
     """
-    word = PERIOD_WORDS.get(word, word)
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
+    return str(_STEMMER.stemWord(PERIOD_WORDS.get(word, word)))
+
+
+STOP_KEYS = frozenset(cue_key(word) for word in CUE_STOPWORDS)
 
 
 def _cue_words(text: str) -> set[str]:
-    return {cue_key(word) for word in WORD.findall(text.lower())} - CUE_STOPWORDS
+    return {cue_key(word) for word in WORD.findall(text.lower())} - STOP_KEYS
 
 
 @dataclass(frozen=True)
@@ -166,7 +183,7 @@ class NumericField:
         cues = dict.fromkeys(description_words, DESCRIPTION_CUE_WEIGHT)
         cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
         if (name_words | description_words) & MONETARY_FIELD_WORDS:
-            cues.update(dict.fromkeys(MONETARY_CUES, NAME_CUE_WEIGHT))
+            cues.update(dict.fromkeys(map(cue_key, MONETARY_CUES), NAME_CUE_WEIGHT))
         return cls(field.name, field.type == "integer", cues)
 
     def score(self, cues: set[str]) -> int:
@@ -229,9 +246,9 @@ class NumberPhrases:
 
     def _constraints(self, text: str, said: _Said) -> list[Constraint]:
         end = said.end
-        cues = set() if said.comparator_cue is None else {said.comparator_cue}
+        cues = set() if said.comparator_cue is None else {cue_key(said.comparator_cue)}
         if said.currency:
-            cues.add("currency")
+            cues.add(cue_key("currency"))
         if said.counted is not None:
             if not self._is_cue_or_stopword(said.counted):
                 return []
@@ -256,6 +273,10 @@ class NumberPhrases:
         if field.integer and any(value != int(value) for value in values):
             return []
         comparators = [comparator for comparator, _ in said.bounds]
+        if NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start]):
+            if len(comparators) > 1:
+                return []  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
+            comparators = [OPPOSITE.get(comparator, comparator) for comparator in comparators]
         return [
             Constraint(
                 field.name, comparator, int(value) if field.integer else value, said.start, end
@@ -264,7 +285,7 @@ class NumberPhrases:
         ]
 
     def _is_cue_or_stopword(self, word: str) -> bool:
-        return word in CUE_STOPWORDS or any(field.knows(word) for field in self._fields)
+        return word in STOP_KEYS or any(field.knows(word) for field in self._fields)
 
     def _best_field(self, cues: set[str]) -> NumericField | None:
         scored = sorted(((field.score(cues), field) for field in self._fields), key=lambda s: -s[0])
@@ -284,7 +305,7 @@ def _clause_words(text: str, *, first: bool) -> list[str]:
     pieces = CLAUSE_BREAK.split(text)
     clause = pieces[0] if first else pieces[-1]
     words = [cue_key(word) for word in WORD.findall(clause.lower())]
-    words = [word for word in words if word not in CUE_STOPWORDS]
+    words = [word for word in words if word not in STOP_KEYS]
     return words[:CONTEXT_WORDS] if first else words[-CONTEXT_WORDS:]
 
 

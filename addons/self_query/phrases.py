@@ -97,13 +97,51 @@ TOPIC_FIELD_WORDS = frozenset(
 # Words that announce a value's field as strongly as its name does, for topic fields.
 TOPIC_ANCHOR_WORDS = ("category", "section", "topic", "docs", "articles")
 
-# A negator directly before a value, optionally followed by a preposition or article:
-# "not on Android", "except the enterprise tier", "non-premium". Words in between
-# ("not working on android") break it on purpose: that is a question about Android.
+# A negator directly before a value, optionally followed by a preposition or article, or by
+# "<verb>ed by": "not on Android", "except the enterprise tier", "non-premium", "not directed by
+# Greta Gerwig", "isn't made by Apple", "aren't dramas", "I don't want horror". Other words in
+# between ("not working on android") break it on purpose: that is a question about Android.
 NEGATION_BEFORE_VALUE = re.compile(
-    r"(?:\b(?:not|except(?:\s+for)?|excluding|exclude|without|other\s+than|apart\s+from)"
-    r"\s+(?:(?:on|in|for|from|with|using|via|the|a|an|any|my|our)\s+){0,2}"
+    r"(?:\b(?:not|(?:is|are|was|were)n['’]?t|except(?:\s+for)?|excluding|exclude|without"
+    r"|other\s+than|apart\s+from|(?:do\s+not|do(?:es)?n['’]?t)\s+(?:want|like|need))\s+"
+    r"(?:(?:on|in|for|from|with|using|via|the|a|an|any|my|our|about|by|(?:\w+(?:ed|en)|made)\s+by)"
+    r"\s+){0,2}"
     r"|\bnon\s*-?\s*)$",
+    re.IGNORECASE,
+)
+
+# Nouns for the things a knowledge base holds. A topic value right before one of them ("python
+# articles", "comedy films") names what the user wants; the schema adds its own (the noun its
+# field descriptions talk about, as "movie" in "The year the movie was released").
+ITEM_NOUNS = frozenset(
+    [
+        "article",
+        "blog",
+        "doc",
+        "document",
+        "tutorial",
+        "movie",
+        "film",
+        "episode",
+        "video",
+        "book",
+        "story",
+        "recipe",
+        "song",
+        "album",
+        "product",
+        "item",
+    ]
+)
+# Nouns that are everyday verbs in the singular ("show me", "read", "post"): plural only.
+PLURAL_ITEM_NOUNS = frozenset(
+    ["posts", "reads", "shows", "series", "guides", "pages", "papers", "models", "deals", "offers"]
+)
+
+# Words right before a topic value that say "this is what I want": "a thriller", "any
+# smartwatch", "which monitor", "articles about python".
+DETERMINERS_BEFORE_TOPIC = re.compile(
+    r"(?:\b(?:a|an|any|which|some|another|about|regarding)|\b(?:anything|something|stuff)\s+on)\s+$",
     re.IGNORECASE,
 )
 

@@ -1,8 +1,9 @@
 """Rule-based self-query: the filters a user says in words, without an LLM.
 
 "Plans under $20 a month for Android, not the business tier, updated since March 2024" carries
-four filters. ``RuleQueryConstructor`` finds them with three extractors, each for one kind of
-attribute (``dates``, ``numbers``, ``vocabulary`` for string values), merges what they find into
+four filters. ``RuleQueryConstructor`` finds them with one extractor per kind of attribute
+(``dates``, ``years`` for an integer year field, ``numbers``, ``booleans``, ``vocabulary`` for
+string values) and reads the number of results asked for (``limits``). It merges them into
 LangChain's filter IR (``langchain_core.structured_query``) over the declared fields only, and
 returns it as a ``StructuredQuery`` together with the search text. The IR is the same one slot
 filters and the LLM constructor produce, so one translator runs them all.
@@ -11,9 +12,12 @@ Precision beats recall: a missing filter only costs some ranking, a wrong one hi
 So every extractor asks for a clear comparison or scope word, and an ambiguous mention (a number
 that fits two fields, a word that is a value of two fields) gives no filter.
 
-Dates go first (a year is a date, not an amount), then numbers, then values; a span of text feeds
-one condition only. Everything is compiled at construction; ``construct`` does a handful of regex
-scans and never raises.
+Every rule reads the schema (names, descriptions, values, aliases), not phrases of one
+knowledge base. Dates and years go first (a year is a date, not an amount), then numbers,
+booleans and values; a span of text feeds one condition only. A year or date needs a message
+about the documents: one naming them ("films", "articles"), a word of change or release, the
+time field's name, or a value of the schema. Everything is compiled at construction;
+``construct`` does a handful of regex scans and never raises.
 """
 
 from __future__ import annotations
@@ -34,11 +38,15 @@ from langchain_core.structured_query import (
 )
 
 from addons.schema import MetadataField
+from addons.self_query.booleans import BooleanPhrases
 from addons.self_query.constraints import Constraint
 from addons.self_query.dates import Clock, DatePhrases
+from addons.self_query.items import item_nouns
+from addons.self_query.limits import LimitPhrases
 from addons.self_query.numbers import NumberPhrases
 from addons.self_query.phrases import COORDINATION
 from addons.self_query.vocabulary import ValueVocabulary
+from addons.self_query.years import YearPhrases
 
 logger = structlog.get_logger(__name__)
 
@@ -71,9 +79,9 @@ class RuleQueryConstructor:
     """Turns a user's message into a search text and a filter over the declared fields.
 
     Args:
-        fields: the filterable attributes; string and list[string] fields are matched by value,
-            integer and float fields by comparisons, date fields by dates. Boolean fields are
-            not extracted from words.
+        fields: the filterable attributes; string and list[string] fields are matched by value
+            (and alias), integer and float fields by comparisons (years for a year field), date
+            fields by dates, boolean fields by the phrases of their name and description.
         known_values: the distinct string values in the index per attribute, used for a field
             that declares no ``values``.
         strip_filter_words: whether the words that made a filter ("under $20 a month") are cut
@@ -91,9 +99,13 @@ class RuleQueryConstructor:
     ) -> None:
         self.strip_filter_words = strip_filter_words
         self._field_order = {field.name: position for position, field in enumerate(fields)}
-        self._dates = DatePhrases(fields, today)
+        items = item_nouns(fields)
+        self._dates = DatePhrases(fields, today, items)
+        self._years = YearPhrases(fields, items)
         self._numbers = NumberPhrases(fields)
-        self._values = ValueVocabulary(fields, known_values or {})
+        self._booleans = BooleanPhrases(fields)
+        self._values = ValueVocabulary(fields, known_values or {}, items)
+        self._limits = LimitPhrases(items, self._values.is_plural_value)
         logger.debug(
             "self_query.rules.compiled",
             fields=len(self._field_order),
@@ -104,19 +116,27 @@ class RuleQueryConstructor:
         """The search text and the filter (``None`` when the user said none) of ``text``."""
         text = text if isinstance(text, str) else ""
         constraints = self.constraints(text)
+        limit = self._limits.find(text[:MAX_SCANNED_CHARS], constraints)
         directive = build_filter(constraints, self._field_order)
         query = text.strip()
         if self.strip_filter_words and constraints:
             query = strip_spans(text, constraints) or query
         if directive is not None:
             logger.debug("self_query.rules.filter.extracted", query=query, filter=directive)
-        return StructuredQuery(query=query, filter=directive, limit=None)
+        return StructuredQuery(query=query, filter=directive, limit=limit)
+
+    def filter_of(self, constraints: Sequence[Constraint]) -> FilterDirective | None:
+        """The filter tree of ``constraints`` (found by ``constraints`` in any message)."""
+        return build_filter(constraints, self._field_order)
 
     def constraints(self, text: str) -> list[Constraint]:
         """Every condition found in ``text``, with the span of words that said it."""
         scanned = text[:MAX_SCANNED_CHARS]
-        found = self._dates.find(scanned)
+        names_values = bool(self._values.find(scanned, []))
+        found = self._dates.find(scanned, scoped=names_values)
+        found += self._years.find(scanned, found, scoped=names_values)
         found += self._numbers.find(scanned, found)
+        found += self._booleans.find(scanned, found)
         found += self._values.find(scanned, found)
         return found
 

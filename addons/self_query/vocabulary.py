@@ -14,8 +14,18 @@ plan?" does not mean category ``plans``. Each value therefore gets a strictness:
 * ``CUED``: an everyday word ("free", "us", "plus") needs a marker: a scope noun after it ("free
   plan", "US customers"), its field's name, a capital letter mid-sentence ("on Plus"), an
   all-capital acronym ("US"), or a marked neighbour in a list ("free or plus plans");
-* ``ANCHORED``: a topic value ("billing") or a value that is also a field name ("plans") must come
-  with its field's name ("in the billing category", "category: plans").
+* ``TOPIC``: a value of a topic-like field (category, tags, type, ...) is a filter when the
+  sentence asks for things of that kind: a plural ("laptops"), a noun for the documents after it
+  ("python articles", "comedy films"), a determiner or "about" before it ("a thriller", "which
+  monitor", "articles about python"), another value right before it ("a Samsung tablet") or its
+  field's name. "tips for sync" and "the security settings" stay questions, not filters;
+* ``NAME``: the last word of a person's or brand's name ("Spielberg" for "Steven Spielberg"),
+  only when written with a capital and no other value shares it;
+* ``ANCHORED``: a value that is also a field name ("plans"), or outside topic fields a scope noun
+  ("devices"), must come with its field's name ("category: plans").
+
+Aliases declared in ``metadata_fields`` ("Germany" for ``eu``) are surfaces of their value and
+get a strictness of their own, by the same rules.
 """
 
 from __future__ import annotations
@@ -28,12 +38,14 @@ from enum import Enum
 import inflection
 from langchain_core.structured_query import Comparator
 
-from addons.schema import MetadataField
+from addons.schema import STRING_TYPES, MetadataField
 from addons.self_query.constraints import Constraint, overlaps_any
+from addons.self_query.items import words_pattern
 from addons.self_query.phrases import (
     COORDINATION,
     CUE_BEFORE_VALUE,
     CUE_STOPWORDS,
+    DETERMINERS_BEFORE_TOPIC,
     EVERYDAY_WORDS,
     NEGATION_BEFORE_VALUE,
     SCOPE_NOUNS,
@@ -41,13 +53,14 @@ from addons.self_query.phrases import (
     TOPIC_FIELD_WORDS,
 )
 
-STRING_TYPES = ("string", "list[string]")
 MAX_VALUE_WORDS = 5
 MAX_VALUE_CHARS = 60
 # Inflecting very short words goes wrong more often than right ("us", "ios", "eu" are names).
 MIN_INFLECTED_CHARS = 4
 # "US", "EU", "APAC": an all-capital value this short is a name, not an ordinary word.
 ACRONYM_MAX_CHARS = 4
+# A surname stands for a full name only when it is this long ("Kon" is too short to be sure).
+MIN_SURNAME_CHARS = 4
 # How far back to look for "not on the" / "plan:" before a value.
 LOOKBEHIND_CHARS = 40
 WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
@@ -57,6 +70,8 @@ SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
 class Strictness(Enum):
     FREE = "free"
     CUED = "cued"
+    TOPIC = "topic"
+    NAME = "name"
     ANCHORED = "anchored"
 
 
@@ -96,6 +111,22 @@ def surface_forms(value: str) -> set[str]:
     return {key, " ".join([*words[:-1], inflection.pluralize(last)])}
 
 
+def _is_matchable(value: object) -> bool:
+    if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
+        return False
+    key = surface_key(value)
+    return any(char.isalpha() for char in key) and len(key.split(" ")) <= MAX_VALUE_WORDS
+
+
+def _surname(value: str) -> str | None:
+    """The last word of a name written as one ("Greta Gerwig" -> "gerwig"), else None."""
+    words = value.split()
+    if len(words) < 2 or not all(word[:1].isupper() for word in words):
+        return None
+    last = surface_key(words[-1])
+    return last if len(last) >= MIN_SURNAME_CHARS and last.isalpha() else None
+
+
 def _field_words(field: MetadataField) -> set[str]:
     words = {word for word in WORD_SEPARATORS.split(field.name.lower()) if len(word) > 1}
     return words | {word + "s" for word in words} | {word.removesuffix("s") for word in words}
@@ -109,7 +140,10 @@ class ValueVocabulary:
     """The string values of the declared fields, compiled for matching in user messages."""
 
     def __init__(
-        self, fields: Sequence[MetadataField], known_values: Mapping[str, Collection[str]]
+        self,
+        fields: Sequence[MetadataField],
+        known_values: Mapping[str, Collection[str]],
+        item_nouns: Collection[str] = (),
     ) -> None:
         string_fields = [field for field in fields if field.type in STRING_TYPES]
         field_name_words = set().union(*(_field_words(field) for field in fields))
@@ -126,11 +160,19 @@ class ValueVocabulary:
                 rf"(?<!\w)(?:{_words_pattern(anchors)})\s*(?:[:=]\s*|is\s+|of\s+)?$",
                 re.IGNORECASE,
             )
-            for value in field.values or tuple(known_values.get(field.name, ())):
-                self._add_value(field, value, field_name_words)
+            aliases = field.alias_map
+            values = field.values or tuple(known_values.get(field.name, ()))
+            for value in dict.fromkeys([*values, *aliases]):
+                self._add_value(field, value, field_name_words, aliases.get(value, ()))
         scope_words = SCOPE_NOUNS | string_field_words
         self._scope_after = re.compile(
             rf"\s*(?:-\s*)?(?:{_words_pattern(scope_words)})(?!\w)", re.IGNORECASE
+        )
+        items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
+        self._item_after = re.compile(rf"\s*(?:-\s*)?(?:{items})(?!\w)", re.IGNORECASE)
+        self._item_on_before = re.compile(rf"(?<!\w)(?:{items})\s+(?:on|about)\s+$", re.IGNORECASE)
+        self._plurals = frozenset(
+            form for form in self._senses if inflection.singularize(form) != form
         )
         surfaces = sorted(self._senses, key=len, reverse=True)
         alternatives = "|".join(
@@ -145,6 +187,10 @@ class ValueVocabulary:
     def size(self) -> int:
         return len(self._senses)
 
+    def is_plural_value(self, written: str) -> bool:
+        """Whether ``written`` is a value in the plural ("thrillers", "laptops", "headphones")."""
+        return surface_key(written) in self._plurals
+
     @staticmethod
     def _anchor_words(field: MetadataField) -> set[str]:
         words = _field_words(field)
@@ -152,14 +198,28 @@ class ValueVocabulary:
             words |= set(TOPIC_ANCHOR_WORDS)
         return words
 
-    def _add_value(self, field: MetadataField, value: object, field_name_words: set[str]) -> None:
-        if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
+    def _add_value(
+        self,
+        field: MetadataField,
+        value: object,
+        field_name_words: set[str],
+        aliases: Sequence[str] = (),
+    ) -> None:
+        if not _is_matchable(value):
             return
-        key = surface_key(value)
-        if not any(char.isalpha() for char in key) or len(key.split(" ")) > MAX_VALUE_WORDS:
-            return
-        forms = surface_forms(value)
-        strictness = self._strictness(field, forms, field_name_words)
+        assert isinstance(value, str)
+        for written in (value, *aliases):
+            if not _is_matchable(written):
+                continue
+            forms = surface_forms(written) if written == value else {surface_key(written)}
+            self._add_forms(field, value, forms, self._strictness(field, forms, field_name_words))
+        surname = _surname(value)
+        if surname and not _field_words(field) & TOPIC_FIELD_WORDS:
+            self._add_forms(field, value, {surname}, Strictness.NAME)
+
+    def _add_forms(
+        self, field: MetadataField, value: str, forms: set[str], strictness: Strictness
+    ) -> None:
         for form in forms:
             senses = self._senses.setdefault(form, [])
             if all(sense.attribute != field.name for sense in senses):
@@ -169,7 +229,11 @@ class ValueVocabulary:
     def _strictness(
         field: MetadataField, forms: set[str], field_name_words: set[str]
     ) -> Strictness:
-        if _field_words(field) & TOPIC_FIELD_WORDS or forms & (field_name_words | SCOPE_NOUNS):
+        if forms & field_name_words:
+            return Strictness.ANCHORED
+        if _field_words(field) & TOPIC_FIELD_WORDS:
+            return Strictness.TOPIC
+        if forms & SCOPE_NOUNS:
             return Strictness.ANCHORED
         if forms & (EVERYDAY_WORDS | CUE_STOPWORDS):
             return Strictness.CUED
@@ -190,6 +254,7 @@ class ValueVocabulary:
             candidate.chosen = self._resolve(text, candidate)
             before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
             candidate.negated = bool(NEGATION_BEFORE_VALUE.search(before))
+        self._accept_compounds(text, candidates)
         for group in self._coordinated_groups(text, candidates):
             self._share_within(group)
         return [self._constraint(text, candidate) for candidate in candidates if candidate.chosen]
@@ -203,12 +268,42 @@ class ValueVocabulary:
         if anchored:
             return None
         cued = self._is_cued(text, candidate)
+        capitalised = text[candidate.start].isupper()
         accepted = [
             sense
             for sense in candidate.senses
-            if sense.strictness is Strictness.FREE or (sense.strictness is Strictness.CUED and cued)
+            if sense.strictness is Strictness.FREE
+            or (sense.strictness is Strictness.CUED and cued)
+            or (sense.strictness is Strictness.NAME and capitalised)
+            or (sense.strictness is Strictness.TOPIC and self._asks_for_kind(text, candidate))
         ]
         return accepted[0] if len(accepted) == 1 else None
+
+    def _asks_for_kind(self, text: str, candidate: _Candidate) -> bool:
+        """Whether a topic value names the kind of thing wanted ("laptops", "a thriller")."""
+        if self.is_plural_value(text[candidate.start : candidate.end]):
+            return True  # "laptops", "comedies", "headphones"
+        if self._item_after.match(text, candidate.end):
+            return True
+        before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
+        return bool(DETERMINERS_BEFORE_TOPIC.search(before) or self._item_on_before.search(before))
+
+    @staticmethod
+    def _accept_compounds(text: str, candidates: list[_Candidate]) -> None:
+        """A topic value right after a chosen value of another field: "a Samsung tablet"."""
+        for previous, candidate in zip(candidates, candidates[1:], strict=False):
+            if candidate.chosen is not None or previous.chosen is None:
+                continue
+            if text[previous.end : candidate.start].strip():
+                continue
+            topics = [
+                sense
+                for sense in candidate.senses
+                if sense.strictness is Strictness.TOPIC
+                and sense.attribute != previous.chosen.attribute
+            ]
+            if len(topics) == 1:
+                candidate.chosen = topics[0]
 
     def _has_own_field(self, text: str, candidate: _Candidate, sense: ValueSense) -> bool:
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]

@@ -1,0 +1,129 @@
+"""A scope the user stated earlier ("I live in Germany") keeps filtering the follow-ups of the
+same subject, is replaced when the user names another value, and is gone with a new subject."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from rasa.utils.endpoints import EndpointConfig
+
+from addons.config import StoreConfig
+from addons.conversation import Conversation, Turn
+from addons.custom_information_retrieval import MyVectorStore
+from addons.filters.syntax import to_filter_syntax
+from addons.plan import Planner
+from addons.self_query.carry import is_follow_up
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+GERMANY = "I live in Germany. Can I get my money back if I cancel?"
+EU_REFUND = "Yes. In the EU you get a full refund if you cancel within 14 days of purchase."
+
+
+def example_block(**overrides: Any) -> dict[str, Any]:
+    endpoints = yaml.safe_load((REPO_ROOT / "endpoints.yml").read_text(encoding="utf-8"))
+    block = dict(endpoints["vector_store"])
+    block["docs"] = str(REPO_ROOT / "docs")
+    return block | overrides
+
+
+def planner(**overrides: Any) -> Planner:
+    block = {key: value for key, value in example_block(**overrides).items() if key != "type"}
+    return Planner(StoreConfig.from_kwargs(block), lambda: {})
+
+
+def conversation(*texts: str, **slots: Any) -> Conversation:
+    roles = ["user", "bot"]
+    turns = tuple(Turn(roles[position % 2], text) for position, text in enumerate(texts))  # type: ignore[arg-type]
+    return Conversation(turns, slots)
+
+
+async def filters_of(*texts: str, **slots: Any) -> tuple[str | None, str | None, str | None]:
+    plan = await planner().plan(conversation(*texts, **slots))
+    return (
+        to_filter_syntax(plan.extracted_filter),
+        to_filter_syntax(plan.carried_filter),
+        to_filter_syntax(plan.filter),
+    )
+
+
+async def test_a_follow_up_keeps_the_region_the_user_lives_in() -> None:
+    extracted, carried, _ = await filters_of(GERMANY, EU_REFUND, "and how long does it take?")
+    assert (extracted, carried) == (None, 'eq("region", "eu")')
+
+
+async def test_another_value_for_the_attribute_replaces_the_carried_one() -> None:
+    extracted, carried, _ = await filters_of(GERMANY, EU_REFUND, "and in the US?")
+    assert (extracted, carried) == ('eq("region", "us")', None)
+
+
+async def test_a_new_subject_carries_nothing() -> None:
+    extracted, carried, _ = await filters_of(
+        GERMANY, EU_REFUND, "How do I share a folder with other people?"
+    )
+    assert (extracted, carried) == (None, None)
+
+
+async def test_the_newest_statement_of_a_chain_of_follow_ups_is_carried() -> None:
+    _, carried, _ = await filters_of(
+        "offline files on Android",
+        "Open the file's menu and choose Make available offline.",
+        "and on iOS?",
+        "Tap the file, then Make available offline.",
+        "do I need a paid plan for it?",
+    )
+    assert carried == 'eq("platform", "ios")'
+
+
+async def test_a_carried_filter_is_only_ever_added_to_the_slot_filter() -> None:
+    _, carried, final = await filters_of(GERMANY, EU_REFUND, "how long?", region="us")
+    assert carried == 'eq("region", "eu")'
+    assert final == 'and(eq("region", "us"), eq("region", "eu"))'
+
+
+async def test_carrying_can_be_switched_off() -> None:
+    plan = await planner(carry_filters=False).plan(
+        conversation(GERMANY, EU_REFUND, "and how long does it take?")
+    )
+    assert plan.carried_filter is None
+
+
+@pytest.mark.parametrize(
+    ("message", "follows"),
+    [
+        ("and how long does it take?", True),
+        ("what about refunds?", True),
+        ("is it encrypted there?", True),
+        ("Can I get my money back if I cancel?", True),
+        ("How do I share a folder with other people?", False),
+        ("Which browsers does the web app support?", False),
+    ],
+)
+def test_the_follow_up_detector_reads_continuations_pointers_and_thin_messages(
+    message: str, follows: bool
+) -> None:
+    assert is_follow_up(message) is follows
+
+
+async def test_the_example_assistant_answers_the_follow_up_from_the_eu_refund_page(
+    tmp_path: Path, embedder: Any
+) -> None:
+    store = MyVectorStore(embeddings=embedder)
+    store.connect(EndpointConfig(**example_block(index_path=str(tmp_path / "index"))))
+    tracker = {
+        "events": [
+            {"event": "user", "text": GERMANY},
+            {"event": "bot", "text": EU_REFUND},
+            {"event": "user", "text": "and how long does it take?"},
+        ],
+        "slots": {},
+        "latest_message": {"text": "and how long does it take?"},
+    }
+
+    result = await store.search("and how long does it take?", tracker, 0.0)
+
+    assert result.metadata["carried_filter"] == 'eq("region", "eu")'
+    assert result.results[0].metadata["source"] == "billing/refunds-eu.md"
+    assert all("eu" in hit.metadata["region"] for hit in result.results)
