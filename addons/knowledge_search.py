@@ -25,6 +25,7 @@ from langchain_core.structured_query import FilterDirective
 
 from addons.config import StoreConfig
 from addons.conversation import Conversation
+from addons.filters.absence import search_filter
 from addons.filters.syntax import to_filter_syntax
 from addons.knowledge.builder import IndexSettings, ensure_index
 from addons.knowledge.embedding import embed_query, embedder_identity
@@ -176,7 +177,9 @@ class KnowledgeSearch:
         request = RetrievalRequest(
             texts=texts,
             vectors=[self._embed_cached(text) for text in texts],
-            filter=plan.filter,
+            filter=search_filter(
+                plan.slot_filter, plan.extracted_filter, self.config.metadata_fields
+            ),
             top_k=min(self.config.top_k, plan.limit or self.config.top_k),
             threshold=threshold,
             candidates=max(self.config.candidates, self.config.top_k),

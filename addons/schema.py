@@ -23,3 +23,7 @@ class MetadataField(BaseModel):
     description: str = ""
     values: tuple[str, ...] | None = None
     """Allowed values (strings and lists of strings); ``None`` means: learn them from the index."""
+    absent_means_all: bool = False
+    """A document without this attribute applies to every value of it (a general page among
+    platform-specific ones), so filters read from the user's words never exclude it on this
+    attribute; ``addons.filters.absence`` defines exactly how. Slot filters stay strict."""
