@@ -35,6 +35,7 @@ from addons.knowledge.model_integrity import is_bundled_model, verify_bundled_mo
 from addons.knowledge.models import ScoredChunk
 from addons.plan import LLMPlanner, Planner, SearchPlan
 from addons.retrieve.retriever import RetrievalRequest, retrieve
+from addons.retrieve.specific_first import specific_first
 
 logger = structlog.get_logger()
 
@@ -174,19 +175,21 @@ class KnowledgeSearch:
         texts = [plan.search_text, *plan.paraphrases]
         if not plan.search_text.strip():
             return []
+        widened = search_filter(
+            plan.slot_filter, plan.extracted_filter, self.config.metadata_fields
+        )
         request = RetrievalRequest(
             texts=texts,
             vectors=[self._embed_cached(text) for text in texts],
-            filter=search_filter(
-                plan.slot_filter, plan.extracted_filter, self.config.metadata_fields
-            ),
+            filter=widened,
             top_k=min(self.config.top_k, plan.limit or self.config.top_k),
             threshold=threshold,
             candidates=max(self.config.candidates, self.config.top_k),
             hybrid=self.config.hybrid,
         )
         dense = self.backend.ranking(index) if self.backend is not None else None
-        return retrieve(index, request, dense)
+        results = retrieve(index, request, dense)
+        return results if widened == plan.filter else specific_first(results, plan.filter)
 
     def clear_query_cache(self) -> None:
         """Forget cached query vectors (benchmarks time a search with its embedding)."""

@@ -33,3 +33,10 @@ def embedder(model_path: Path) -> Any:
     return embedder_factory(
         {"provider": "huggingface_local", "model": str(model_path), "show_progress": False}, {}
     )
+
+
+@pytest.fixture(scope="session")
+def example_index_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One index folder for the example knowledge base (docs/), shared by the tests that search
+    it: the first builds it, the others load it (same documents, model and chunking)."""
+    return tmp_path_factory.mktemp("example-index")

@@ -58,12 +58,12 @@ def policy(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> Enterp
 
 
 @pytest.fixture(scope="module")
-def endpoints(tmp_path_factory: pytest.TempPathFactory) -> AvailableEndpoints:
+def endpoints(example_index_path: Path) -> AvailableEndpoints:
     return AvailableEndpoints(
         vector_store=EndpointConfig(
             type="addons.custom_information_retrieval.MyVectorStore",
             docs=str(REPO_ROOT / "docs"),
-            index_path=str(tmp_path_factory.mktemp("index")),
+            index_path=str(example_index_path),
             top_k=4,
             slot_filters={"plan": "plan", "region": "region"},
         )
