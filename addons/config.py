@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from addons.retrieve.languages import DEFAULT_LANGUAGE, LanguageCode
 from addons.schema import MetadataField
 
 RewriteMode = Literal["heuristic", "llm", "off"]
@@ -71,6 +72,8 @@ class StoreConfig(BaseModel):
     """Corpus size (chunks) from which unfiltered search uses an approximate (HNSW) index."""
     refresh_seconds: float = Field(DEFAULT_REFRESH_SECONDS, ge=0)
     """How often connect() looks for changed documents; 0 checks only at start-up."""
+    language: LanguageCode = DEFAULT_LANGUAGE
+    """ISO 639-1 code of the documents: BM25's stemmer and stop words (see README, Languages)."""
     backend: Backend = "faiss"
     milvus: dict[str, Any] | None = None
 

@@ -34,6 +34,7 @@ from addons.knowledge.loader import stat_signature
 from addons.knowledge.model_integrity import is_bundled_model, verify_bundled_model
 from addons.knowledge.models import ScoredChunk
 from addons.plan import LLMPlanner, Planner, SearchPlan
+from addons.retrieve.languages import warn_about_english_only_steps
 from addons.retrieve.retriever import RetrievalRequest, retrieve
 from addons.retrieve.specific_first import specific_first
 
@@ -127,6 +128,7 @@ class KnowledgeSearch:
             backend.publish(index, embedder_identity(embeddings), force=ingest)
         search = cls(config, embeddings, index, llm, backend)
         search.warn_about_undeclared_attributes()
+        warn_about_english_only_steps(config.language, config.rewrite, config.self_query)
         return search
 
     def known_values(self) -> Mapping[str, frozenset[str]]:
@@ -240,6 +242,7 @@ def _index_settings(config: StoreConfig) -> IndexSettings:
         chunk_overlap=config.chunk_overlap,
         embedding_batch_size=config.embedding_batch_size,
         exact_search_below=config.exact_search_below,
+        language=config.language,
     )
 
 
