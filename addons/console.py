@@ -187,6 +187,8 @@ def _show(result: Any) -> None:
     print(f"filter:           {meta.get('filter')}")
     if meta.get("filter_relaxed"):
         print("                  (the filter from your words matched nothing: searched without it)")
+    for note in meta.get("notes") or []:
+        print(f"note:             {note}")
     if not result.results:
         print("no result: the assistant would say it cannot help with that")
     for rank, found in enumerate(result.results, start=1):

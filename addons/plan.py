@@ -18,6 +18,7 @@ from langchain_core.structured_query import FilterDirective, StructuredQuery
 
 from addons.config import StoreConfig
 from addons.conversation import Conversation
+from addons.filters.absence import absence_notes
 from addons.filters.slot_filters import slot_filter
 from addons.filters.syntax import conjoin
 from addons.rewrite.heuristic import RewriteMode, standalone_query
@@ -119,7 +120,8 @@ class Planner:
         paraphrases: tuple[str, ...] = ()
         if self._config.multi_query and self._llm is not None and standalone:
             paraphrases = tuple(await self._llm.paraphrases(standalone, self._config.multi_query))
-        return SearchPlan(standalone, search_text, slots, extracted, limit, paraphrases)
+        notes = absence_notes(extracted, self._config.metadata_fields)
+        return SearchPlan(standalone, search_text, slots, extracted, limit, paraphrases, notes)
 
     async def _standalone_and_structured(
         self, conversation: Conversation

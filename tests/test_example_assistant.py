@@ -372,3 +372,22 @@ async def test_e2e_conversations_get_their_answers_from_the_plugin(
         elif "utter" in step:
             events.append({"event": "bot", "text": _response_text(domain, step["utter"], slots)})
     assert searched >= 1
+
+
+async def test_the_explanation_shows_the_filter_as_written_and_why_general_pages_match(
+    example_store: Any,
+) -> None:
+    events = [
+        {"event": "user", "text": "can I use offline files?"},
+        {"event": "bot", "text": "No, offline files are not available on the Free plan."},
+        {"event": "user", "text": "and on Android?"},
+    ]
+    state = {"events": events, "slots": {"plan": "free"}, "latest_message": events[-1]}
+
+    result = await example_store.search("", state, 0.0)
+
+    assert result.metadata["filter"] == 'and(eq("plan", "free"), eq("platform", "android"))'
+    assert result.metadata["notes"] == [
+        "documents without 'platform' also match (absent_means_all)"
+    ]
+    assert result.results[0].metadata["source"] == "plans/free.md"

@@ -13,7 +13,7 @@ import pytest
 from langchain_core.structured_query import Comparator, Comparison
 
 from addons.config import StoreConfig
-from addons.filters.absence import include_documents_lacking, search_filter
+from addons.filters.absence import absence_notes, include_documents_lacking, search_filter
 from addons.filters.columns import MetadataColumns
 from addons.filters.faiss_translator import FaissTranslator
 from addons.filters.syntax import parse_filter
@@ -129,3 +129,17 @@ def test_specific_documents_come_first_each_group_keeping_its_order() -> None:
 def test_with_nothing_specific_among_the_results_the_order_is_unchanged() -> None:
     results = [scored("general", 0.8), scored("empty list", 0.5)]
     assert specific_first(results, parse_filter('eq("platform", "android")')) == results
+
+
+def test_the_notes_name_each_flagged_attribute_the_words_filter_on() -> None:
+    fields = [
+        MetadataField(name="platform", type="list[string]", absent_means_all=True),
+        MetadataField(name="region", type="list[string]", absent_means_all=True),
+        MetadataField(name="plan", type="list[string]"),
+    ]
+    words = parse_filter('and(not(eq("platform", "ios")), eq("plan", "free"))')
+
+    assert absence_notes(words, fields) == (
+        "documents without 'platform' also match (absent_means_all)",
+    )
+    assert absence_notes(None, fields) == ()

@@ -88,6 +88,26 @@ def search_filter(
     return conjoin(slot_filter, include_documents_lacking(extracted_filter, flagged))
 
 
+def absence_notes(
+    extracted_filter: FilterDirective | None, fields: Iterable[MetadataField]
+) -> tuple[str, ...]:
+    """One remark per flagged attribute the extracted filter tests, for the search explanation."""
+    tested = _attributes(extracted_filter)
+    return tuple(
+        f"documents without '{field.name}' also match (absent_means_all)"
+        for field in fields
+        if field.absent_means_all and field.name in tested
+    )
+
+
+def _attributes(directive: FilterDirective | None) -> set[str]:
+    if isinstance(directive, Comparison):
+        return {directive.attribute}
+    if isinstance(directive, Operation):
+        return set().union(*(_attributes(argument) for argument in directive.arguments))
+    return set()
+
+
 def _rewrite(
     directive: FilterDirective, attributes: frozenset[str], *, positive: bool
 ) -> FilterDirective:
