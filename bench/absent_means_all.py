@@ -9,7 +9,8 @@ the real engine, in three ways:
 
 * ``strict``: `platform` without the flag (what the plugin did before);
 * ``absent_means_all, relevance order``: the widened filter, results in relevance order;
-* ``absent_means_all`` (the plugin): the widened filter, specific pages first in the top_k.
+* ``absent_means_all`` (the plugin): the widened filter, specific pages first in the top_k;
+* ``app pages first on follow-ups only``: a variant, not the plugin's rule (see results).
 
 A conversation counts as answered when the top result comes from the expected file (extractive
 answers use the top result). The labels were written before any run.
@@ -118,6 +119,11 @@ def top_sources(
         "strict": asyncio.run(strict.search(talk)).results,
         "absent_means_all, relevance order": relevance_order,
         "absent_means_all": plugin.results,
+        # Not the plugin's rule: app pages first only when the message leaned on the
+        # conversation (the rewrite added to it), else relevance order.
+        "app pages first on follow-ups only": (
+            plugin.results if plan.standalone_query != talk.latest_user_text else relevance_order
+        ),
     }
     return {
         name: results[0].chunk.metadata["source"] if results else "-"
@@ -144,9 +150,14 @@ def main(argv: list[str] | None = None) -> None:
     strict = without_the_flag(search)
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores; date: {dt.date.today()}\n")
-    print("| set | conversation | expected | strict | relevance order | plugin |")
-    print("|---|---|---|---|---|---|")
-    names = ("strict", "absent_means_all, relevance order", "absent_means_all")
+    print("| set | conversation | expected | strict | relevance order | plugin | follow-ups only |")
+    print("|---|---|---|---|---|---|---|")
+    names = (
+        "strict",
+        "absent_means_all, relevance order",
+        "absent_means_all",
+        "app pages first on follow-ups only",
+    )
     totals = {label: dict.fromkeys(names, 0) for label in ("general", "specific")}
     for label, cases in (("general", GENERAL_PAGE_IS_RIGHT), ("specific", SPECIFIC_PAGE_IS_RIGHT)):
         for slots, questions, expected in cases:
@@ -158,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{sources[n]} {'✓' if sources[n] == expected else '✗'}" for n in names
             )
             print(f"| {label} | {said} | {expected} | {marks} |")
-    print("\n| right top result | n | " + " | ".join(names) + " |\n|---|---|---|---|---|")
+    print("\n| right top result | n | " + " | ".join(names) + " |\n|---|---|---|---|---|---|")
     for label, cases in (("general", GENERAL_PAGE_IS_RIGHT), ("specific", SPECIFIC_PAGE_IS_RIGHT)):
         counts = " | ".join(str(totals[label][name]) for name in names)
         print(f"| {label} page is right | {len(cases)} | {counts} |")
