@@ -26,6 +26,7 @@ from pydantic import (
 
 from addons.filters.syntax import parse_filter
 from addons.result_metadata import ResultMetadataChoice
+from addons.retrieve.languages import DEFAULT_LANGUAGE, LanguageCode
 from addons.schema import MetadataField
 
 RewriteMode = Literal["heuristic", "llm", "off"]
@@ -96,6 +97,8 @@ class StoreConfig(BaseModel):
     """Corpus size (chunks) from which unfiltered search uses an approximate (HNSW) index."""
     refresh_seconds: float = Field(DEFAULT_REFRESH_SECONDS, ge=0)
     """How often connect() looks for changed documents; 0 checks only at start-up."""
+    language: LanguageCode = DEFAULT_LANGUAGE
+    """ISO 639-1 code of the documents: BM25's stemmer and stop words (see README, Languages)."""
     backend: Backend = "faiss"
     milvus: dict[str, Any] | None = None
     result_metadata: ResultMetadataChoice = "full"

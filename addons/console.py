@@ -199,6 +199,8 @@ def _show(result: Any) -> None:
         print(f"  carried:        {meta['carried_filter']} (stated in an earlier turn)")
     if meta.get("filter_relaxed"):
         print("                  (the filter from your words matched nothing: searched without it)")
+    for note in meta.get("notes") or []:
+        print(f"note:             {note}")
     if not result.results:
         print("no result: the assistant would say it cannot help with that")
     for rank, found in enumerate(result.results, start=1):

@@ -22,10 +22,12 @@ import numpy as np
 import structlog
 from langchain_core.structured_query import FilterDirective
 
+from addons.access.entitlements import AccessFilter
 from addons.config import StoreConfig
 from addons.conversation import Conversation
+from addons.filters.absence import search_filter
 from addons.filters.conformance import conforming
-from addons.filters.syntax import to_filter_syntax
+from addons.filters.syntax import conjoin, to_filter_syntax
 from addons.knowledge.builder import IndexSettings, ensure_index
 from addons.knowledge.embedding import embed_query, embedder_identity
 from addons.knowledge.index import KnowledgeIndex
@@ -33,8 +35,10 @@ from addons.knowledge.model_integrity import is_bundled_model, verify_bundled_mo
 from addons.knowledge.models import ScoredChunk
 from addons.knowledge.withdrawal import without_changed_chunks
 from addons.plan import LLMPlanner, Planner, SearchPlan
+from addons.retrieve.languages import warn_about_english_only_steps
 from addons.retrieve.query_vector import mixed_vector
 from addons.retrieve.retriever import RetrievalRequest, filter_mask, retrieve
+from addons.retrieve.specific_first import specific_first
 from addons.workers import off_loop
 
 logger = structlog.get_logger()
@@ -170,6 +174,7 @@ class KnowledgeSearch:
             backend.publish(index, embedder_identity(embeddings), force=ingest)
         search = cls(config, embeddings, index, llm, backend)
         search.warn_about_undeclared_attributes()
+        warn_about_english_only_steps(config.language, config.rewrite, config.self_query)
         return search
 
     def known_values(self) -> Mapping[str, frozenset[str]]:
@@ -221,7 +226,9 @@ class KnowledgeSearch:
             return outcome
         # Relax only a filter from the user's words that selects nothing in scope: if it selects
         # documents and none clears the threshold, answering from others would contradict them.
-        outcome.extracted_matches = _count_in_scope(index, plan)
+        outcome.extracted_matches = _count_in_scope(
+            index, self._search_filter(plan), plan.access_filter
+        )
         if outcome.extracted_matches:
             return outcome
         relaxed = plan.without_extracted_filter("the filter from the message matched nothing")
@@ -238,7 +245,7 @@ class KnowledgeSearch:
         request = RetrievalRequest(
             texts=texts,
             vectors=[self._query_vector(plan), *map(self._embed_cached, plan.paraphrases)],
-            filter=plan.filter,
+            filter=self._search_filter(plan),
             top_k=candidates,  # cut to top_k only after every result passed the check below
             threshold=threshold,
             candidates=candidates,
@@ -246,16 +253,25 @@ class KnowledgeSearch:
         )
         dense = self.backend.ranking(index) if self.backend is not None else None
         found = retrieve(index, request, dense)
+        asked = request.filter
         allowed, rejected_by_access = conforming(
-            [result.chunk for result in found], plan.filter, plan.access_filter
+            [result.chunk for result in found], asked, plan.access_filter
         )
-        kept = [result for result, ok in zip(found, allowed, strict=True) if ok]
+        kept = [result for result, ok in zip(found, allowed, strict=True) if ok][:top_k]
+        if asked != plan.filter:  # absent_means_all admitted general documents too
+            kept = specific_first(kept, plan.filter)
         return SearchOutcome(
-            kept[:top_k],
+            kept,
             plan,
             removed_by_access=rejected_by_access,
-            removed_by_check=len(found) - len(kept),
+            removed_by_check=len(found) - sum(allowed),
         )
+
+    def _search_filter(self, plan: SearchPlan) -> FilterDirective | None:
+        """What the backend runs: the scope as is, the words' conditions widened where
+        ``absent_means_all`` says a document lacking the attribute applies to every value."""
+        words = conjoin(plan.extracted_filter, plan.carried_filter)
+        return search_filter(plan.scope_filter, words, self.config.metadata_fields)
 
     def _query_vector(self, plan: SearchPlan) -> np.ndarray:
         """The weighted sum of the embeddings of ``plan.query_texts``, unit length."""
@@ -307,15 +323,17 @@ class KnowledgeSearch:
             self._refreshing.release()
 
 
-def _count_in_scope(index: KnowledgeIndex, plan: SearchPlan) -> int:
-    """Chunks of the index that the whole filter of ``plan`` admits, access checked exactly."""
-    mask = filter_mask(index, plan.filter)
+def _count_in_scope(
+    index: KnowledgeIndex, directive: FilterDirective | None, access: AccessFilter | None
+) -> int:
+    """Chunks of the index that ``directive`` admits, access checked exactly."""
+    mask = filter_mask(index, directive)
     if mask is None:
         return len(index)
-    if plan.access_filter is None:
+    if access is None:
         return int(mask.sum())
     chunks = [index.chunks[row] for row in np.flatnonzero(mask)]
-    return sum(conforming(chunks, None, plan.access_filter)[0])
+    return sum(conforming(chunks, None, access)[0])
 
 
 def _check_embedding_model(embeddings: Any) -> None:
@@ -333,6 +351,7 @@ def _index_settings(config: StoreConfig) -> IndexSettings:
         chunk_overlap=config.chunk_overlap,
         embedding_batch_size=config.embedding_batch_size,
         exact_search_below=config.exact_search_below,
+        language=config.language,
     )
 
 

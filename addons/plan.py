@@ -21,6 +21,7 @@ from langchain_core.structured_query import FilterDirective, StructuredQuery
 from addons.access.entitlements import AccessFilter
 from addons.config import StoreConfig
 from addons.conversation import Conversation
+from addons.filters.absence import absence_notes
 from addons.filters.slot_filters import slot_filter
 from addons.filters.syntax import conjoin
 from addons.rewrite.context import ContextModel, QueryText, weighted_query_texts
@@ -152,6 +153,7 @@ class Planner:
         if self._config.multi_query and self._llm is not None and standalone:
             paraphrases = tuple(await self._llm.paraphrases(standalone, self._config.multi_query))
         access = AccessFilter.from_channel(conversation.channel, self._config.access_filters)
+        words = conjoin(extracted, carried)
         plan = SearchPlan(
             standalone,
             search_text,
@@ -159,6 +161,7 @@ class Planner:
             extracted,
             limit,
             paraphrases,
+            absence_notes(words, self._config.metadata_fields),
             access_filter=access,
             static_filter=self._config.static_filter,
             carried_filter=carried,

@@ -76,3 +76,8 @@ class MetadataField(BaseModel):
     def alias_map(self) -> dict[str, tuple[str, ...]]:
         """Value -> the other words for it."""
         return dict(self.aliases)
+
+    absent_means_all: bool = False
+    """A document without this attribute applies to every value of it (a general page among
+    platform-specific ones), so filters read from the user's words never exclude it on this
+    attribute; ``addons.filters.absence`` defines exactly how. Slot filters stay strict."""

@@ -313,3 +313,90 @@ def test_nlu_synonyms_map_onto_slot_values(domain: Any) -> None:
             assert target in values, f"lookup {entity}: {surface!r} maps to {target!r}"
     assert training_data.entity_synonyms["Premium tier"] == "premium"
     assert training_data.entity_synonyms["Europe"] == "eu"
+
+
+def _response_text(domain: Any, name: str, slots: dict[str, Any]) -> str:
+    """The variant of a domain response Rasa would choose for these slots."""
+    from pypred import Predicate
+
+    for variant in domain.responses[name]:
+        condition = variant.get("condition")
+        if not condition or Predicate(condition).evaluate({"slots": slots}):
+            return str(variant["text"])
+    raise AssertionError(f"no variant of {name} fits {slots}")
+
+
+def _e2e_cases() -> list[tuple[str, list[dict[str, Any]]]]:
+    return [
+        (case["test_case"], case["steps"])
+        for path in sorted(E2E_FOLDER.glob("*.yml"))
+        for case in yaml.safe_load(path.read_text(encoding="utf-8"))["test_cases"]
+    ]
+
+
+@pytest.fixture(scope="module")
+def example_store(embedder: Any, example_index_path: Path) -> Any:
+    """The plugin configured by the offline project's endpoints.yml, as Rasa would connect it."""
+    from rasa.utils.endpoints import EndpointConfig
+
+    from addons.custom_information_retrieval import MyVectorStore
+
+    block = {**_vector_store_block("endpoints.yml"), "index_path": str(example_index_path)}
+    block["docs"] = str(REPO_ROOT / block["docs"])
+    store = MyVectorStore(embeddings=embedder)
+    store.connect(EndpointConfig(**block))
+    return store
+
+
+@pytest.mark.parametrize(("case", "steps"), _e2e_cases(), ids=[name for name, _ in _e2e_cases()])
+async def test_e2e_conversations_get_their_answers_from_the_plugin(
+    case: str, steps: list[dict[str, Any]], example_store: Any, domain: Any
+) -> None:
+    """Each e2e case replayed through the plugin with the offline endpoints.yml, no licence needed.
+
+    Slots are set as the steps say (Rasa's NLU sets them in the real run); every `bot` step is
+    the answer of the top result above config.yml's threshold, and
+    `utter_no_relevant_answer_found` means no result passes it.
+    """
+    threshold = _search_policy("config.yml")["vector_store"]["threshold"]
+    events: list[dict[str, Any]] = []
+    slots: dict[str, Any] = {}
+    searched = 0
+    for step in steps:
+        if "user" in step:
+            events.append({"event": "user", "text": step["user"]})
+            continue
+        for item in step.get("slot_was_set", []):
+            slots.update(item)
+        expects_search = "bot" in step or step.get("utter") == "utter_no_relevant_answer_found"
+        if expects_search:
+            state = {"events": events, "slots": slots, "latest_message": events[-1]}
+            results = (await example_store.search("", state, threshold)).results
+            answer = results[0].metadata.get("answer") if results else None
+            expected = " ".join(step["bot"].split()) if "bot" in step else None
+            assert answer == expected, f"{case}: after {events[-1]['text']!r} with {slots}"
+            searched += 1
+        if "bot" in step:
+            events.append({"event": "bot", "text": step["bot"]})
+        elif "utter" in step:
+            events.append({"event": "bot", "text": _response_text(domain, step["utter"], slots)})
+    assert searched >= 1
+
+
+async def test_the_explanation_shows_the_filter_as_written_and_why_general_pages_match(
+    example_store: Any,
+) -> None:
+    events = [
+        {"event": "user", "text": "can I use offline files?"},
+        {"event": "bot", "text": "No, offline files are not available on the Free plan."},
+        {"event": "user", "text": "and on Android?"},
+    ]
+    state = {"events": events, "slots": {"plan": "free"}, "latest_message": events[-1]}
+
+    result = await example_store.search("", state, 0.0)
+
+    assert result.metadata["filter"] == 'and(eq("plan", "free"), eq("platform", "android"))'
+    assert result.metadata["notes"] == [
+        "documents without 'platform' also match (absent_means_all)"
+    ]
+    assert result.results[0].metadata["source"] == "plans/free.md"

@@ -24,6 +24,7 @@ from langchain_core.structured_query import (
     Operator,
 )
 
+from addons.filters.absence import include_documents_lacking
 from addons.filters.columns import MetadataColumns
 from addons.filters.faiss_translator import FaissTranslator
 
@@ -240,3 +241,66 @@ def test_filter_tree_mask_equals_row_by_row_reference(
     mask = directive.accept(FaissTranslator(MetadataColumns(rows)))
 
     assert mask.tolist() == [reference(directive, metadata) for metadata in rows]
+
+
+def reference_absent_means_all(
+    directive: FilterDirective,
+    metadata: dict[str, Any],
+    flagged: set[str],
+    *,
+    negated: bool = False,
+) -> bool:
+    """``reference`` where a chunk lacking a flagged attribute is never excluded by a condition
+    on it: such a comparison is true, or false under an odd number of ``not`` (which the ``not``
+    then turns into true)."""
+    if isinstance(directive, Comparison):
+        lacking = read_chunk_value(metadata.get(directive.attribute)) is None
+        if directive.attribute in flagged and lacking:
+            return not negated
+        return compare(directive, metadata)
+    assert isinstance(directive, Operation)
+    inner = not negated if directive.operator == Operator.NOT else negated
+    results = [
+        reference_absent_means_all(argument, metadata, flagged, negated=inner)
+        for argument in directive.arguments
+    ]
+    if directive.operator == Operator.AND:
+        return all(results)
+    return any(results) if directive.operator == Operator.OR else not any(results)
+
+
+flagged_attributes = st.sets(st.sampled_from(ATTRIBUTES + ["unknown"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(metadatas, filters, flagged_attributes)
+def test_absent_means_all_mask_equals_row_by_row_reference(
+    rows: list[dict[str, Any]], directive: FilterDirective, flagged: set[str]
+) -> None:
+    rewritten = include_documents_lacking(directive, flagged)
+    assert rewritten is not None
+
+    mask = rewritten.accept(FaissTranslator(MetadataColumns(rows)))
+
+    assert mask.tolist() == [
+        reference_absent_means_all(directive, metadata, flagged) for metadata in rows
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(metadatas, filters, flagged_attributes)
+def test_absent_means_all_only_adds_chunks_lacking_a_flagged_attribute(
+    rows: list[dict[str, Any]], directive: FilterDirective, flagged: set[str]
+) -> None:
+    columns = MetadataColumns(rows)
+    plain = directive.accept(FaissTranslator(columns))
+    rewritten = include_documents_lacking(directive, flagged)
+    assert rewritten is not None
+    widened = rewritten.accept(FaissTranslator(columns))
+
+    lacks_one = [
+        any(read_chunk_value(metadata.get(name)) is None for name in flagged) for metadata in rows
+    ]
+    for row, (before, after) in enumerate(zip(plain.tolist(), widened.tolist(), strict=True)):
+        assert after or not before, f"row {row} was allowed and is not any more"
+        assert after == before or lacks_one[row], f"row {row} has every flagged attribute"

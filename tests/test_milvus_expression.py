@@ -24,6 +24,7 @@ from langchain_core.structured_query import (
     Operator,
 )
 
+from addons.filters.absence import include_documents_lacking
 from addons.filters.columns import MetadataColumns
 from addons.filters.faiss_translator import FaissTranslator
 from addons.filters.syntax import parse_filter
@@ -306,3 +307,39 @@ def test_hostile_values_and_attribute_names_cannot_widen_a_filter(
         # An injected "or" would widen the result beyond the one "basic" chunk.
         assert selected <= {"b"}, store.expression(directive)
         assert selected == faiss_ids(directive), store.expression(directive)
+
+
+ABSENT_MEANS_ALL_CASES = [
+    # filter, attributes whose absence means "applies to all", expected chunks
+    ('eq("platform", "android")', {"platform"}, "acdef"),
+    ('ne("platform", "android")', {"platform"}, "bcef"),
+    ('nin("platform", ["web"])', {"platform"}, "acdef"),
+    ('not(eq("platform", "android"))', {"platform"}, "bcef"),
+    ('not(not(eq("platform", "ios")))', {"platform"}, "acef"),
+    ('and(eq("plan", "premium"), eq("platform", "ios"))', {"platform"}, "acf"),
+    ('and(eq("plan", "basic"), ne("platform", "web"))', {"plan", "platform"}, "de"),
+    ('gt("price", 50)', {"price"}, "df"),
+    ('eq("unknown", "x")', {"unknown"}, "abcdef"),
+]
+
+
+@pytest.mark.parametrize(("text", "flagged", "expected"), ABSENT_MEANS_ALL_CASES)
+def test_absent_means_all_selects_the_same_chunks_on_both_backends(
+    store: MilvusChunkStore, text: str, flagged: set[str], expected: str
+) -> None:
+    directive = include_documents_lacking(parse_filter(text), flagged)
+    assert directive is not None
+    assert faiss_ids(directive) == set(expected), "the specification case itself is wrong"
+    assert milvus_ids(store, directive) == set(expected), store.expression(directive)
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(directive=FILTERS, flagged=st.sets(st.sampled_from(ATTRIBUTES)))
+def test_any_filter_with_absent_means_all_selects_the_same_chunks_on_both_backends(
+    store: MilvusChunkStore, directive: FilterDirective, flagged: set[str]
+) -> None:
+    rewritten = include_documents_lacking(directive, flagged)
+    assert rewritten is not None
+    assert milvus_ids(store, rewritten) == faiss_ids(rewritten), store.expression(rewritten)

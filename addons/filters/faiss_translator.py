@@ -27,6 +27,8 @@ Semantics, for every comparator (``eq ne gt gte lt lte contain like in nin``):
   arguments ``not(a, b)`` means "neither", i.e. ``not(or(a, b))``.
 * An unknown attribute or a value that cannot be compared gives an all-False comparison mask,
   never an exception.
+* ``HasAttribute(a)`` (``addons.filters.absence``) is the rows having ``a`` (not missing).
+  It only appears after the "absent means all" rewrite, which is defined there.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from langchain_core.structured_query import (
 )
 from numpy.typing import NDArray
 
+from addons.filters.absence import HasAttribute
 from addons.filters.columns import (
     AttributeColumn,
     MetadataColumns,
@@ -176,6 +179,9 @@ class FaissTranslator(Visitor):
         if comparator == Comparator.CONTAIN:
             return _contain(column, operands[0])
         return _like(column, operands[0])
+
+    def visit_has_attribute(self, has_attribute: HasAttribute) -> Mask:
+        return self.columns.column(has_attribute.attribute).present.copy()
 
     def visit_structured_query(
         self, structured_query: StructuredQuery

@@ -30,6 +30,7 @@ from addons.knowledge.index import (
     KnowledgeIndex,
 )
 from addons.knowledge.loader import content_digest, load_knowledge_base
+from addons.retrieve.languages import DEFAULT_LANGUAGE, warn_if_documents_are_not_in
 
 logger = structlog.get_logger()
 
@@ -48,6 +49,8 @@ class IndexSettings:
     chunk_overlap: int
     embedding_batch_size: int
     exact_search_below: int
+    language: str = DEFAULT_LANGUAGE
+    """Of the lexical analyzer (stemmer, stop words); a change rebuilds BM25, reusing vectors."""
 
     def fingerprint(self, embeddings: Any) -> str:
         payload = {
@@ -59,6 +62,7 @@ class IndexSettings:
             "chunk_overlap": self.chunk_overlap,
             # decides the dense index type; a change rebuilds (reusing every vector)
             "exact_search_below": self.exact_search_below,
+            "language": self.language,
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
@@ -128,6 +132,7 @@ def _build(
             f"vector_store.docs: no document could be indexed from '{settings.docs}' "
             f"(add .md, .txt or .jsonl files; skipped files: {skipped})"
         )
+    warn_if_documents_are_not_in((d.text for d in knowledge.documents), settings.language)
     known = _previous_vectors(directory, embeddings)
     missing = [chunk for chunk in chunks if chunk.chunk_id not in known]
     fresh = embed_texts(
@@ -142,6 +147,7 @@ def _build(
         vectors,
         knowledge.problems,
         settings.exact_search_below,
+        settings.language,
     )
     directory.publish(index)
     logger.info(

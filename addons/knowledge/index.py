@@ -32,7 +32,8 @@ from addons.knowledge.listing import is_inside
 from addons.knowledge.loader import IngestProblem
 from addons.knowledge.models import Chunk
 from addons.retrieve.dense import DenseIndex, factory_for
-from addons.retrieve.lexical import LexicalIndex
+from addons.retrieve.languages import DEFAULT_LANGUAGE
+from addons.retrieve.lexical import LexicalIndex, LexicalSettings
 
 logger = structlog.get_logger()
 
@@ -100,13 +101,16 @@ class KnowledgeIndex:
         vectors: np.ndarray,
         problems: list[IngestProblem],
         exact_search_below: int,
+        language: str = DEFAULT_LANGUAGE,
     ) -> KnowledgeIndex:
         return cls(
             fingerprint=fingerprint,
             embedder=embedder,
             chunks=chunks,
             dense=DenseIndex.build(vectors, factory_for(len(chunks), exact_search_below)),
-            lexical=LexicalIndex.build([chunk.text for chunk in chunks]),
+            lexical=LexicalIndex.build(
+                [chunk.text for chunk in chunks], LexicalSettings(language=language)
+            ),
             problems=problems,
         )
 

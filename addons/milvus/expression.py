@@ -10,6 +10,7 @@ Semantics are those of ``addons.filters.faiss_translator`` (its docstring is the
 its ``read_operand`` reads filter values here too): casefolded trimmed strings, numbers also when
 written as text, dates by day or by second, list membership, ``ne``/``nin`` only among chunks
 having the attribute, ``not`` the plain complement, unknown attributes match nothing.
+``HasAttribute`` (from the "absent means all" rewrite, ``addons.filters.absence``) is ``exists``.
 
 Milvus 2.3 evaluates ``like`` only as a prefix and has no substring test on list members, so
 ``like`` and ``contain`` on text are resolved against the attribute's vocabulary (its distinct
@@ -44,6 +45,7 @@ from langchain_core.structured_query import (
     Visitor,
 )
 
+from addons.filters.absence import HasAttribute
 from addons.filters.faiss_translator import Operand, comparison_operands
 from addons.milvus.like import like_matches
 from addons.milvus.normal_form import (
@@ -119,6 +121,11 @@ class MilvusExpressionTranslator(Visitor):
         if comparator == Comparator.CONTAIN:
             return self._contain(attribute, operands[0])
         return self._like(attribute, operands[0])
+
+    def visit_has_attribute(self, has_attribute: HasAttribute) -> str:
+        if not has_attribute.attribute:
+            return NEVER  # no chunk stores an empty key (see visit_comparison)
+        return _exists(has_attribute.attribute)
 
     def visit_structured_query(
         self, structured_query: StructuredQuery

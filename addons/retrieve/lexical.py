@@ -17,7 +17,8 @@ Rows are positions in the list of texts the index was built from, the same order
 index, so a row means the same chunk in both.
 
 Measured on TREC CAsT 2021 (bench/results/cast2021.md): English Snowball stemming plus English
-stopwords is the best of the four stem/stopword combinations, hence the defaults.
+stopwords is the best of the four stem/stopword combinations, hence the defaults. Another
+``language`` picks that language's stemmer and stop words (``addons.retrieve.languages``).
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ import numpy as np
 import Stemmer
 import structlog
 
+from addons.retrieve.languages import ANALYZERS, DEFAULT_LANGUAGE
+
 logger = structlog.get_logger()
 
 SETTINGS_FILENAME = "lexical.json"
 SETTINGS_VERSION = 1
-STEMMER_LANGUAGE = "english"
-STOPWORDS_LANGUAGE = "en"
 
 
 class LexicalIndexError(ValueError):
@@ -52,6 +53,8 @@ class LexicalSettings:
 
     stemming: bool = True
     stopwords: bool = True
+    language: str = DEFAULT_LANGUAGE
+    """ISO 639-1 code of the stemmer and stop words; indexes saved before it existed are "en"."""
 
 
 class LexicalIndex:
@@ -175,14 +178,15 @@ class LexicalIndex:
         )
         return list(terms[0]) if terms else []
 
-    def _stopwords(self) -> str | list[str]:
-        return STOPWORDS_LANGUAGE if self.settings.stopwords else []
+    def _stopwords(self) -> list[str]:
+        return list(ANALYZERS[self.settings.language].stopwords) if self.settings.stopwords else []
 
     def _stemmer(self) -> Stemmer.Stemmer | None:
-        if not self.settings.stemming:
+        algorithm = ANALYZERS[self.settings.language].stemmer
+        if not self.settings.stemming or algorithm is None:
             return None
         stemmer = getattr(self._thread_local, "stemmer", None)
         if stemmer is None:
-            stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
+            stemmer = Stemmer.Stemmer(algorithm)
             self._thread_local.stemmer = stemmer
         return stemmer
