@@ -233,6 +233,9 @@ class HostileLLM:
     def script(self, directive: FilterDirective | None) -> None:
         self.filter = directive
 
+    def use_value_catalogue(self, known_values: Any) -> None:
+        """A hostile LLM ignores the catalogue it is shown."""
+
     async def rewrite(self, conversation: Conversation) -> str:
         return conversation.latest_user_text
 
