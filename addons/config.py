@@ -22,6 +22,7 @@ HeuristicMode = Literal[
 ]
 SelfQueryMode = Literal["rules", "llm", "off"]
 Backend = Literal["faiss", "milvus"]
+QueryEmbedderMode = Literal["auto", "int8", "rasa"]
 
 DEFAULT_TOP_K = 4
 DEFAULT_CHUNK_SIZE = 1000
@@ -72,6 +73,9 @@ class StoreConfig(BaseModel):
     refresh_seconds: float = Field(DEFAULT_REFRESH_SECONDS, ge=0)
     """How often connect() looks for changed documents; 0 checks only at start-up."""
     backend: Backend = "faiss"
+    query_embedder: QueryEmbedderMode = "auto"
+    """Queries of a local sentence-transformers model through its ONNX export (``auto``), its
+    int8 export (``int8``: faster, slightly different ranking) or Rasa's client (``rasa``)."""
     milvus: dict[str, Any] | None = None
 
     @field_validator("docs")

@@ -1,0 +1,168 @@
+"""Which code turns a query into a vector: Rasa's embedding client, or its ONNX twin.
+
+Documents are always embedded by Rasa's client (the index never changes with this choice). For
+queries, when the client is Rasa's ``huggingface_local`` provider on a local sentence-transformers
+folder, an ONNX export of the same model is used instead (``vector_store.query_embedder``:
+``auto``, the default; ``int8`` for the quantized export; ``rasa`` turns it off). It is used only
+after a self-check on fixed texts gives Rasa's vectors; whenever anything on this path fails, the
+reason is logged once and Rasa's client embeds the queries.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import structlog
+
+from addons.config import QueryEmbedderMode
+from addons.knowledge.embedding import embed_query, normalise
+
+logger = structlog.get_logger()
+
+_OPENED: dict[tuple[str, bool, int], tuple[Any, float]] = {}
+_OPENED_LOCK = threading.Lock()
+
+LOCAL_PROVIDER = "huggingface_local"
+MIN_COSINE = 0.9999
+"""The fp32 export must give Rasa's vectors on every self-check text."""
+INT8_MIN_COSINE = 0.85
+"""int8 vectors move (bench/results/query_embedding.md); below this the export is broken."""
+SELF_CHECK_TEXTS = (
+    "How much does the premium plan cost?",
+    "and how many devices can I connect?",
+    "  Mein Passwort funktioniert nicht, was kann ich tun?  ",
+    "東京のデータセンターはどこですか",
+    "ERROR 0x80070005: access denied while syncing C:\\Users\\me\\Documents",
+    ".",
+    "a",
+)
+LONG_SELF_CHECK_TEXT = " ".join(["a question longer than the model's maximum length"] * 30)
+"""Checked in a batch of its own, so that the short texts are not padded to its length."""
+
+
+class QueryEmbedder(Protocol):
+    """Turns one query text into one normalised vector."""
+
+    def embed(self, text: str) -> np.ndarray: ...
+
+
+class RasaQueryEmbedder:
+    """Queries through Rasa's embedding client, exactly like the documents."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def embed(self, text: str) -> np.ndarray:
+        return embed_query(self.client, text)
+
+
+class OnnxQueryEmbedder:
+    """Queries through the ONNX export, batched across concurrent searches.
+
+    If onnxruntime ever fails on a query, that query and all later ones go to Rasa's client;
+    the failure is logged once.
+    """
+
+    def __init__(self, encoder: Any, fallback: RasaQueryEmbedder) -> None:
+        from addons.knowledge.query_batcher import QueryBatcher
+
+        self.encoder = encoder
+        self.fallback = fallback
+        self.batcher = QueryBatcher(self.embed_many)
+        self._failed = threading.Event()
+
+    def embed_many(self, texts: Sequence[str]) -> np.ndarray:
+        return normalise(self.encoder.encode([text or "." for text in texts]))
+
+    def embed(self, text: str) -> np.ndarray:
+        if not self._failed.is_set():
+            try:
+                return self.batcher.embed(text)
+            except Exception as error:
+                if not self._failed.is_set():
+                    self._failed.set()
+                    logger.error(
+                        "query_embedder.onnx.failed",
+                        error=str(error),
+                        event_info="embedding queries with Rasa's client from now on",
+                    )
+        return self.fallback.embed(text)
+
+
+def open_query_embedder(mode: QueryEmbedderMode, client: Any, cache_dir: Path) -> QueryEmbedder:
+    """The fastest embedder that gives Rasa's vectors for ``client``; Rasa's client otherwise."""
+    rasa = RasaQueryEmbedder(client)
+    if mode == "rasa":
+        return rasa
+    model_dir = local_model_folder(client)
+    if model_dir is None:
+        return rasa  # other providers are untouched, silently: nothing to speed up there
+    try:
+        encoder, worst = _checked_encoder(model_dir, cache_dir, client, int8=mode == "int8")
+    except Exception as error:  # any failure of this optional path: say why, keep working
+        _fall_back(f"the ONNX export could not be used: {error}")
+        return rasa
+    minimum = INT8_MIN_COSINE if mode == "int8" else MIN_COSINE
+    if worst < minimum:
+        _fall_back(f"the ONNX export's vectors differ from Rasa's (cosine {worst:.6f} < {minimum})")
+        return rasa
+    logger.info(
+        "query_embedder.onnx.ready", model=str(model_dir), export=str(encoder.path), cosine=worst
+    )
+    return OnnxQueryEmbedder(encoder, rasa)
+
+
+def local_model_folder(client: Any) -> Path | None:
+    """The model folder when ``client`` is Rasa's local sentence-transformers client."""
+    config = getattr(client, "config", None)
+    if not isinstance(config, dict) or config.get("provider") != LOCAL_PROVIDER:
+        return None
+    folder = Path(str(config.get("model") or ""))
+    return folder if (folder / "modules.json").is_file() else None
+
+
+def self_check(encoder: Any, client: Any) -> float:
+    """The smallest cosine between the encoder's and Rasa's vectors on the fixed texts."""
+    from addons.knowledge.embedding import embed_texts
+
+    worst = 1.0
+    for texts in (list(SELF_CHECK_TEXTS), [LONG_SELF_CHECK_TEXT]):
+        expected = embed_texts(client, texts, batch_size=len(texts), progress=False)
+        actual = normalise(encoder.encode(texts))
+        worst = min(worst, float(np.min(np.sum(expected * actual, axis=1))))
+    return worst
+
+
+def _checked_encoder(
+    model_dir: Path, cache_dir: Path, client: Any, *, int8: bool
+) -> tuple[Any, float]:
+    """The encoder and its self-check result; one session per export and client in a process.
+
+    A process that opens several stores on one model (tests, benchmarks, a reconnect with a new
+    configuration) shares the session; each ``cache_dir`` still gets its own copy of the export.
+    """
+    from addons.knowledge.onnx_query import LocalModel, OnnxQueryEncoder, cached_export
+
+    model = LocalModel.describe(model_dir)
+    key = (model.fingerprint(), int8, id(client))
+    with _OPENED_LOCK:
+        known = _OPENED.get(key)
+        if known is not None and known[0].path.is_file():
+            cached_export(model, cache_dir, int8=int8, source=known[0].path)
+            return known
+        encoder = OnnxQueryEncoder(model, cached_export(model, cache_dir, int8=int8))
+        _OPENED[key] = (encoder, self_check(encoder, client))
+        return _OPENED[key]
+
+
+def _fall_back(reason: str) -> None:
+    logger.warning(
+        "query_embedder.onnx.unused",
+        reason=reason,
+        event_info="queries are embedded with Rasa's client (same vectors, slower); "
+        "set `query_embedder: rasa` in the vector_store block to silence this",
+    )
