@@ -197,7 +197,9 @@ def test_a_misconfiguration_names_the_key(docs, counting):
         MyVectorStore(embeddings=counting).connect(endpoint(docs, top_k="four"))
 
 
-async def test_index_failures_become_information_retrieval_exceptions(store, counting):
+async def test_index_failures_become_information_retrieval_exceptions(docs, counting):
+    store = MyVectorStore(embeddings=counting)
+    store.connect(endpoint(docs, query_embedder="rasa"))  # queries through the failing client
     counting.fail = True
     with pytest.raises(InformationRetrievalException, match="unreachable"):
         await store.search("", state(("user", "a question nobody asked before")), 0.0)

@@ -19,11 +19,11 @@ import numpy as np
 import structlog
 
 from addons.config import QueryEmbedderMode
-from addons.knowledge.embedding import embed_query, normalise
+from addons.knowledge.embedding import embed_query, embedder_identity, normalise
 
 logger = structlog.get_logger()
 
-_OPENED: dict[tuple[str, bool, int], tuple[Any, float]] = {}
+_OPENED: dict[tuple[str, bool, str], tuple[Any, float]] = {}
 _OPENED_LOCK = threading.Lock()
 
 LOCAL_PROVIDER = "huggingface_local"
@@ -140,7 +140,7 @@ def self_check(encoder: Any, client: Any) -> float:
 def _checked_encoder(
     model_dir: Path, cache_dir: Path, client: Any, *, int8: bool
 ) -> tuple[Any, float]:
-    """The encoder and its self-check result; one session per export and client in a process.
+    """The encoder and its self-check result, once per export and embedding model in a process.
 
     A process that opens several stores on one model (tests, benchmarks, a reconnect with a new
     configuration) shares the session; each ``cache_dir`` still gets its own copy of the export.
@@ -148,7 +148,7 @@ def _checked_encoder(
     from addons.knowledge.onnx_query import LocalModel, OnnxQueryEncoder, cached_export
 
     model = LocalModel.describe(model_dir)
-    key = (model.fingerprint(), int8, id(client))
+    key = (model.fingerprint(), int8, embedder_identity(client))
     with _OPENED_LOCK:
         known = _OPENED.get(key)
         if known is not None and known[0].path.is_file():
