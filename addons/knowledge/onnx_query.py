@@ -103,8 +103,8 @@ def cached_export(
     ``source``: the same export already made elsewhere (same fingerprint), copied instead.
     """
     fingerprint = model.fingerprint()
-    fp32 = cache_dir / f"query-{fingerprint}.onnx"
-    wanted = cache_dir / f"query-{fingerprint}-int8.onnx" if int8 else fp32
+    fp32 = export_file(cache_dir, fingerprint, int8=False)
+    wanted = export_file(cache_dir, fingerprint, int8=int8)
     if wanted.is_file():
         return wanted
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -120,6 +120,10 @@ def cached_export(
                 _publish(wanted, lambda target: quantize_int8(fp32, target))
         _remove_stale(cache_dir, fingerprint)
     return wanted
+
+
+def export_file(cache_dir: Path, fingerprint: str, *, int8: bool) -> Path:
+    return cache_dir / f"query-{fingerprint}{'-int8' if int8 else ''}.onnx"
 
 
 def export_onnx(model: LocalModel, target: Path) -> None:

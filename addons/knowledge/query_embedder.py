@@ -20,6 +20,7 @@ import structlog
 
 from addons.config import QueryEmbedderMode
 from addons.knowledge.embedding import embed_query, embedder_identity, normalise
+from addons.knowledge.model_integrity import file_sha256
 
 logger = structlog.get_logger()
 
@@ -151,12 +152,22 @@ def _checked_encoder(
     key = (model.fingerprint(), int8, embedder_identity(client))
     with _OPENED_LOCK:
         known = _OPENED.get(key)
-        if known is not None and known[0].path.is_file():
-            cached_export(model, cache_dir, int8=int8, source=known[0].path)
+        if known is not None and _holds_same_export(known[0].path, model, cache_dir, int8=int8):
             return known
         encoder = OnnxQueryEncoder(model, cached_export(model, cache_dir, int8=int8))
         _OPENED[key] = (encoder, self_check(encoder, client))
         return _OPENED[key]
+
+
+def _holds_same_export(checked: Path, model: Any, cache_dir: Path, *, int8: bool) -> bool:
+    """Whether ``cache_dir`` holds (or now, as a copy, holds) the export already checked."""
+    from addons.knowledge.onnx_query import cached_export, export_file
+
+    target = export_file(cache_dir, model.fingerprint(), int8=int8)
+    if not target.is_file():
+        cached_export(model, cache_dir, int8=int8, source=checked)
+        return True
+    return target.resolve() == checked.resolve() or file_sha256(target) == file_sha256(checked)
 
 
 def _fall_back(reason: str) -> None:
