@@ -12,6 +12,7 @@ run on the event loop, hence this small class.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
@@ -19,6 +20,7 @@ import numpy as np
 
 DEFAULT_WINDOW_SECONDS = 0.003
 DEFAULT_MAX_BATCH = 32
+RECENT_BATCHES = 1000
 
 EmbedMany = Callable[[Sequence[str]], np.ndarray]
 
@@ -40,8 +42,8 @@ class QueryBatcher:
         self._pending: list[tuple[str, Future[np.ndarray]]] = []
         self._leading = False
         self._last_batch_size = 1
-        self.batch_sizes: list[int] = []
-        """Size of every batch run so far (for benchmarks; cleared by whoever reads it)."""
+        self.batch_sizes: deque[int] = deque(maxlen=RECENT_BATCHES)
+        """Sizes of the latest batches (for tests and benchmarks)."""
 
     def embed(self, text: str) -> np.ndarray:
         future: Future[np.ndarray] = Future()

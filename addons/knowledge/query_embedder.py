@@ -163,6 +163,8 @@ def _holds_same_export(checked: Path, model: Any, cache_dir: Path, *, int8: bool
     """Whether ``cache_dir`` holds (or now, as a copy, holds) the export already checked."""
     from addons.knowledge.onnx_query import cached_export, export_file
 
+    if not checked.is_file():  # its folder was removed: check a new export
+        return False
     target = export_file(cache_dir, model.fingerprint(), int8=int8)
     if not target.is_file():
         cached_export(model, cache_dir, int8=int8, source=checked)
