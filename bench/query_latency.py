@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from load import SCRIPTS, real_embedder, vector_store_block  # noqa: E402
+from load import SCRIPTS, real_embedder, vector_store_block, wait_until_prepared  # noqa: E402
 
 from addons.conversation import Conversation, Turn  # noqa: E402
 from addons.knowledge.models import Chunk  # noqa: E402
@@ -104,6 +104,7 @@ def timed_systems(
         config = EndpointConfig(**block)
         store = MyVectorStore(embeddings=client)
         store.connect(config)
+        wait_until_prepared(store)
         stores[mode] = (store, config)
     index = stores["auto"][0].engine.index
     chunks, vectors = list(index.chunks), np.array(index.vectors)
@@ -265,8 +266,8 @@ def measure_int8(client: Any, data: Path) -> str:
     with tempfile.TemporaryDirectory() as scratch:
         embedders = {
             "rasa": RasaQueryEmbedder(client),
-            "fp32": open_query_embedder("auto", client, Path(scratch)),
-            "int8": open_query_embedder("int8", client, Path(scratch)),
+            "fp32": open_query_embedder("auto", client, Path(scratch), background=False),
+            "int8": open_query_embedder("int8", client, Path(scratch), background=False),
         }
         for name, (ids, texts, cases) in cast_sets(data).items():
             vectors = embed_texts(client, texts, 64, progress=False)
@@ -305,6 +306,7 @@ def example_kb_int8(client: Any) -> str:
             block["top_k"] = DEPTH
             store = MyVectorStore(embeddings=client)
             store.connect(EndpointConfig(**block))
+            wait_until_prepared(store)
             ranked[kind] = [
                 [str(r.metadata.get("source")) + r.text[:40] for r in result.results]
                 for result in (

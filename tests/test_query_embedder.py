@@ -22,6 +22,7 @@ from addons.knowledge.onnx_query import LocalModel, cached_export, export_file
 from addons.knowledge.query_batcher import QueryBatcher
 from addons.knowledge.query_embedder import (
     OnnxQueryEmbedder,
+    PreparingQueryEmbedder,
     RasaQueryEmbedder,
     open_query_embedder,
 )
@@ -52,7 +53,7 @@ def export_dir(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> Pa
 
 @pytest.fixture(scope="session")
 def onnx_embedder(embedder: Any, export_dir: Path) -> OnnxQueryEmbedder:
-    opened = open_query_embedder("auto", embedder, export_dir)
+    opened = open_query_embedder("auto", embedder, export_dir, background=False)
     assert isinstance(opened, OnnxQueryEmbedder), "the self-check failed on the real model"
     return opened
 
@@ -79,7 +80,7 @@ def test_a_corrupted_export_is_reported_once_and_rasas_client_is_used(
     corrupted = export_file(tmp_path, fingerprint, int8=False)
     corrupted.write_bytes(export_file(export_dir, fingerprint, int8=False).read_bytes()[:4096])
     with capture_logs() as logs:
-        opened = open_query_embedder("auto", embedder, tmp_path)
+        opened = open_query_embedder("auto", embedder, tmp_path, background=False)
     assert isinstance(opened, RasaQueryEmbedder)
     warnings = [log for log in logs if log["event"] == "query_embedder.onnx.unused"]
     assert len(warnings) == 1 and "could not be used" in warnings[0]["reason"]
@@ -91,7 +92,7 @@ def test_a_corrupted_export_is_reported_once_and_rasas_client_is_used(
 def test_int8_is_opt_in_and_an_export_with_other_vectors_fails_the_self_check(
     export_dir: Path, model_path: Path, embedder: Any, tmp_path: Path
 ):
-    int8 = open_query_embedder("int8", embedder, tmp_path / "int8")
+    int8 = open_query_embedder("int8", embedder, tmp_path / "int8", background=False)
     assert isinstance(int8, OnnxQueryEmbedder) and int8.encoder.path.name.endswith("-int8.onnx")
     # the int8 file in place of the fp32 one: it loads, but its vectors are not Rasa's
     wrong = tmp_path / "wrong"
@@ -99,7 +100,7 @@ def test_int8_is_opt_in_and_an_export_with_other_vectors_fails_the_self_check(
     wrong.mkdir()
     shutil.copyfile(int8.encoder.path, export_file(wrong, fingerprint, int8=False))
     with capture_logs() as logs:
-        opened = open_query_embedder("auto", embedder, wrong)
+        opened = open_query_embedder("auto", embedder, wrong, background=False)
     assert isinstance(opened, RasaQueryEmbedder)
     reasons = [log["reason"] for log in logs if log["event"] == "query_embedder.onnx.unused"]
     assert len(reasons) == 1 and "differ from Rasa's" in reasons[0]
@@ -132,7 +133,9 @@ async def test_the_off_switch_and_identical_top_10_on_the_example_knowledge_base
     rasa = KnowledgeSearch.open(
         _example_config(tmp_path, query_embedder="rasa"), embedder, progress=False
     )
-    assert isinstance(fast.query_embedder, OnnxQueryEmbedder)
+    assert isinstance(fast.query_embedder, PreparingQueryEmbedder)
+    assert fast.query_embedder.ready.wait(timeout=120)
+    assert isinstance(fast.query_embedder.current, OnnxQueryEmbedder)
     assert isinstance(rasa.query_embedder, RasaQueryEmbedder)
     for question in QUESTIONS:
         conversation = Conversation(turns=(Turn("user", question),))

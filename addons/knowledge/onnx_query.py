@@ -109,6 +109,8 @@ def cached_export(
         return wanted
     cache_dir.mkdir(parents=True, exist_ok=True)
     with FileLock(str(cache_dir / LOCK_FILE)):
+        for leftover in cache_dir.glob(".query-*.tmp"):  # from a process that died mid-export
+            leftover.unlink(missing_ok=True)
         if wanted.is_file():  # another worker made it while we waited
             return wanted
         if source is not None:

@@ -5,13 +5,15 @@ queries, when the client is Rasa's ``huggingface_local`` provider on a local sen
 folder, an ONNX export of the same model is used instead (``vector_store.query_embedder``:
 ``auto``, the default; ``int8`` for the quantized export; ``rasa`` turns it off). It is used only
 after a self-check on fixed texts gives Rasa's vectors; whenever anything on this path fails, the
-reason is logged once and Rasa's client embeds the queries.
+reason is logged once and Rasa's client embeds the queries. Preparing it (export, session,
+self-check) runs in a background thread, so start-up is not slower: until it is ready, Rasa's
+client embeds the queries, with the same vectors.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -94,16 +96,53 @@ class OnnxQueryEmbedder:
         return self.fallback.embed(text)
 
 
-def open_query_embedder(mode: QueryEmbedderMode, client: Any, cache_dir: Path) -> QueryEmbedder:
-    """The fastest embedder that gives Rasa's vectors for ``client``; Rasa's client otherwise."""
+def open_query_embedder(
+    mode: QueryEmbedderMode, client: Any, cache_dir: Path, *, background: bool = True
+) -> QueryEmbedder:
+    """The fastest embedder that gives Rasa's vectors for ``client``; Rasa's client otherwise.
+
+    With ``background`` the ONNX embedder is prepared in a thread (export on first use, session,
+    self-check: seconds) while Rasa's client embeds the queries, so start-up takes no longer.
+    """
     rasa = RasaQueryEmbedder(client)
-    if mode == "rasa":
-        return rasa
-    model_dir = local_model_folder(client)
+    model_dir = local_model_folder(client) if mode != "rasa" else None
     if model_dir is None:
         return rasa  # other providers are untouched, silently: nothing to speed up there
+    if background:
+        return PreparingQueryEmbedder(rasa, lambda: _prepared(mode, rasa, model_dir, cache_dir))
+    return _prepared(mode, rasa, model_dir, cache_dir)
+
+
+class PreparingQueryEmbedder:
+    """Rasa's client until the ONNX embedder is prepared and checked, then the ONNX embedder.
+
+    Both give the same vectors (that is what the self-check establishes), so the switch changes
+    no result, only the time a query takes.
+    """
+
+    def __init__(self, rasa: RasaQueryEmbedder, prepare: Callable[[], QueryEmbedder]) -> None:
+        self.current: QueryEmbedder = rasa
+        self.ready = threading.Event()
+        """Set once preparation ended, whichever embedder it chose."""
+        threading.Thread(
+            target=self._prepare, args=(prepare,), name="query-embedder-prepare", daemon=True
+        ).start()
+
+    def _prepare(self, prepare: Callable[[], QueryEmbedder]) -> None:
+        try:
+            self.current = prepare()
+        finally:
+            self.ready.set()
+
+    def embed(self, text: str) -> np.ndarray:
+        return self.current.embed(text)
+
+
+def _prepared(
+    mode: QueryEmbedderMode, rasa: RasaQueryEmbedder, model_dir: Path, cache_dir: Path
+) -> QueryEmbedder:
     try:
-        encoder, worst = _checked_encoder(model_dir, cache_dir, client, int8=mode == "int8")
+        encoder, worst = _checked_encoder(model_dir, cache_dir, rasa.client, int8=mode == "int8")
     except Exception as error:  # any failure of this optional path: say why, keep working
         _fall_back(f"the ONNX export could not be used: {error}")
         return rasa
