@@ -144,3 +144,16 @@ async def test_the_off_switch_and_identical_top_10_on_the_example_knowledge_base
             for search in (fast, rasa)
         ]
         assert top[0] == top[1] and top[0], question
+
+
+def test_other_providers_are_untouched(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    from rasa.shared.utils.llm import embedder_factory
+
+    monkeypatch.setenv("OPENAI_API_KEY", "a-key-never-used")
+    openai = embedder_factory(
+        {"provider": "openai", "model": "text-embedding-3-small", "api_base": "http://127.0.0.1:9"},
+        {},
+    )
+    opened = open_query_embedder("auto", openai, tmp_path / "cache")
+    assert isinstance(opened, RasaQueryEmbedder) and opened.client is openai
+    assert not (tmp_path / "cache").exists(), "nothing is exported for a remote model"
