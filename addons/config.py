@@ -36,6 +36,7 @@ HeuristicMode = Literal[
 SelfQueryMode = Literal["rules", "llm", "off"]
 ContextModelName = Literal["weighted_turns", "words"]
 Backend = Literal["faiss", "milvus"]
+QueryEmbedderMode = Literal["auto", "int8", "rasa"]
 
 DEFAULT_TOP_K = 4
 DEFAULT_CHUNK_SIZE = 1000
@@ -100,6 +101,9 @@ class StoreConfig(BaseModel):
     language: LanguageCode = DEFAULT_LANGUAGE
     """ISO 639-1 code of the documents: BM25's stemmer and stop words (see README, Languages)."""
     backend: Backend = "faiss"
+    query_embedder: QueryEmbedderMode = "auto"
+    """Queries of a local sentence-transformers model through its ONNX export (``auto``), its
+    int8 export (``int8``: faster, slightly different ranking) or Rasa's client (``rasa``)."""
     milvus: dict[str, Any] | None = None
     result_metadata: ResultMetadataChoice = "full"
     """What each result's metadata carries into Rasa's prompt (addons/result_metadata.py)."""

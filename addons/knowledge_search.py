@@ -29,10 +29,11 @@ from addons.filters.absence import search_filter
 from addons.filters.conformance import conforming
 from addons.filters.syntax import conjoin, to_filter_syntax
 from addons.knowledge.builder import IndexSettings, ensure_index
-from addons.knowledge.embedding import embed_query, embedder_identity
+from addons.knowledge.embedding import embedder_identity
 from addons.knowledge.index import KnowledgeIndex
 from addons.knowledge.model_integrity import is_bundled_model, verify_bundled_model
 from addons.knowledge.models import ScoredChunk
+from addons.knowledge.query_embedder import QueryEmbedder, RasaQueryEmbedder, open_query_embedder
 from addons.knowledge.withdrawal import without_changed_chunks
 from addons.plan import LLMPlanner, Planner, SearchPlan
 from addons.retrieve.languages import warn_about_english_only_steps
@@ -44,6 +45,8 @@ from addons.workers import off_loop
 logger = structlog.get_logger()
 
 QUERY_VECTOR_CACHE_SIZE = 1024
+QUERY_MODEL_FOLDER = "query-model"
+"""Under ``index_path``: the cached ONNX export of the embedding model (for queries)."""
 SEARCH_THREADS_PER_QUERY = 1
 """FAISS threads per search. Concurrency comes from many searches at once; letting each search
 also fan out over OpenMP threads made a 100k-chunk search 5x slower on a busy 2-core machine
@@ -134,11 +137,13 @@ class KnowledgeSearch:
         index: KnowledgeIndex,
         llm: LLMPlanner | None = None,
         backend: Any = None,
+        query_embedder: QueryEmbedder | None = None,
     ) -> None:
         self.config = config
         self.backend = backend
         """``MilvusBackend`` for ``backend: milvus``; None searches the local FAISS index."""
         self.embeddings = embeddings
+        self.query_embedder = query_embedder or RasaQueryEmbedder(embeddings)
         self.index = index
         self.planner = Planner(config, self.known_values, llm)
         self._settings = _index_settings(config)
@@ -172,7 +177,10 @@ class KnowledgeSearch:
 
             backend = MilvusBackend.open(config.milvus)
             backend.publish(index, embedder_identity(embeddings), force=ingest)
-        search = cls(config, embeddings, index, llm, backend)
+        query_embedder = open_query_embedder(
+            config.query_embedder, embeddings, config.index_path / QUERY_MODEL_FOLDER
+        )
+        search = cls(config, embeddings, index, llm, backend, query_embedder)
         search.warn_about_undeclared_attributes()
         warn_about_english_only_steps(config.language, config.rewrite, config.self_query)
         return search
@@ -285,7 +293,7 @@ class KnowledgeSearch:
         self._embed_cached.cache_clear()
 
     def _embed_uncached(self, text: str) -> np.ndarray:
-        vector = embed_query(self.embeddings, text)
+        vector = self.query_embedder.embed(text)
         vector.setflags(write=False)
         return vector
 

@@ -78,6 +78,13 @@ def real_embedder() -> Any:
     )
 
 
+def wait_until_prepared(store: Any) -> None:
+    """Let the ONNX query embedder finish preparing, so that the run measures it alone."""
+    ready = getattr(store.engine.query_embedder, "ready", None)
+    if ready is not None:
+        ready.wait()
+
+
 class Conversation:
     """One user: a scripted multi-turn chat with slots, restarted when the script ends."""
 
@@ -117,16 +124,18 @@ class Conversation:
 
 
 async def run_load(
-    conversations: int, seconds: float, think: float, unique: bool
+    conversations: int, seconds: float, think: float, unique: bool, query_embedder: str = "auto"
 ) -> dict[str, Any]:
     from rasa.utils.endpoints import EndpointConfig
 
     from addons.custom_information_retrieval import MyVectorStore
 
     with tempfile.TemporaryDirectory() as scratch:
-        config = EndpointConfig(**vector_store_block(Path(scratch) / "index"))
+        block = vector_store_block(Path(scratch) / "index")
+        config = EndpointConfig(**block, query_embedder=query_embedder)
         store = MyVectorStore(embeddings=real_embedder())
         store.connect(config)
+        wait_until_prepared(store)
         await store.search("", {"events": [{"event": "user", "text": "warm up"}]}, 0.0)
         latencies: list[float] = []
         queries: set[str] = set()
@@ -194,7 +203,7 @@ def run_child(cores: int, args: argparse.Namespace) -> dict[str, Any]:
     command = [sys.executable, __file__, "--one", str(cores)]
     command += ["--conversations", str(args.conversations), "--seconds", str(args.seconds)]
     command += ["--think", str(args.think)] + (["--unique"] if args.unique else [])
-    command += ["--threads", str(args.threads or cores)]
+    command += ["--threads", str(args.threads or cores), "--query-embedder", args.query_embedder]
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
@@ -226,13 +235,16 @@ def main() -> None:
     parser.add_argument("--think", type=float, default=0.0, help="mean pause between turns, s")
     parser.add_argument("--unique", action="store_true", help="make every query text new")
     parser.add_argument("--threads", type=int, default=0, help="threads per call (0: = cores)")
+    parser.add_argument("--query-embedder", default="auto", choices=["auto", "int8", "rasa"])
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     if args.one is not None:
         limit_to(args.one, args.threads or args.one)
         load_before = os.getloadavg()[0]
-        result = asyncio.run(run_load(args.conversations, args.seconds, args.think, args.unique))
+        result = asyncio.run(
+            run_load(args.conversations, args.seconds, args.think, args.unique, args.query_embedder)
+        )
         result.update(
             think=args.think,
             unique=args.unique,

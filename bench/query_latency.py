@@ -1,0 +1,349 @@
+"""Query embedding: ONNX export vs Rasa's client, end to end, under load, and int8's cost.
+
+Parts (``--part``; all by default), each printing a Markdown table:
+
+* ``latency``: one search end to end (``connect()`` + plan + query embedding + search, a
+  follow-up with history, query-vector cache cleared before each) on the example knowledge base
+  and on 100,000 synthetic chunks (scale.py's generator around the example's real vectors), for
+  MyVectorStore with ``query_embedder: auto`` (ONNX) and ``rasa``, and Rasa's FAISS_Store on
+  the same chunks and vectors (its own search: embed the last two messages, flat L2 search). The
+  three run interleaved, query by query, so machine noise hits them alike.
+* ``load``: bench/load.py's closed loop (every question new) at 100 and 200 conversations, for
+  ``rasa`` and ``auto``, alternating.
+* ``int8``: top-10 agreement of int8 and fp32 ONNX query vectors (and fp32 against Rasa's
+  client), and MRR@10 of each, on TREC CAsT 2021 and 2022 (corpus embedded by Rasa's client,
+  queries rewritten by the default heuristic) and on the example knowledge base (MyVectorStore
+  end to end, top_k 10).
+
+Run from the repository root: ``python bench/query_latency.py [--data ../shared/bench-data]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import numpy as np  # noqa: E402
+import structlog  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from load import SCRIPTS, real_embedder, vector_store_block, wait_until_prepared  # noqa: E402
+
+from addons.conversation import Conversation, Turn  # noqa: E402
+from addons.knowledge.models import Chunk  # noqa: E402
+
+DEFAULT_DATA = REPO / ".." / "shared" / "bench-data"
+SEARCHES = 120
+LARGE_ROWS = 100_000
+DEPTH = 10
+
+
+def follow_ups(count: int) -> list[tuple[list[str], str]]:
+    """(earlier user turns, follow-up) pairs from load.py's scripts, each follow-up unique."""
+    pairs = []
+    for n in range(count):
+        script = SCRIPTS[n % len(SCRIPTS)]
+        lines = [line.format(plan="plus", region="EU", platform="android", n=7) for line in script]
+        turn = 1 + n % (len(lines) - 1)
+        pairs.append((lines[:turn], f"{lines[turn]} ({n})"))
+    return pairs
+
+
+def tracker_state(history: list[str], question: str) -> dict[str, Any]:
+    events: list[dict[str, Any]] = []
+    for earlier in history:
+        events += [{"event": "user", "text": earlier}, {"event": "bot", "text": "Here is how."}]
+    events.append({"event": "user", "text": question})
+    return {"events": events, "slots": {}, "latest_message": {"text": question}}
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    return float(np.percentile(samples, 50)), float(np.percentile(samples, 95))
+
+
+# ------------------------------------------------------------------------------------ latency
+
+
+def rasa_faiss_store(client: Any, chunks: list[Chunk], vectors: np.ndarray) -> Any:
+    from rasa.core.information_retrieval.faiss import FAISS_Store
+
+    store = FAISS_Store(embeddings=client)
+    store._add_embeddings(  # the same chunks and vectors as ours, no second embedding pass
+        [c.text for c in chunks], vectors.tolist(), [c.metadata for c in chunks]
+    )
+    return store
+
+
+def timed_systems(
+    client: Any, scratch: Path, large: bool
+) -> tuple[dict[str, Callable[[list[str], str], Any]], int]:
+    from rasa.utils.endpoints import EndpointConfig
+
+    from addons.custom_information_retrieval import MyVectorStore
+
+    stores: dict[str, Any] = {}
+    for mode in ("auto", "rasa"):
+        block = {**vector_store_block(scratch / "index"), "query_embedder": mode}
+        config = EndpointConfig(**block)
+        store = MyVectorStore(embeddings=client)
+        store.connect(config)
+        wait_until_prepared(store)
+        stores[mode] = (store, config)
+    index = stores["auto"][0].engine.index
+    chunks, vectors = list(index.chunks), np.array(index.vectors)
+    if large:
+        chunks, vectors = large_corpus(vectors)
+        for store, _ in stores.values():
+            store.engine.index = _large_index(chunks, vectors, store.engine.index)
+    rasa = rasa_faiss_store(client, chunks, vectors)
+
+    def ours(mode: str) -> Callable[[list[str], str], Any]:
+        store, config = stores[mode]
+
+        async def run(history: list[str], question: str) -> Any:
+            store.engine.clear_query_cache()
+            store.connect(config)
+            return await store.search("", tracker_state(history, question), 0.0)
+
+        return lambda history, question: asyncio.run(run(history, question))
+
+    def rasas(history: list[str], question: str) -> Any:
+        query = f"{question}\nHere is how."  # its default: the last two messages
+        rasa.connect(None)
+        return asyncio.run(rasa.search(query, {}, 0.0))
+
+    systems = {"MyVectorStore, ONNX": ours("auto"), "MyVectorStore, Rasa's client": ours("rasa")}
+    systems["Rasa FAISS_Store"] = rasas
+    return systems, len(chunks)
+
+
+def large_corpus(basis: np.ndarray) -> tuple[list[Chunk], np.ndarray]:
+    from scale import chunk_metadata, chunk_text, synthetic_vectors
+
+    rng = np.random.default_rng(LARGE_ROWS)
+    vectors = synthetic_vectors(LARGE_ROWS, basis.astype(np.float32), seed=LARGE_ROWS)
+    chunks = [
+        Chunk(f"c{row}", chunk_text(row, rng), chunk_metadata(row, rng))
+        for row in range(LARGE_ROWS)
+    ]
+    return chunks, vectors
+
+
+def _large_index(chunks: list[Chunk], vectors: np.ndarray, small: Any) -> Any:
+    from addons.knowledge.index import KnowledgeIndex
+
+    return KnowledgeIndex.build("bench", small.embedder, chunks, vectors, [], 200_000)
+
+
+def measure_latency(client: Any, large: bool) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as scratch:
+        systems, rows = timed_systems(client, Path(scratch), large)
+        timings: dict[str, list[float]] = {name: [] for name in systems}
+        names = list(systems)
+        for n, (history, question) in enumerate(follow_ups(SEARCHES + 10)):
+            for name in names[n % 3 :] + names[: n % 3]:  # rotate who goes first
+                started = time.perf_counter()
+                systems[name](history, question)
+                if n >= 10:  # the first ten warm up
+                    timings[name].append((time.perf_counter() - started) * 1000)
+    baseline = percentiles(timings["Rasa FAISS_Store"])
+    rows_out = []
+    for name, samples in timings.items():
+        p50, p95 = percentiles(samples)
+        rows_out.append((name, p50, p95, p50 / baseline[0], p95 / baseline[1]))
+    return {"chunks": rows, "rows": rows_out, "load": os.getloadavg()[0]}
+
+
+def latency_table(result: dict[str, Any]) -> str:
+    lines = [
+        f"{result['chunks']:,} chunks, {SEARCHES} follow-ups each, interleaved "
+        f"(load average after: {result['load']:.1f})",
+        "",
+        "| system | p50 ms | p95 ms | p50 / Rasa | p95 / Rasa |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, p50, p95, r50, r95 in result["rows"]:
+        lines.append(f"| {name} | {p50:.1f} | {p95:.1f} | {r50:.2f} | {r95:.2f} |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------- load
+
+
+def measure_load(seconds: float, conversations: list[int]) -> str:
+    lines = [
+        "| query embedder | conversations | searches/s | p50 ms | p95 ms | errors "
+        "| loop lag p50 / p99 / max ms | load avg |",
+        "|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    by_count: dict[int, dict[str, float]] = {}
+    for count in conversations:
+        for mode in ("rasa", "auto"):
+            command = [sys.executable, str(REPO / "bench" / "load.py"), "--one", "2", "--unique"]
+            command += ["--conversations", str(count), "--seconds", str(seconds)]
+            command += ["--query-embedder", mode]
+            done = subprocess.run(command, capture_output=True, text=True, check=True)
+            r = json.loads(done.stdout.strip().splitlines()[-1])
+            by_count.setdefault(count, {})[mode] = r["throughput"]
+            lines.append(
+                f"| {mode} | {count} | {r['throughput']} | {r['p50_ms']} | {r['p95_ms']} | "
+                f"{r['errors']} | {r['loop_lag_p50_ms']} / {r['loop_lag_p99_ms']} / "
+                f"{r['loop_lag_max_ms']} | {r['load'][1]} |"
+            )
+            print(lines[-1], flush=True)
+    ratios = ", ".join(f"{c}: {v['auto'] / v['rasa']:.2f}x" for c, v in by_count.items())
+    return "\n".join(lines) + f"\n\nThroughput ONNX / Rasa's client, same run: {ratios}"
+
+
+# --------------------------------------------------------------------------------------- int8
+
+
+def cast_sets(data: Path) -> dict[str, tuple[list[str], list[str], list[tuple[Conversation, str]]]]:
+    """name -> (corpus ids, corpus texts, [(conversation, gold id)])."""
+    from cast2021 import load_benchmark
+
+    corpus, cases = load_benchmark(data / "cast2021")
+    sets = {"CAsT 2021": (corpus.ids, corpus.texts, [(c.conversation, c.gold) for c in cases])}
+    paths = json.loads(
+        (data / "cast2022" / "2022_evaluation_topics_flattened_duplicated_v1.0.json").read_text(
+            encoding="utf-8"
+        )
+    )
+    texts: dict[str, str] = {}
+    cases22: list[tuple[Conversation, str]] = []
+    for path in paths:
+        turns: list[Turn] = []
+        for turn in path["turn"]:
+            response = (turn.get("response") or "").strip()
+            if response:
+                texts.setdefault(response, f"r{len(texts)}")
+                conversation = Conversation(turns=(*turns, Turn("user", turn["utterance"])))
+                cases22.append((conversation, texts[response]))
+            turns += [Turn("user", turn["utterance"]), Turn("bot", response)]
+    sets["CAsT 2022"] = (list(texts.values()), list(texts), cases22)
+    return sets
+
+
+def agreement(a: list[list[str]], b: list[list[str]]) -> tuple[float, float]:
+    """Mean share of b's top-10 in a's, and the share of identical top-10 lists."""
+    overlap = np.mean([len(set(x) & set(y)) / max(len(y), 1) for x, y in zip(a, b, strict=True)])
+    identical = np.mean([x == y for x, y in zip(a, b, strict=True)])
+    return float(overlap), float(identical)
+
+
+def mrr(rankings: list[list[str]], golds: list[str]) -> float:
+    ranks = [r.index(g) + 1 if g in r else None for r, g in zip(rankings, golds, strict=True)]
+    return float(np.mean([1 / rank if rank else 0.0 for rank in ranks]))
+
+
+def measure_int8(client: Any, data: Path) -> str:
+    from addons.knowledge.embedding import embed_texts
+    from addons.knowledge.query_embedder import RasaQueryEmbedder, open_query_embedder
+    from addons.rewrite.heuristic import DEFAULT_MODE, standalone_query
+
+    lines = [
+        "| set | queries | fp32 vs Rasa: top-10 overlap / identical | int8 vs fp32: overlap "
+        "/ identical | MRR@10 Rasa / fp32 / int8 |",
+        "|---|---:|---|---|---|",
+    ]
+    with tempfile.TemporaryDirectory() as scratch:
+        embedders = {
+            "rasa": RasaQueryEmbedder(client),
+            "fp32": open_query_embedder("auto", client, Path(scratch), background=False),
+            "int8": open_query_embedder("int8", client, Path(scratch), background=False),
+        }
+        for name, (ids, texts, cases) in cast_sets(data).items():
+            vectors = embed_texts(client, texts, 64, progress=False)
+            queries = [standalone_query(c, DEFAULT_MODE) for c, _ in cases]
+            ranked = {}
+            for kind, embedder in embedders.items():
+                q = np.vstack([embedder.embed(text) for text in queries])
+                top = np.argsort(-(q @ vectors.T), axis=1)[:, :DEPTH]
+                ranked[kind] = [[ids[i] for i in row] for row in top]
+            golds = [gold for _, gold in cases]
+            lines.append(_int8_row(name, ranked, golds))
+            print(lines[-1], flush=True)
+    lines.append(example_kb_int8(client))
+    return "\n".join(lines)
+
+
+def _int8_row(name: str, ranked: dict[str, list[list[str]]], golds: list[str] | None) -> str:
+    fp = agreement(ranked["fp32"], ranked["rasa"])
+    q8 = agreement(ranked["int8"], ranked["fp32"])
+    scores = " / ".join(f"{mrr(ranked[k], golds):.3f}" for k in ranked) if golds else "no gold"
+    return (
+        f"| {name} | {len(ranked['rasa'])} | {fp[0]:.3f} / {fp[1]:.3f} | {q8[0]:.3f} / "
+        f"{q8[1]:.3f} | {scores} |"
+    )
+
+
+def example_kb_int8(client: Any) -> str:
+    from rasa.utils.endpoints import EndpointConfig
+
+    from addons.custom_information_retrieval import MyVectorStore
+
+    ranked: dict[str, list[list[str]]] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for kind, mode in (("rasa", "rasa"), ("fp32", "auto"), ("int8", "int8")):
+            block = {**vector_store_block(Path(scratch) / "index"), "query_embedder": mode}
+            block["top_k"] = DEPTH
+            store = MyVectorStore(embeddings=client)
+            store.connect(EndpointConfig(**block))
+            wait_until_prepared(store)
+            ranked[kind] = [
+                [str(r.metadata.get("source")) + r.text[:40] for r in result.results]
+                for result in (
+                    asyncio.run(store.search("", tracker_state(history, question), 0.0))
+                    for history, question in follow_ups(60)
+                )
+            ]
+    return _int8_row("example KB (end to end)", ranked, None)
+
+
+# --------------------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["latency", "load", "int8", "all"], default="all")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--conversations", type=int, nargs="+", default=[100, 200])
+    args = parser.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    logging.getLogger().setLevel(logging.ERROR)
+    os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:2]))
+    import faiss
+    import torch
+
+    torch.set_num_threads(2)  # as load.py does for 2 cores
+    faiss.omp_set_num_threads(1)
+    client = real_embedder() if args.part != "load" else None
+    if args.part in ("latency", "all"):
+        for large in (False, True):
+            print(latency_table(measure_latency(client, large)) + "\n", flush=True)
+    if args.part in ("load", "all"):
+        print(measure_load(args.seconds, args.conversations) + "\n", flush=True)
+    if args.part in ("int8", "all"):
+        print(measure_int8(client, args.data), flush=True)
+
+
+if __name__ == "__main__":
+    main()

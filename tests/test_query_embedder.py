@@ -1,0 +1,159 @@
+"""Queries embedded through the ONNX export give Rasa's vectors, or Rasa's client is used.
+
+The export is made once per test run (session fixture) from the bundled all-MiniLM-L6-v2 and
+compared with Rasa's own ``huggingface_local`` client.
+"""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from structlog.testing import capture_logs
+
+from addons.config import StoreConfig
+from addons.conversation import Conversation, Turn
+from addons.knowledge.onnx_query import LocalModel, cached_export, export_file
+from addons.knowledge.query_batcher import QueryBatcher
+from addons.knowledge.query_embedder import (
+    OnnxQueryEmbedder,
+    PreparingQueryEmbedder,
+    RasaQueryEmbedder,
+    open_query_embedder,
+)
+from addons.knowledge_search import QUERY_MODEL_FOLDER, KnowledgeSearch
+from tests.conftest import REPO_ROOT
+
+QUESTIONS = [
+    "How much does the premium plan cost?",
+    "and how many devices can I connect?",
+    "can I get a refund if I cancel?",
+    "How do I enable offline files on android?",
+    "My files are not syncing on windows",
+    "where is my data stored in the EU?",
+    "How do I share a folder with 12 people?",
+    "I forgot my password",
+    "¿Puedo usar Lumen Drive sin conexión?",
+    "two-factor login   ",
+]
+
+
+@pytest.fixture(scope="session")
+def export_dir(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> Path:
+    """A cache folder holding the fp32 export, made once per test run."""
+    folder = tmp_path_factory.mktemp("query-model")
+    cached_export(LocalModel.describe(model_path), folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def onnx_embedder(embedder: Any, export_dir: Path) -> OnnxQueryEmbedder:
+    opened = open_query_embedder("auto", embedder, export_dir, background=False)
+    assert isinstance(opened, OnnxQueryEmbedder), "the self-check failed on the real model"
+    return opened
+
+
+def test_query_vectors_are_the_ones_rasas_client_gives(onnx_embedder: OnnxQueryEmbedder, embedder):
+    rasa = RasaQueryEmbedder(embedder)
+    cosines = [float(onnx_embedder.embed(q) @ rasa.embed(q)) for q in QUESTIONS]
+    assert min(cosines) >= 0.9999, cosines
+
+
+def test_a_restart_reuses_the_cached_export(export_dir: Path, model_path: Path, tmp_path: Path):
+    copy = tmp_path / "cache"
+    shutil.copytree(export_dir, copy)
+    before = {path.name: path.stat().st_mtime_ns for path in copy.iterdir()}
+    reused = cached_export(LocalModel.describe(model_path), copy)
+    assert reused.parent == copy
+    assert {path.name: path.stat().st_mtime_ns for path in copy.iterdir()} == before
+
+
+def test_a_corrupted_export_is_reported_once_and_rasas_client_is_used(
+    export_dir: Path, model_path: Path, embedder: Any, tmp_path: Path
+):
+    fingerprint = LocalModel.describe(model_path).fingerprint()
+    corrupted = export_file(tmp_path, fingerprint, int8=False)
+    corrupted.write_bytes(export_file(export_dir, fingerprint, int8=False).read_bytes()[:4096])
+    with capture_logs() as logs:
+        opened = open_query_embedder("auto", embedder, tmp_path, background=False)
+    assert isinstance(opened, RasaQueryEmbedder)
+    warnings = [log for log in logs if log["event"] == "query_embedder.onnx.unused"]
+    assert len(warnings) == 1 and "could not be used" in warnings[0]["reason"]
+    assert (
+        float(opened.embed(QUESTIONS[0]) @ RasaQueryEmbedder(embedder).embed(QUESTIONS[0])) > 0.9999
+    )
+
+
+def test_int8_is_opt_in_and_an_export_with_other_vectors_fails_the_self_check(
+    export_dir: Path, model_path: Path, embedder: Any, tmp_path: Path
+):
+    int8 = open_query_embedder("int8", embedder, tmp_path / "int8", background=False)
+    assert isinstance(int8, OnnxQueryEmbedder) and int8.encoder.path.name.endswith("-int8.onnx")
+    # the int8 file in place of the fp32 one: it loads, but its vectors are not Rasa's
+    wrong = tmp_path / "wrong"
+    fingerprint = LocalModel.describe(model_path).fingerprint()
+    wrong.mkdir()
+    shutil.copyfile(int8.encoder.path, export_file(wrong, fingerprint, int8=False))
+    with capture_logs() as logs:
+        opened = open_query_embedder("auto", embedder, wrong, background=False)
+    assert isinstance(opened, RasaQueryEmbedder)
+    reasons = [log["reason"] for log in logs if log["event"] == "query_embedder.onnx.unused"]
+    assert len(reasons) == 1 and "differ from Rasa's" in reasons[0]
+
+
+def test_concurrent_callers_each_get_their_own_vector(onnx_embedder: OnnxQueryEmbedder):
+    alone = {q: onnx_embedder.embed_many([q])[0] for q in QUESTIONS}
+    batcher = QueryBatcher(onnx_embedder.embed_many, window_seconds=0.05)
+    with ThreadPoolExecutor(max_workers=len(QUESTIONS)) as pool:
+        for _ in range(3):
+            vectors = list(pool.map(batcher.embed, QUESTIONS))
+    for question, vector in zip(QUESTIONS, vectors, strict=True):
+        assert np.allclose(vector, alone[question], atol=1e-5), question
+    assert max(batcher.batch_sizes) > 1, batcher.batch_sizes
+    assert sum(batcher.batch_sizes) == 3 * len(QUESTIONS)
+
+
+def _example_config(index_path: Path, **overrides: Any) -> StoreConfig:
+    endpoints = yaml.safe_load((REPO_ROOT / "endpoints.yml").read_text(encoding="utf-8"))
+    block = {k: v for k, v in endpoints["vector_store"].items() if k != "type"}
+    block.update(docs=REPO_ROOT / block["docs"], index_path=index_path, top_k=10, **overrides)
+    return StoreConfig.model_validate(block)
+
+
+async def test_the_off_switch_and_identical_top_10_on_the_example_knowledge_base(
+    embedder: Any, export_dir: Path, tmp_path: Path
+):
+    shutil.copytree(export_dir, tmp_path / QUERY_MODEL_FOLDER)  # the export a restart finds
+    fast = KnowledgeSearch.open(_example_config(tmp_path), embedder, progress=False)
+    rasa = KnowledgeSearch.open(
+        _example_config(tmp_path, query_embedder="rasa"), embedder, progress=False
+    )
+    assert isinstance(fast.query_embedder, PreparingQueryEmbedder)
+    assert fast.query_embedder.ready.wait(timeout=120)
+    assert isinstance(fast.query_embedder.current, OnnxQueryEmbedder)
+    assert isinstance(rasa.query_embedder, RasaQueryEmbedder)
+    for question in QUESTIONS:
+        conversation = Conversation(turns=(Turn("user", question),))
+        top = [
+            [found.chunk.chunk_id for found in (await search.search(conversation)).results]
+            for search in (fast, rasa)
+        ]
+        assert top[0] == top[1] and top[0], question
+
+
+def test_other_providers_are_untouched(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    from rasa.shared.utils.llm import embedder_factory
+
+    monkeypatch.setenv("OPENAI_API_KEY", "a-key-never-used")
+    openai = embedder_factory(
+        {"provider": "openai", "model": "text-embedding-3-small", "api_base": "http://127.0.0.1:9"},
+        {},
+    )
+    opened = open_query_embedder("auto", openai, tmp_path / "cache")
+    assert isinstance(opened, RasaQueryEmbedder) and opened.client is openai
+    assert not (tmp_path / "cache").exists(), "nothing is exported for a remote model"
