@@ -1,0 +1,102 @@
+"""How the console shows one search: a short readable block for people, or one JSON object.
+
+The human view fits 100 columns and puts what a developer checks first on the left: the source
+file of each result, then its relevance, then the start of its text. The JSON view holds
+everything in one object (the plan, the filter, the results, the timings) and nothing else, so
+``ask --json`` can be piped into another program.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from typing import Any
+
+SCREEN_WIDTH = 100
+LABEL_WIDTH = 8
+UNKNOWN_SOURCE = "?"
+_PLAN_KEYS = (
+    "standalone_query",
+    "query",
+    "slot_filter",
+    "extracted_filter",
+    "filter_relaxed",
+    "paraphrases",
+    "notes",
+)
+
+
+def answer_of(result: Any) -> str:
+    """What the assistant would reply in extractive mode: the top result's answer or text."""
+    if not result.results:
+        return ""
+    top = result.results[0]
+    return str(top.metadata.get("answer") or top.text).strip()
+
+
+def render(result: Any, width: int = SCREEN_WIDTH) -> str:
+    """The answer, the standalone query, the filter and the scored sources, in ``width`` columns."""
+    meta: Mapping[str, Any] = result.metadata
+    lines = [_field("query", str(meta.get("standalone_query") or ""), width)]
+    searched = meta.get("query")
+    if searched and searched != meta.get("standalone_query"):
+        lines.append(_field("searched", str(searched), width))
+    lines.append(_field("filter", str(meta.get("filter") or "none"), width))
+    if meta.get("filter_relaxed"):
+        lines.append(
+            _field("", "the filter from your words matched nothing: searched without it", width)
+        )
+    if not result.results:
+        lines.append(
+            _field("sources", "none above the threshold: the assistant cannot help", width)
+        )
+        return "\n".join(lines)
+    lines.append("sources")
+    lines.extend(_source_line(rank, found, width) for rank, found in enumerate(result.results, 1))
+    lines.append(_field("answer", answer_of(result), width))
+    return "\n".join(lines)
+
+
+def as_json(question: str, result: Any) -> dict[str, Any]:
+    """The whole search as one JSON-ready object: plan, filter, results and timings."""
+    meta: Mapping[str, Any] = result.metadata
+    return {
+        "question": question,
+        "plan": {key: meta.get(key) for key in _PLAN_KEYS},
+        "filter": meta.get("filter"),
+        "results": [
+            {
+                "rank": rank,
+                "source": found.metadata.get("source", UNKNOWN_SOURCE),
+                "score": found.score,
+                "text": found.text,
+                "metadata": found.metadata,
+            }
+            for rank, found in enumerate(result.results, 1)
+        ],
+        "answer": answer_of(result),
+        "timings_ms": meta.get("timings_ms", {}),
+    }
+
+
+def _source_line(rank: int, found: Any, width: int) -> str:
+    source = str(found.metadata.get("source", UNKNOWN_SOURCE))
+    head = f"  {rank}. {source}  {found.score:.3f}  "
+    room = width - len(head)
+    return head + _shortened(found.text, room) if room > 0 else head.rstrip()
+
+
+def _field(label: str, value: str, width: int) -> str:
+    prefix = f"{label:<{LABEL_WIDTH}} "
+    return textwrap.fill(
+        " ".join(value.split()) or "-",
+        width=width,
+        initial_indent=prefix,
+        subsequent_indent=" " * len(prefix),
+        break_on_hyphens=False,
+    )
+
+
+def _shortened(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
