@@ -148,11 +148,15 @@ class KnowledgeSearch:
                 "filters on it will match nothing",
             )
 
-    async def search(self, conversation: Conversation, threshold: float = 0.0) -> SearchOutcome:
+    async def search(
+        self, conversation: Conversation, threshold: float = 0.0, top_k: int | None = None
+    ) -> SearchOutcome:
+        """``top_k`` replaces the configured one for this search, at most ``candidates``."""
         started = time.perf_counter()
         plan = await self.planner.plan(conversation)
         planned = time.perf_counter()
-        outcome = await asyncio.to_thread(self._retrieve, plan, threshold)
+        wanted = min(top_k, self.config.candidates) if top_k else self.config.top_k
+        outcome = await asyncio.to_thread(self._retrieve, plan, threshold, wanted)
         outcome.timings_ms = {
             "plan": _ms(planned - started),
             "retrieve": _ms(time.perf_counter() - planned),
@@ -161,15 +165,18 @@ class KnowledgeSearch:
         logger.debug("knowledge_search.search", **outcome.explanation())
         return outcome
 
-    def _retrieve(self, plan: SearchPlan, threshold: float) -> SearchOutcome:
+    def _retrieve(self, plan: SearchPlan, threshold: float, top_k: int) -> SearchOutcome:
         index = self.index  # one consistent snapshot even if a refresh swaps it meanwhile
-        results = self._run(index, plan, threshold)
+        results = self._run(index, plan, threshold, top_k)
         if results or plan.extracted_filter is None:
             return SearchOutcome(results, plan)
         relaxed = plan.without_extracted_filter("the filter from the message matched nothing")
-        return SearchOutcome(self._run(index, relaxed, threshold), relaxed, filter_relaxed=True)
+        outcome = self._run(index, relaxed, threshold, top_k)
+        return SearchOutcome(outcome, relaxed, filter_relaxed=True)
 
-    def _run(self, index: KnowledgeIndex, plan: SearchPlan, threshold: float) -> list[ScoredChunk]:
+    def _run(
+        self, index: KnowledgeIndex, plan: SearchPlan, threshold: float, top_k: int
+    ) -> list[ScoredChunk]:
         texts = [plan.search_text, *plan.paraphrases]
         if not plan.search_text.strip():
             return []
@@ -177,9 +184,9 @@ class KnowledgeSearch:
             texts=texts,
             vectors=[self._embed_cached(text) for text in texts],
             filter=plan.filter,
-            top_k=min(self.config.top_k, plan.limit or self.config.top_k),
+            top_k=min(top_k, plan.limit or top_k),
             threshold=threshold,
-            candidates=max(self.config.candidates, self.config.top_k),
+            candidates=max(self.config.candidates, top_k),
             hybrid=self.config.hybrid,
         )
         dense = self.backend.ranking(index) if self.backend is not None else None
