@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from addons.llm.block import LLMBlock
+from addons.milvus.config import MilvusConfig
 from addons.schema import MetadataField
 
 RewriteMode = Literal["heuristic", "llm", "off"]
@@ -60,7 +62,7 @@ class StoreConfig(BaseModel):
     """Fuse BM25 with dense results (reciprocal rank fusion); off: it lost on CAsT 2021."""
     multi_query: int = Field(0, ge=0, le=5)
     """LLM paraphrases searched besides the standalone query (needs ``llm``)."""
-    llm: dict[str, Any] | None = None
+    llm: LLMBlock | None = None
     """An LLM configured the way Rasa configures LLMs (provider, model, ... or model_group)."""
     chunk_size: int = Field(DEFAULT_CHUNK_SIZE, ge=100, le=20_000)
     chunk_overlap: int = Field(DEFAULT_CHUNK_OVERLAP, ge=0)
@@ -72,7 +74,8 @@ class StoreConfig(BaseModel):
     refresh_seconds: float = Field(DEFAULT_REFRESH_SECONDS, ge=0)
     """How often connect() looks for changed documents; 0 checks only at start-up."""
     backend: Backend = "faiss"
-    milvus: dict[str, Any] | None = None
+    milvus: MilvusConfig | None = None
+    """Validated here with everything else (the module imports no pymilvus)."""
 
     @field_validator("docs")
     @classmethod
@@ -134,19 +137,40 @@ class StoreConfig(BaseModel):
             raise ConfigurationError(_explain(error)) from None
 
 
+SECRET_BEARING_BLOCKS = ("llm", "milvus")
+"""Blocks whose values are never echoed in an error: they may hold a key or a password."""
+_NESTED_MODELS: dict[str, type[BaseModel]] = {"llm": LLMBlock, "milvus": MilvusConfig}
+
+
 def _explain(error: ValidationError) -> str:
-    known = ", ".join(sorted(StoreConfig.model_fields))
     lines = []
     for fault in error.errors():
-        path = ".".join(str(part) for part in fault["loc"])
+        loc = [str(part) for part in fault["loc"]]
+        path = ".".join(loc)
         key = f"vector_store.{path}" if path else "vector_store"
+        message = _own_message(fault["msg"], path)
         if fault["type"] == "extra_forbidden":
-            lines.append(f"{key}: unknown key; known keys are: {known}")
+            lines.append(f"{key}: unknown key; known keys are: {_known_keys(loc[:-1])}")
         elif fault["type"] == "missing":
             lines.append(f"{key}: required, add it to the vector_store: block")
-        elif path:
-            message = fault["msg"].removeprefix("Value error, ")
+        elif message.startswith(f"{path}.") and path in _NESTED_MODELS:
+            lines.append(f"vector_store.{message}")  # a nested validator named the exact key
+        elif path and _may_echo(loc, fault.get("input")):
             lines.append(f"{key}: {message} (got {fault.get('input')!r})")
         else:
-            lines.append(f"{key}: {fault['msg'].removeprefix('Value error, ')}")
+            lines.append(f"{key}: {message}")
     return "invalid vector_store configuration in endpoints.yml:\n  " + "\n  ".join(lines)
+
+
+def _own_message(message: str, path: str) -> str:
+    """Pydantic's message without its prefix, nor the key when the validator already named it."""
+    return message.removeprefix("Value error, ").removeprefix(f"{path}: ")
+
+
+def _known_keys(block: list[str]) -> str:
+    model = _NESTED_MODELS.get(block[0], StoreConfig) if block else StoreConfig
+    return ", ".join(sorted(model.model_fields))
+
+
+def _may_echo(loc: list[str], value: Any) -> bool:
+    return loc[0] not in SECRET_BEARING_BLOCKS and not isinstance(value, Mapping | list)
