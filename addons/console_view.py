@@ -15,6 +15,7 @@ from typing import Any
 SCREEN_WIDTH = 100
 LABEL_WIDTH = 8
 UNKNOWN_SOURCE = "?"
+MIN_SNIPPET_WIDTH = 20
 _PLAN_KEYS = (
     "standalone_query",
     "query",
@@ -80,10 +81,13 @@ def as_json(question: str, result: Any) -> dict[str, Any]:
 
 
 def _source_line(rank: int, found: Any, width: int) -> str:
+    lead, score = f"  {rank}. ", f"  {found.score:.3f}  "
     source = str(found.metadata.get("source", UNKNOWN_SOURCE))
-    head = f"  {rank}. {source}  {found.score:.3f}  "
-    room = width - len(head)
-    return head + _shortened(found.text, room) if room > 0 else head.rstrip()
+    room_for_source = width - len(lead) - len(score) - MIN_SNIPPET_WIDTH
+    if len(source) > room_for_source:  # keep the file name, drop leading folders
+        source = "…" + source[len(source) - room_for_source + 1 :]
+    head = lead + source + score
+    return head + _shortened(found.text, width - len(head))
 
 
 def _field(label: str, value: str, width: int) -> str:
