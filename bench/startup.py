@@ -62,7 +62,8 @@ def main() -> None:
         "-c",
         FLOOR_PROGRAM.format(root=str(REPO_ROOT), config=args.config, question=QUESTION),
     ]
-    subprocess.run([*ask[:-3], "index"], cwd=REPO_ROOT, env=environment, check=True)
+    index = [*ask[:-3], "index"]
+    subprocess.run(index, cwd=REPO_ROOT, env=environment, check=True, capture_output=True)
     times: dict[str, list[float]] = {"floor": [], "ask": []}
     for round_number in range(args.rounds):
         order = (("floor", floor), ("ask", ask))

