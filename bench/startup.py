@@ -5,9 +5,11 @@ it can embed a question; that is the floor. What the console adds on top (readin
 files, importing the retrieval engine, loading the persisted index, planning and searching) is
 the overhead this script measures. The goal is ``ask`` <= 1.2 x the floor.
 
-Each round runs, as separate fresh processes and in alternating order (the machine's load drifts):
+Each round runs, as separate fresh processes and in rotating order (the machine's load drifts):
 * floor: ``embedder_factory(<the embeddings: block of config.yml>)`` then one ``embed()`` call;
-* ask: ``python -m addons ask --json QUESTION`` (the index is built once beforehand).
+* ask: ``python -m addons ask --json QUESTION`` (the index is built once beforehand);
+* with ``--compare-with FOLDER``: the same ``ask`` in another copy of the repository, e.g. an
+  earlier commit exported with ``git archive <commit> | tar -x -C FOLDER`` (same interpreter).
 
 Prints a Markdown table (median and min wall seconds per variant, ratio of medians) plus the
 slowest imports of one ``ask`` (``python -X importtime``).
@@ -48,6 +50,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--config", default="config.yml")
     parser.add_argument("--endpoints", default="endpoints.yml")
+    parser.add_argument("--compare-with", type=Path, help="another copy of the repository")
     args = parser.parse_args()
     environment = {
         **os.environ,
@@ -62,25 +65,31 @@ def main() -> None:
         "-c",
         FLOOR_PROGRAM.format(root=str(REPO_ROOT), config=args.config, question=QUESTION),
     ]
-    index = [*ask[:-3], "index"]
-    subprocess.run(index, cwd=REPO_ROOT, env=environment, check=True, capture_output=True)
-    times: dict[str, list[float]] = {"floor": [], "ask": []}
+    variants = {"floor": (floor, REPO_ROOT), "ask": (ask, REPO_ROOT)}
+    if args.compare_with:
+        variants["ask, compared copy"] = (ask, args.compare_with.resolve())
+    for command, folder in list(variants.values())[1:]:
+        index = [*command[:-3], "index"]
+        subprocess.run(index, cwd=folder, env=environment, check=True, capture_output=True)
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    names = list(variants)
     for round_number in range(args.rounds):
-        order = (("floor", floor), ("ask", ask))
-        for name, command in order if round_number % 2 == 0 else reversed(order):
-            times[name].append(_wall_seconds(command, environment))
+        shift = round_number % len(names)
+        for name in names[shift:] + names[:shift]:
+            command, folder = variants[name]
+            times[name].append(_wall_seconds(command, folder, environment))
     _report(times, args.rounds)
     _slowest_imports(ask, environment)
 
 
-def _wall_seconds(command: list[str], environment: dict[str, str]) -> float:
+def _wall_seconds(command: list[str], folder: Path, environment: dict[str, str]) -> float:
     started = time.perf_counter()
-    subprocess.run(command, cwd=REPO_ROOT, env=environment, check=True, capture_output=True)
+    subprocess.run(command, cwd=folder, env=environment, check=True, capture_output=True)
     return time.perf_counter() - started
 
 
 def _report(times: dict[str, list[float]], rounds: int) -> None:
-    floor, ask = statistics.median(times["floor"]), statistics.median(times["ask"])
+    floor = statistics.median(times["floor"])
     load = os.getloadavg()
     print(f"## Start-up of `python -m addons ask`, {rounds} rounds")
     print(
@@ -88,15 +97,18 @@ def _report(times: dict[str, list[float]], rounds: int) -> None:
         f"{dt.date.today()}, load average at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}"
     )
     print()
-    print("| process | median s | min s | max s |")
-    print("|---|---:|---:|---:|")
-    for name, label in (("floor", "floor: embedding client + model"), ("ask", "ask --json")):
-        values = times[name]
+    print("| process | median s | min s | max s | median / floor |")
+    print("|---|---:|---:|---:|---:|")
+    for name, values in times.items():
         median = statistics.median(values)
-        print(f"| {label} | {median:.2f} | {min(values):.2f} | {max(values):.2f} |")
-    verdict = "meets" if ask / floor <= GOAL_RATIO else "misses"
+        print(
+            f"| {name} | {median:.2f} | {min(values):.2f} | {max(values):.2f} "
+            f"| {median / floor:.2f} |"
+        )
+    ratio = statistics.median(times["ask"]) / floor
+    verdict = "meets" if ratio <= GOAL_RATIO else "misses"
     print()
-    print(f"ratio of medians ask / floor: **{ask / floor:.2f}** ({verdict} the {GOAL_RATIO} goal)")
+    print(f"`ask` / floor, ratio of medians: **{ratio:.2f}** ({verdict} the {GOAL_RATIO} goal)")
 
 
 def _slowest_imports(ask: list[str], environment: dict[str, str], shown: int = 12) -> None:
