@@ -151,11 +151,12 @@ class KnowledgeSearch:
     async def search(
         self, conversation: Conversation, threshold: float = 0.0, top_k: int | None = None
     ) -> SearchOutcome:
-        """``top_k`` replaces the configured one for this search, at most ``candidates``."""
+        """``top_k`` replaces the configured one for this search, at most the ranking depth."""
         started = time.perf_counter()
         plan = await self.planner.plan(conversation)
         planned = time.perf_counter()
-        wanted = min(top_k, self.config.candidates) if top_k else self.config.top_k
+        deepest = max(self.config.candidates, self.config.top_k)
+        wanted = min(top_k, deepest) if top_k else self.config.top_k
         outcome = await asyncio.to_thread(self._retrieve, plan, threshold, wanted)
         outcome.timings_ms = {
             "plan": _ms(planned - started),
