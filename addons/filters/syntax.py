@@ -21,7 +21,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_classic.chains.query_constructor.parser import get_parser
 from langchain_core.structured_query import Comparison, FilterDirective, Operation, Operator
 from lark import Lark
 from lark.exceptions import LarkError
@@ -39,8 +38,13 @@ _parser: Lark | None = None
 
 def _get_parser() -> Lark:
     # Building the LALR tables takes a few milliseconds; the parser holds no per-parse state.
+    # Imported here, not at the top: importing the parser runs langchain_classic's
+    # query_constructor package, which loads LangChain's chain and tracing machinery (seconds of
+    # start-up), and only parsing (LLM answers, tests) needs it; printing filters does not.
     global _parser
     if _parser is None:
+        from langchain_classic.chains.query_constructor.parser import get_parser
+
         _parser = get_parser()
     return _parser
 

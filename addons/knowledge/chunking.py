@@ -13,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-
-from langchain_text_splitters import RecursiveCharacterTextSplitter
+from typing import TYPE_CHECKING
 
 from addons.knowledge.loader import Document
 from addons.knowledge.models import Chunk
+
+if TYPE_CHECKING:
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 CHUNKER_VERSION = 2
 """Part of the index fingerprint: bump it whenever chunk texts or chunk metadata change."""
@@ -30,6 +32,10 @@ def chunk_documents(
     documents: Iterable[Document], chunk_size: int, chunk_overlap: int
 ) -> list[Chunk]:
     """Split every document; chunk ids are stable for unchanged text at the same place."""
+    # Imported here: it loads LangChain's runnables (most of a second), and only a build needs it,
+    # not every start that loads the persisted index.
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
     splitter = RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     chunks: list[Chunk] = []
     for document in documents:

@@ -64,7 +64,7 @@ class LLMQueryPlanner:
 
 def build_llm_planner(config: StoreConfig) -> LLMQueryPlanner:
     """Build the planner; raises ``LLMConfigError`` (a ValueError) for a bad ``llm:`` block."""
-    llm_config = config.llm or {}
+    llm_config = config.llm.client_config() if config.llm else {}
     llm = RetrievalLLM.from_config(llm_config)
     timeout = time_budget(llm_config)
     constructor = LLMQueryConstructor(llm, config.metadata_fields, timeout=timeout)

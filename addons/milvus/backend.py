@@ -9,14 +9,9 @@ vectors, so the knowledge base is embedded once per change, not once per backend
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 from langchain_core.structured_query import FilterDirective
-from pydantic import ValidationError
 
-from addons.config import ConfigurationError
 from addons.knowledge.index import KnowledgeIndex
 from addons.milvus.config import MilvusConfig
 from addons.milvus.store import MilvusChunkStore, SyncReport
@@ -31,11 +26,8 @@ class MilvusBackend:
         self.config = config
 
     @classmethod
-    def open(cls, block: Mapping[str, Any]) -> MilvusBackend:
-        try:
-            config = MilvusConfig.model_validate(dict(block))
-        except (ValidationError, ValueError) as error:
-            raise ConfigurationError(f"vector_store.milvus: {error}") from None
+    def open(cls, config: MilvusConfig) -> MilvusBackend:
+        """Connect; the block was validated with the rest of ``vector_store:`` (StoreConfig)."""
         return cls(MilvusChunkStore.connect(config), config)
 
     def publish(
