@@ -87,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from addons.evaluation.command import register as register_eval
 
-    register_eval(commands)
+    register_eval(commands, parents=[common])
     return parser
 
 

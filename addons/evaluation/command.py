@@ -12,14 +12,17 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 
-def register(commands: Any) -> None:
-    """Add the ``eval`` subcommand to the console's subparsers."""
+def register(commands: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
+    """Add the ``eval`` subcommand (with the console's common options) to its subparsers."""
     evaluate = commands.add_parser(
-        "eval", help="measure retrieval on a file of conversations (Hit@1, Hit@k, MRR, ...)"
+        "eval",
+        help="measure retrieval on a file of conversations (Hit@1, Hit@k, MRR, ...)",
+        parents=list(parents),
     )
     evaluate.add_argument("file", type=Path, help="YAML file of evaluation cases")
     evaluate.add_argument(

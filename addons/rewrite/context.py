@@ -28,7 +28,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from addons.conversation import Conversation
-from addons.rewrite.heuristic import looks_like_follow_up, without_scope_statements
+from addons.rewrite.heuristic import (
+    content_words,
+    looks_like_follow_up,
+    without_scope_statements,
+)
 
 
 class ContextModel(StrEnum):
@@ -56,6 +60,10 @@ class ContextWeights:
 
 DEFAULT_WEIGHTS = ContextWeights()
 
+ELLIPSIS_CONTENT_WORDS = 1
+"""A follow-up with at most this many content words ("and on Android?", "how much does it
+cost?") names almost nothing itself; the subject's words join it (``weighted_query_texts``)."""
+
 
 @dataclass(frozen=True)
 class QueryText:
@@ -65,31 +73,52 @@ class QueryText:
     weight: float
 
 
+def is_elliptical(text: str) -> bool:
+    """A message that names at most one thing itself ("and on Android?")."""
+    return len(content_words(text)) <= ELLIPSIS_CONTENT_WORDS
+
+
 def weighted_query_texts(
     conversation: Conversation, weights: ContextWeights = DEFAULT_WEIGHTS
 ) -> tuple[QueryText, ...]:
     """The texts whose weighted embeddings form the query vector, the latest message first.
 
     A first or standalone message gives only itself; an empty conversation gives ``()``.
-    Never raises.
+    An elliptical follow-up ("how much does it cost?") is led by itself plus the content words
+    of the conversation's subject: the topic and the follow-ups since ("how much does it cost?
+    enable offline files Android"). Alone it names no subject, and its embedding would outweigh
+    the context. Never raises.
     """
     latest = conversation.latest_user_text
     if not latest.strip():
         return ()
-    texts = [QueryText(latest, LATEST_WEIGHT)]
-    earlier = [
-        text
-        for turn in conversation.history
-        if turn.role == "user" and (text := without_scope_statements(turn.text))
-    ]
+    earlier = _earlier_user_texts(conversation)
     if not earlier or not looks_like_follow_up(latest):
-        return tuple(texts)
+        return (QueryText(latest, LATEST_WEIGHT),)
     previous = earlier[-1]
-    texts.append(QueryText(previous, weights.previous_question))
     topic = next((text for text in reversed(earlier) if not looks_like_follow_up(text)), None)
+    lead = latest
+    if is_elliptical(latest):
+        lead = " ".join([latest, *_subject_words(earlier, topic)])
+    texts = [QueryText(lead, LATEST_WEIGHT), QueryText(previous, weights.previous_question)]
     if topic is not None and topic != previous:
         texts.append(QueryText(topic, weights.topic))
     last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
     if last_bot:
         texts.append(QueryText(last_bot, weights.last_bot))
     return tuple(text for text in texts if text.weight > 0)
+
+
+def _subject_words(earlier: list[str], topic: str | None) -> list[str]:
+    """Content words of the topic and of every user message after it, first spelling kept."""
+    start = len(earlier) - 1 - earlier[::-1].index(topic) if topic in earlier else len(earlier) - 1
+    return content_words(" ".join(earlier[start:]))
+
+
+def _earlier_user_texts(conversation: Conversation) -> list[str]:
+    """The user's earlier messages, with statements about the user cut (they are scope)."""
+    return [
+        text
+        for turn in conversation.history
+        if turn.role == "user" and (text := without_scope_statements(turn.text))
+    ]
