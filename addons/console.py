@@ -70,6 +70,13 @@ def _parser() -> argparse.ArgumentParser:
         help='earlier turn, oldest first, e.g. --history "user:How do I share?"',
     )
     ask.add_argument("--slot", action="append", default=[], metavar="NAME=VALUE")
+    ask.add_argument(
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="channel metadata on the message, e.g. --metadata plan=free (for access_filters)",
+    )
     ask.add_argument("--threshold", type=float, default=None)
     ask.add_argument(
         "--json",
@@ -82,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
         "chat", help="interactive chat; /slot name=value sets a slot", parents=[common]
     )
     chat.add_argument("--slot", action="append", default=[], metavar="NAME=VALUE")
+    chat.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE")
     chat.add_argument("--threshold", type=float, default=None)
     chat.set_defaults(run=_chat)
 
@@ -108,16 +116,19 @@ class ConsoleSession:
         self.endpoint = endpoint
         self.events: list[dict[str, Any]] = []
         self.slots: dict[str, Any] = {}
+        self.channel_metadata: dict[str, Any] = {}
+        """What a channel connector would attach to each message (entitlements for
+        ``access_filters``)."""
 
     def connect(self) -> None:
         self.store.connect(self.endpoint)
 
     async def ask(self, text: str, threshold: float | None = None) -> Any:
-        self.events.append({"event": "user", "text": text})
+        self.events.append({"event": "user", "text": text, "metadata": self.channel_metadata})
         state = {
             "events": list(self.events),
             "slots": dict(self.slots),
-            "latest_message": {"text": text},
+            "latest_message": {"text": text, "metadata": dict(self.channel_metadata)},
         }
         rasa_query = " ".join(
             event["text"] for event in reversed(self.events[-2:]) if event.get("text")
@@ -129,6 +140,14 @@ class ConsoleSession:
         if reply:
             self.events.append({"event": "bot", "text": reply})
         return result
+
+    def set_metadata(self, assignment: str) -> None:
+        """``key=value`` as a channel would attach it to every message (a list: ``a,b``)."""
+        key, _, value = assignment.partition("=")
+        if not key.strip():
+            raise ValueError("write channel metadata as key=value")
+        parsed: Any = [v.strip() for v in value.split(",")] if "," in value else value.strip()
+        self.channel_metadata[key.strip()] = parsed
 
     def set_slot(self, assignment: str) -> None:
         name, _, value = assignment.partition("=")
@@ -158,6 +177,8 @@ def _ask(args: argparse.Namespace) -> int:
     session.connect()
     for assignment in args.slot:
         session.set_slot(assignment)
+    for assignment in args.metadata:
+        session.set_metadata(assignment)
     for turn in args.history:
         role, _, text = turn.partition(":")
         if role.strip() not in ("user", "bot") or not text.strip():
@@ -177,6 +198,8 @@ def _chat(args: argparse.Namespace) -> int:
     session.connect()
     for assignment in args.slot:
         session.set_slot(assignment)
+    for assignment in args.metadata:
+        session.set_metadata(assignment)
     print("Ask a question. /slot name=value sets a slot, /slots shows them, /reset, /quit.")
     while True:
         try:
