@@ -124,8 +124,10 @@ class PreparingQueryEmbedder:
         self.current: QueryEmbedder = rasa
         self.ready = threading.Event()
         """Set once preparation ended, whichever embedder it chose."""
+        # Not a daemon: a process that exits while torch exports the model would abort in C++
+        # ("terminate called without an active exception"); exit waits for the thread instead.
         threading.Thread(
-            target=self._prepare, args=(prepare,), name="query-embedder-prepare", daemon=True
+            target=self._prepare, args=(prepare,), name="query-embedder-prepare", daemon=False
         ).start()
 
     def _prepare(self, prepare: Callable[[], QueryEmbedder]) -> None:
