@@ -57,7 +57,11 @@ def render(result: Any, width: int = SCREEN_WIDTH) -> str:
     if meta.get("carried_filter"):
         carried = f"{meta['carried_filter']} (stated in an earlier turn)"
         lines.append(_field("carried", carried, width))
-    if meta.get("filter_outcome"):
+    if meta.get("filter_relaxed"):
+        lines.append(
+            _field("", "the filter from your words matched nothing: searched without it", width)
+        )
+    elif meta.get("filter_outcome"):
         lines.append(_field("", str(meta["filter_outcome"]), width))
     lines.extend(_field("note", str(note), width) for note in meta.get("notes") or [])
     if not result.results:
