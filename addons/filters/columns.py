@@ -250,12 +250,22 @@ class MetadataColumns:
 
     def __init__(self, metadatas: Sequence[Mapping[str, Any]]) -> None:
         self._metadatas = tuple(metadatas)
+        self._rows = len(self._metadatas)
         self._attributes = frozenset(key for metadata in self._metadatas for key in metadata)
         self._columns: dict[str, AttributeColumn] = {}
         self._lock = threading.Lock()
 
+    @classmethod
+    def from_columns(cls, rows: int, columns: Mapping[str, AttributeColumn]) -> MetadataColumns:
+        """Columns of every attribute, built earlier (read back with a persisted index)."""
+        prebuilt = cls(())
+        prebuilt._rows = rows
+        prebuilt._attributes = frozenset(columns)
+        prebuilt._columns = dict(columns)
+        return prebuilt
+
     def __len__(self) -> int:
-        return len(self._metadatas)
+        return self._rows
 
     def attributes(self) -> frozenset[str]:
         """Every attribute that at least one chunk has."""

@@ -11,13 +11,21 @@ bench/results/filtered_search.md):
 * more rows: FAISS's own search with an ``IDSelectorBitmap``, which skips unselected rows.
 
 Large corpora (``factory_for``: from ``exact_search_below`` rows) use an HNSW graph over a flat
-store (``HNSW32,Flat``) for *unfiltered* queries only, with ``efSearch`` tuned for recall@10 >=
-0.97 and persisted inside the FAISS file. Masked queries never touch the graph: they run on the
-graph's flat storage (an exhaustive inner-product index holding the same vectors), so filtering
-stays exact at any size. Measured in bench/results/scale.md.
+store (``HNSW32,Flat``), with ``efSearch`` tuned for recall@10 >= 0.97 and persisted inside the
+FAISS file. On such an index a mask picks one of two paths by the share of rows it keeps
+(``GRAPH_MIN_FRACTION``, chosen by a sweep of selectivities, bench/results/scale.md):
+
+* a broad mask (a plan or region slot) walks the graph with the mask as an ``IDSelectorBitmap``:
+  an exact scan of 43% of 1M rows costs about 125 ms, the graph a few ms, at the recall of an
+  unfiltered graph search. Unselected rows are only stepped through, never returned, so a result
+  is always allowed; if the walk finds fewer than ``k`` allowed rows, the exact path answers;
+* a narrow mask scans exactly the rows it keeps (as on a flat index): a graph walk would mostly
+  visit unselected rows, and such filters are cheap to scan anyway.
 
 Searches only read the index, so any number of threads may search at once. Persistence uses
-``faiss.write_index``/``faiss.read_index``: no pickle.
+``faiss.write_index``/``faiss.read_index``: no pickle. A read maps the stored vectors into
+memory (``IO_FLAG_MMAP_IFC``) instead of copying them, so loading 1.5 GB of vectors at 1M chunks
+is instant and worker processes share one copy through the page cache.
 """
 
 from __future__ import annotations
@@ -47,7 +55,10 @@ HNSW_EF_SEARCH = 256
 0.967, 192 0.994; bench/results/scale.md)."""
 
 GATHER_MAX_FRACTION = 0.05
-"""Masks selecting at most this share of rows are searched by gathering the selected vectors."""
+"""Exact path: masks selecting at most this share of rows are scored by gathering their vectors."""
+
+GRAPH_MIN_FRACTION = 0.1
+"""On an HNSW index, masks keeping at least this share of rows walk the graph (see module doc)."""
 
 NORM_TOLERANCE = 1e-3
 """How far a vector's L2 norm may be from 1 before it is rejected as not normalised."""
@@ -98,8 +109,8 @@ class DenseIndex:
 
     @classmethod
     def read(cls, path: str | PathLike[str]) -> DenseIndex:
-        """Load an index written by ``write``."""
-        return cls(faiss.read_index(str(path)))
+        """Load an index written by ``write``, its vectors memory-mapped (read-only)."""
+        return cls(faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC))
 
     def write(self, path: str | PathLike[str]) -> None:
         """Persist the index with faiss.write_index."""
@@ -123,36 +134,63 @@ class DenseIndex:
         return self._vectors
 
     def search(
-        self, query: NDArray[Any], k: int, mask: NDArray[np.bool_] | None = None
+        self,
+        query: NDArray[Any],
+        k: int,
+        mask: NDArray[np.bool_] | None = None,
+        *,
+        exact: bool | None = None,
     ) -> list[Hit]:
         """The ``k`` rows nearest to ``query`` among those ``mask`` allows, best first.
 
-        Exact: with a mask, the result equals brute force over the allowed rows. Fewer than ``k``
-        hits are returned when fewer rows are allowed. Ties are broken by row number.
+        Every hit is allowed by ``mask``. On a flat index the result equals brute force over the
+        allowed rows; on an HNSW index it does for narrow masks and is approximate (like an
+        unfiltered search) for broad ones. ``exact`` forces the exact scan (True) or the graph
+        (False) instead of choosing by the mask's share. Fewer than ``k`` hits are returned when
+        fewer rows are allowed. Ties are broken by row number.
         """
         vector = self._check_query(query)
         started = time.perf_counter()
         if k <= 0 or len(self) == 0:
             return []
+        allowed = len(self)
         if mask is None:
             hits = self._search_faiss(self._index, vector, k, None)
             strategy = "hnsw" if self.approximate else "faiss"
         else:
-            rows = np.flatnonzero(self._check_mask(mask))
-            if len(rows) <= GATHER_MAX_FRACTION * len(self):
-                hits, strategy = self._search_gathered(vector, k, rows), "gather"
-            else:
-                hits = self._search_faiss(self._exhaustive, vector, k, mask)
-                strategy = "faiss_bitmap"
+            allowed = int(np.count_nonzero(self._check_mask(mask)))
+            hits, strategy = self._search_masked(vector, k, mask, allowed, exact)
         logger.debug(
             "retrieve.dense.searched",
             strategy=strategy,
             k=k,
-            allowed=len(self) if mask is None else int(np.count_nonzero(mask)),
+            allowed=allowed,
             hits=len(hits),
             ms=round((time.perf_counter() - started) * 1000, 3),
         )
         return hits
+
+    def walks_graph(self, allowed: int, exact: bool | None = None) -> bool:
+        """Whether a mask keeping ``allowed`` rows is searched on the HNSW graph."""
+        if not self.approximate or exact:
+            return False
+        return exact is False or allowed >= GRAPH_MIN_FRACTION * len(self)
+
+    def _search_masked(
+        self,
+        vector: NDArray[np.float32],
+        k: int,
+        mask: NDArray[np.bool_],
+        allowed: int,
+        exact: bool | None,
+    ) -> tuple[list[Hit], str]:
+        if self.walks_graph(allowed, exact):
+            hits = self._search_faiss(self._index, vector, k, mask)
+            if len(hits) >= min(k, allowed):
+                return hits, "hnsw_bitmap"
+        if allowed <= GATHER_MAX_FRACTION * len(self):
+            return self._search_gathered(vector, k, np.flatnonzero(mask)), "gather"
+        return self._search_faiss(self._exhaustive, vector, k, mask), "faiss_bitmap"
 
     def _search_gathered(self, query: NDArray[np.float32], k: int, rows: NDArray[Any]) -> list[Hit]:
         if len(rows) == 0:
@@ -177,7 +215,11 @@ class DenseIndex:
             # The packed bitmap must outlive the search call: keep it in this frame.
             bitmap = np.packbits(mask, bitorder="little")
             selector = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))
-            params = faiss.SearchParameters()
+            if isinstance(index, faiss.IndexHNSW):
+                params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # not in faiss stubs
+                params.efSearch = index.hnsw.efSearch  # else FAISS's default (16) would apply
+            else:
+                params = faiss.SearchParameters()
             params.sel = selector
         scores, rows = index.search(query[None, :], min(k, len(self)), params=params)
         found = rows[0] >= 0
