@@ -33,6 +33,7 @@ import logging
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -70,8 +71,12 @@ TOPICS = [
 ]  # fmt: skip
 ACTIONS = ["enable", "turn off", "fix", "set up", "find", "change", "pay for", "restore", "share"]
 QUESTIONS = ["How do I", "Can I", "Why can't I", "Where do I", "Is it possible to"]
+SLOT_FILTER = "slots: plan AND region"
+SWEEP_SHARES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.43, 0.7)
+SWEEP_EF = (256, 512)
+SWEEP_QUERIES = 100
 FILTERS = {
-    "slots: plan AND region": 'and(eq("plan", "premium"), eq("region", "eu"))',
+    SLOT_FILTER: 'and(eq("plan", "premium"), eq("region", "eu"))',
     "narrow: category AND platform AND region": (
         'and(eq("category", "sync"), eq("platform", "android"), eq("region", "apac"))'
     ),
@@ -190,10 +195,31 @@ def run_size(
 
 def max_rss_mb() -> float:
     """Peak resident memory of this process image (VmHWM: unlike ru_maxrss, reset by exec)."""
+    return _status_mb("VmHWM")
+
+
+def rss_mb() -> float:
+    return _status_mb("VmRSS")
+
+
+def _status_mb(field: str) -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class MemoryPhase:
+    """Peak and retained RSS growth of one phase: the peak mark is reset when it starts."""
+
+    def __enter__(self) -> MemoryPhase:
+        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
+        self.before = rss_mb()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.peak = round(max_rss_mb() - self.before)
+        self.retained = round(rss_mb() - self.before)
 
 
 def exact_top_k(vectors: NDArray[np.float32], queries: NDArray[np.float32]) -> NDArray[np.int64]:
@@ -229,34 +255,44 @@ def measure_one(rows: int, exact_below: int, cache: Path, threads: int) -> dict[
     chunks = [
         Chunk(f"c{row}", chunk_text(row, rng), chunk_metadata(row, rng)) for row in range(rows)
     ]
-    rss_data = max_rss_mb()
-    started = time.perf_counter()
-    index = KnowledgeIndex.build("bench", "bench", chunks, vectors, [], exact_below)
-    build_s = time.perf_counter() - started
-    with tempfile.TemporaryDirectory() as folder:
-        index.write(Path(folder) / "index")
-        del index
-        started = time.perf_counter()
-        index = KnowledgeIndex.read(Path(folder) / "index")
-        load_s = time.perf_counter() - started
-    filters = {name: parse_filter(text) for name, text in FILTERS.items()}
-    started = time.perf_counter()
-    selected = {name: _share(index, f) for name, f in filters.items()}
-    columns_s = time.perf_counter() - started
-    rss_ours = max_rss_mb()
-
-    rasa = FAISS_Store(embeddings=None)  # type: ignore[arg-type]
     texts = [chunk.text for chunk in chunks]
     metadatas = [chunk.metadata for chunk in chunks]
-    rasa._add_embeddings(texts, vectors, metadatas)  # type: ignore[arg-type]
-    langchain = FAISS(
-        FakeEmbeddings(size=DIMENSION),
-        faiss.IndexFlatIP(DIMENSION),
-        InMemoryDocstore(),
-        {},
-        distance_strategy=DistanceStrategy.MAX_INNER_PRODUCT,
-    )
-    langchain.add_embeddings(zip(texts, vectors, strict=True), metadatas)
+    rss_data = max_rss_mb()
+    folder = Path(tempfile.mkdtemp(prefix="scale-index-"))
+    with MemoryPhase() as ours_memory:
+        started = time.perf_counter()
+        built = KnowledgeIndex.build("bench", "bench", chunks, vectors, [], exact_below)
+        build_s = time.perf_counter() - started
+        started = time.perf_counter()
+        built.write(folder / "index")
+        write_s = time.perf_counter() - started
+        del built
+    with MemoryPhase() as reload_memory:
+        started = time.perf_counter()
+        index = KnowledgeIndex.read(folder / "index")
+        load_s = time.perf_counter() - started
+        filters = {name: parse_filter(text) for name, text in FILTERS.items()}
+        started = time.perf_counter()
+        selected = {name: _share(index, f) for name, f in filters.items()}
+        columns_s = time.perf_counter() - started
+        first = RetrievalRequest(["q"], [queries[0]], filters[SLOT_FILTER], K, 0.0, K, False)
+        started = time.perf_counter()
+        retrieve(index, first)
+        first_search_ms = (time.perf_counter() - started) * 1000
+    rss_ours = max_rss_mb()
+
+    with MemoryPhase() as rasa_memory:
+        rasa = FAISS_Store(embeddings=None)  # type: ignore[arg-type]
+        rasa._add_embeddings(texts, vectors, metadatas)  # type: ignore[arg-type]
+    with MemoryPhase() as langchain_memory:
+        langchain = FAISS(
+            FakeEmbeddings(size=DIMENSION),
+            faiss.IndexFlatIP(DIMENSION),
+            InMemoryDocstore(),
+            {},
+            distance_strategy=DistanceStrategy.MAX_INNER_PRODUCT,
+        )
+        langchain.add_embeddings(zip(texts, vectors, strict=True), metadatas)
 
     def ours(vector: NDArray[np.float32], name: str | None) -> list[int]:
         request = RetrievalRequest(
@@ -278,26 +314,35 @@ def measure_one(rows: int, exact_below: int, cache: Path, threads: int) -> dict[
     }
     faiss.omp_set_num_threads(threads)  # builds above used every core; searches use this many
     timings: dict[str, list[float]] = {name: [] for name in runs}
-    found_unfiltered = []
+    found: dict[str, list[list[int]]] = {name: [] for name in runs if name.startswith("ours")}
     for vector in queries:
         for name, run in runs.items():
             started = time.perf_counter()
-            found = run(vector)
+            hits = run(vector)
             timings[name].append((time.perf_counter() - started) * 1000)
-            if name == "ours unfiltered":
-                found_unfiltered.append(found)
-    truth = exact_top_k(vectors, queries)
-    recall = np.mean(
-        [len(set(f) & set(t)) / K for f, t in zip(found_unfiltered, truth.tolist(), strict=True)]
-    )
+            if name in found:
+                found[name].append(hits)
+    truth = {"ours unfiltered": exact_top_k(vectors, queries).tolist()}
+    for name, directive in filters.items():
+        mask = _mask(index, directive)
+        truth[f"ours {name}"] = [
+            [row for row, _ in index.dense.search(v, K, mask, exact=True)] for v in queries
+        ]
+    recall = {name: _recall(found[name], truth[name]) for name in found}
+    sweep = selectivity_sweep(index, queries[:SWEEP_QUERIES]) if index.dense.approximate else {}
+    shutil.rmtree(folder, ignore_errors=True)
     return {
         "rows": rows,
         "index": "hnsw" if index.dense.approximate else "flat",
         "build_s": round(build_s, 2),
+        "write_s": round(write_s, 2),
         "load_s": round(load_s, 2),
         "columns_s": round(columns_s, 2),
+        "first_search_ms": round(first_search_ms, 1),
         "selected": selected,
-        "recall_at_10": round(float(recall), 4),
+        "recall_at_10": recall["ours unfiltered"],
+        "recall": recall,
+        "sweep": sweep,
         "latency_ms": {name: percentiles(samples) for name, samples in timings.items()},
         "rss_mb": {
             "start": round(rss_start),
@@ -305,9 +350,48 @@ def measure_one(rows: int, exact_below: int, cache: Path, threads: int) -> dict[
             "ours": round(rss_ours),
             "all": round(max_rss_mb()),
         },
+        "memory_mb": {
+            "ours build + write": [ours_memory.peak, ours_memory.retained],
+            "ours reload + first filters": [reload_memory.peak, reload_memory.retained],
+            "Rasa FAISS_Store": [rasa_memory.peak, rasa_memory.retained],
+            "LangChain FAISS": [langchain_memory.peak, langchain_memory.retained],
+        },
         "load": [round(x, 2) for x in os.getloadavg()],
         "threads": faiss.omp_get_max_threads(),
     }
+
+
+def selectivity_sweep(index: KnowledgeIndex, queries: NDArray[np.float32]) -> dict[str, Any]:
+    """Filtered search on random masks of each share: exact scan vs the graph, by efSearch."""
+    graph: Any = index.dense._index
+    persisted_ef = graph.hnsw.efSearch
+    rng = np.random.default_rng(7)
+    sweep: dict[str, Any] = {}
+    for share in SWEEP_SHARES:
+        mask = rng.random(len(index)) < share
+        exact_ms, truth = [], []
+        for vector in queries:
+            started = time.perf_counter()
+            truth.append([row for row, _ in index.dense.search(vector, K, mask, exact=True)])
+            exact_ms.append((time.perf_counter() - started) * 1000)
+        row: dict[str, Any] = {"exact": percentiles(exact_ms)}
+        for ef in SWEEP_EF:
+            graph.hnsw.efSearch = ef
+            graph_ms, hits = [], []
+            for vector in queries:
+                started = time.perf_counter()
+                hits.append([r for r, _ in index.dense.search(vector, K, mask, exact=False)])
+                graph_ms.append((time.perf_counter() - started) * 1000)
+            row[f"graph ef {ef}"] = [_recall(hits, truth), *percentiles(graph_ms)]
+        graph.hnsw.efSearch = persisted_ef
+        sweep[str(share)] = row
+    return sweep
+
+
+def _recall(found: list[list[int]], truth: list[list[int]]) -> float:
+    pairs = zip(found, truth, strict=True)
+    shares = [len(set(f) & set(t)) / len(t) if t else 1.0 for f, t in pairs]
+    return round(float(np.mean(shares)), 4)
 
 
 def ef_sweep(rows: int, cache: Path) -> dict[str, Any]:
@@ -338,11 +422,16 @@ def ef_sweep(rows: int, cache: Path) -> dict[str, Any]:
     return {"rows": rows, "build_s": round(build_s, 1), "sweep": sweep, "load": load}
 
 
-def _share(index: KnowledgeIndex, directive: Any) -> float:
+def _mask(index: KnowledgeIndex, directive: Any) -> NDArray[np.bool_]:
     from addons.retrieve.retriever import filter_mask
 
     mask = filter_mask(index, directive)
-    return round(float(np.mean(mask)), 4) if mask is not None else 1.0
+    assert mask is not None
+    return mask
+
+
+def _share(index: KnowledgeIndex, directive: Any) -> float:
+    return round(float(np.mean(_mask(index, directive))), 4)
 
 
 # --------------------------------------------------------------------------- report
