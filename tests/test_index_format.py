@@ -162,6 +162,11 @@ def _column_codes_out_of_range(folder: Path) -> None:
     np.save(path, np.load(path) + 1000)
 
 
+def _vectors_of_another_shape(folder: Path) -> None:
+    vectors = np.load(folder / "vectors.npy")
+    np.save(folder / "vectors.npy", vectors[:, :-1])
+
+
 def _manifest_of_another_corpus(folder: Path) -> None:
     manifest = json.loads((folder / "manifest.json").read_text())
     (folder / "manifest.json").write_text(json.dumps({**manifest, "chunks": 23}))
@@ -175,6 +180,7 @@ def _manifest_of_another_corpus(folder: Path) -> None:
         _records_cut,
         _columns_for_other_rows,
         _column_codes_out_of_range,
+        _vectors_of_another_shape,
         _manifest_of_another_corpus,
     ],
 )

@@ -8,10 +8,10 @@ find the index already built. Nothing is pickled: FAISS's own format, bm25s's ow
 arrays and JSON.
 
 Format 2 reads back without parsing anything per chunk (a restart at 1M chunks took 32-49 s in
-format 1): vectors and BM25 arrays are memory-mapped, chunks sit in a ``ChunkTable`` parsed row by
-row, metadata filters come from persisted columns. A folder of format 1 (the previous release) is
-still read, so an upgrade rebuilds it in format 2 without re-embedding; any other format is
-refused, never guessed at, and then rebuilt.
+format 1): vectors (FAISS's and a plain ``.npy`` copy) and BM25 arrays are memory-mapped, chunks
+sit in a ``ChunkTable`` parsed row by row, metadata filters come from persisted columns. A
+folder of format 1 (the previous release) is still read, so an upgrade rebuilds it in format 2
+without re-embedding; any other format is refused, never guessed at, and then rebuilt.
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ CHUNKS_FILE = "chunks.json"
 CHUNK_TABLE_FOLDER = "chunks"
 COLUMNS_FOLDER = "columns"
 DENSE_FILE = "dense.faiss"
+VECTORS_FILE = "vectors.npy"
+"""Format 2: the vectors again, as a plain array that numpy maps (see addons/retrieve/dense.py)."""
 LEXICAL_FOLDER = "lexical"
 KEEP_PREVIOUS = 1
 """Older published indexes kept besides the current one (a reader may still have one open)."""
@@ -117,6 +119,7 @@ class KnowledgeIndex:
     def write(self, folder: Path) -> None:
         folder.mkdir(parents=True)
         self.dense.write(folder / DENSE_FILE)
+        np.save(folder / VECTORS_FILE, self.vectors, allow_pickle=False)
         self.lexical.save(folder / LEXICAL_FOLDER)
         ChunkTable.write(self.chunks, folder / CHUNK_TABLE_FOLDER)
         write_columns(self.columns, folder / COLUMNS_FOLDER)
@@ -141,7 +144,10 @@ class KnowledgeIndex:
                     f"index format {version!r} is not supported (this release reads "
                     f"{READABLE_FORMATS}); it is rebuilt from the documents"
                 )
-            dense = DenseIndex.read(folder / DENSE_FILE)
+            vectors = None
+            if version != 1:
+                vectors = np.load(folder / VECTORS_FILE, mmap_mode="r", allow_pickle=False)
+            dense = DenseIndex.read(folder / DENSE_FILE, vectors)
             lexical = LexicalIndex.load(folder / LEXICAL_FOLDER, mmap=version != 1)
             chunks: Sequence[Chunk]
             if version == 1:
