@@ -220,6 +220,7 @@ class MemoryPhase:
     def __exit__(self, *_: object) -> None:
         self.peak = round(max_rss_mb() - self.before)
         self.retained = round(rss_mb() - self.before)
+        self.mapped_files = round(_status_mb("RssFile"))
 
 
 def exact_top_k(vectors: NDArray[np.float32], queries: NDArray[np.float32]) -> NDArray[np.int64]:
@@ -356,6 +357,7 @@ def measure_one(rows: int, exact_below: int, cache: Path, threads: int) -> dict[
             "Rasa FAISS_Store": [rasa_memory.peak, rasa_memory.retained],
             "LangChain FAISS": [langchain_memory.peak, langchain_memory.retained],
         },
+        "mapped_files_mb_after_reload": reload_memory.mapped_files,
         "load": [round(x, 2) for x in os.getloadavg()],
         "threads": faiss.omp_get_max_threads(),
     }

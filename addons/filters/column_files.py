@@ -78,6 +78,8 @@ def _read_attribute(folder: Path, rows: int) -> AttributeColumn:
     arrays |= {field: _array(folder, field, dtype, members) for field, dtype in LIST_ARRAYS.items()}
     strings = json.loads((folder / STRINGS_FILE).read_text(encoding="ascii"))
     vocabulary = [str(text) for text in strings["vocabulary"]]
+    if np.any(np.diff(arrays["list_codes"]) < 0):
+        raise ColumnFilesError(f"list members in '{folder}' are not ordered by code")
     for field, lowest in (("row_codes", -1), ("list_codes", 0)):
         codes = arrays[field]
         if len(codes) and (int(codes.min()) < lowest or int(codes.max()) >= len(vocabulary)):
