@@ -364,30 +364,41 @@ def measure_one(rows: int, exact_below: int, cache: Path, threads: int) -> dict[
 
 
 def selectivity_sweep(index: KnowledgeIndex, queries: NDArray[np.float32]) -> dict[str, Any]:
-    """Filtered search on random masks of each share: exact scan vs the graph, by efSearch."""
+    """Filtered search on random masks of each share: exact scan, the graph by raw efSearch
+    (automatic widening off), and the search as shipped (strategy and width chosen by share)."""
+    from addons.retrieve import dense
+
     graph: Any = index.dense._index
-    persisted_ef = graph.hnsw.efSearch
+    persisted = graph.hnsw.efSearch, dense.WIDE_WALK_BELOW_FRACTION
     rng = np.random.default_rng(7)
     sweep: dict[str, Any] = {}
     for share in SWEEP_SHARES:
         mask = rng.random(len(index)) < share
-        exact_ms, truth = [], []
-        for vector in queries:
-            started = time.perf_counter()
-            truth.append([row for row, _ in index.dense.search(vector, K, mask, exact=True)])
-            exact_ms.append((time.perf_counter() - started) * 1000)
+        exact_ms, truth = timed(lambda v, m=mask: index.dense.search(v, K, m, exact=True), queries)
         row: dict[str, Any] = {"exact": percentiles(exact_ms)}
+        dense.WIDE_WALK_BELOW_FRACTION = 0.0
         for ef in SWEEP_EF:
             graph.hnsw.efSearch = ef
-            graph_ms, hits = [], []
-            for vector in queries:
-                started = time.perf_counter()
-                hits.append([r for r, _ in index.dense.search(vector, K, mask, exact=False)])
-                graph_ms.append((time.perf_counter() - started) * 1000)
+            graph_ms, hits = timed(
+                lambda v, m=mask: index.dense.search(v, K, m, exact=False), queries
+            )
             row[f"graph ef {ef}"] = [_recall(hits, truth), *percentiles(graph_ms)]
-        graph.hnsw.efSearch = persisted_ef
+        graph.hnsw.efSearch, dense.WIDE_WALK_BELOW_FRACTION = persisted
+        shipped_ms, hits = timed(lambda v, m=mask: index.dense.search(v, K, m), queries)
+        row["as shipped"] = [_recall(hits, truth), *percentiles(shipped_ms)]
         sweep[str(share)] = row
     return sweep
+
+
+def timed(search: Any, queries: NDArray[np.float32]) -> tuple[list[float], list[list[int]]]:
+    """Milliseconds and hit rows of ``search`` for each query."""
+    timings, found = [], []
+    for vector in queries:
+        started = time.perf_counter()
+        hits = search(vector)
+        timings.append((time.perf_counter() - started) * 1000)
+        found.append([row for row, _ in hits])
+    return timings, found
 
 
 def _recall(found: list[list[int]], truth: list[list[int]]) -> float:

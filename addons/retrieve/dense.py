@@ -59,8 +59,12 @@ HNSW_EF_SEARCH = 256
 GATHER_MAX_FRACTION = 0.05
 """Exact path: masks selecting at most this share of rows are scored by gathering their vectors."""
 
-GRAPH_MIN_FRACTION = 0.1
+GRAPH_MIN_FRACTION = 0.05
 """On an HNSW index, masks keeping at least this share of rows walk the graph (see module doc)."""
+
+WIDE_WALK_BELOW_FRACTION = 0.2
+"""Graph walks under masks keeping less than this share use twice the persisted ``efSearch``:
+at 1M chunks and 5-10 % of rows, recall@10 0.96-0.97 -> 0.99-0.995 for about +1 ms."""
 
 NORM_TOLERANCE = 1e-3
 """How far a vector's L2 norm may be from 1 before it is rejected as not normalised."""
@@ -198,7 +202,8 @@ class DenseIndex:
         exact: bool | None,
     ) -> tuple[list[Hit], str]:
         if self.walks_graph(allowed, exact):
-            hits = self._search_faiss(self._index, vector, k, mask)
+            wide = allowed < WIDE_WALK_BELOW_FRACTION * len(self)
+            hits = self._search_faiss(self._index, vector, k, mask, widen=2 if wide else 1)
             if len(hits) >= min(k, allowed):
                 return hits, "hnsw_bitmap"
         if allowed <= GATHER_MAX_FRACTION * len(self):
@@ -222,6 +227,7 @@ class DenseIndex:
         query: NDArray[np.float32],
         k: int,
         mask: NDArray[np.bool_] | None,
+        widen: int = 1,
     ) -> list[Hit]:
         params = None
         if mask is not None:
@@ -230,7 +236,7 @@ class DenseIndex:
             selector = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))
             if isinstance(index, faiss.IndexHNSW):
                 params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # not in faiss stubs
-                params.efSearch = index.hnsw.efSearch  # else FAISS's default (16) would apply
+                params.efSearch = index.hnsw.efSearch * widen  # else FAISS's default 16 applies
             else:
                 params = faiss.SearchParameters()
             params.sel = selector
