@@ -1,10 +1,11 @@
 """Persisting ``MetadataColumns``, so that a restarted index filters without re-reading metadata.
 
-Building the typed columns means reading every chunk's metadata: 10-13 s for two filters at 1M
-chunks. They are built once when an index is written and stored as plain ``.npy`` arrays (mapped
-read-only on load, so worker processes share them) plus a JSON file per attribute for its
-strings. Attribute names are free text (front matter keys), so each attribute gets a numbered
-folder and ``attributes.json`` maps names to folders. No pickle: every array has a plain dtype.
+Building the typed columns means reading every chunk's metadata, which at a million chunks takes
+longer than the whole restart should (bench/results/scale.md). They are built once when an index is
+written and stored as plain ``.npy`` arrays (mapped read-only on load, so worker processes share
+them) plus a JSON file per attribute for its strings. Attribute names are free text (front matter
+keys), so each attribute gets a numbered folder and ``attributes.json`` maps names to folders. No
+pickle: every array has a plain dtype.
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ class AttributeColumn:
         if lists and len(self.list_rows):
             codes = np.flatnonzero(selected)
             if len(codes) <= SLICED_CODES_MAX:
-                # 3-5x faster than testing every pair at 1M chunks (2.4M pairs).
+                # Touches only the selected codes' pairs instead of testing every pair.
                 starts = np.searchsorted(self.list_codes, codes, side="left")
                 ends = np.searchsorted(self.list_codes, codes, side="right")
                 for start, end in zip(starts, ends, strict=True):

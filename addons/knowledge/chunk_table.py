@@ -1,12 +1,12 @@
 """The chunks of a persisted index as one memory-mapped table, read back without parsing.
 
-Reading a million chunks from one JSON document took most of a 30-50 s restart, although a
-search only ever looks at its top ``k`` chunks. Here each chunk is a small JSON record
-``[id, text, metadata]`` in one byte file, found through an offsets array; opening the table maps
-both files and parses nothing, and ``table[row]`` parses one record when a search returns it.
+Reading a million chunks from one JSON document was most of the cost of a restart, although a search
+only ever looks at its top ``k`` chunks (bench/results/scale.md). Here each chunk is a small JSON
+record ``[id, text, metadata]`` in one byte file, found through an offsets array; opening the table
+maps both files and parses nothing, and ``table[row]`` parses one record when a search returns it.
 
 Hand-written because no dependency of the project offers random access to variable-length
-records without loading them all (pyarrow would, at a 100 MB dependency for these few lines). The
+records without loading them all (pyarrow would, as a large new dependency for these few lines). The
 mapped arrays are read-only, so any number of threads read the table without locks, and worker
 processes share its pages through the page cache. Records are ASCII JSON (non-ASCII escaped), so
 any Python string, lone surrogates included, round-trips. No pickle.

@@ -7,11 +7,12 @@ Several processes (Rasa workers) starting at once serialise on a file lock and t
 find the index already built. Nothing is pickled: FAISS's own format, bm25s's own format, numpy
 arrays and JSON.
 
-Format 2 reads back without parsing anything per chunk (a restart at 1M chunks took 32-49 s in
-format 1): vectors (FAISS's and a plain ``.npy`` copy) and BM25 arrays are memory-mapped, chunks
-sit in a ``ChunkTable`` parsed row by row, metadata filters come from persisted columns. A
-folder of format 1 (the previous release) is still read, so an upgrade rebuilds it in format 2
-without re-embedding; any other format is refused, never guessed at, and then rebuilt.
+Format 2 reads back without parsing anything per chunk (format 1 parsed every chunk and every
+metadata value on each restart, see bench/results/scale.md): vectors (FAISS's and a plain ``.npy``
+copy) and BM25 arrays are memory-mapped, chunks sit in a ``ChunkTable`` parsed row by row, metadata
+filters come from persisted columns. A folder of format 1 (the previous release) is still read, so
+an upgrade rebuilds it in format 2 without re-embedding; any other format is refused, never guessed
+at, and then rebuilt.
 """
 
 from __future__ import annotations

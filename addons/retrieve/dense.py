@@ -1,4 +1,4 @@
-"""Exact dense search within a metadata filter, over L2-normalised vectors (cosine = inner product).
+"""Dense search within a metadata filter, over L2-normalised vectors (cosine = inner product).
 
 A filter is access control, so the k results must be the k nearest chunks *among those the
 filter allows*, not whatever survives of an unfiltered top ``fetch_k``. The filter arrives as a
@@ -15,19 +15,19 @@ store (``HNSW32,Flat``), with ``efSearch`` tuned for recall@10 >= 0.97 and persi
 FAISS file. On such an index a mask picks one of two paths by the share of rows it keeps
 (``GRAPH_MIN_FRACTION``, chosen by a sweep of selectivities, bench/results/scale.md):
 
-* a broad mask (a plan or region slot) walks the graph with the mask as an ``IDSelectorBitmap``:
-  an exact scan of 43% of 1M rows costs about 125 ms, the graph a few ms, at the recall of an
-  unfiltered graph search. Unselected rows are only stepped through, never returned, so a result
-  is always allowed; if the walk finds fewer than ``k`` allowed rows, the exact path answers;
+* a broad mask (a plan or region slot) walks the graph with the mask as an ``IDSelectorBitmap``: an
+  exact scan grows with the rows the filter keeps, the graph walk does not, and its recall stays
+  that of an unfiltered graph search. Unselected rows are only stepped through, never returned, so a
+  result is always allowed; if the walk finds fewer than ``k`` allowed rows, the exact path answers;
 * a narrow mask scans exactly the rows it keeps (as on a flat index): a graph walk would mostly
   visit unselected rows, and such filters are cheap to scan anyway.
 
 Searches only read the index, so any number of threads may search at once. Persistence uses
 ``faiss.write_index``/``faiss.read_index``: no pickle. Given the vectors as a memory-mapped
 array, a read maps FAISS's copy too (``IO_FLAG_MMAP_IFC``) instead of reading it, so loading
-1.5 GB of vectors at 1M chunks is instant and worker processes share the pages. numpy reads its
-own mapped array, not FAISS's mapping: gathering rows from FAISS's mapping took 10-40x longer
-(a page fault per few rows, every time), from ``np.load(mmap_mode="r")`` as long as from RAM.
+the vectors costs no time and worker processes share the pages. numpy reads its own mapped
+array, not FAISS's mapping: gathering rows from FAISS's mapping kept taking page faults and was
+an order of magnitude slower, from ``np.load(mmap_mode="r")`` as fast as from the heap.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ GRAPH_MIN_FRACTION = 0.05
 
 WIDE_WALK_BELOW_FRACTION = 0.2
 """Graph walks under masks keeping less than this share use twice the persisted ``efSearch``:
-at 1M chunks and 5-10 % of rows, recall@10 0.96-0.97 -> 0.99-0.995 for about +1 ms."""
+the fewer rows a mask keeps, the more of the walk is spent on rows it excludes."""
 
 NORM_TOLERANCE = 1e-3
 """How far a vector's L2 norm may be from 1 before it is rejected as not normalised."""
