@@ -33,6 +33,7 @@ import logging
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -70,8 +71,12 @@ TOPICS = [
 ]  # fmt: skip
 ACTIONS = ["enable", "turn off", "fix", "set up", "find", "change", "pay for", "restore", "share"]
 QUESTIONS = ["How do I", "Can I", "Why can't I", "Where do I", "Is it possible to"]
+SLOT_FILTER = "slots: plan AND region"
+SWEEP_SHARES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.43, 0.7)
+SWEEP_EF = (256, 512)
+SWEEP_QUERIES = 100
 FILTERS = {
-    "slots: plan AND region": 'and(eq("plan", "premium"), eq("region", "eu"))',
+    SLOT_FILTER: 'and(eq("plan", "premium"), eq("region", "eu"))',
     "narrow: category AND platform AND region": (
         'and(eq("category", "sync"), eq("platform", "android"), eq("region", "apac"))'
     ),
@@ -190,10 +195,32 @@ def run_size(
 
 def max_rss_mb() -> float:
     """Peak resident memory of this process image (VmHWM: unlike ru_maxrss, reset by exec)."""
+    return _status_mb("VmHWM")
+
+
+def rss_mb() -> float:
+    return _status_mb("VmRSS")
+
+
+def _status_mb(field: str) -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class MemoryPhase:
+    """Peak and retained RSS growth of one phase: the peak mark is reset when it starts."""
+
+    def __enter__(self) -> MemoryPhase:
+        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
+        self.before = rss_mb()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.peak = round(max_rss_mb() - self.before)
+        self.retained = round(rss_mb() - self.before)
+        self.mapped_files = round(_status_mb("RssFile"))
 
 
 def exact_top_k(vectors: NDArray[np.float32], queries: NDArray[np.float32]) -> NDArray[np.int64]:
@@ -229,34 +256,44 @@ def measure_one(rows: int, exact_below: int, cache: Path, threads: int) -> dict[
     chunks = [
         Chunk(f"c{row}", chunk_text(row, rng), chunk_metadata(row, rng)) for row in range(rows)
     ]
-    rss_data = max_rss_mb()
-    started = time.perf_counter()
-    index = KnowledgeIndex.build("bench", "bench", chunks, vectors, [], exact_below)
-    build_s = time.perf_counter() - started
-    with tempfile.TemporaryDirectory() as folder:
-        index.write(Path(folder) / "index")
-        del index
-        started = time.perf_counter()
-        index = KnowledgeIndex.read(Path(folder) / "index")
-        load_s = time.perf_counter() - started
-    filters = {name: parse_filter(text) for name, text in FILTERS.items()}
-    started = time.perf_counter()
-    selected = {name: _share(index, f) for name, f in filters.items()}
-    columns_s = time.perf_counter() - started
-    rss_ours = max_rss_mb()
-
-    rasa = FAISS_Store(embeddings=None)  # type: ignore[arg-type]
     texts = [chunk.text for chunk in chunks]
     metadatas = [chunk.metadata for chunk in chunks]
-    rasa._add_embeddings(texts, vectors, metadatas)  # type: ignore[arg-type]
-    langchain = FAISS(
-        FakeEmbeddings(size=DIMENSION),
-        faiss.IndexFlatIP(DIMENSION),
-        InMemoryDocstore(),
-        {},
-        distance_strategy=DistanceStrategy.MAX_INNER_PRODUCT,
-    )
-    langchain.add_embeddings(zip(texts, vectors, strict=True), metadatas)
+    rss_data = max_rss_mb()
+    folder = Path(tempfile.mkdtemp(prefix="scale-index-"))
+    with MemoryPhase() as ours_memory:
+        started = time.perf_counter()
+        built = KnowledgeIndex.build("bench", "bench", chunks, vectors, [], exact_below)
+        build_s = time.perf_counter() - started
+        started = time.perf_counter()
+        built.write(folder / "index")
+        write_s = time.perf_counter() - started
+        del built
+    with MemoryPhase() as reload_memory:
+        started = time.perf_counter()
+        index = KnowledgeIndex.read(folder / "index")
+        load_s = time.perf_counter() - started
+        filters = {name: parse_filter(text) for name, text in FILTERS.items()}
+        started = time.perf_counter()
+        selected = {name: _share(index, f) for name, f in filters.items()}
+        columns_s = time.perf_counter() - started
+        first = RetrievalRequest(["q"], [queries[0]], filters[SLOT_FILTER], K, 0.0, K, False)
+        started = time.perf_counter()
+        retrieve(index, first)
+        first_search_ms = (time.perf_counter() - started) * 1000
+    rss_ours = max_rss_mb()
+
+    with MemoryPhase() as rasa_memory:
+        rasa = FAISS_Store(embeddings=None)  # type: ignore[arg-type]
+        rasa._add_embeddings(texts, vectors, metadatas)  # type: ignore[arg-type]
+    with MemoryPhase() as langchain_memory:
+        langchain = FAISS(
+            FakeEmbeddings(size=DIMENSION),
+            faiss.IndexFlatIP(DIMENSION),
+            InMemoryDocstore(),
+            {},
+            distance_strategy=DistanceStrategy.MAX_INNER_PRODUCT,
+        )
+        langchain.add_embeddings(zip(texts, vectors, strict=True), metadatas)
 
     def ours(vector: NDArray[np.float32], name: str | None) -> list[int]:
         request = RetrievalRequest(
@@ -278,26 +315,35 @@ def measure_one(rows: int, exact_below: int, cache: Path, threads: int) -> dict[
     }
     faiss.omp_set_num_threads(threads)  # builds above used every core; searches use this many
     timings: dict[str, list[float]] = {name: [] for name in runs}
-    found_unfiltered = []
+    found: dict[str, list[list[int]]] = {name: [] for name in runs if name.startswith("ours")}
     for vector in queries:
         for name, run in runs.items():
             started = time.perf_counter()
-            found = run(vector)
+            hits = run(vector)
             timings[name].append((time.perf_counter() - started) * 1000)
-            if name == "ours unfiltered":
-                found_unfiltered.append(found)
-    truth = exact_top_k(vectors, queries)
-    recall = np.mean(
-        [len(set(f) & set(t)) / K for f, t in zip(found_unfiltered, truth.tolist(), strict=True)]
-    )
+            if name in found:
+                found[name].append(hits)
+    truth = {"ours unfiltered": exact_top_k(vectors, queries).tolist()}
+    for name, directive in filters.items():
+        mask = _mask(index, directive)
+        truth[f"ours {name}"] = [
+            [row for row, _ in index.dense.search(v, K, mask, exact=True)] for v in queries
+        ]
+    recall = {name: _recall(found[name], truth[name]) for name in found}
+    sweep = selectivity_sweep(index, queries[:SWEEP_QUERIES]) if index.dense.approximate else {}
+    shutil.rmtree(folder, ignore_errors=True)
     return {
         "rows": rows,
         "index": "hnsw" if index.dense.approximate else "flat",
         "build_s": round(build_s, 2),
+        "write_s": round(write_s, 2),
         "load_s": round(load_s, 2),
         "columns_s": round(columns_s, 2),
+        "first_search_ms": round(first_search_ms, 1),
         "selected": selected,
-        "recall_at_10": round(float(recall), 4),
+        "recall_at_10": recall["ours unfiltered"],
+        "recall": recall,
+        "sweep": sweep,
         "latency_ms": {name: percentiles(samples) for name, samples in timings.items()},
         "rss_mb": {
             "start": round(rss_start),
@@ -305,9 +351,60 @@ def measure_one(rows: int, exact_below: int, cache: Path, threads: int) -> dict[
             "ours": round(rss_ours),
             "all": round(max_rss_mb()),
         },
+        "memory_mb": {
+            "ours build + write": [ours_memory.peak, ours_memory.retained],
+            "ours reload + first filters": [reload_memory.peak, reload_memory.retained],
+            "Rasa FAISS_Store": [rasa_memory.peak, rasa_memory.retained],
+            "LangChain FAISS": [langchain_memory.peak, langchain_memory.retained],
+        },
+        "mapped_files_mb_after_reload": reload_memory.mapped_files,
         "load": [round(x, 2) for x in os.getloadavg()],
         "threads": faiss.omp_get_max_threads(),
     }
+
+
+def selectivity_sweep(index: KnowledgeIndex, queries: NDArray[np.float32]) -> dict[str, Any]:
+    """Filtered search on random masks of each share: exact scan, the graph by raw efSearch
+    (automatic widening off), and the search as shipped (strategy and width chosen by share)."""
+    from addons.retrieve import dense
+
+    graph: Any = index.dense._index
+    persisted = graph.hnsw.efSearch, dense.WIDE_WALK_BELOW_FRACTION
+    rng = np.random.default_rng(7)
+    sweep: dict[str, Any] = {}
+    for share in SWEEP_SHARES:
+        mask = rng.random(len(index)) < share
+        exact_ms, truth = timed(lambda v, m=mask: index.dense.search(v, K, m, exact=True), queries)
+        row: dict[str, Any] = {"exact": percentiles(exact_ms)}
+        dense.WIDE_WALK_BELOW_FRACTION = 0.0
+        for ef in SWEEP_EF:
+            graph.hnsw.efSearch = ef
+            graph_ms, hits = timed(
+                lambda v, m=mask: index.dense.search(v, K, m, exact=False), queries
+            )
+            row[f"graph ef {ef}"] = [_recall(hits, truth), *percentiles(graph_ms)]
+        graph.hnsw.efSearch, dense.WIDE_WALK_BELOW_FRACTION = persisted
+        shipped_ms, hits = timed(lambda v, m=mask: index.dense.search(v, K, m), queries)
+        row["as shipped"] = [_recall(hits, truth), *percentiles(shipped_ms)]
+        sweep[str(share)] = row
+    return sweep
+
+
+def timed(search: Any, queries: NDArray[np.float32]) -> tuple[list[float], list[list[int]]]:
+    """Milliseconds and hit rows of ``search`` for each query."""
+    timings, found = [], []
+    for vector in queries:
+        started = time.perf_counter()
+        hits = search(vector)
+        timings.append((time.perf_counter() - started) * 1000)
+        found.append([row for row, _ in hits])
+    return timings, found
+
+
+def _recall(found: list[list[int]], truth: list[list[int]]) -> float:
+    pairs = zip(found, truth, strict=True)
+    shares = [len(set(f) & set(t)) / len(t) if t else 1.0 for f, t in pairs]
+    return round(float(np.mean(shares)), 4)
 
 
 def ef_sweep(rows: int, cache: Path) -> dict[str, Any]:
@@ -338,17 +435,29 @@ def ef_sweep(rows: int, cache: Path) -> dict[str, Any]:
     return {"rows": rows, "build_s": round(build_s, 1), "sweep": sweep, "load": load}
 
 
-def _share(index: KnowledgeIndex, directive: Any) -> float:
+def _mask(index: KnowledgeIndex, directive: Any) -> NDArray[np.bool_]:
     from addons.retrieve.retriever import filter_mask
 
     mask = filter_mask(index, directive)
-    return round(float(np.mean(mask)), 4) if mask is not None else 1.0
+    assert mask is not None
+    return mask
+
+
+def _share(index: KnowledgeIndex, directive: Any) -> float:
+    return round(float(np.mean(_mask(index, directive))), 4)
 
 
 # --------------------------------------------------------------------------- report
 
 
+HAND_WRITTEN = "<!-- written by hand from here on: bench/scale.py keeps it -->"
+
+
 def write_report(build: dict[str, Any], sizes: list[dict[str, Any]], out: Path) -> None:
+    """Write the measured tables; whatever follows ``HAND_WRITTEN`` in ``out`` is kept."""
+    kept = ""
+    if out.is_file() and HAND_WRITTEN in (old := out.read_text(encoding="utf-8")):
+        kept = old[old.index(HAND_WRITTEN) :]
     lines = [
         "# Scale",
         "",
@@ -360,36 +469,78 @@ def write_report(build: dict[str, Any], sizes: list[dict[str, Any]], out: Path) 
         f"**{build['chunks_per_s']} chunks/s** (load average {build['load'][0]} -> "
         f"{build['load'][1]}).",
         "",
-        "Search latency per query in ms, p50 / p95, k = 10, same query vectors for every store:",
+        *_latency_table(sizes),
         "",
+        *_memory_table(sizes),
+        "",
+        *_sweep_tables(sizes),
     ]
+    out.write_text("\n".join(lines) + "\n" + (f"\n{kept}" if kept else ""), encoding="utf-8")
+
+
+def _latency_table(sizes: list[dict[str, Any]]) -> list[str]:
     names = list(sizes[0]["latency_ms"])
-    lines.append("| chunks | index | recall@10 | " + " | ".join(names) + " | load avg |")
-    lines.append("|---:|---|---:|" + "---:|" * len(names) + "---:|")
+    ours = [name for name in names if name.startswith("ours")]
+    lines = [
+        "Search latency per query in ms, p50 / p95, k = 10, same query vectors for every store; "
+        "recall@10 of ours against exact search (unfiltered, then each filter, in column order):",
+        "",
+        "| chunks | index | recall@10 | " + " | ".join(names) + " | load avg |",
+        "|---:|---|---|" + "---:|" * len(names) + "---:|",
+    ]
     for size in sizes:
+        recall = size.get("recall", {"ours unfiltered": size["recall_at_10"]})
+        recalls = " / ".join(f"{recall[name]:.3f}" for name in ours if name in recall)
         cells = [" / ".join(f"{x:.2f}" for x in size["latency_ms"][name]) for name in names]
         lines.append(
-            f"| {size['rows']:,} | {size['index']} | {size['recall_at_10']:.3f} | "
+            f"| {size['rows']:,} | {size['index']} | {recalls} | "
             + " | ".join(cells)
             + f" | {size['load'][0]} |"
         )
-    lines += [
+    return lines
+
+
+def _memory_table(sizes: list[dict[str, Any]]) -> list[str]:
+    phases = list(sizes[0]["memory_mb"])
+    lines = [
+        "Build, reload and memory. Reload: `KnowledgeIndex.read` of the written folder; then the "
+        "first use of both filters and the first filtered search. Memory in MB, each phase "
+        "measured in the size's own process with the peak mark reset before it (`clear_refs`): "
+        "peak growth / growth still held at its end. The generated data (chunk objects and "
+        "vectors, which all stores are built from) is held throughout and not counted.",
         "",
-        "Build, load and memory (peak RSS of the size's own process, MB: after generating the "
-        "data, after building + reloading ours, after also building Rasa's and LangChain's "
-        "stores):",
-        "",
-        "| chunks | index | build ours s | load (KnowledgeIndex.read) s | metadata columns s "
-        "| RSS data | RSS + ours | RSS + all three |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| chunks | index | build ours s | write s | reload s | first filters s "
+        "| first filtered search ms | RSS data | " + " | ".join(phases) + " |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(phases),
     ]
     for size in sizes:
-        rss = size["rss_mb"]
+        memory = [" / ".join(str(x) for x in size["memory_mb"][phase]) for phase in phases]
         lines.append(
-            f"| {size['rows']:,} | {size['index']} | {size['build_s']} | {size['load_s']} | "
-            f"{size['columns_s']} | {rss['data']} | {rss['ours']} | {rss['all']} |"
+            f"| {size['rows']:,} | {size['index']} | {size['build_s']} | {size['write_s']} | "
+            f"{size['load_s']} | {size['columns_s']} | {size['first_search_ms']} | "
+            f"{size['rss_mb']['data']} | " + " | ".join(memory) + " |"
         )
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return lines
+
+
+def _sweep_tables(sizes: list[dict[str, Any]]) -> list[str]:
+    lines: list[str] = []
+    for size in (size for size in sizes if size.get("sweep")):
+        sweep = size["sweep"]
+        columns = list(next(iter(sweep.values())))
+        lines += [
+            f"Filtered search at {size['rows']:,} chunks (HNSW) on random masks keeping a share "
+            f"of the rows, {SWEEP_QUERIES} queries: exact scan p50 / p95 ms, and the graph walk "
+            "with the mask as selector: recall@10 against the exact scan, p50 / p95 ms.",
+            "",
+            "| share of rows | " + " | ".join(columns) + " |",
+            "|---:|" + "---:|" * len(columns),
+        ]
+        for share, row in sweep.items():
+            cells = [" / ".join(f"{x:g}" for x in row[column]) for column in columns]
+            lines.append(f"| {float(share):.1%} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
 
 
 def plot(sizes: list[dict[str, Any]], out: Path) -> None:

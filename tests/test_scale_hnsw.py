@@ -1,8 +1,9 @@
-"""Above ``exact_search_below`` chunks the dense index is HNSW, and filters stay exact.
+"""Above ``exact_search_below`` chunks the dense index is HNSW; every filtered hit is allowed.
 
-A filter is access control: with an approximate index, a filtered search must still return the k
-nearest *allowed* chunks (it runs on the graph's flat storage), while unfiltered searches use the
-graph with the persisted ``efSearch`` and keep recall@10 >= 0.97 against exact search.
+A filter is access control: whatever the path, a filtered search returns only allowed chunks. A
+narrow filter is searched exactly (the k nearest allowed chunks); a broad one walks the graph
+with the filter as a selector and keeps recall@10 >= 0.97 against exact search, like unfiltered
+searches do with the persisted ``efSearch``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from addons.knowledge.index import KnowledgeIndex
 from addons.knowledge.models import Chunk
 from addons.retrieve.dense import (
     FLAT_FACTORY,
+    GRAPH_MIN_FRACTION,
     HNSW_EF_SEARCH,
     HNSW_FACTORY,
     DenseIndex,
@@ -78,17 +80,63 @@ def test_unfiltered_search_on_hnsw_keeps_recall_at_10_above_0_97(
     assert np.mean(recalls) >= 0.97
 
 
-@pytest.mark.parametrize("share", [0.001, 0.03, 0.3, 0.9, 1.0])
-def test_filtered_search_on_hnsw_is_exact_at_any_selectivity(
-    hnsw: KnowledgeIndex, vectors: NDArray[np.float32], share: float
-):
-    rng = np.random.default_rng(int(share * 1000))
+def random_mask(share: float, seed: int) -> NDArray[np.bool_]:
+    rng = np.random.default_rng(seed)
     mask = rng.random(ROWS) < share
     mask[rng.integers(ROWS)] = True
-    corpus = vectors[:ROWS]
+    return mask
+
+
+@pytest.mark.parametrize("share", [0.001, 0.03, GRAPH_MIN_FRACTION * 0.9])
+def test_a_narrow_filter_is_searched_exactly(
+    hnsw: KnowledgeIndex, vectors: NDArray[np.float32], share: float
+):
+    mask = random_mask(share, seed=int(share * 1000))
+    assert not hnsw.dense.walks_graph(int(mask.sum()))
     for query in vectors[ROWS : ROWS + 20]:
         found = [row for row, _ in hnsw.dense.search(query, K, mask)]
-        assert found == exact(corpus, query, mask)
+        assert found == exact(vectors[:ROWS], query, mask)
+
+
+@pytest.mark.parametrize("share", [GRAPH_MIN_FRACTION * 1.2, 0.43, 0.9, 1.0])
+def test_a_broad_filter_walks_the_graph_with_recall_at_10_above_0_97(
+    hnsw: KnowledgeIndex, vectors: NDArray[np.float32], share: float
+):
+    mask = random_mask(share, seed=int(share * 1000))
+    assert hnsw.dense.walks_graph(int(mask.sum()))
+    recalls = []
+    for query in vectors[ROWS:]:
+        found = [row for row, _ in hnsw.dense.search(query, K, mask)]
+        assert len(found) == K
+        assert mask[found].all(), "a filtered search returned a row the filter excludes"
+        recalls.append(len(set(found) & set(exact(vectors[:ROWS], query, mask))) / K)
+    assert np.mean(recalls) >= 0.97
+
+
+def test_both_paths_return_the_same_top_k_on_small_data(vectors: NDArray[np.float32]):
+    small = DenseIndex.build(vectors[:1500], HNSW_FACTORY)
+    mask = np.random.default_rng(5).random(1500) < 0.43
+    for query in vectors[ROWS : ROWS + 20]:
+        graph = small.search(query, K, mask, exact=False)
+        scan = small.search(query, K, mask, exact=True)
+        assert [row for row, _ in graph] == [row for row, _ in scan]
+        np.testing.assert_allclose([s for _, s in graph], [s for _, s in scan], rtol=1e-5)
+
+
+def test_a_graph_walk_that_finds_too_few_allowed_rows_falls_back_to_the_exact_scan(
+    hnsw: KnowledgeIndex, vectors: NDArray[np.float32]
+):
+    mask = np.zeros(ROWS, dtype=bool)
+    far = np.argsort(vectors[:ROWS] @ vectors[ROWS])[:3]  # the rows least like the query
+    mask[far] = True
+    found = hnsw.dense.search(vectors[ROWS], K, mask, exact=False)
+    assert sorted(row for row, _ in found) == sorted(far.tolist())
+
+
+def test_the_graph_is_never_used_on_a_flat_index(vectors: NDArray[np.float32]):
+    flat = DenseIndex.build(vectors[:500])
+    assert not flat.walks_graph(500)
+    assert not flat.walks_graph(500, exact=False)
 
 
 def test_hnsw_and_its_search_width_survive_a_restart(

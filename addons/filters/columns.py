@@ -35,6 +35,9 @@ logger = structlog.get_logger(__name__)
 NO_CODE = -1
 """Row code of a row without a scalar string value."""
 
+SLICED_CODES_MAX = 32
+"""Up to this many selected strings, list members are found by slicing the code-ordered pairs."""
+
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 _DATE_START = re.compile(r"\d{4}-\d{2}-\d{2}")
 _BOOLEAN_WORDS = {"true": 1, "false": 0}
@@ -88,6 +91,7 @@ class AttributeColumn:
     row_codes: NDArray[np.int32]
     list_rows: NDArray[np.int32]
     list_codes: NDArray[np.int32]
+    """List members as (row, code) pairs, ordered by code: a code's rows are one slice."""
     numbers: NDArray[np.float64]
     days: NDArray[np.datetime64]
     instants: NDArray[np.datetime64]
@@ -107,7 +111,15 @@ class AttributeColumn:
             # Row code -1 (no scalar string) indexes the appended False.
             mask = np.append(selected, False)[self.row_codes]
         if lists and len(self.list_rows):
-            mask[self.list_rows[selected[self.list_codes]]] = True
+            codes = np.flatnonzero(selected)
+            if len(codes) <= SLICED_CODES_MAX:
+                # Touches only the selected codes' pairs instead of testing every pair.
+                starts = np.searchsorted(self.list_codes, codes, side="left")
+                ends = np.searchsorted(self.list_codes, codes, side="right")
+                for start, end in zip(starts, ends, strict=True):
+                    mask[self.list_rows[start:end]] = True
+            else:
+                mask[self.list_rows[selected[self.list_codes]]] = True
         return mask
 
 
@@ -208,6 +220,8 @@ class _ColumnBuilder:
         list_rows = np.array(self.member_rows, dtype=np.int32)
         present[list_rows] = True
         list_codes = distinct_codes[np.array([slot[raw] for raw in self.members], dtype=np.intp)]
+        by_code = np.argsort(list_codes, kind="stable")
+        list_rows, list_codes = list_rows[by_code], list_codes[by_code]
         return _frozen(
             AttributeColumn(
                 present=present,
@@ -250,12 +264,22 @@ class MetadataColumns:
 
     def __init__(self, metadatas: Sequence[Mapping[str, Any]]) -> None:
         self._metadatas = tuple(metadatas)
+        self._rows = len(self._metadatas)
         self._attributes = frozenset(key for metadata in self._metadatas for key in metadata)
         self._columns: dict[str, AttributeColumn] = {}
         self._lock = threading.Lock()
 
+    @classmethod
+    def from_columns(cls, rows: int, columns: Mapping[str, AttributeColumn]) -> MetadataColumns:
+        """Columns of every attribute, built earlier (read back with a persisted index)."""
+        prebuilt = cls(())
+        prebuilt._rows = rows
+        prebuilt._attributes = frozenset(columns)
+        prebuilt._columns = dict(columns)
+        return prebuilt
+
     def __len__(self) -> int:
-        return len(self._metadatas)
+        return self._rows
 
     def attributes(self) -> frozenset[str]:
         """Every attribute that at least one chunk has."""

@@ -4,7 +4,15 @@ An index is written into a fresh folder named after its fingerprint and then pub
 atomically replacing a small ``CURRENT`` pointer file. A crash or kill in the middle of a rebuild
 therefore leaves the previous index in place and usable, and readers never see half a folder.
 Several processes (Rasa workers) starting at once serialise on a file lock and the later ones
-find the index already built. Nothing is pickled: FAISS's own format, bm25s's own format and JSON.
+find the index already built. Nothing is pickled: FAISS's own format, bm25s's own format, numpy
+arrays and JSON.
+
+Format 2 reads back without parsing anything per chunk (format 1 parsed every chunk and every
+metadata value on each restart, see bench/results/scale.md): vectors (FAISS's and a plain ``.npy``
+copy) and BM25 arrays are memory-mapped, chunks sit in a ``ChunkTable`` parsed row by row, metadata
+filters come from persisted columns. A folder of format 1 (the previous release) is still read, so
+an upgrade rebuilds it in format 2 without re-embedding; any other format is refused, never guessed
+at, and then rebuilt.
 
 The folder is not trusted further than that: ``CURRENT`` must name a published index folder
 directly inside ``index_path`` (no absolute path, no ``..``, no link leading out), otherwise it
@@ -19,7 +27,9 @@ import os
 import re
 import shutil
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import InitVar, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +37,9 @@ import numpy as np
 import structlog
 from filelock import FileLock
 
+from addons.filters.column_files import read_columns, write_columns
 from addons.filters.columns import MetadataColumns
+from addons.knowledge.chunk_table import ChunkTable
 from addons.knowledge.listing import is_inside
 from addons.knowledge.loader import IngestProblem
 from addons.knowledge.models import Chunk
@@ -37,12 +49,19 @@ from addons.retrieve.lexical import LexicalIndex, LexicalSettings
 
 logger = structlog.get_logger()
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, FORMAT_VERSION)
+"""Format 1 (the previous release's) is read so that an upgrade can reuse its vectors."""
 CURRENT_FILE = "CURRENT"
 LOCK_FILE = ".build.lock"
 MANIFEST_FILE = "manifest.json"
 CHUNKS_FILE = "chunks.json"
+"""Format 1: every chunk in one JSON document."""
+CHUNK_TABLE_FOLDER = "chunks"
+COLUMNS_FOLDER = "columns"
 DENSE_FILE = "dense.faiss"
+VECTORS_FILE = "vectors.npy"
+"""Format 2: the vectors again, as a plain array that numpy maps (see addons/retrieve/dense.py)."""
 LEXICAL_FOLDER = "lexical"
 KEEP_PREVIOUS = 1
 """Older published indexes kept besides the current one (a reader may still have one open)."""
@@ -72,17 +91,20 @@ class KnowledgeIndex:
     fingerprint: str
     embedder: str
     """Identity of the embedding model that made ``vectors``."""
-    chunks: list[Chunk]
+    chunks: Sequence[Chunk]
     dense: DenseIndex
     lexical: LexicalIndex
     problems: list[IngestProblem] = field(default_factory=list)
+    prebuilt_columns: InitVar[MetadataColumns | None] = None
     columns: MetadataColumns = field(init=False)
-    row_of: dict[str, int] = field(init=False)
-    """Row of each chunk id."""
 
-    def __post_init__(self) -> None:
-        self.columns = MetadataColumns([chunk.metadata for chunk in self.chunks])
-        self.row_of = {chunk.chunk_id: row for row, chunk in enumerate(self.chunks)}
+    def __post_init__(self, prebuilt_columns: MetadataColumns | None) -> None:
+        self.columns = prebuilt_columns or MetadataColumns([c.metadata for c in self.chunks])
+
+    @cached_property
+    def row_of(self) -> dict[str, int]:
+        """Row of each chunk id (built on first use: it reads every chunk)."""
+        return {chunk.chunk_id: row for row, chunk in enumerate(self.chunks)}
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -122,9 +144,10 @@ class KnowledgeIndex:
     def write(self, folder: Path) -> None:
         folder.mkdir(parents=True)
         self.dense.write(folder / DENSE_FILE)
+        np.save(folder / VECTORS_FILE, self.vectors, allow_pickle=False)
         self.lexical.save(folder / LEXICAL_FOLDER)
-        chunks = [{"id": c.chunk_id, "text": c.text, "metadata": c.metadata} for c in self.chunks]
-        _write_json(folder / CHUNKS_FILE, chunks)
+        ChunkTable.write(self.chunks, folder / CHUNK_TABLE_FOLDER)
+        write_columns(self.columns, folder / COLUMNS_FOLDER)
         manifest = {
             "format": FORMAT_VERSION,
             "fingerprint": self.fingerprint,
@@ -137,17 +160,30 @@ class KnowledgeIndex:
 
     @classmethod
     def read(cls, folder: Path) -> KnowledgeIndex:
+        """Read a folder of format 2 or 1; raises ``IndexCorruptError`` for anything else."""
         try:
             manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
-            if manifest.get("format") != FORMAT_VERSION:
-                raise IndexCorruptError(f"index format {manifest.get('format')} is not supported")
-            records = json.loads((folder / CHUNKS_FILE).read_text(encoding="utf-8"))
-            chunks = [Chunk(r["id"], r["text"], r["metadata"]) for r in records]
-            dense = DenseIndex.read(folder / DENSE_FILE)
-            lexical = LexicalIndex.load(folder / LEXICAL_FOLDER)
+            version = manifest.get("format")
+            if version not in READABLE_FORMATS:
+                raise IndexCorruptError(
+                    f"index format {version!r} is not supported (this release reads "
+                    f"{READABLE_FORMATS}); it is rebuilt from the documents"
+                )
+            vectors = None
+            if version != 1:
+                vectors = np.load(folder / VECTORS_FILE, mmap_mode="r", allow_pickle=False)
+            dense = DenseIndex.read(folder / DENSE_FILE, vectors)
+            lexical = LexicalIndex.load(folder / LEXICAL_FOLDER, mmap=version != 1)
+            chunks: Sequence[Chunk]
+            if version == 1:
+                records = json.loads((folder / CHUNKS_FILE).read_text(encoding="utf-8"))
+                chunks, columns = [Chunk(r["id"], r["text"], r["metadata"]) for r in records], None
+            else:
+                chunks = ChunkTable.read(folder / CHUNK_TABLE_FOLDER)
+                columns = read_columns(folder / COLUMNS_FOLDER, len(chunks))
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
             raise IndexCorruptError(f"cannot read the index in '{folder}': {error}") from error
-        if not (len(chunks) == len(dense) == len(lexical)):
+        if not (manifest.get("chunks") == len(chunks) == len(dense) == len(lexical)):
             raise IndexCorruptError(f"index parts in '{folder}' disagree on the number of chunks")
         problems = [IngestProblem(**problem) for problem in manifest.get("problems", [])]
         return cls(
@@ -157,6 +193,7 @@ class KnowledgeIndex:
             dense,
             lexical,
             problems,
+            columns,
         )
 
 

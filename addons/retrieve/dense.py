@@ -1,4 +1,4 @@
-"""Exact dense search within a metadata filter, over L2-normalised vectors (cosine = inner product).
+"""Dense search within a metadata filter, over L2-normalised vectors (cosine = inner product).
 
 A filter is access control, so the k results must be the k nearest chunks *among those the
 filter allows*, not whatever survives of an unfiltered top ``fetch_k``. The filter arrives as a
@@ -11,13 +11,23 @@ bench/results/filtered_search.md):
 * more rows: FAISS's own search with an ``IDSelectorBitmap``, which skips unselected rows.
 
 Large corpora (``factory_for``: from ``exact_search_below`` rows) use an HNSW graph over a flat
-store (``HNSW32,Flat``) for *unfiltered* queries only, with ``efSearch`` tuned for recall@10 >=
-0.97 and persisted inside the FAISS file. Masked queries never touch the graph: they run on the
-graph's flat storage (an exhaustive inner-product index holding the same vectors), so filtering
-stays exact at any size. Measured in bench/results/scale.md.
+store (``HNSW32,Flat``), with ``efSearch`` tuned for recall@10 >= 0.97 and persisted inside the
+FAISS file. On such an index a mask picks one of two paths by the share of rows it keeps
+(``GRAPH_MIN_FRACTION``, chosen by a sweep of selectivities, bench/results/scale.md):
+
+* a broad mask (a plan or region slot) walks the graph with the mask as an ``IDSelectorBitmap``: an
+  exact scan grows with the rows the filter keeps, the graph walk does not, and its recall stays
+  that of an unfiltered graph search. Unselected rows are only stepped through, never returned, so a
+  result is always allowed; if the walk finds fewer than ``k`` allowed rows, the exact path answers;
+* a narrow mask scans exactly the rows it keeps (as on a flat index): a graph walk would mostly
+  visit unselected rows, and such filters are cheap to scan anyway.
 
 Searches only read the index, so any number of threads may search at once. Persistence uses
-``faiss.write_index``/``faiss.read_index``: no pickle.
+``faiss.write_index``/``faiss.read_index``: no pickle. Given the vectors as a memory-mapped
+array, a read maps FAISS's copy too (``IO_FLAG_MMAP_IFC``) instead of reading it, so loading
+the vectors costs no time and worker processes share the pages. numpy reads its own mapped
+array, not FAISS's mapping: gathering rows from FAISS's mapping kept taking page faults and was
+an order of magnitude slower, from ``np.load(mmap_mode="r")`` as fast as from the heap.
 """
 
 from __future__ import annotations
@@ -47,7 +57,14 @@ HNSW_EF_SEARCH = 256
 0.967, 192 0.994; bench/results/scale.md)."""
 
 GATHER_MAX_FRACTION = 0.05
-"""Masks selecting at most this share of rows are searched by gathering the selected vectors."""
+"""Exact path: masks selecting at most this share of rows are scored by gathering their vectors."""
+
+GRAPH_MIN_FRACTION = 0.05
+"""On an HNSW index, masks keeping at least this share of rows walk the graph (see module doc)."""
+
+WIDE_WALK_BELOW_FRACTION = 0.2
+"""Graph walks under masks keeping less than this share use twice the persisted ``efSearch``:
+the fewer rows a mask keeps, the more of the walk is spent on rows it excludes."""
 
 NORM_TOLERANCE = 1e-3
 """How far a vector's L2 norm may be from 1 before it is rejected as not normalised."""
@@ -71,7 +88,8 @@ class DenseIndex:
     Unfiltered search is exact for a flat index and approximate (HNSW) for an HNSW one.
     """
 
-    def __init__(self, index: faiss.Index) -> None:
+    def __init__(self, index: faiss.Index, vectors: NDArray[np.float32] | None = None) -> None:
+        """Wrap ``index``; ``vectors`` is a read-only copy of its vectors for numpy to read."""
         if index.metric_type != faiss.METRIC_INNER_PRODUCT:
             raise DenseIndexError(
                 "The FAISS index must use METRIC_INNER_PRODUCT (cosine on normalised vectors); "
@@ -79,7 +97,14 @@ class DenseIndex:
             )
         self._index = index  # owns the C++ index; the flat storage below is only borrowed
         self._exhaustive = _exhaustive_part(index)
-        self._vectors = _stored_vectors(self._exhaustive)
+        if vectors is None:
+            vectors = _stored_vectors(self._exhaustive)
+        elif vectors.dtype != np.float32 or vectors.shape != (index.ntotal, index.d):
+            raise DenseIndexError(
+                f"Vectors of {vectors.dtype}{vectors.shape} do not fit an index of "
+                f"{index.ntotal} x {index.d}; rebuild the index."
+            )
+        self._vectors = vectors
 
     @classmethod
     def build(cls, vectors: NDArray[Any], factory: str = FLAT_FACTORY) -> DenseIndex:
@@ -97,9 +122,12 @@ class DenseIndex:
         return cls(index)
 
     @classmethod
-    def read(cls, path: str | PathLike[str]) -> DenseIndex:
-        """Load an index written by ``write``."""
-        return cls(faiss.read_index(str(path)))
+    def read(
+        cls, path: str | PathLike[str], vectors: NDArray[np.float32] | None = None
+    ) -> DenseIndex:
+        """Load an index written by ``write``; mapped, not read, when ``vectors`` are given."""
+        flags = faiss.IO_FLAG_MMAP_IFC if vectors is not None else 0
+        return cls(faiss.read_index(str(path), flags), vectors)
 
     def write(self, path: str | PathLike[str]) -> None:
         """Persist the index with faiss.write_index."""
@@ -123,36 +151,64 @@ class DenseIndex:
         return self._vectors
 
     def search(
-        self, query: NDArray[Any], k: int, mask: NDArray[np.bool_] | None = None
+        self,
+        query: NDArray[Any],
+        k: int,
+        mask: NDArray[np.bool_] | None = None,
+        *,
+        exact: bool | None = None,
     ) -> list[Hit]:
         """The ``k`` rows nearest to ``query`` among those ``mask`` allows, best first.
 
-        Exact: with a mask, the result equals brute force over the allowed rows. Fewer than ``k``
-        hits are returned when fewer rows are allowed. Ties are broken by row number.
+        Every hit is allowed by ``mask``. On a flat index the result equals brute force over the
+        allowed rows; on an HNSW index it does for narrow masks and is approximate (like an
+        unfiltered search) for broad ones. ``exact`` forces the exact scan (True) or the graph
+        (False) instead of choosing by the mask's share. Fewer than ``k`` hits are returned when
+        fewer rows are allowed. Ties are broken by row number.
         """
         vector = self._check_query(query)
         started = time.perf_counter()
         if k <= 0 or len(self) == 0:
             return []
+        allowed = len(self)
         if mask is None:
             hits = self._search_faiss(self._index, vector, k, None)
             strategy = "hnsw" if self.approximate else "faiss"
         else:
-            rows = np.flatnonzero(self._check_mask(mask))
-            if len(rows) <= GATHER_MAX_FRACTION * len(self):
-                hits, strategy = self._search_gathered(vector, k, rows), "gather"
-            else:
-                hits = self._search_faiss(self._exhaustive, vector, k, mask)
-                strategy = "faiss_bitmap"
+            allowed = int(np.count_nonzero(self._check_mask(mask)))
+            hits, strategy = self._search_masked(vector, k, mask, allowed, exact)
         logger.debug(
             "retrieve.dense.searched",
             strategy=strategy,
             k=k,
-            allowed=len(self) if mask is None else int(np.count_nonzero(mask)),
+            allowed=allowed,
             hits=len(hits),
             ms=round((time.perf_counter() - started) * 1000, 3),
         )
         return hits
+
+    def walks_graph(self, allowed: int, exact: bool | None = None) -> bool:
+        """Whether a mask keeping ``allowed`` rows is searched on the HNSW graph."""
+        if not self.approximate or exact:
+            return False
+        return exact is False or allowed >= GRAPH_MIN_FRACTION * len(self)
+
+    def _search_masked(
+        self,
+        vector: NDArray[np.float32],
+        k: int,
+        mask: NDArray[np.bool_],
+        allowed: int,
+        exact: bool | None,
+    ) -> tuple[list[Hit], str]:
+        if self.walks_graph(allowed, exact):
+            wide = allowed < WIDE_WALK_BELOW_FRACTION * len(self)
+            hits = self._search_faiss(self._index, vector, k, mask, widen=2 if wide else 1)
+            if len(hits) >= min(k, allowed):
+                return hits, "hnsw_bitmap"
+        if allowed <= GATHER_MAX_FRACTION * len(self):
+            return self._search_gathered(vector, k, np.flatnonzero(mask)), "gather"
+        return self._search_faiss(self._exhaustive, vector, k, mask), "faiss_bitmap"
 
     def _search_gathered(self, query: NDArray[np.float32], k: int, rows: NDArray[Any]) -> list[Hit]:
         if len(rows) == 0:
@@ -171,13 +227,18 @@ class DenseIndex:
         query: NDArray[np.float32],
         k: int,
         mask: NDArray[np.bool_] | None,
+        widen: int = 1,
     ) -> list[Hit]:
         params = None
         if mask is not None:
             # The packed bitmap must outlive the search call: keep it in this frame.
             bitmap = np.packbits(mask, bitorder="little")
             selector = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))
-            params = faiss.SearchParameters()
+            if isinstance(index, faiss.IndexHNSW):
+                params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # not in faiss stubs
+                params.efSearch = index.hnsw.efSearch * widen  # else FAISS's default 16 applies
+            else:
+                params = faiss.SearchParameters()
             params.sel = selector
         scores, rows = index.search(query[None, :], min(k, len(self)), params=params)
         found = rows[0] >= 0

@@ -136,8 +136,8 @@ class LexicalIndex:
         (folder / SETTINGS_FILENAME).write_text(json.dumps(payload), encoding="utf-8")
 
     @classmethod
-    def load(cls, folder: str | Path) -> LexicalIndex:
-        """Read an index written by :meth:`save`."""
+    def load(cls, folder: str | Path, *, mmap: bool = False) -> LexicalIndex:
+        """Read an index written by :meth:`save`; ``mmap`` maps its arrays instead of reading."""
         folder = Path(folder)
         settings_path = folder / SETTINGS_FILENAME
         if not settings_path.exists():
@@ -153,7 +153,9 @@ class LexicalIndex:
             )
         rows = int(payload["rows"])
         has_terms = bool(payload.get("has_terms"))
-        retriever = bm25s.BM25.load(str(folder), show_progress=False) if has_terms else None
+        retriever = (
+            bm25s.BM25.load(str(folder), mmap=mmap, show_progress=False) if has_terms else None
+        )
         return cls(retriever, rows, LexicalSettings(**payload["settings"]))
 
     def _check_mask(self, mask: np.ndarray | None) -> np.ndarray | None:

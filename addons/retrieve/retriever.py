@@ -1,8 +1,9 @@
 """Executing a search plan on a knowledge index: exact filtered rankings, fused, scored, cut.
 
 Every ranking (dense for the standalone query and each paraphrase, BM25 when hybrid) is computed
-exactly inside the same filter mask, so no result can violate a slot filter and a narrow filter
-still yields its best ``top_k``. Rankings are fused with reciprocal rank fusion; the score given to
+inside the same filter mask, so no result can violate a slot filter and a narrow filter still
+yields its best ``top_k`` (exactly; a broad filter on an HNSW index walks the graph, see
+``addons.retrieve.dense``). Rankings are fused with reciprocal rank fusion; the score given to
 each result is always its cosine relevance to the standalone query (clipped to [0, 1]), so
 ``threshold`` means the same thing whatever produced the ranking.
 """
@@ -39,7 +40,7 @@ DenseRanking = Callable[[np.ndarray, int, FilterDirective | None, "np.ndarray | 
 
 
 def local_dense_ranking(index: KnowledgeIndex) -> DenseRanking:
-    """Dense rankings from the in-process FAISS index, exact within the mask."""
+    """Dense rankings from the in-process FAISS index, within the mask."""
 
     def rank(vector: np.ndarray, k: int, _: FilterDirective | None, mask: np.ndarray | None):
         return [row for row, _ in index.dense.search(vector, k, mask)]
