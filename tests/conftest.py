@@ -43,3 +43,20 @@ def example_index_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     points here with the same settings loads the first one's index instead of embedding again.
     """
     return tmp_path_factory.mktemp("example-index")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _structlog_configuration_restored() -> Any:
+    """The console configures structlog for its process; a module that runs it in-process (in a
+    module-scoped fixture too) must not change what later modules' ``capture_logs`` sees."""
+    import logging
+
+    import structlog
+
+    saved = structlog.get_config()
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    yield
+    structlog.configure(**saved)
+    root.setLevel(level)
+    root.handlers[:] = handlers
