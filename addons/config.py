@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from langchain_core.structured_query import Comparison, FilterDirective, Operation
+from langchain_core.structured_query import FilterDirective
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from addons.filters.syntax import parse_filter
+from addons.filters.syntax import attributes_of, parse_filter
 from addons.llm.block import LLMBlock
 from addons.milvus.config import MilvusConfig
 from addons.result_metadata import ResultMetadataChoice
@@ -193,21 +193,13 @@ def _static_filter(text: str, declared: frozenset[str]) -> FilterDirective:
         directive = parse_filter(text)
     except ValueError as error:
         raise ValueError(" ".join(f"cannot be read: {error}".split())) from None
-    unknown = sorted(_attributes(directive) - declared)
+    unknown = sorted(attributes_of(directive) - declared)
     if unknown:
         raise ValueError(
             f"names {unknown}, which `metadata_fields` does not declare; "
             "declare them or fix the filter"
         )
     return directive
-
-
-def _attributes(directive: FilterDirective) -> frozenset[str]:
-    if isinstance(directive, Comparison):
-        return frozenset({directive.attribute})
-    if isinstance(directive, Operation):
-        return frozenset().union(*(_attributes(argument) for argument in directive.arguments))
-    return frozenset()
 
 
 SECRET_BEARING_BLOCKS = ("llm", "milvus")

@@ -33,7 +33,9 @@ import tempfile
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -51,6 +53,7 @@ from addons.milvus.backend import MilvusBackend  # noqa: E402
 from bench.milvus_vs_faiss import milvus_server  # noqa: E402
 from tests.access_fuzz import (  # noqa: E402
     HostileLLM,
+    KnowledgeBase,
     SyntheticEmbedder,
     Tally,
     build_index,
@@ -84,8 +87,11 @@ class ServedFilters:
         self.server.reply(f"```json\n{body}\n```")
 
 
-def run_faiss(total: int, per_knowledge_base: int, docs: Path) -> Tally:
-    config = store_config(docs)
+def fuzz_knowledge_bases(
+    total: int, per_knowledge_base: int, searcher: Callable[[KnowledgeBase], tuple[Any, Any]]
+) -> Tally:
+    """``total`` cases, ``per_knowledge_base`` conversations on each random knowledge base;
+    ``searcher`` gives the engine for a knowledge base and what scripts its LLM's filters."""
     loop = asyncio.new_event_loop()
     tally = Tally()
 
@@ -100,14 +106,25 @@ def run_faiss(total: int, per_knowledge_base: int, docs: Path) -> Tally:
         st.lists(cases(), min_size=per_knowledge_base, max_size=per_knowledge_base),
     )
     def search_all(knowledge_base, conversations):  # type: ignore[no-untyped-def]
-        llm = HostileLLM()
-        engine = engine_for(config, build_index(knowledge_base), llm)
+        engine, llm = searcher(knowledge_base)
         for case in conversations:
             loop.run_until_complete(check_case(engine, llm, case, tally))
 
-    search_all()
-    loop.close()
+    try:
+        search_all()
+    finally:
+        loop.close()
     return tally
+
+
+def run_faiss(total: int, per_knowledge_base: int, docs: Path) -> Tally:
+    config = store_config(docs)
+
+    def searcher(knowledge_base: KnowledgeBase) -> tuple[Any, Any]:
+        llm = HostileLLM()
+        return engine_for(config, build_index(knowledge_base), llm), llm
+
+    return fuzz_knowledge_bases(total, per_knowledge_base, searcher)
 
 
 def run_milvus(total: int, knowledge_bases_count: int, uri: str, docs: Path) -> Tally:
@@ -152,30 +169,15 @@ def run_llm(total: int, per_knowledge_base: int, docs: Path) -> Tally:
     config = store_config(docs, llm=server.llm_config(timeout=5), metadata_fields=FIELDS)
     planner = build_llm_planner(config)
     served = ServedFilters(server)
-    loop = asyncio.new_event_loop()
-    tally = Tally()
 
-    @settings(
-        max_examples=max(1, total // per_knowledge_base),
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        database=None,
-    )
-    @given(
-        knowledge_bases(),
-        st.lists(cases(), min_size=per_knowledge_base, max_size=per_knowledge_base),
-    )
-    def search_all(knowledge_base, conversations):  # type: ignore[no-untyped-def]
-        engine = KnowledgeSearch(config, SyntheticEmbedder(), build_index(knowledge_base), planner)
-        for case in conversations:
-            loop.run_until_complete(check_case(engine, served, case, tally))
+    def searcher(knowledge_base: KnowledgeBase) -> tuple[Any, Any]:
+        index = build_index(knowledge_base)
+        return KnowledgeSearch(config, SyntheticEmbedder(), index, planner), served
 
     try:
-        search_all()
+        return fuzz_knowledge_bases(total, per_knowledge_base, searcher)
     finally:
-        loop.close()
         server.stop()
-    return tally
 
 
 def report(name: str, tally: Tally, seconds: float) -> str:

@@ -17,7 +17,6 @@ import yaml
 from rasa.core.processor import BaseMessageProcessor
 from rasa.dialogue_understanding.commands.set_slot_command import SetSlotCommand
 from rasa.shared.core.constants import SESSION_START_METADATA_SLOT, SetSlotExtractor
-from rasa.shared.core.domain import Domain
 from rasa.shared.core.events import SlotSet, UserUttered
 from rasa.shared.core.flows import FlowsList
 from rasa.shared.core.trackers import DialogueStateTracker, EventVerbosity
@@ -29,23 +28,9 @@ from addons.access.entitlements import AccessFilter
 from addons.config import ConfigurationError, StoreConfig
 from addons.custom_information_retrieval import MyVectorStore
 from tests.conftest import REPO_ROOT
+from tests.test_enterprise_search_policy import DOMAIN
 
 PLAN = {"plan": "plan"}
-
-DOMAIN = Domain.from_yaml(
-    """
-version: "3.1"
-slots:
-  plan:
-    type: categorical
-    values: [free, plus, premium, business]
-    mappings: [{type: from_llm}]
-  region:
-    type: categorical
-    values: [eu, us, apac]
-    mappings: [{type: from_llm}]
-"""
-)
 
 
 def access(message: Any = None, session: Any = None, mapping: Any = None) -> AccessFilter:

@@ -50,7 +50,7 @@ from langchain_core.structured_query import (
     Operator,
 )
 
-from addons.filters.syntax import conjoin
+from addons.filters.syntax import attributes_of, conjoin
 from addons.schema import MetadataField
 
 
@@ -92,20 +92,12 @@ def absence_notes(
     extracted_filter: FilterDirective | None, fields: Iterable[MetadataField]
 ) -> tuple[str, ...]:
     """One remark per flagged attribute the extracted filter tests, for the search explanation."""
-    tested = _attributes(extracted_filter)
+    tested = attributes_of(extracted_filter)
     return tuple(
         f"documents without '{field.name}' also match (absent_means_all)"
         for field in fields
         if field.absent_means_all and field.name in tested
     )
-
-
-def _attributes(directive: FilterDirective | None) -> set[str]:
-    if isinstance(directive, Comparison):
-        return {directive.attribute}
-    if isinstance(directive, Operation):
-        return set().union(*(_attributes(argument) for argument in directive.arguments))
-    return set()
 
 
 def _rewrite(

@@ -94,6 +94,15 @@ def to_filter_syntax(directive: FilterDirective | None) -> str | None:
     raise ValueError(f"Cannot print filter node of type {type(directive).__name__}.")
 
 
+def attributes_of(directive: FilterDirective | None) -> frozenset[str]:
+    """Every attribute a filter names (comparisons and nested operations)."""
+    if isinstance(directive, Comparison):
+        return frozenset({directive.attribute})
+    if isinstance(directive, Operation):
+        return frozenset().union(*(attributes_of(argument) for argument in directive.arguments))
+    return frozenset()
+
+
 def conjoin(*directives: FilterDirective | None) -> FilterDirective | None:
     """AND of the given filters, skipping ``None``; nested ANDs are flattened.
 
