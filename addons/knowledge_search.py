@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from addons.knowledge.index import KnowledgeIndex
 from addons.knowledge.model_integrity import is_bundled_model, verify_bundled_model
 from addons.knowledge.models import ScoredChunk
 from addons.knowledge.query_embedder import QueryEmbedder, RasaQueryEmbedder, open_query_embedder
+from addons.knowledge.query_vectors import QueryVectors
 from addons.knowledge.withdrawal import without_changed_chunks
 from addons.plan import LLMPlanner, Planner, SearchPlan
 from addons.retrieve.languages import warn_about_english_only_steps
@@ -150,7 +150,7 @@ class KnowledgeSearch:
         self._checked_at = time.monotonic()
         self._refreshing = threading.Lock()
         self._values_cache: tuple[KnowledgeIndex, Mapping[str, frozenset[str]]] | None = None
-        self._embed_cached = lru_cache(maxsize=QUERY_VECTOR_CACHE_SIZE)(self._embed_uncached)
+        self._query_vectors = QueryVectors(self.query_embedder, QUERY_VECTOR_CACHE_SIZE)
 
     @classmethod
     def open(
@@ -259,7 +259,7 @@ class KnowledgeSearch:
         candidates = max(self.config.candidates, wanted)
         request = RetrievalRequest(
             texts=texts,
-            vectors=[self._query_vector(plan), *map(self._embed_cached, plan.paraphrases)],
+            vectors=self._query_vectors_of(plan),
             filter=self._search_filter(plan),
             top_k=candidates,  # cut to top_k only after every result passed the check below
             threshold=threshold,
@@ -288,21 +288,22 @@ class KnowledgeSearch:
         words = conjoin(plan.extracted_filter, plan.carried_filter)
         return search_filter(plan.scope_filter, words, self.config.metadata_fields)
 
-    def _query_vector(self, plan: SearchPlan) -> np.ndarray:
-        """The weighted sum of the embeddings of ``plan.query_texts``, unit length."""
+    def _query_vectors_of(self, plan: SearchPlan) -> list[np.ndarray]:
+        """The mixed query vector, then one per paraphrase: every text embedded in one call."""
         parts = plan.query_texts
-        if len(parts) == 1:
-            return self._embed_cached(parts[0].text)
-        return mixed_vector([(self._embed_cached(p.text), p.weight) for p in parts])
+        vectors = self._query_vectors.vectors([*(p.text for p in parts), *plan.paraphrases])
+        mixed = (
+            vectors[0]
+            if len(parts) == 1
+            else mixed_vector(
+                [(vector, part.weight) for vector, part in zip(vectors, parts, strict=False)]
+            )
+        )
+        return [mixed, *vectors[len(parts) :]]
 
     def clear_query_cache(self) -> None:
         """Forget cached query vectors (benchmarks time a search with its embedding)."""
-        self._embed_cached.cache_clear()
-
-    def _embed_uncached(self, text: str) -> np.ndarray:
-        vector = self.query_embedder.embed(text)
-        vector.setflags(write=False)
-        return vector
+        self._query_vectors.clear()
 
     def refresh_if_due(self) -> None:
         """Pick up changed documents: at most every ``refresh_seconds``, in the background.

@@ -58,7 +58,12 @@ def embed_texts(
 
 def embed_query(client: Any, text: str) -> np.ndarray:
     """One normalised query vector."""
-    return normalise(_embed(client, [text or "."]))[0]
+    return embed_queries(client, [text])[0]
+
+
+def embed_queries(client: Any, texts: Sequence[str]) -> np.ndarray:
+    """Normalised query vectors in one call (the texts that form one search's query vector)."""
+    return normalise(_embed(client, [text or "." for text in texts]))
 
 
 def _embed(client: Any, texts: list[str]) -> np.ndarray:

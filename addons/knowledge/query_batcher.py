@@ -46,15 +46,19 @@ class QueryBatcher:
         """Sizes of the latest batches (for tests and benchmarks)."""
 
     def embed(self, text: str) -> np.ndarray:
-        future: Future[np.ndarray] = Future()
+        return self.embed_many([text])[0]
+
+    def embed_many(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """One search's texts (its query mix) join the batch together."""
+        futures: list[Future[np.ndarray]] = [Future() for _ in texts]
         with self._arrived:
-            self._pending.append((text, future))
+            self._pending.extend(zip(texts, futures, strict=True))
             self._arrived.notify_all()
             lead = not self._leading
             self._leading = True
         if lead:
             self._lead()
-        return future.result()
+        return [future.result() for future in futures]
 
     def _lead(self) -> None:
         with self._arrived:

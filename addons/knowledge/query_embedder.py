@@ -21,7 +21,7 @@ import numpy as np
 import structlog
 
 from addons.config import QueryEmbedderMode
-from addons.knowledge.embedding import embed_query, embedder_identity, normalise
+from addons.knowledge.embedding import embed_queries, embed_query, embedder_identity, normalise
 from addons.knowledge.model_integrity import file_sha256
 
 logger = structlog.get_logger()
@@ -52,6 +52,10 @@ class QueryEmbedder(Protocol):
 
     def embed(self, text: str) -> np.ndarray: ...
 
+    def embed_many(self, texts: Sequence[str]) -> Sequence[np.ndarray]:
+        """The texts of one search in one call: per-call overhead is what a query pays."""
+        ...
+
 
 class RasaQueryEmbedder:
     """Queries through Rasa's embedding client, exactly like the documents."""
@@ -61,6 +65,9 @@ class RasaQueryEmbedder:
 
     def embed(self, text: str) -> np.ndarray:
         return embed_query(self.client, text)
+
+    def embed_many(self, texts: Sequence[str]) -> Sequence[np.ndarray]:
+        return list(embed_queries(self.client, texts))
 
 
 class OnnxQueryEmbedder:
@@ -75,16 +82,19 @@ class OnnxQueryEmbedder:
 
         self.encoder = encoder
         self.fallback = fallback
-        self.batcher = QueryBatcher(self.embed_many)
+        self.batcher = QueryBatcher(self.encode)
         self._failed = threading.Event()
 
-    def embed_many(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
         return normalise(self.encoder.encode([text or "." for text in texts]))
 
     def embed(self, text: str) -> np.ndarray:
+        return self.embed_many([text])[0]
+
+    def embed_many(self, texts: Sequence[str]) -> Sequence[np.ndarray]:
         if not self._failed.is_set():
             try:
-                return self.batcher.embed(text)
+                return self.batcher.embed_many(texts)
             except Exception as error:
                 if not self._failed.is_set():
                     self._failed.set()
@@ -93,7 +103,7 @@ class OnnxQueryEmbedder:
                         error=str(error),
                         event_info="embedding queries with Rasa's client from now on",
                     )
-        return self.fallback.embed(text)
+        return self.fallback.embed_many(texts)
 
 
 def open_query_embedder(
@@ -138,6 +148,9 @@ class PreparingQueryEmbedder:
 
     def embed(self, text: str) -> np.ndarray:
         return self.current.embed(text)
+
+    def embed_many(self, texts: Sequence[str]) -> Sequence[np.ndarray]:
+        return self.current.embed_many(texts)
 
 
 def _prepared(
