@@ -68,6 +68,7 @@ class SearchOutcome:
     extracted_matches: int | None = None
     """Chunks in scope that the filter from the user's words selects, when it was examined
     because nothing cleared the threshold."""
+    _explained: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def filter_syntax(self) -> str | None:
@@ -86,7 +87,16 @@ class SearchOutcome:
         )
 
     def explanation(self) -> dict[str, Any]:
-        """What goes into ``SearchResultList.metadata``."""
+        """What goes into ``SearchResultList.metadata``.
+
+        Built once (printing filters is the costly part): the debug event, the audit event and
+        Rasa's result list all read it on every turn. Call it only when the outcome is final.
+        """
+        if self._explained is None:
+            self._explained = self._explain()
+        return self._explained
+
+    def _explain(self) -> dict[str, Any]:
         plan = self.plan
         access = plan.access_filter
         return {
@@ -111,15 +121,15 @@ class SearchOutcome:
 
     def audit(self) -> dict[str, Any]:
         """One record per search that is safe to keep: filters as applied, never the user's text."""
-        plan = self.plan
-        access = plan.access_filter
+        access = self.plan.access_filter
+        explained = self.explanation()
         return {
             "entitlement_sources": access.sources if access is not None else None,
-            "access_filter": _printed(access.directive) if access is not None else None,
-            "static_filter": _printed(plan.static_filter),
-            "slot_filter": _printed(plan.slot_filter),
-            "word_filter": _printed(plan.extracted_filter),
-            "carried_filter": _printed(plan.carried_filter),
+            "access_filter": explained["access_filter"],
+            "static_filter": explained["static_filter"],
+            "slot_filter": explained["slot_filter"],
+            "word_filter": explained["extracted_filter"],
+            "carried_filter": explained["carried_filter"],
             "filter_relaxed": self.filter_relaxed,
             "removed_by_access": self.removed_by_access,
             "removed_by_check": self.removed_by_check,
