@@ -98,13 +98,24 @@ SINGLE = re.compile(
     rf"(?<!\w)(?P<word>{_DATE_WORDS})\s+{_FILLER}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}",
     re.IGNORECASE,
 )
-LATER = re.compile(
-    rf"(?P<a>{DATE_TEXT})\s+(?:(?:or|and)\s+(?:later|after|newer|beyond|up)|onwards?)(?!\w)",
-    re.IGNORECASE,
-)
-EARLIER = re.compile(
-    rf"(?P<a>{DATE_TEXT})\s+(?:or|and)\s+(?:earlier|before|older|prior)(?!\w)", re.IGNORECASE
-)
+
+
+def open_ended(value: str, before: str = "") -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """ "<value> or later" / "onwards" and "<value> or earlier", for a value pattern (a date
+    here, a year in ``years``); ``before`` guards the start of the value."""
+    later = re.compile(
+        rf"{before}(?P<a>{value})\s+(?:(?:or|and)\s+(?:later|after|newer|beyond|up)|onwards?)"
+        r"(?!\w)",
+        re.IGNORECASE,
+    )
+    earlier = re.compile(
+        rf"{before}(?P<a>{value})\s+(?:or|and)\s+(?:earlier|before|older|prior)(?!\w)",
+        re.IGNORECASE,
+    )
+    return later, earlier
+
+
+LATER, EARLIER = open_ended(DATE_TEXT)
 _COUNT = "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS])
 RELATIVE = re.compile(
     rf"(?<!\w)(?:(?P<word>since|from|after|before|in|within|during|over|for)\s+)?"

@@ -27,6 +27,7 @@ from addons.self_query.dates import (
     OPEN_ENDED_AFTER,
     UNTIL_END,
     WITHIN,
+    open_ended,
     time_scope,
     told_as_personal_past,
 )
@@ -55,13 +56,7 @@ DECADE = re.compile(
     rf"(?<!\w)(?:(?P<word>{_WORDS})\s+)?(?:the\s+)?(?:(?P<century>19|20)|')?(?P<decade>\d)0['’]?s(?!\w)",
     re.IGNORECASE,
 )
-LATER = re.compile(
-    rf"(?<!\w)(?P<a>{_YEAR})\s+(?:(?:or|and)\s+(?:later|after|newer|beyond|up)|onwards?)(?!\w)",
-    re.IGNORECASE,
-)
-EARLIER = re.compile(
-    rf"(?<!\w)(?P<a>{_YEAR})\s+(?:or|and)\s+(?:earlier|before|older|prior)(?!\w)", re.IGNORECASE
-)
+LATER, EARLIER = open_ended(_YEAR, before=r"(?<!\w)")
 SINGLE = re.compile(
     rf"(?<!\w)(?P<word>{_WORDS})\s+{_FILLER}(?P<a>{_YEAR})(?!\w){OPEN_ENDED_AFTER}", re.IGNORECASE
 )
