@@ -6,5 +6,5 @@ scripts/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-.venv/bin/mypy addons
+.venv/bin/mypy rasa_context_retrieval addons
 exec .venv/bin/python -m pytest "$@"

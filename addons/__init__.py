@@ -1,6 +1,5 @@
-"""Context-aware retrieval for Rasa Pro's EnterpriseSearchPolicy.
+"""The example assistant's own code (Lumen Drive).
 
-The Rasa-facing shell is :class:`addons.custom_information_retrieval.MyVectorStore`; everything
-else in this package is a small library (conversation → plan → retrieve → results) that imports
-nothing from Rasa's policy machinery, so tests, the console and benchmarks drive it directly.
+Like most Rasa projects, the assistant keeps its custom components in an ``addons`` package; the
+retrieval engine itself is the installable ``rasa_context_retrieval`` distribution.
 """

@@ -1,7 +1,7 @@
-"""``python -m addons``: the licence-free console (see :mod:`addons.console`)."""
+"""``python -m addons``: the plugin's licence-free console, run in this assistant's folder."""
 
 import sys
 
-from addons.console import main
+from rasa_context_retrieval.console import main
 
-sys.exit(main())
+sys.exit(main(prog="python -m addons"))

@@ -37,12 +37,12 @@ sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere
 import structlog  # noqa: E402
 import yaml  # noqa: E402
 
-from addons.config import StoreConfig  # noqa: E402
-from addons.conversation import Conversation, Turn  # noqa: E402
-from addons.filters.absence import search_filter  # noqa: E402
-from addons.knowledge.embedding import embed_query  # noqa: E402
-from addons.knowledge_search import KnowledgeSearch  # noqa: E402
-from addons.retrieve.retriever import RetrievalRequest, retrieve  # noqa: E402
+from rasa_context_retrieval.config import StoreConfig  # noqa: E402
+from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
+from rasa_context_retrieval.filters.absence import search_filter  # noqa: E402
+from rasa_context_retrieval.knowledge.embedding import embed_query  # noqa: E402
+from rasa_context_retrieval.knowledge_search import KnowledgeSearch  # noqa: E402
+from rasa_context_retrieval.retrieve.retriever import RetrievalRequest, retrieve  # noqa: E402
 
 # (slots, user turns (a bot turn between them is the answer to the previous one), expected file)
 GENERAL_PAGE_IS_RIGHT = [

@@ -45,12 +45,12 @@ from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import NonInteractiveExampleWarning  # noqa: E402
 from langchain_core.structured_query import FilterDirective  # noqa: E402
 
-from addons.filters.syntax import to_filter_syntax  # noqa: E402
-from addons.knowledge.embedding import embedder_identity  # noqa: E402
-from addons.knowledge_search import KnowledgeSearch  # noqa: E402
-from addons.llm.planner import build_llm_planner  # noqa: E402
-from addons.milvus.backend import MilvusBackend  # noqa: E402
 from bench.milvus_vs_faiss import milvus_server  # noqa: E402
+from rasa_context_retrieval.filters.syntax import to_filter_syntax  # noqa: E402
+from rasa_context_retrieval.knowledge.embedding import embedder_identity  # noqa: E402
+from rasa_context_retrieval.knowledge_search import KnowledgeSearch  # noqa: E402
+from rasa_context_retrieval.llm.planner import build_llm_planner  # noqa: E402
+from rasa_context_retrieval.milvus.backend import MilvusBackend  # noqa: E402
 from tests.access_fuzz import (  # noqa: E402
     HostileLLM,
     KnowledgeBase,

@@ -31,12 +31,12 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from addons.config import StoreConfig  # noqa: E402
-from addons.conversation import Conversation, Turn  # noqa: E402
-from addons.filters.syntax import conjoin, parse_filter, to_filter_syntax  # noqa: E402
-from addons.knowledge.builder import ensure_index  # noqa: E402
-from addons.knowledge_search import KnowledgeSearch, _index_settings  # noqa: E402
 from bench.self_query import atoms  # noqa: E402
+from rasa_context_retrieval.config import StoreConfig  # noqa: E402
+from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
+from rasa_context_retrieval.filters.syntax import conjoin, parse_filter, to_filter_syntax  # noqa: E402
+from rasa_context_retrieval.knowledge.builder import ensure_index  # noqa: E402
+from rasa_context_retrieval.knowledge_search import KnowledgeSearch, _index_settings  # noqa: E402
 
 DATA = REPO_ROOT / "bench" / "data" / "carried_filters.yaml"
 RANKED = 10

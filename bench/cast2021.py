@@ -47,11 +47,11 @@ from rasa.shared.providers.embedding.embedding_utils import (  # noqa: E402
 from rasa.shared.utils.llm import embedder_factory, sanitize_message_for_prompt  # noqa: E402
 from rasa.utils.endpoints import EndpointConfig  # noqa: E402
 
-from addons.conversation import Conversation, Turn  # noqa: E402
-from addons.custom_information_retrieval import MyVectorStore  # noqa: E402
-from addons.retrieve.fusion import reciprocal_rank_fusion  # noqa: E402
-from addons.retrieve.lexical import LexicalIndex, LexicalSettings  # noqa: E402
-from addons.rewrite.heuristic import DEFAULT_MODE, RewriteMode, standalone_query  # noqa: E402
+from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
+from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion  # noqa: E402
+from rasa_context_retrieval.retrieve.lexical import LexicalIndex, LexicalSettings  # noqa: E402
+from rasa_context_retrieval.rewrite.heuristic import DEFAULT_MODE, RewriteMode, standalone_query  # noqa: E402
+from rasa_context_retrieval.store import ContextRetrieval  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA_DIR = REPO_ROOT / ".." / "shared" / "bench-data" / "cast2021"
@@ -149,7 +149,9 @@ def rasa_faiss_retriever(corpus: Corpus, client: EmbeddingClient) -> Retriever:
     return retrieve
 
 
-def my_vector_store_retriever(corpus: Corpus, client: EmbeddingClient, workdir: Path) -> Retriever:
+def context_retrieval_retriever(
+    corpus: Corpus, client: EmbeddingClient, workdir: Path
+) -> Retriever:
     """The plugin itself, default configuration, fed the way EnterpriseSearchPolicy feeds it.
 
     The corpus is written as a .jsonl knowledge base (passages kept whole, as in every other row)
@@ -162,7 +164,7 @@ def my_vector_store_retriever(corpus: Corpus, client: EmbeddingClient, workdir: 
         for pid, text in zip(corpus.ids, corpus.texts, strict=True)
     ]
     (docs / "passages.jsonl").write_text("\n".join(lines), encoding="utf-8")
-    store = MyVectorStore(embeddings=client)
+    store = ContextRetrieval(embeddings=client)
     endpoint = EndpointConfig(
         docs=str(docs), index_path=str(workdir / "index"), top_k=DEPTH, chunk_size=20_000
     )
@@ -269,7 +271,7 @@ def retrievers(
     lexical = LexicalSearch(corpus)
     rows: dict[str, Retriever] = {
         "Rasa FAISS_Store, default query (last 2 messages)": rasa_faiss_retriever(corpus, client),
-        "**MyVectorStore, default configuration**": my_vector_store_retriever(
+        "**ContextRetrieval, default configuration**": context_retrieval_retriever(
             corpus, client, workdir
         ),
         "dense, Rasa default query (last 2 messages)": query_retriever(

@@ -44,17 +44,17 @@ from cast2021 import (  # noqa: E402
     Corpus,
     DenseSearch,
     Scores,
+    context_retrieval_retriever,
     embedding_client,
-    my_vector_store_retriever,
     rasa_faiss_retriever,
     score,
     write_results,
 )
 
-from addons.conversation import Conversation, Turn  # noqa: E402
-from addons.retrieve.query_vector import mixed_vector  # noqa: E402
-from addons.rewrite.context import ContextWeights, weighted_query_texts  # noqa: E402
-from addons.rewrite.heuristic import RewriteMode, standalone_query  # noqa: E402
+from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
+from rasa_context_retrieval.retrieve.query_vector import mixed_vector  # noqa: E402
+from rasa_context_retrieval.rewrite.context import ContextWeights, weighted_query_texts  # noqa: E402
+from rasa_context_retrieval.rewrite.heuristic import RewriteMode, standalone_query  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DATA = REPO_ROOT / ".." / "shared" / "bench-data"
@@ -161,7 +161,7 @@ def rows_for(
             corpus,
             client,  # type: ignore[arg-type]
         ),
-        "**MyVectorStore, default configuration**": my_vector_store_retriever(
+        "**ContextRetrieval, default configuration**": context_retrieval_retriever(
             corpus,
             client,  # type: ignore[arg-type]
             workdir,

@@ -1,4 +1,4 @@
-"""Load: many conversations searching at once through ``MyVectorStore`` on one event loop.
+"""Load: many conversations searching at once through ``ContextRetrieval`` on one event loop.
 
 Rasa serves every conversation from one asyncio loop and calls ``connect()`` then ``search()`` for
 each knowledge question. This script does the same with ``--conversations`` concurrent
@@ -128,12 +128,12 @@ async def run_load(
 ) -> dict[str, Any]:
     from rasa.utils.endpoints import EndpointConfig
 
-    from addons.custom_information_retrieval import MyVectorStore
+    from rasa_context_retrieval.store import ContextRetrieval
 
     with tempfile.TemporaryDirectory() as scratch:
         block = vector_store_block(Path(scratch) / "index")
         config = EndpointConfig(**block, query_embedder=query_embedder)
-        store = MyVectorStore(embeddings=real_embedder())
+        store = ContextRetrieval(embeddings=real_embedder())
         store.connect(config)
         wait_until_prepared(store)
         await store.search("", {"events": [{"event": "user", "text": "warm up"}]}, 0.0)

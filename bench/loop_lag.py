@@ -1,4 +1,4 @@
-"""Event-loop lag under a burst of concurrent searches through ``MyVectorStore``.
+"""Event-loop lag under a burst of concurrent searches through ``ContextRetrieval``.
 
 Rasa serves every conversation from one asyncio loop, so anything a search does on the loop
 delays every other conversation. This script fires ``--concurrent`` searches at once (default
@@ -41,7 +41,7 @@ TICK_SECONDS = 0.001
 async def burst_lags(concurrent: int, rounds: int, slow_ms: float | None) -> dict[str, Any]:
     from rasa.utils.endpoints import EndpointConfig
 
-    from addons.custom_information_retrieval import MyVectorStore
+    from rasa_context_retrieval.store import ContextRetrieval
 
     loop = asyncio.get_running_loop()
     if slow_ms is not None:
@@ -50,7 +50,7 @@ async def burst_lags(concurrent: int, rounds: int, slow_ms: float | None) -> dic
         logging.getLogger("asyncio").setLevel(logging.WARNING)
     with tempfile.TemporaryDirectory() as scratch:
         config = EndpointConfig(**vector_store_block(Path(scratch) / "index"))
-        store = MyVectorStore(embeddings=real_embedder())
+        store = ContextRetrieval(embeddings=real_embedder())
         store.connect(config)
         chats = [Conversation(seed, unique=False) for seed in range(concurrent)]
         for chat in chats:  # warm the query-vector cache and the rules: time the loop, not torch

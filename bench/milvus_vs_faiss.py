@@ -33,12 +33,12 @@ import numpy as np
 import structlog
 from langchain_core.structured_query import FilterDirective
 
-from addons.filters.columns import MetadataColumns
-from addons.filters.faiss_translator import FaissTranslator
-from addons.filters.syntax import parse_filter
-from addons.knowledge.models import Chunk
-from addons.milvus.config import MilvusConfig
-from addons.milvus.store import MilvusChunkStore
+from rasa_context_retrieval.filters.columns import MetadataColumns
+from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
+from rasa_context_retrieval.filters.syntax import parse_filter
+from rasa_context_retrieval.knowledge.models import Chunk
+from rasa_context_retrieval.milvus.config import MilvusConfig
+from rasa_context_retrieval.milvus.store import MilvusChunkStore
 
 T = TypeVar("T")
 DIMENSION = 384

@@ -1,7 +1,7 @@
 """How large is EnterpriseSearchPolicy's generative prompt with each ``result_metadata`` choice?
 
 For every knowledge question of the example assistant's e2e conversations (tests/e2e/*.yml: the
-turns before it and the slots set so far), this script searches with ``MyVectorStore`` configured
+turns before it and the slots set so far), this script searches with ``ContextRetrieval`` configured
 by endpoints.yml (``top_k: 4``, slot filters, ``threshold`` from config.yml), once per
 ``result_metadata`` choice, and renders Rasa's own prompt with the policy's ``_render_prompt`` for
 each of its three default templates (plain, with citations, with relevancy check and citations).
@@ -48,7 +48,7 @@ from rasa.shared.core.events import BotUttered, Event, SlotSet, UserUttered  # n
 from rasa.shared.core.trackers import DialogueStateTracker, EventVerbosity  # noqa: E402
 from rasa.utils.endpoints import EndpointConfig  # noqa: E402
 
-from addons.custom_information_retrieval import MyVectorStore  # noqa: E402
+from rasa_context_retrieval.store import ContextRetrieval  # noqa: E402
 
 CHOICES: tuple[Any, ...] = ("full", "lean")
 TEMPLATES = {
@@ -108,7 +108,7 @@ def documents_section(prompt: str) -> str:
 def policy_for(template: dict[str, Any], storage: Path) -> EnterpriseSearchPolicy:
     """The policy as config-llm.yml configures it; nothing is sent to its LLM here."""
     config = {
-        "vector_store": {"type": "addons.custom_information_retrieval.MyVectorStore"},
+        "vector_store": {"type": "rasa_context_retrieval.ContextRetrieval"},
         "use_generative_llm": True,
         "llm": {"provider": "openai", "model": "gpt-4o-mini"},
         **template,
@@ -118,12 +118,12 @@ def policy_for(template: dict[str, Any], storage: Path) -> EnterpriseSearchPolic
     )
 
 
-def store_for(choice: Any, index: Path, embedder: Any) -> MyVectorStore:
+def store_for(choice: Any, index: Path, embedder: Any) -> ContextRetrieval:
     block = yaml.safe_load((REPO_ROOT / "endpoints.yml").read_text(encoding="utf-8"))
     settings = {k: v for k, v in block["vector_store"].items() if k != "type"}
     settings.update(docs=str(REPO_ROOT / settings["docs"]), index_path=str(index))
     settings["result_metadata"] = choice
-    store = MyVectorStore(embeddings=embedder)
+    store = ContextRetrieval(embeddings=embedder)
     store.connect(EndpointConfig(**settings))
     return store
 

@@ -5,14 +5,14 @@ Parts (``--part``; all by default), each printing a Markdown table:
 * ``latency``: one search end to end (``connect()`` + plan + query embedding + search, a
   follow-up with history, query-vector cache cleared before each) on the example knowledge base
   and on 100,000 synthetic chunks (scale.py's generator around the example's real vectors), for
-  MyVectorStore with ``query_embedder: auto`` (ONNX) and ``rasa``, and Rasa's FAISS_Store on
+  ContextRetrieval with ``query_embedder: auto`` (ONNX) and ``rasa``, and Rasa's FAISS_Store on
   the same chunks and vectors (its own search: embed the last two messages, flat L2 search). The
   three run interleaved, query by query, so machine noise hits them alike.
 * ``load``: bench/load.py's closed loop (every question new) at 100 and 200 conversations, for
   ``rasa`` and ``auto``, alternating.
 * ``int8``: top-10 agreement of int8 and fp32 ONNX query vectors (and fp32 against Rasa's
   client), and MRR@10 of each, on TREC CAsT 2021 and 2022 (corpus embedded by Rasa's client,
-  queries rewritten by the default heuristic) and on the example knowledge base (MyVectorStore
+  queries rewritten by the default heuristic) and on the example knowledge base (ContextRetrieval
   end to end, top_k 10).
 
 Run from the repository root: ``python bench/query_latency.py [--data ../shared/bench-data]``.
@@ -46,8 +46,8 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from load import SCRIPTS, real_embedder, vector_store_block, wait_until_prepared  # noqa: E402
 
-from addons.conversation import Conversation, Turn  # noqa: E402
-from addons.knowledge.models import Chunk  # noqa: E402
+from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
+from rasa_context_retrieval.knowledge.models import Chunk  # noqa: E402
 
 DEFAULT_DATA = REPO / ".." / "shared" / "bench-data"
 SEARCHES = 120
@@ -96,13 +96,13 @@ def timed_systems(
 ) -> tuple[dict[str, Callable[[list[str], str], Any]], int]:
     from rasa.utils.endpoints import EndpointConfig
 
-    from addons.custom_information_retrieval import MyVectorStore
+    from rasa_context_retrieval.store import ContextRetrieval
 
     stores: dict[str, Any] = {}
     for mode in ("auto", "rasa"):
         block = {**vector_store_block(scratch / "index"), "query_embedder": mode}
         config = EndpointConfig(**block)
-        store = MyVectorStore(embeddings=client)
+        store = ContextRetrieval(embeddings=client)
         store.connect(config)
         wait_until_prepared(store)
         stores[mode] = (store, config)
@@ -129,7 +129,10 @@ def timed_systems(
         rasa.connect(None)
         return asyncio.run(rasa.search(query, {}, 0.0))
 
-    systems = {"MyVectorStore, ONNX": ours("auto"), "MyVectorStore, Rasa's client": ours("rasa")}
+    systems = {
+        "ContextRetrieval, ONNX": ours("auto"),
+        "ContextRetrieval, Rasa's client": ours("rasa"),
+    }
     systems["Rasa FAISS_Store"] = rasas
     return systems, len(chunks)
 
@@ -147,7 +150,7 @@ def large_corpus(basis: np.ndarray) -> tuple[list[Chunk], np.ndarray]:
 
 
 def _large_index(chunks: list[Chunk], vectors: np.ndarray, small: Any) -> Any:
-    from addons.knowledge.index import KnowledgeIndex
+    from rasa_context_retrieval.knowledge.index import KnowledgeIndex
 
     return KnowledgeIndex.build("bench", small.embedder, chunks, vectors, [], 200_000)
 
@@ -254,9 +257,12 @@ def mrr(rankings: list[list[str]], golds: list[str]) -> float:
 
 
 def measure_int8(client: Any, data: Path) -> str:
-    from addons.knowledge.embedding import embed_texts
-    from addons.knowledge.query_embedder import RasaQueryEmbedder, open_query_embedder
-    from addons.rewrite.heuristic import DEFAULT_MODE, standalone_query
+    from rasa_context_retrieval.knowledge.embedding import embed_texts
+    from rasa_context_retrieval.knowledge.query_embedder import (
+        RasaQueryEmbedder,
+        open_query_embedder,
+    )
+    from rasa_context_retrieval.rewrite.heuristic import DEFAULT_MODE, standalone_query
 
     lines = [
         "| set | queries | fp32 vs Rasa: top-10 overlap / identical | int8 vs fp32: overlap "
@@ -297,14 +303,14 @@ def _int8_row(name: str, ranked: dict[str, list[list[str]]], golds: list[str] | 
 def example_kb_int8(client: Any) -> str:
     from rasa.utils.endpoints import EndpointConfig
 
-    from addons.custom_information_retrieval import MyVectorStore
+    from rasa_context_retrieval.store import ContextRetrieval
 
     ranked: dict[str, list[list[str]]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for kind, mode in (("rasa", "rasa"), ("fp32", "auto"), ("int8", "int8")):
             block = {**vector_store_block(Path(scratch) / "index"), "query_embedder": mode}
             block["top_k"] = DEPTH
-            store = MyVectorStore(embeddings=client)
+            store = ContextRetrieval(embeddings=client)
             store.connect(EndpointConfig(**block))
             wait_until_prepared(store)
             ranked[kind] = [

@@ -41,7 +41,7 @@ def timed_ms(action: Callable[[], object], repeats: int = REPEATS) -> tuple[floa
 
 
 def stat_listing(docs: Path) -> list[tuple[str, int, int]]:
-    from addons.knowledge.loader import knowledge_files
+    from rasa_context_retrieval.knowledge.loader import knowledge_files
 
     return [
         (path.name, stat.st_size, stat.st_mtime_ns)
@@ -53,14 +53,14 @@ def stat_listing(docs: Path) -> list[tuple[str, int, int]]:
 def main() -> None:
     from rasa.utils.endpoints import EndpointConfig
 
-    from addons.custom_information_retrieval import MyVectorStore
-    from addons.knowledge.loader import knowledge_files
+    from rasa_context_retrieval.knowledge.loader import knowledge_files
+    from rasa_context_retrieval.store import ContextRetrieval
 
     with tempfile.TemporaryDirectory() as scratch:
         block = vector_store_block(Path(scratch) / "index")
         docs = Path(block["docs"])
         embedder = real_embedder()
-        store = MyVectorStore(embeddings=embedder)
+        store = ContextRetrieval(embeddings=embedder)
         config = EndpointConfig(**block)
         store.connect(config)
         repeat = timed_ms(lambda: store.connect(config))

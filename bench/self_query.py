@@ -16,7 +16,7 @@ Every third question of each schema is held out: it is scored in its own column 
 printed one by one, so that tuning on the rest cannot look at it.
 
 Run: ``python bench/self_query.py [--baseline CHECKOUT] [--show-dev]``. ``--baseline`` scores the
-``addons`` package of another checkout (e.g. the main branch) in a subprocess, in the same run,
+engine package of another checkout (e.g. the main branch) in a subprocess, in the same run,
 for a before/after table.
 """
 
@@ -50,14 +50,14 @@ Atom = tuple[str, str, Any]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--code", type=Path, default=REPO_ROOT, help="checkout whose addons run")
+    parser.add_argument("--code", type=Path, default=REPO_ROOT, help="checkout whose engine runs")
     parser.add_argument("--baseline", type=Path, help="another checkout, scored for comparison")
     parser.add_argument("--json", action="store_true", help="print raw outcomes as JSON")
     parser.add_argument("--show-dev", action="store_true", help="list dev questions not correct")
     args = parser.parse_args()
     sys.path.insert(0, str(args.code.resolve()))
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    outcomes, timing = score_all(args.data)
+    outcomes, timing = score_all(args.data, args.code.resolve())
     if args.json:
         print(json.dumps({"rows": outcomes, "timing": timing}))
         return
@@ -83,11 +83,16 @@ def main() -> None:
                 print(f"         expected {row['expected']}\n         got      {row['got']}")
 
 
-def score_all(data: Path) -> tuple[list[dict[str, Any]], dict[str, float]]:
+def score_all(data: Path, code: Path) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    import importlib
+
     import yaml
 
-    from addons.schema import MetadataField
-    from addons.self_query.rules import RuleQueryConstructor
+    # A baseline checkout may predate the package's rename (it was ``addons``).
+    package = "rasa_context_retrieval" if (code / "rasa_context_retrieval").is_dir() else "addons"
+    MetadataField = importlib.import_module(f"{package}.schema").MetadataField
+    rules_module = importlib.import_module(f"{package}.self_query.rules")
+    RuleQueryConstructor = rules_module.RuleQueryConstructor
 
     labelled = yaml.safe_load(data.read_text(encoding="utf-8"))["schemas"]
     rows = []
@@ -130,7 +135,7 @@ def _durations(rules: Any, questions: list[str]) -> list[float]:
 
 
 def _parsed(text: str | None) -> Any:
-    from addons.filters.syntax import parse_filter
+    from rasa_context_retrieval.filters.syntax import parse_filter
 
     return None if text is None else parse_filter(text)
 

@@ -1,4 +1,4 @@
-"""Start-up time of ``python -m addons ask`` against its floor: Rasa's embedding client + the model.
+"""Start-up time of ``rasa-context-retrieval ask`` against its floor: the embedding client + model.
 
 Every console command has to import Rasa's embedding client and load the embedding model before
 it can embed a question; that is the floor. What the console adds on top (reading the two YAML
@@ -7,7 +7,7 @@ the overhead this script measures. The goal is ``ask`` <= 1.2 x the floor.
 
 Each round runs, as separate fresh processes and in rotating order (the machine's load drifts):
 * floor: ``embedder_factory(<the embeddings: block of config.yml>)`` then one ``embed()`` call;
-* ask: ``python -m addons ask --json QUESTION`` (the index is built once beforehand);
+* ask: ``rasa-context-retrieval ask --json QUESTION`` (the index is built once beforehand);
 * with ``--compare-with FOLDER``: the same ``ask`` in another copy of the repository, e.g. an
   earlier commit exported with ``git archive <commit> | tar -x -C FOLDER`` (same interpreter).
 
@@ -35,7 +35,7 @@ GOAL_RATIO = 1.2
 FLOOR_PROGRAM = """
 import sys
 sys.path.insert(0, {root!r})
-from addons.console import _policy_config
+from rasa_context_retrieval.console import _policy_config
 from pathlib import Path
 from rasa.core.policies.enterprise_search_policy_config import DEFAULT_EMBEDDINGS_CONFIG
 from rasa.shared.utils.llm import embedder_factory
@@ -91,7 +91,7 @@ def _wall_seconds(command: list[str], folder: Path, environment: dict[str, str])
 def _report(times: dict[str, list[float]], rounds: int) -> None:
     floor = statistics.median(times["floor"])
     load = os.getloadavg()
-    print(f"## Start-up of `python -m addons ask`, {rounds} rounds")
+    print(f"## Start-up of `python -m rasa_context_retrieval ask`, {rounds} rounds")
     print(
         f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"{dt.date.today()}, load average at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}"

@@ -6,7 +6,7 @@ conversation with hostile channel metadata (case and whitespace variants, unicod
 lists, numbers as text, bools, NUL bytes, very long strings, wrong types), a possibly forged
 session-metadata slot, a slot value, and a filter that a hostile LLM might return, then searches.
 
-The oracle below is written independently of ``addons.access``: it restates the documented rule
+The oracle below is written independently of ``access``: it restates the documented rule
 (exact match after trimming, typed numbers and bools, public = no attribute, deny by default,
 session metadata only when Rasa wrote it) in a few lines, so that a bug in the product's rule is
 not also in the check. A *leak* is a returned chunk the oracle does not admit, or one outside the
@@ -33,12 +33,12 @@ from langchain_core.structured_query import (
     StructuredQuery,
 )
 
-from addons.config import StoreConfig
-from addons.conversation import Conversation
-from addons.custom_information_retrieval import to_search_result_list
-from addons.knowledge.index import KnowledgeIndex
-from addons.knowledge.models import Chunk
-from addons.knowledge_search import KnowledgeSearch
+from rasa_context_retrieval.config import StoreConfig
+from rasa_context_retrieval.conversation import Conversation
+from rasa_context_retrieval.knowledge.index import KnowledgeIndex
+from rasa_context_retrieval.knowledge.models import Chunk
+from rasa_context_retrieval.knowledge_search import KnowledgeSearch
+from rasa_context_retrieval.store import to_search_result_list
 
 DIMENSION = 16
 SESSION_SLOT = "session_started_metadata"

@@ -2,7 +2,7 @@
 
 The rules are exercised on their own first, then on trackers built by Rasa's own classes (the
 processor's session-start record, the ``/SetSlots`` and LLM slot-setting commands), and finally
-through ``MyVectorStore`` on the example knowledge base configured by ``endpoints-access.yml``.
+through ``ContextRetrieval`` on the example knowledge base configured by ``endpoints-access.yml``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from rasa.shared.core.trackers import DialogueStateTracker, EventVerbosity
 from rasa.utils.endpoints import EndpointConfig
 from structlog.testing import capture_logs
 
-from addons.access.channel import ChannelMetadata
-from addons.access.entitlements import AccessFilter
-from addons.config import ConfigurationError, StoreConfig
-from addons.custom_information_retrieval import MyVectorStore
+from rasa_context_retrieval.access.channel import ChannelMetadata
+from rasa_context_retrieval.access.entitlements import AccessFilter
+from rasa_context_retrieval.config import ConfigurationError, StoreConfig
+from rasa_context_retrieval.store import ContextRetrieval
 from tests.conftest import REPO_ROOT
 from tests.test_enterprise_search_policy import DOMAIN
 
@@ -201,7 +201,7 @@ def test_a_static_filter_must_name_declared_attributes_and_parse() -> None:
     assert len(faults) == 1 and faults[0].startswith("  vector_store.filter: cannot be read")
 
 
-# --- through MyVectorStore on the example knowledge base ---------------------------------------
+# --- through ContextRetrieval on the example knowledge base ---------------------------------------
 
 
 def _access_block(index_path: Path, **overrides: Any) -> dict[str, Any]:
@@ -213,8 +213,8 @@ def _access_block(index_path: Path, **overrides: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def store(embedder: Any, example_index_path: Path) -> MyVectorStore:
-    store = MyVectorStore(embedder)
+def store(embedder: Any, example_index_path: Path) -> ContextRetrieval:
+    store = ContextRetrieval(embedder)
     store.connect(EndpointConfig(**_access_block(example_index_path)))
     return store
 
@@ -233,7 +233,7 @@ def _plans(results: Any) -> list[Any]:
     return [result.metadata.get("plan") for result in results.results]
 
 
-async def test_the_plan_in_the_message_metadata_decides_what_is_found(store: MyVectorStore):
+async def test_the_plan_in_the_message_metadata_decides_what_is_found(store: ContextRetrieval):
     free = await store.search("", _state("How much storage do I get?", {"plan": "free"}))
     premium = await store.search("", _state("How much storage do I get?", {"plan": "premium"}))
     assert "plans/free.md" in _sources(free) and "plans/premium.md" not in _sources(free)
@@ -242,7 +242,7 @@ async def test_the_plan_in_the_message_metadata_decides_what_is_found(store: MyV
     assert free.metadata["access_filter"] == 'not(nin("plan", ["free"]))'
 
 
-async def test_saying_a_plan_grants_nothing(store: MyVectorStore):
+async def test_saying_a_plan_grants_nothing(store: ContextRetrieval):
     """The user's words fill the `plan` slot; with access_filters the slot is not an entitlement."""
     said = await store.search(
         "",
@@ -254,7 +254,7 @@ async def test_saying_a_plan_grants_nothing(store: MyVectorStore):
 
 @pytest.mark.parametrize("tracker_state", [{}, None, {"slots": {"plan": "business"}}])
 async def test_without_an_entitlement_only_public_documents_are_found(
-    store: MyVectorStore, tracker_state: Any
+    store: ContextRetrieval, tracker_state: Any
 ):
     found = await store.search("How do I fix error E-403?", tracker_state)
     assert found.results, "public documents stay reachable"
@@ -262,7 +262,7 @@ async def test_without_an_entitlement_only_public_documents_are_found(
     assert found.metadata["access_filter"] == 'not(nin("plan", []))'
 
 
-async def test_a_filter_from_the_users_words_cannot_widen_access(store: MyVectorStore):
+async def test_a_filter_from_the_users_words_cannot_widen_access(store: ContextRetrieval):
     found = await store.search(
         "", _state("what does the business plan cost per month", {"plan": "free"})
     )
@@ -270,7 +270,7 @@ async def test_a_filter_from_the_users_words_cannot_widen_access(store: MyVector
     assert "plans/business.md" not in _sources(found)
 
 
-async def test_every_search_leaves_one_audit_event_without_the_users_words(store: MyVectorStore):
+async def test_every_search_leaves_one_audit_event_without_the_users_words(store: ContextRetrieval):
     with capture_logs() as logs:
         await store.search("", _state("Can I get a refund?", {"plan": "plus"}, region="eu"))
     audits = [log for log in logs if log["event"] == "knowledge_search.search.audit"]
@@ -286,7 +286,7 @@ async def test_every_search_leaves_one_audit_event_without_the_users_words(store
 
 
 async def test_a_static_filter_is_always_applied(embedder: Any, example_index_path: Path):
-    store = MyVectorStore(embedder)
+    store = ContextRetrieval(embedder)
     block = _access_block(example_index_path, filter='ne("category", "billing")')
     store.connect(EndpointConfig(**block))
     found = await store.search("", _state("Can I get a refund?", {"plan": "plus"}))
@@ -295,7 +295,7 @@ async def test_a_static_filter_is_always_applied(embedder: Any, example_index_pa
     assert found.metadata["static_filter"] == 'ne("category", "billing")'
 
 
-async def test_results_are_rechecked_against_the_filter_asked(store: MyVectorStore):
+async def test_results_are_rechecked_against_the_filter_asked(store: ContextRetrieval):
     """A backend that returns a chunk outside the filter (a stale Milvus collection, say) must
     not get it past search(): the check runs on the metadata that is returned."""
     engine = store.engine
@@ -324,7 +324,7 @@ async def test_a_word_filter_that_selects_documents_is_kept_when_none_clears_the
     """Console: --slot plan=free "what plans cost less than 10 dollars". The word filter
     selects the Free plan's chunks; none is relevant enough, so nothing is answered rather than
     answering from documents that contradict the question."""
-    store = MyVectorStore(embedder)
+    store = ContextRetrieval(embedder)
     block = _access_block(example_index_path, slot_filters={"plan": "plan"}, access_filters={})
     store.connect(EndpointConfig(**block))
     kept = await store.search(

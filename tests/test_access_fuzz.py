@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from addons.config import StoreConfig
+from rasa_context_retrieval.config import StoreConfig
 from tests.access_fuzz import (
     Case,
     HostileLLM,

@@ -10,12 +10,12 @@ import pytest
 import yaml
 from rasa.utils.endpoints import EndpointConfig
 
-from addons.config import StoreConfig
-from addons.conversation import Conversation, Turn
-from addons.custom_information_retrieval import MyVectorStore
-from addons.filters.syntax import to_filter_syntax
-from addons.plan import Planner
-from addons.self_query.carry import is_follow_up
+from rasa_context_retrieval.config import StoreConfig
+from rasa_context_retrieval.conversation import Conversation, Turn
+from rasa_context_retrieval.filters.syntax import to_filter_syntax
+from rasa_context_retrieval.plan import Planner
+from rasa_context_retrieval.self_query.carry import is_follow_up
+from rasa_context_retrieval.store import ContextRetrieval
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GERMANY = "I live in Germany. Can I get my money back if I cancel?"
@@ -110,7 +110,7 @@ def test_the_follow_up_detector_reads_continuations_pointers_and_thin_messages(
 async def test_the_example_assistant_answers_the_follow_up_from_the_eu_refund_page(
     tmp_path: Path, embedder: Any
 ) -> None:
-    store = MyVectorStore(embeddings=embedder)
+    store = ContextRetrieval(embeddings=embedder)
     store.connect(EndpointConfig(**example_block(index_path=str(tmp_path / "index"))))
     tracker = {
         "events": [

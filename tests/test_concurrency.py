@@ -12,10 +12,10 @@ from typing import Any
 
 from rasa.utils.endpoints import EndpointConfig
 
-from addons.config import StoreConfig
-from addons.conversation import Conversation, Turn
-from addons.custom_information_retrieval import MyVectorStore
-from addons.knowledge_search import KnowledgeSearch
+from rasa_context_retrieval.config import StoreConfig
+from rasa_context_retrieval.conversation import Conversation, Turn
+from rasa_context_retrieval.knowledge_search import KnowledgeSearch
+from rasa_context_retrieval.store import ContextRetrieval
 
 PLANS = ("free", "premium")
 BLOCKING_EMBED_SECONDS = 0.4
@@ -62,7 +62,7 @@ def state(text: str, plan: str) -> dict[str, Any]:
 
 
 async def test_the_event_loop_keeps_ticking_while_searches_run(tmp_path: Path, embedder: Any):
-    store = MyVectorStore(embeddings=SlowEmbedder(embedder, 0.0))
+    store = ContextRetrieval(embeddings=SlowEmbedder(embedder, 0.0))
     # query_embedder rasa: the slow client embeds the queries too
     store.connect(endpoint(write_docs(tmp_path, "v1"), refresh_seconds=0, query_embedder="rasa"))
     store.embeddings.delay = BLOCKING_EMBED_SECONDS  # type: ignore[attr-defined]
@@ -148,7 +148,7 @@ async def test_many_concurrent_searches_while_a_background_refresh_publishes(
     tmp_path: Path, embedder: Any
 ):
     docs = write_docs(tmp_path, "v1")
-    store = MyVectorStore(embeddings=embedder)
+    store = ContextRetrieval(embeddings=embedder)
     config = endpoint(docs, refresh_seconds=0.01)
     store.connect(config)
     edited = False

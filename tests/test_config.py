@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from addons.config import ConfigurationError, StoreConfig
+from rasa_context_retrieval.config import ConfigurationError, StoreConfig
 
 
 def test_a_minimal_block_gets_the_documented_defaults(tmp_path: Path):
@@ -109,7 +109,7 @@ def test_a_secret_in_a_faulty_block_is_never_echoed(tmp_path: Path, block: dict)
 def test_a_milvus_mistake_is_reported_before_anything_is_embedded(tmp_path: Path):
     from rasa.utils.endpoints import EndpointConfig
 
-    from addons.custom_information_retrieval import MyVectorStore
+    from rasa_context_retrieval.store import ContextRetrieval
 
     class NeverEmbeds:
         model = "unused"
@@ -125,7 +125,7 @@ def test_a_milvus_mistake_is_reported_before_anything_is_embedded(tmp_path: Path
         milvus={"uri": "http://localhost:19530", "colection": "kb"},
     )
     with pytest.raises(ConfigurationError, match="vector_store.milvus.colection"):
-        MyVectorStore(embeddings=NeverEmbeds()).connect(endpoint)
+        ContextRetrieval(embeddings=NeverEmbeds()).connect(endpoint)
     assert not (tmp_path / "index").exists()
 
 

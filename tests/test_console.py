@@ -1,4 +1,4 @@
-"""The console as a developer uses it: ``python -m addons ask`` in a shell, quiet or verbose."""
+"""The console as a developer uses it: ``rasa-context-retrieval ask`` in a shell, quiet or loud."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 import yaml
 from rasa.core.information_retrieval import SearchResult, SearchResultList
 
-from addons.console_view import SCREEN_WIDTH, as_json, render
+from rasa_context_retrieval.console_view import SCREEN_WIDTH, as_json, render
 from tests.conftest import REPO_ROOT
-from tests.test_my_vector_store import FIELDS, write_knowledge_base
+from tests.test_context_retrieval import FIELDS, write_knowledge_base
 
 QUESTION = "How much does Premium cost?"
 LOG_MARKERS = ("[debug", "[info", "mapped yet", "Loading weights")
@@ -28,12 +28,12 @@ def assistant(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> Pat
     docs = write_knowledge_base(folder)
     policy = {
         "name": "EnterpriseSearchPolicy",
-        "vector_store": {"type": "addons.custom_information_retrieval.MyVectorStore"},
+        "vector_store": {"type": "rasa_context_retrieval.ContextRetrieval"},
         "embeddings": {"provider": "huggingface_local", "model": str(model_path)},
     }
     (folder / "config.yml").write_text(yaml.safe_dump({"policies": [policy]}))
     vector_store = {
-        "type": "addons.custom_information_retrieval.MyVectorStore",
+        "type": "rasa_context_retrieval.ContextRetrieval",
         "docs": str(docs),
         "index_path": str(folder / "index"),
         "slot_filters": {"plan": "plan"},
@@ -44,7 +44,7 @@ def assistant(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> Pat
 
 
 def run_console(assistant: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    """``python -m addons`` in a fresh process; stdout and stderr kept apart."""
+    """``python -m rasa_context_retrieval`` in a fresh process; stdout and stderr kept apart."""
     environment = {key: value for key, value in os.environ.items() if key != "LOG_LEVEL"}
     command = [sys.executable, "-m", "addons"]
     command += ["--config", str(assistant / "config.yml")]
@@ -164,7 +164,7 @@ def test_the_plugin_leaves_logging_to_its_host():
     program = (
         "import logging, structlog\n"
         "before = (structlog.get_config(), logging.getLogger().level)\n"
-        "import addons.custom_information_retrieval, addons.knowledge_search\n"
+        "import rasa_context_retrieval.store, rasa_context_retrieval.knowledge_search\n"
         "assert (structlog.get_config(), logging.getLogger().level) == before\n"
     )
     done = subprocess.run(

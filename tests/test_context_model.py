@@ -1,4 +1,4 @@
-"""Follow-ups lean on their conversation through the query vector, through MyVectorStore.
+"""Follow-ups lean on their conversation through the query vector, through ContextRetrieval.
 
 Real example knowledge base (docs/), real all-MiniLM-L6-v2 embeddings, default configuration of
 the example assistant's endpoints.yml (context model ``weighted_turns``).
@@ -13,10 +13,10 @@ import pytest
 import yaml
 from rasa.utils.endpoints import EndpointConfig
 
-from addons.conversation import Conversation, Turn
-from addons.custom_information_retrieval import MyVectorStore
-from addons.rewrite.context import weighted_query_texts
-from addons.rewrite.heuristic import without_scope_statements
+from rasa_context_retrieval.conversation import Conversation, Turn
+from rasa_context_retrieval.rewrite.context import weighted_query_texts
+from rasa_context_retrieval.rewrite.heuristic import without_scope_statements
+from rasa_context_retrieval.store import ContextRetrieval
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,16 +27,16 @@ def index_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("index")
 
 
-def open_store(embedder: Any, index_path: Path, **overrides: Any) -> MyVectorStore:
+def open_store(embedder: Any, index_path: Path, **overrides: Any) -> ContextRetrieval:
     block = dict(yaml.safe_load((REPO_ROOT / "endpoints.yml").read_text())["vector_store"])
     block.update(docs=str(REPO_ROOT / "docs"), index_path=str(index_path), **overrides)
-    store = MyVectorStore(embeddings=embedder)
+    store = ContextRetrieval(embeddings=embedder)
     store.connect(EndpointConfig(**block))
     return store
 
 
 @pytest.fixture(scope="module")
-def store(embedder: Any, index_path: Path) -> MyVectorStore:
+def store(embedder: Any, index_path: Path) -> ContextRetrieval:
     return open_store(embedder, index_path)
 
 
@@ -47,7 +47,7 @@ def state(*messages: str) -> dict[str, Any]:
     return {"events": events, "slots": {}, "latest_message": {"text": messages[-1]}}
 
 
-async def search(store: MyVectorStore, *messages: str) -> Any:
+async def search(store: ContextRetrieval, *messages: str) -> Any:
     return await store.search(messages[-1], state(*messages), 0.0)
 
 
@@ -55,7 +55,7 @@ def mixed_texts(result: Any) -> list[str]:
     return [part["text"] for part in result.metadata["query_texts"]]
 
 
-async def test_a_scope_statement_does_not_leak_into_the_next_query(store: MyVectorStore):
+async def test_a_scope_statement_does_not_leak_into_the_next_query(store: ContextRetrieval):
     result = await search(
         store,
         "I live in Germany. Can I get my money back if I cancel?",
@@ -69,7 +69,7 @@ async def test_a_scope_statement_does_not_leak_into_the_next_query(store: MyVect
     assert "refunds" in result.results[0].metadata["source"]
 
 
-async def test_a_repeated_ellipsis_keeps_the_topic(store: MyVectorStore):
+async def test_a_repeated_ellipsis_keeps_the_topic(store: ContextRetrieval):
     result = await search(
         store,
         "How do I make files available offline?",
@@ -87,7 +87,7 @@ async def test_a_repeated_ellipsis_keeps_the_topic(store: MyVectorStore):
     assert sources[0] == "sync/offline-files-ios.md"
 
 
-async def test_a_standalone_question_is_searched_alone(store: MyVectorStore):
+async def test_a_standalone_question_is_searched_alone(store: ContextRetrieval):
     question = "How do I turn on two-factor authentication?"
     result = await search(store, "Can I use offline files?", "Yes, on Plus.", question)
 
@@ -95,7 +95,7 @@ async def test_a_standalone_question_is_searched_alone(store: MyVectorStore):
 
 
 async def test_the_words_model_stays_selectable(
-    embedder: Any, index_path: Path, store: MyVectorStore
+    embedder: Any, index_path: Path, store: ContextRetrieval
 ):
     store = open_store(embedder, index_path, context_model="words")
 

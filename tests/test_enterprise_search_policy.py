@@ -1,6 +1,6 @@
 """Through Rasa's real EnterpriseSearchPolicy: the custom store answers follow-ups within the slots.
 
-The policy is created, trained and loaded with ``vector_store.type`` pointing at MyVectorStore,
+The policy is created, trained and loaded with ``vector_store.type`` pointing at ContextRetrieval,
 exactly as ``rasa train`` and ``rasa run`` would, and predicts on a real DialogueStateTracker whose
 dialogue stack holds a SearchStackFrame. Extractive mode answers with the top result's answer.
 """
@@ -45,7 +45,7 @@ slots:
 @pytest.fixture(scope="module")
 def policy(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> EnterpriseSearchPolicy:
     config = {
-        "vector_store": {"type": "addons.custom_information_retrieval.MyVectorStore"},
+        "vector_store": {"type": "rasa_context_retrieval.ContextRetrieval"},
         "use_generative_llm": False,
         "embeddings": {"provider": "huggingface_local", "model": str(model_path)},
     }
@@ -61,7 +61,7 @@ def policy(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> Enterp
 def endpoints(example_index_path: Path) -> AvailableEndpoints:
     return AvailableEndpoints(
         vector_store=EndpointConfig(
-            type="addons.custom_information_retrieval.MyVectorStore",
+            type="rasa_context_retrieval.ContextRetrieval",
             docs=str(REPO_ROOT / "docs"),
             index_path=str(example_index_path),
             top_k=4,
@@ -119,7 +119,7 @@ def access_endpoints(example_index_path: Path) -> AvailableEndpoints:
     """endpoints-access.yml: the plan is an entitlement from channel metadata."""
     return AvailableEndpoints(
         vector_store=EndpointConfig(
-            type="addons.custom_information_retrieval.MyVectorStore",
+            type="rasa_context_retrieval.ContextRetrieval",
             docs=str(REPO_ROOT / "docs"),
             index_path=str(example_index_path),
             top_k=4,

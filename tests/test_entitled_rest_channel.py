@@ -9,7 +9,7 @@ from typing import Any
 import jwt
 import pytest
 
-from addons.channels.entitled_rest import EntitledRestInput
+from rasa_context_retrieval.channels.entitled_rest import EntitledRestInput
 
 SECRET = "test-signing-secret-with-enough-length"
 

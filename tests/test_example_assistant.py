@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from addons.config import StoreConfig
-from addons.knowledge.chunking import chunk_documents
-from addons.knowledge.loader import Document, load_knowledge_base
+from rasa_context_retrieval.config import StoreConfig
+from rasa_context_retrieval.knowledge.chunking import chunk_documents
+from rasa_context_retrieval.knowledge.loader import Document, load_knowledge_base
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 E2E_FOLDER = REPO_ROOT / "tests" / "e2e"
@@ -339,11 +339,11 @@ def example_store(embedder: Any, example_index_path: Path) -> Any:
     """The plugin configured by the offline project's endpoints.yml, as Rasa would connect it."""
     from rasa.utils.endpoints import EndpointConfig
 
-    from addons.custom_information_retrieval import MyVectorStore
+    from rasa_context_retrieval.store import ContextRetrieval
 
     block = {**_vector_store_block("endpoints.yml"), "index_path": str(example_index_path)}
     block["docs"] = str(REPO_ROOT / block["docs"])
-    store = MyVectorStore(embeddings=embedder)
+    store = ContextRetrieval(embeddings=embedder)
     store.connect(EndpointConfig(**block))
     return store
 

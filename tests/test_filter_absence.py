@@ -1,6 +1,6 @@
 """`absent_means_all`: a document without the attribute holds for every value of it.
 
-The cases are the truth table of ``addons/filters/absence.py``, run through the real FAISS
+The cases are the truth table of ``filters/absence.py``, run through the real FAISS
 translator over real metadata columns; the Milvus side runs the same rewrite in
 tests/test_milvus_expression.py.
 """
@@ -12,14 +12,18 @@ from typing import Any
 import pytest
 from langchain_core.structured_query import Comparator, Comparison
 
-from addons.config import StoreConfig
-from addons.filters.absence import absence_notes, include_documents_lacking, search_filter
-from addons.filters.columns import MetadataColumns
-from addons.filters.faiss_translator import FaissTranslator
-from addons.filters.syntax import parse_filter
-from addons.knowledge.models import Chunk, ScoredChunk
-from addons.retrieve.specific_first import specific_first
-from addons.schema import MetadataField
+from rasa_context_retrieval.config import StoreConfig
+from rasa_context_retrieval.filters.absence import (
+    absence_notes,
+    include_documents_lacking,
+    search_filter,
+)
+from rasa_context_retrieval.filters.columns import MetadataColumns
+from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
+from rasa_context_retrieval.filters.syntax import parse_filter
+from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
+from rasa_context_retrieval.retrieve.specific_first import specific_first
+from rasa_context_retrieval.schema import MetadataField
 
 DOCUMENTS: dict[str, dict[str, Any]] = {
     "android": {"platform": ["android"], "plan": ["plus"]},

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from langchain_core.structured_query import Comparator, Comparison, Operation, Operator
 
-from addons.filters.columns import MetadataColumns
-from addons.filters.faiss_translator import FaissTranslator
-from addons.filters.slot_filters import slot_filter
-from addons.filters.syntax import conjoin, parse_filter, to_filter_syntax
+from rasa_context_retrieval.filters.columns import MetadataColumns
+from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
+from rasa_context_retrieval.filters.slot_filters import slot_filter
+from rasa_context_retrieval.filters.syntax import conjoin, parse_filter, to_filter_syntax
 
 MAPPING = {"user_plan": "plan", "user_region": "region", "is_beta": "beta", "max_price": "price"}
 

@@ -15,7 +15,7 @@ from langchain_core.structured_query import (
     Operator,
 )
 
-from addons.filters.syntax import conjoin, parse_filter, to_filter_syntax
+from rasa_context_retrieval.filters.syntax import conjoin, parse_filter, to_filter_syntax
 
 PLAN = Comparison(comparator=Comparator.EQ, attribute="plan", value="premium")
 REGION = Comparison(comparator=Comparator.EQ, attribute="region", value="eu")

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from langchain_core.structured_query import Comparator, Comparison, StructuredQuery
 
-from addons.filters.columns import MetadataColumns
-from addons.filters.faiss_translator import FaissTranslator
-from addons.filters.syntax import parse_filter
+from rasa_context_retrieval.filters.columns import MetadataColumns
+from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
+from rasa_context_retrieval.filters.syntax import parse_filter
 
 # The movie documents of LangChain's self-query how-to.
 MOVIES: list[dict[str, Any]] = [

@@ -1,7 +1,7 @@
 """The vectorised translator agrees with a plain row-by-row reading of the documented semantics.
 
 The reference below evaluates one chunk at a time with ordinary Python comparisons, following the
-rules in ``addons/filters/faiss_translator.py``'s docstring; hypothesis feeds both random mixed
+rules in ``filters/faiss_translator.py``'s docstring; hypothesis feeds both random mixed
 metadata and random filter trees.
 """
 
@@ -24,9 +24,9 @@ from langchain_core.structured_query import (
     Operator,
 )
 
-from addons.filters.absence import include_documents_lacking
-from addons.filters.columns import MetadataColumns
-from addons.filters.faiss_translator import FaissTranslator
+from rasa_context_retrieval.filters.absence import include_documents_lacking
+from rasa_context_retrieval.filters.columns import MetadataColumns
+from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
 
 ATTRIBUTES = ["plan", "platform", "price", "updated"]
 WORDS = ["Premium", " premium ", "basic", "EU", "a_b", "50%", "android", "iOS", "true", "False"]

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from addons.retrieve.fusion import reciprocal_rank_fusion
+from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
 
 
 def ids(fused: list[tuple[str, float]]) -> list[str]:

@@ -12,15 +12,15 @@ import time
 import pytest
 from langchain_core.structured_query import Comparator, Comparison, Operation, Operator
 
-from addons.filters.bounds import (
+from rasa_context_retrieval.filters.bounds import (
     MAX_FILTER_DEPTH,
     MAX_FILTER_NODES,
     MAX_FILTER_TEXT_CHARS,
     FilterTooLarge,
     check_filter,
 )
-from addons.filters.slot_filters import slot_filter
-from addons.filters.syntax import parse_filter, to_filter_syntax
+from rasa_context_retrieval.filters.slot_filters import slot_filter
+from rasa_context_retrieval.filters.syntax import parse_filter, to_filter_syntax
 
 PREMIUM = 'eq("plan", "premium")'
 

@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rasa.utils.endpoints import EndpointConfig
 
-from addons.custom_information_retrieval import MyVectorStore
-from addons.filters.syntax import parse_filter
-from addons.rewrite.llm_rewrite import MAX_QUERY_CHARS, clean_query
-from addons.schema import MetadataField
-from addons.self_query.llm_constructor import LLMQueryConstructor
+from rasa_context_retrieval.filters.syntax import parse_filter
+from rasa_context_retrieval.rewrite.llm_rewrite import MAX_QUERY_CHARS, clean_query
+from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
+from rasa_context_retrieval.store import ContextRetrieval
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -109,7 +109,7 @@ async def test_the_store_answers_within_the_slot_scope_whatever_the_llm_says(
             f"Q: What does {plan} include?\nA: Storage for {plan}.\n",
             encoding="utf-8",
         )
-    store = MyVectorStore(embeddings=embedder)
+    store = ContextRetrieval(embeddings=embedder)
     store.connect(
         EndpointConfig(
             docs=str(docs),

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from rasa.utils.endpoints import EndpointConfig
 
-from addons.custom_information_retrieval import MyVectorStore
-from addons.llm.client import MAX_ANSWER_BYTES, LLMUnavailable, RetrievalLLM
+from rasa_context_retrieval.llm.client import MAX_ANSWER_BYTES, LLMUnavailable, RetrievalLLM
+from rasa_context_retrieval.store import ContextRetrieval
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -47,7 +47,7 @@ def wide_or(terms: int) -> str:
 
 
 @pytest.fixture
-def store(fake_openai: FakeOpenAI, embedder: Any, tmp_path: Path) -> MyVectorStore:
+def store(fake_openai: FakeOpenAI, embedder: Any, tmp_path: Path) -> ContextRetrieval:
     docs = tmp_path / "docs"
     docs.mkdir()
     for plan in PLANS:
@@ -56,7 +56,7 @@ def store(fake_openai: FakeOpenAI, embedder: Any, tmp_path: Path) -> MyVectorSto
             f"A: Refunds for {plan} within 14 days.\n",
             encoding="utf-8",
         )
-    store = MyVectorStore(embeddings=embedder)
+    store = ContextRetrieval(embeddings=embedder)
     store.connect(
         EndpointConfig(
             docs=str(docs),
@@ -70,7 +70,7 @@ def store(fake_openai: FakeOpenAI, embedder: Any, tmp_path: Path) -> MyVectorSto
     return store
 
 
-async def search_while_ticking(store: MyVectorStore, plan: str) -> tuple[Any, float, float]:
+async def search_while_ticking(store: ContextRetrieval, plan: str) -> tuple[Any, float, float]:
     """The result, the search's wall time and the longest the event loop was blocked."""
     longest = 0.0
     searching = True
@@ -106,7 +106,7 @@ async def search_while_ticking(store: MyVectorStore, plan: str) -> tuple[Any, fl
     ],
 )
 async def test_a_hostile_answer_falls_back_in_time_without_blocking_the_loop(
-    fake_openai: FakeOpenAI, store: MyVectorStore, answer: str
+    fake_openai: FakeOpenAI, store: ContextRetrieval, answer: str
 ):
     fake_openai.responder = lambda body: Reply(answer)
     await search_while_ticking(store, "free")  # first request: connection set-up
@@ -138,7 +138,7 @@ async def test_the_request_and_the_parse_share_one_timeout(fake_openai: FakeOpen
     assert parsed_in and parsed_in[0] != threading.main_thread().name
 
 
-async def test_a_well_formed_answer_still_filters(fake_openai: FakeOpenAI, store: MyVectorStore):
+async def test_a_well_formed_answer_still_filters(fake_openai: FakeOpenAI, store: ContextRetrieval):
     answer = json.dumps({"query": "refunds", "filter": 'eq("plan", "premium")'})
     fake_openai.responder = lambda body: Reply(answer)
     result, _, _ = await search_while_ticking(store, "premium")

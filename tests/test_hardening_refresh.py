@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from rasa.utils.endpoints import EndpointConfig
 
-from addons.custom_information_retrieval import MyVectorStore
-from tests.test_my_vector_store import CountingEmbedder
+from rasa_context_retrieval.store import ContextRetrieval
+from tests.test_context_retrieval import CountingEmbedder
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -36,7 +36,7 @@ def endpoint(docs: Path) -> EndpointConfig:
     )
 
 
-async def sources(store: MyVectorStore, config: EndpointConfig, question: str, plan: str) -> set:
+async def sources(store: ContextRetrieval, config: EndpointConfig, question: str, plan: str) -> set:
     store.connect(config)
     state = {"events": [{"event": "user", "text": question}], "slots": {"plan": plan}}
     result = await store.search("", state, 0.0)
@@ -62,7 +62,7 @@ def docs(tmp_path: Path) -> Path:
 
 
 async def test_a_same_size_edit_with_its_mtime_restored_is_picked_up(docs: Path, embedder: Any):
-    store = MyVectorStore(embeddings=embedder)
+    store = ContextRetrieval(embeddings=embedder)
     config = endpoint(docs)
     store.connect(config)
     assert "sync.md" in await sources(store, config, "how does sync work", "free")
@@ -80,7 +80,7 @@ async def test_a_same_size_edit_with_its_mtime_restored_is_picked_up(docs: Path,
 
 
 async def test_a_document_that_becomes_unreadable_is_withdrawn(docs: Path, embedder: Any):
-    store = MyVectorStore(embeddings=embedder)
+    store = ContextRetrieval(embeddings=embedder)
     config = endpoint(docs)
     store.connect(config)
     (docs / "sync.md").write_bytes(b"\xff\xfe not UTF-8 any more")
@@ -97,7 +97,7 @@ async def test_when_the_rebuild_fails_changed_documents_are_withdrawn_and_the_re
     docs: Path, embedder: Any
 ):
     counting = CountingEmbedder(embedder)
-    store = MyVectorStore(embeddings=counting)
+    store = ContextRetrieval(embeddings=counting)
     config = endpoint(docs)
     store.connect(config)
     assert "sync.md" in await sources(store, config, "how does sync work", "free")
@@ -116,7 +116,7 @@ async def test_when_nothing_readable_is_left_nothing_is_served(tmp_path: Path, e
     docs = tmp_path / "docs"
     docs.mkdir()
     write(docs / "only.md", "---\nplan: free\n---\nQ: How does sync work?\nA: Automatically.\n")
-    store = MyVectorStore(embeddings=embedder)
+    store = ContextRetrieval(embeddings=embedder)
     config = endpoint(docs)
     store.connect(config)
     (docs / "only.md").write_bytes(b"\0binary now")

@@ -19,7 +19,7 @@ from rasa.core.information_retrieval import InformationRetrievalException
 from rasa.utils.endpoints import EndpointConfig
 from structlog.testing import capture_logs
 
-from addons.custom_information_retrieval import MyVectorStore
+from rasa_context_retrieval.store import ContextRetrieval
 
 PLANS = ("free", "plus", "premium", "business")
 REGIONS = ("eu", "us", "apac")
@@ -48,9 +48,9 @@ def write_docs(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> MyVectorStore:
+def store(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> ContextRetrieval:
     docs = write_docs(tmp_path_factory.mktemp("kb"))
-    store = MyVectorStore(embeddings=embedder)
+    store = ContextRetrieval(embeddings=embedder)
     store.connect(
         EndpointConfig(
             docs=str(docs),
@@ -140,7 +140,7 @@ def assert_within_slot_scope(result: Any, slots: Any) -> None:
 @PROFILES
 @given(state=tracker_states, query=st.one_of(st.none(), texts))
 async def test_any_tracker_state_gives_results_and_never_raises(
-    store: MyVectorStore, state: Any, query: Any
+    store: ContextRetrieval, state: Any, query: Any
 ):
     result = await store.search(query, state, 0.0)
     assert isinstance(result.results, list)
@@ -159,7 +159,7 @@ slot_values = st.one_of(
 @PROFILES
 @given(plan=slot_values, region=slot_values, tier=slot_values, text=texts)
 async def test_slot_values_of_every_type_never_widen_the_scope(
-    store: MyVectorStore, plan: Any, region: Any, tier: Any, text: str
+    store: ContextRetrieval, plan: Any, region: Any, tier: Any, text: str
 ):
     slots = {"plan": plan, "region": region, "tier": tier}
     state = {"events": [{"event": "user", "text": text or "storage"}], "slots": slots}
@@ -171,14 +171,14 @@ async def test_slot_values_of_every_type_never_widen_the_scope(
     "value", [math.nan, math.inf, -math.inf, 2**80, [["premium"]], [[]], {}, 'it\'s "premium"']
 )
 async def test_unusable_slot_values_restrict_to_nothing_instead_of_failing(
-    store: MyVectorStore, value: Any
+    store: ContextRetrieval, value: Any
 ):
     state = {"events": [{"event": "user", "text": "storage and refunds"}], "slots": {"plan": value}}
     result = await store.search("", state, 0.0)
     assert result.results == []
 
 
-async def test_a_huge_message_is_answered_in_bounded_time(store: MyVectorStore):
+async def test_a_huge_message_is_answered_in_bounded_time(store: ContextRetrieval):
     message = "how do I get a refund on premium in the eu? " * 25_000  # ~1.1 MB
     started = time.perf_counter()
     result = await store.search("", {"events": [{"event": "user", "text": message}]}, 0.0)
@@ -187,11 +187,13 @@ async def test_a_huge_message_is_answered_in_bounded_time(store: MyVectorStore):
 
 
 @pytest.mark.parametrize("threshold", [math.nan, "nan", -math.nan])
-async def test_a_nan_threshold_is_a_clear_error_not_silence(store: MyVectorStore, threshold: Any):
+async def test_a_nan_threshold_is_a_clear_error_not_silence(
+    store: ContextRetrieval, threshold: Any
+):
     state = {"events": [{"event": "user", "text": "storage and refunds"}]}
     with capture_logs() as logs, pytest.raises(InformationRetrievalException) as raised:
         await store.search("", state, threshold)
     assert isinstance(raised.value.__cause__, ValueError)
     assert "NaN" in str(raised.value.__cause__)
-    assert any(log["event"] == "my_vector_store.search.bad_threshold" for log in logs)
+    assert any(log["event"] == "context_retrieval.search.bad_threshold" for log in logs)
     assert (await store.search("", state, 0.0)).results, "a usable threshold still answers"

@@ -16,17 +16,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from addons.filters.syntax import parse_filter
-from addons.knowledge.builder import IndexSettings, ensure_index
-from addons.knowledge.chunk_table import ChunkTable
-from addons.knowledge.index import (
+from rasa_context_retrieval.filters.syntax import parse_filter
+from rasa_context_retrieval.knowledge.builder import IndexSettings, ensure_index
+from rasa_context_retrieval.knowledge.chunk_table import ChunkTable
+from rasa_context_retrieval.knowledge.index import (
     FORMAT_VERSION,
     IndexCorruptError,
     IndexDirectory,
     KnowledgeIndex,
 )
-from addons.knowledge.models import Chunk
-from addons.retrieve.retriever import filter_mask
+from rasa_context_retrieval.knowledge.models import Chunk
+from rasa_context_retrieval.retrieve.retriever import filter_mask
 from tests.test_index_persistence import HashingEmbedder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "index-v1"

@@ -17,8 +17,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from addons.knowledge.builder import IndexSettings, ensure_index
-from addons.knowledge.index import IndexDirectory, IndexFolderNotWritable, KnowledgeIndex
+from rasa_context_retrieval.knowledge.builder import IndexSettings, ensure_index
+from rasa_context_retrieval.knowledge.index import (
+    IndexDirectory,
+    IndexFolderNotWritable,
+    KnowledgeIndex,
+)
 
 DIMENSION = 32
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from addons.knowledge.chunking import chunk_documents
-from addons.knowledge.loader import Document, content_digest, load_knowledge_base
+from rasa_context_retrieval.knowledge.chunking import chunk_documents
+from rasa_context_retrieval.knowledge.loader import Document, content_digest, load_knowledge_base
 
 
 def write(folder: Path, name: str, content: str | bytes) -> None:

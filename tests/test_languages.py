@@ -11,15 +11,15 @@ import pytest
 from rasa.utils.endpoints import EndpointConfig
 from structlog.testing import capture_logs
 
-from addons.config import ConfigurationError, StoreConfig
-from addons.custom_information_retrieval import MyVectorStore
-from addons.retrieve.languages import (
+from rasa_context_retrieval.config import ConfigurationError, StoreConfig
+from rasa_context_retrieval.retrieve.languages import (
     ANALYZERS,
     guess_language,
     warn_about_english_only_steps,
     warn_if_documents_are_not_in,
 )
-from addons.retrieve.lexical import SETTINGS_FILENAME, LexicalIndex, LexicalSettings
+from rasa_context_retrieval.retrieve.lexical import SETTINGS_FILENAME, LexicalIndex, LexicalSettings
+from rasa_context_retrieval.store import ContextRetrieval
 
 GERMAN = [
     "Klicken Sie mit der rechten Maustaste auf eine Datei und wählen Sie Offline verfügbar.",
@@ -130,17 +130,17 @@ def test_indexing_german_documents_as_english_warns_once(tmp_path: Path, embedde
     for number, page in enumerate(GERMAN_PAGES):
         (docs / f"seite-{number}.md").write_text(page, encoding="utf-8")
     block = {
-        "type": "addons.custom_information_retrieval.MyVectorStore",
+        "type": "rasa_context_retrieval.ContextRetrieval",
         "docs": str(docs),
         "index_path": str(tmp_path / "index"),
     }
 
     with capture_logs() as first_start:
-        MyVectorStore(embeddings=embedder).connect(EndpointConfig(**block))
+        ContextRetrieval(embeddings=embedder).connect(EndpointConfig(**block))
     with capture_logs() as restart:
-        MyVectorStore(embeddings=embedder).connect(EndpointConfig(**block))
+        ContextRetrieval(embeddings=embedder).connect(EndpointConfig(**block))
     with capture_logs() as in_german:
-        MyVectorStore(embeddings=embedder).connect(EndpointConfig(**block, language="de"))
+        ContextRetrieval(embeddings=embedder).connect(EndpointConfig(**block, language="de"))
 
     def events(logs: list[dict[str, Any]]) -> list[str]:
         return [log["event"] for log in logs if log["event"].startswith("knowledge.language")]

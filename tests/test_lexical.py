@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from addons.retrieve.lexical import LexicalIndex, LexicalIndexError, LexicalSettings
+from rasa_context_retrieval.retrieve.lexical import LexicalIndex, LexicalIndexError, LexicalSettings
 
 TEXTS = [
     "The Premium plan costs 20 euros per month and includes roaming.",

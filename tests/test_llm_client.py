@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from addons.llm.client import LLMConfigError, LLMUnavailable, RetrievalLLM
+from rasa_context_retrieval.llm.client import LLMConfigError, LLMUnavailable, RetrievalLLM
 from tests.fake_openai import FAKE_API_KEY, FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 
 # One event loop for all LLM tests, as in an application: litellm caches HTTP clients per loop.

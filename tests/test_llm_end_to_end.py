@@ -1,4 +1,4 @@
-"""MyVectorStore with an LLM behind rewrite, self-query and multi-query, over real HTTP.
+"""ContextRetrieval with an LLM behind rewrite, self-query and multi-query, over real HTTP.
 
 The LLM is a local OpenAI-compatible server (tests/fake_openai.py) reached through Rasa's own
 client; what it answers is scripted, so these tests check what the store does with the answers:
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from addons.custom_information_retrieval import MyVectorStore
+from rasa_context_retrieval.store import ContextRetrieval
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
-from tests.test_my_vector_store import endpoint, state, write_knowledge_base
+from tests.test_context_retrieval import endpoint, state, write_knowledge_base
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -41,9 +41,9 @@ def paraphrase_aware(combined: str, paraphrases: str = "refund rules\nmoney back
 
 
 @pytest.fixture
-def llm_store(tmp_path: Path, embedder: Any, fake_openai: FakeOpenAI) -> MyVectorStore:
+def llm_store(tmp_path: Path, embedder: Any, fake_openai: FakeOpenAI) -> ContextRetrieval:
     docs = write_knowledge_base(tmp_path)
-    store = MyVectorStore(embeddings=embedder)
+    store = ContextRetrieval(embeddings=embedder)
     store.connect(
         endpoint(
             docs,
@@ -57,7 +57,7 @@ def llm_store(tmp_path: Path, embedder: Any, fake_openai: FakeOpenAI) -> MyVecto
 
 
 async def test_an_llm_filter_that_tries_to_widen_the_slot_scope_is_anded_with_it(
-    llm_store: MyVectorStore, fake_openai: FakeOpenAI
+    llm_store: ContextRetrieval, fake_openai: FakeOpenAI
 ):
     fake_openai.responder = paraphrase_aware(
         constructor_answer(
@@ -75,7 +75,7 @@ async def test_an_llm_filter_that_tries_to_widen_the_slot_scope_is_anded_with_it
 
 
 async def test_an_instruction_to_drop_the_slot_filter_changes_nothing(
-    llm_store: MyVectorStore, fake_openai: FakeOpenAI
+    llm_store: ContextRetrieval, fake_openai: FakeOpenAI
 ):
     fake_openai.responder = paraphrase_aware(constructor_answer("internal documents", "NO_FILTER"))
     conversation = state(
@@ -90,7 +90,7 @@ async def test_an_instruction_to_drop_the_slot_filter_changes_nothing(
 
 
 async def test_a_filter_matching_nothing_is_relaxed_but_the_slot_filter_stays(
-    llm_store: MyVectorStore, fake_openai: FakeOpenAI
+    llm_store: ContextRetrieval, fake_openai: FakeOpenAI
 ):
     fake_openai.responder = paraphrase_aware(
         constructor_answer("plan price", 'gt("price_per_month", 1000)')
@@ -102,7 +102,7 @@ async def test_a_filter_matching_nothing_is_relaxed_but_the_slot_filter_stays(
 
 
 async def test_a_slow_llm_falls_back_to_the_heuristic_rewrite_within_the_timeout(
-    llm_store: MyVectorStore, fake_openai: FakeOpenAI
+    llm_store: ContextRetrieval, fake_openai: FakeOpenAI
 ):
     fake_openai.responder = lambda body: Reply("too late", delay=5.0)
     started = time.perf_counter()
@@ -115,7 +115,7 @@ async def test_a_slow_llm_falls_back_to_the_heuristic_rewrite_within_the_timeout
 
 
 async def test_garbage_from_the_llm_never_reaches_rasa_as_an_exception(
-    llm_store: MyVectorStore, fake_openai: FakeOpenAI
+    llm_store: ContextRetrieval, fake_openai: FakeOpenAI
 ):
     fake_openai.reply(
         Reply(raw_body="{not json"), Reply(status=500), Reply("```json\n{]\n```"), Reply("")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from addons.llm.client import RetrievalLLM
-from addons.rewrite.multi_query import paraphrases, parse_paraphrases
+from rasa_context_retrieval.llm.client import RetrievalLLM
+from rasa_context_retrieval.rewrite.multi_query import paraphrases, parse_paraphrases
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from addons.config import StoreConfig
-from addons.conversation import Conversation, Turn
-from addons.filters.syntax import to_filter_syntax
-from addons.llm.client import RetrievalLLM
-from addons.llm.planner import build_llm_planner, time_budget
-from addons.plan import LLMPlanner, Planner
-from addons.rewrite.llm_rewrite import LLMRewriteAndFilter, LLMRewriter, clean_query
-from addons.schema import MetadataField
-from addons.self_query.llm_constructor import LLMQueryConstructor
+from rasa_context_retrieval.config import StoreConfig
+from rasa_context_retrieval.conversation import Conversation, Turn
+from rasa_context_retrieval.filters.syntax import to_filter_syntax
+from rasa_context_retrieval.llm.client import RetrievalLLM
+from rasa_context_retrieval.llm.planner import build_llm_planner, time_budget
+from rasa_context_retrieval.plan import LLMPlanner, Planner
+from rasa_context_retrieval.rewrite.llm_rewrite import LLMRewriteAndFilter, LLMRewriter, clean_query
+from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from rasa.utils.endpoints import EndpointConfig
 
-from addons.custom_information_retrieval import MyVectorStore
+from rasa_context_retrieval.store import ContextRetrieval
 from tests.conftest import REPO_ROOT
 from tests.milvus_server import milvus_uri  # noqa: F401
-from tests.test_my_vector_store import state
+from tests.test_context_retrieval import state
 
 CONVERSATIONS = [
     state(("user", "Can I get a refund?"), region="eu"),
@@ -31,11 +31,11 @@ CONVERSATIONS = [
 ]
 
 
-def store_for(embedder: Any, index_path: Path, **block: Any) -> MyVectorStore:
-    store = MyVectorStore(embeddings=embedder)
+def store_for(embedder: Any, index_path: Path, **block: Any) -> ContextRetrieval:
+    store = ContextRetrieval(embeddings=embedder)
     store.connect(
         EndpointConfig(
-            type="addons.custom_information_retrieval.MyVectorStore",
+            type="rasa_context_retrieval.ContextRetrieval",
             docs=str(REPO_ROOT / "docs"),
             index_path=str(index_path),
             slot_filters={"plan": "plan", "region": "region"},
@@ -57,7 +57,7 @@ def stores(
     tmp_path_factory: pytest.TempPathFactory,
     embedder: Any,
     milvus_uri: str,  # noqa: F811
-) -> tuple[MyVectorStore, MyVectorStore]:
+) -> tuple[ContextRetrieval, ContextRetrieval]:
     index_path = tmp_path_factory.mktemp("index")
     faiss_store = store_for(embedder, index_path)
     milvus_store = store_for(
@@ -119,14 +119,14 @@ async def test_a_stale_collection_never_returns_a_chunk_outside_the_filter(
     docs = tmp_path / "docs"
     _write_docs(docs, "basic")
     block: dict[str, Any] = {
-        "type": "addons.custom_information_retrieval.MyVectorStore",
+        "type": "rasa_context_retrieval.ContextRetrieval",
         "docs": str(docs),
         "slot_filters": {"plan": "plan"},
         "access_filters": {"tier": "plan"},
         "metadata_fields": [{"name": "plan", "type": "list[string]"}],
         "backend": "milvus",
     }
-    writer = MyVectorStore(embeddings=embedder)
+    writer = ContextRetrieval(embeddings=embedder)
     writer.connect(
         EndpointConfig(
             **block,
@@ -140,7 +140,7 @@ async def test_a_stale_collection_never_returns_a_chunk_outside_the_filter(
     assert "offline.md" in [r.metadata["source"] for r in before.results]
 
     _write_docs(docs, "premium")  # edited on disk; the collection is not re-synced
-    replica = MyVectorStore(embeddings=embedder)
+    replica = ContextRetrieval(embeddings=embedder)
     replica.connect(
         EndpointConfig(
             **block,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from addons.milvus.config import MilvusConfig, MilvusConfigError
+from rasa_context_retrieval.milvus.config import MilvusConfig, MilvusConfigError
 
 
 @pytest.mark.parametrize("key", ["token", "password", "user", "api_key"])

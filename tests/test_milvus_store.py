@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from langchain_core.structured_query import Comparator, Comparison
 
-from addons.knowledge.models import Chunk
-from addons.milvus.config import MilvusConfig
-from addons.milvus.lease import SyncLease
-from addons.milvus.store import MilvusChunkStore, MilvusCollectionMissing
+from rasa_context_retrieval.knowledge.models import Chunk
+from rasa_context_retrieval.milvus.config import MilvusConfig
+from rasa_context_retrieval.milvus.lease import SyncLease
+from rasa_context_retrieval.milvus.store import MilvusChunkStore, MilvusCollectionMissing
 from tests.milvus_server import milvus_uri  # noqa: F401
 
 pytestmark = pytest.mark.milvus

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from addons.config import StoreConfig
-from addons.knowledge.model_integrity import (
+from rasa_context_retrieval.config import StoreConfig
+from rasa_context_retrieval.knowledge.model_integrity import (
     ModelIntegrityError,
     is_bundled_model,
     verify_bundled_model,
 )
-from addons.knowledge_search import KnowledgeSearch
+from rasa_context_retrieval.knowledge_search import KnowledgeSearch
 
 
 @pytest.fixture

@@ -16,17 +16,17 @@ import pytest
 import yaml
 from structlog.testing import capture_logs
 
-from addons.config import StoreConfig
-from addons.conversation import Conversation, Turn
-from addons.knowledge.onnx_query import LocalModel, cached_export, export_file
-from addons.knowledge.query_batcher import QueryBatcher
-from addons.knowledge.query_embedder import (
+from rasa_context_retrieval.config import StoreConfig
+from rasa_context_retrieval.conversation import Conversation, Turn
+from rasa_context_retrieval.knowledge.onnx_query import LocalModel, cached_export, export_file
+from rasa_context_retrieval.knowledge.query_batcher import QueryBatcher
+from rasa_context_retrieval.knowledge.query_embedder import (
     OnnxQueryEmbedder,
     PreparingQueryEmbedder,
     RasaQueryEmbedder,
     open_query_embedder,
 )
-from addons.knowledge_search import QUERY_MODEL_FOLDER, KnowledgeSearch
+from rasa_context_retrieval.knowledge_search import QUERY_MODEL_FOLDER, KnowledgeSearch
 from tests.conftest import REPO_ROOT
 
 QUESTIONS = [

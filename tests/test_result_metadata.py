@@ -1,6 +1,6 @@
 """What each result carries into Rasa's generative prompt, through the real EnterpriseSearchPolicy.
 
-The policy is created, trained and loaded with ``vector_store.type`` pointing at MyVectorStore and
+The policy is created, trained and loaded with ``vector_store.type`` naming ContextRetrieval and
 ``use_generative_llm: true``, ``citation_enabled: true``; its LLM is the local OpenAI-compatible
 server of tests/fake_openai.py, reached over HTTP through Rasa's own client. The server answers
 like an LLM that follows the citation prompt: it cites the ``source`` of the first document it
@@ -30,12 +30,12 @@ from rasa.shared.nlu.training_data.training_data import TrainingData
 from rasa.utils.endpoints import EndpointConfig
 from structlog.testing import capture_logs
 
-from addons.config import ConfigurationError, StoreConfig
-from addons.custom_information_retrieval import MyVectorStore
-from addons.knowledge.chunking import chunk_documents
-from addons.knowledge.loader import Document
-from addons.knowledge.models import Chunk
-from addons.result_metadata import citable_source, prompt_metadata
+from rasa_context_retrieval.config import ConfigurationError, StoreConfig
+from rasa_context_retrieval.knowledge.chunking import chunk_documents
+from rasa_context_retrieval.knowledge.loader import Document
+from rasa_context_retrieval.knowledge.models import Chunk
+from rasa_context_retrieval.result_metadata import citable_source, prompt_metadata
+from rasa_context_retrieval.store import ContextRetrieval
 from tests.conftest import REPO_ROOT
 from tests.fake_openai import FAKE_API_KEY, FakeOpenAI, Reply
 from tests.test_enterprise_search_policy import DOMAIN, tracker_for
@@ -112,7 +112,7 @@ def search_policy(
     storage_folder: Path, model_path: Path, **settings: Any
 ) -> EnterpriseSearchPolicy:
     config = {
-        "vector_store": {"type": "addons.custom_information_retrieval.MyVectorStore"},
+        "vector_store": {"type": "rasa_context_retrieval.ContextRetrieval"},
         "embeddings": {"provider": "huggingface_local", "model": str(model_path)},
         **settings,
     }
@@ -147,7 +147,7 @@ def endpoints(knowledge: tuple[Path, Path], **settings: Any) -> AvailableEndpoin
     docs, index = knowledge
     return AvailableEndpoints(
         vector_store=EndpointConfig(
-            type="addons.custom_information_retrieval.MyVectorStore",
+            type="rasa_context_retrieval.ContextRetrieval",
             docs=str(docs),
             index_path=str(index),
             top_k=4,
@@ -280,7 +280,7 @@ async def test_lean_results_in_extractive_mode_are_flagged_with_the_fix(
     assert "enterprise_search_policy._return_static_response.answer_key_missing_in_metadata" in (
         names
     )
-    notices = [e for e in events if e["event"] == "my_vector_store.result_metadata.no_answer"]
+    notices = [e for e in events if e["event"] == "context_retrieval.result_metadata.no_answer"]
     assert len(notices) == 1, "said once, not at every search"
     assert "result_metadata: full" in notices[0]["note"]
 
@@ -289,7 +289,7 @@ async def test_lean_results_in_extractive_mode_are_flagged_with_the_fix(
 async def test_a_listed_answer_keeps_extractive_answers_and_drops_the_rest(
     embedder: Any, knowledge
 ):
-    store = MyVectorStore(embeddings=embedder)
+    store = ContextRetrieval(embeddings=embedder)
     store.connect(endpoints(knowledge, result_metadata=["answer"]).vector_store)
     results = await store.search("Can I get a refund?", {}, 0.0)
     assert results.results

@@ -1,4 +1,4 @@
-"""`python -m addons eval FILE`: retrieval quality measured on the assistant's own conversations."""
+"""`rasa-context-retrieval eval FILE`: retrieval quality on the assistant's own conversations."""
 
 from __future__ import annotations
 
@@ -12,12 +12,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rasa.core.policies.enterprise_search_policy import EnterpriseSearchPolicy
 
-from addons.console import main
-from addons.conversation import Conversation
-from addons.evaluation.cases import EvalCase
-from addons.evaluation.metrics import TopResult, suggest_threshold, threshold_outcome
-from addons.evaluation.report import render_text
-from addons.evaluation.tracker import rasa_default_query, tracker_for, tracker_state
+from rasa_context_retrieval.console import main
+from rasa_context_retrieval.conversation import Conversation
+from rasa_context_retrieval.evaluation.cases import EvalCase
+from rasa_context_retrieval.evaluation.metrics import (
+    TopResult,
+    suggest_threshold,
+    threshold_outcome,
+)
+from rasa_context_retrieval.evaluation.report import render_text
+from rasa_context_retrieval.evaluation.tracker import rasa_default_query, tracker_for, tracker_state
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_CASES = "eval/lumen_drive.yml"
@@ -288,12 +292,12 @@ def _write_small_assistant(folder: Path, model_path: Path) -> None:
     )
     policy = {
         "name": "EnterpriseSearchPolicy",
-        "vector_store": {"type": "addons.custom_information_retrieval.MyVectorStore"},
+        "vector_store": {"type": "rasa_context_retrieval.ContextRetrieval"},
         "embeddings": {"provider": "huggingface_local", "model": str(model_path)},
     }
     (folder / "config.yml").write_text(yaml.safe_dump({"policies": [policy]}), encoding="utf-8")
     store = {
-        "type": "addons.custom_information_retrieval.MyVectorStore",
+        "type": "rasa_context_retrieval.ContextRetrieval",
         "docs": "docs",
         "index_path": ".index",
         "metadata_fields": [{"name": "plan", "type": "list[string]"}],

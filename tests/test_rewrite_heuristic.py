@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from addons.conversation import Conversation, Turn
-from addons.rewrite.heuristic import (
+from rasa_context_retrieval.conversation import Conversation, Turn
+from rasa_context_retrieval.rewrite.heuristic import (
     MAX_BOT_WORDS,
     MAX_CARRIED_WORDS,
     RewriteMode,

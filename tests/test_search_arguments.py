@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from addons.config import StoreConfig
-from addons.conversation import Conversation
-from addons.custom_information_retrieval import MyVectorStore
-from addons.knowledge_search import KnowledgeSearch
-from addons.llm.client import RetrievalLLM
-from addons.llm.planner import LLMQueryPlanner
-from addons.self_query.llm_constructor import LLMQueryConstructor
+from rasa_context_retrieval.config import StoreConfig
+from rasa_context_retrieval.conversation import Conversation
+from rasa_context_retrieval.knowledge_search import KnowledgeSearch
+from rasa_context_retrieval.llm.client import RetrievalLLM
+from rasa_context_retrieval.llm.planner import LLMQueryPlanner
+from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
+from rasa_context_retrieval.store import ContextRetrieval
 from tests.fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
-from tests.test_my_vector_store import FIELDS, endpoint, state, write_knowledge_base
+from tests.test_context_retrieval import FIELDS, endpoint, state, write_knowledge_base
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -35,51 +35,51 @@ def docs(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(docs: Path, embedder: Any) -> MyVectorStore:
-    store = MyVectorStore(embeddings=embedder)
+def store(docs: Path, embedder: Any) -> ContextRetrieval:
+    store = ContextRetrieval(embeddings=embedder)
     store.connect(endpoint(docs, top_k=4, candidates=6))
     return store
 
 
-async def test_k_replaces_top_k_for_that_call(store: MyVectorStore):
+async def test_k_replaces_top_k_for_that_call(store: ContextRetrieval):
     assert len((await store.search("", STORAGE, 0.0)).results) == 4
     assert len((await store.search("", STORAGE, 0.0, k=2)).results) == 2
     assert len((await store.search("", STORAGE, 0.0, k=5)).results) == 5
 
 
-async def test_k_is_capped_at_the_configured_candidates(store: MyVectorStore):
+async def test_k_is_capped_at_the_configured_candidates(store: ContextRetrieval):
     assert len((await store.search("", STORAGE, 0.0, k=50)).results) == 6
 
 
 async def test_with_k_a_full_tracker_state_still_goes_through_the_context_model(
-    store: MyVectorStore,
+    store: ContextRetrieval,
 ):
     result = await store.search("ignored", state(*FOLLOW_UP), 0.0, k=1)
     assert result.metadata["standalone_query"] != FOLLOW_UP[-1][1]
     assert [r.metadata["answer"] for r in result.results] == ["Plus costs $3.99 a month."]
 
 
-async def test_an_empty_tracker_state_searches_the_given_query(store: MyVectorStore):
+async def test_an_empty_tracker_state_searches_the_given_query(store: ContextRetrieval):
     result = await store.search("How much does Premium cost?", {}, 0.0, k=1)
     assert [r.metadata["answer"] for r in result.results] == ["Premium costs $9.99 a month."]
 
 
-async def test_unknown_keywords_are_accepted_and_reported_as_a_debug_event(store: MyVectorStore):
+async def test_unknown_keywords_are_accepted_and_reported_as_a_debug_event(store: ContextRetrieval):
     with capture_logs() as events:
         result = await store.search("", STORAGE, 0.0, k=3, rerank=True, trace_id="abc")
     assert len(result.results) == 3
-    ignored = [e for e in events if e["event"] == "my_vector_store.search.ignored_arguments"]
+    ignored = [e for e in events if e["event"] == "context_retrieval.search.ignored_arguments"]
     assert [(e["log_level"], e["arguments"]) for e in ignored] == [
         ("debug", ["rerank", "trace_id"])
     ]
 
 
 @pytest.mark.parametrize("bad_k", [0, -2, "three", 2.5, True])
-async def test_an_unusable_k_keeps_top_k_and_warns(store: MyVectorStore, bad_k: Any):
+async def test_an_unusable_k_keeps_top_k_and_warns(store: ContextRetrieval, bad_k: Any):
     with capture_logs() as events:
         result = await store.search("", STORAGE, 0.0, k=bad_k)
     assert len(result.results) == 4
-    assert any(e["event"] == "my_vector_store.search.invalid_k" for e in events)
+    assert any(e["event"] == "context_retrieval.search.invalid_k" for e in events)
 
 
 async def test_a_smaller_limit_from_the_users_words_still_applies(

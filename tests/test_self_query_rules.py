@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from langchain_classic.chains.query_constructor.parser import get_parser
 from langchain_core.structured_query import Comparison, FilterDirective, Operation
 
-from addons.schema import MetadataField
-from addons.self_query.rules import RuleQueryConstructor
+from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
 
 TODAY = dt.date(2025, 6, 15)
 

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.structured_query import Comparison, FilterDirective, Operation
 
-from addons.filters.syntax import parse_filter, to_filter_syntax
-from addons.schema import MetadataField
-from addons.self_query.limits import MAX_LIMIT
-from addons.self_query.rules import RuleQueryConstructor
+from rasa_context_retrieval.filters.syntax import parse_filter, to_filter_syntax
+from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.self_query.limits import MAX_LIMIT
+from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
 
 TODAY = dt.date(2025, 6, 15)
 
@@ -247,7 +247,7 @@ def attributes(directive: FilterDirective | None) -> set[str]:
 
 
 def test_aliases_in_the_wrong_shape_fail_at_start_up_with_the_fix() -> None:
-    from addons.config import ConfigurationError, StoreConfig
+    from rasa_context_retrieval.config import ConfigurationError, StoreConfig
 
     field = {"name": "region", "type": "string", "aliases": ["Germany"]}
     with pytest.raises(ConfigurationError, match=r"metadata_fields\.0\.aliases: `aliases` maps"):

@@ -1,1 +1,0 @@
-"""Retrieval evaluation on the assistant's own conversations (``python -m addons eval FILE``)."""

@@ -1,0 +1,241 @@
+"""The ``vector_store:`` block of endpoints.yml, validated once into a typed config.
+
+Rasa passes the block (minus ``type``) as ``EndpointConfig.kwargs`` to ``connect()`` before every
+search. It is parsed here once; every mistake is reported together, each naming the key and the
+fix, so a misconfigured assistant fails at start-up with one readable message instead of a stack
+trace at the first user question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.structured_query import FilterDirective
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from rasa_context_retrieval.filters.syntax import attributes_of, parse_filter
+from rasa_context_retrieval.llm.block import LLMBlock
+from rasa_context_retrieval.milvus.config import MilvusConfig
+from rasa_context_retrieval.result_metadata import ResultMetadataChoice
+from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE, LanguageCode
+from rasa_context_retrieval.schema import MetadataField
+
+RewriteMode = Literal["heuristic", "llm", "off"]
+HeuristicMode = Literal[
+    "previous_words", "chained_and_bot_words", "chained_words", "topic_words", "latest"
+]
+SelfQueryMode = Literal["rules", "llm", "off"]
+ContextModelName = Literal["weighted_turns", "words"]
+Backend = Literal["faiss", "milvus"]
+QueryEmbedderMode = Literal["auto", "int8", "rasa"]
+
+DEFAULT_TOP_K = 4
+DEFAULT_CHUNK_SIZE = 1000
+DEFAULT_CHUNK_OVERLAP = 100
+DEFAULT_EMBEDDING_BATCH_SIZE = 64
+DEFAULT_CANDIDATES = 50
+DEFAULT_EXACT_SEARCH_BELOW = 200_000
+DEFAULT_REFRESH_SECONDS = 30.0
+
+
+class ConfigurationError(ValueError):
+    """The ``vector_store:`` block cannot be used; the message says which key and how to fix it."""
+
+
+class StoreConfig(BaseModel):
+    """Everything the plugin reads from the ``vector_store:`` block of endpoints.yml."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    docs: Path
+    """Folder of the knowledge base (.md, .txt with optional YAML front matter, .jsonl)."""
+    index_path: Path = Path(".index")
+    """Folder where the index persists between restarts."""
+    top_k: int = Field(DEFAULT_TOP_K, ge=1, le=100)
+    slot_filters: dict[str, str] = Field(default_factory=dict)
+    """Slot name -> metadata attribute; a filled slot scopes results (personalisation: slots are
+    what the user says, so they grant nothing)."""
+    access_filters: dict[str, str] = Field(default_factory=dict)
+    """Channel metadata key -> document attribute: entitlements, denied by default
+    (``rasa_context_retrieval.access.entitlements``)."""
+    metadata_fields: tuple[MetadataField, ...] = ()
+    filter: str | None = None
+    """A filter in self-query syntax ANDed into every search, e.g. ``ne("status", "draft")``."""
+    rewrite: RewriteMode = "heuristic"
+    rewrite_heuristic: HeuristicMode = "previous_words"
+    """Which no-LLM rewrite (bench/results/cast2021.md): ``previous_words`` ranks the answer
+    first most often; ``chained_and_bot_words`` has it in the top 5 most often."""
+    context_model: ContextModelName = "weighted_turns"
+    """How a follow-up's context reaches the query vector with ``rewrite: heuristic``:
+    ``weighted_turns`` mixes the embeddings of earlier turns (rewrite/context.py),
+    ``words`` embeds the words rewrite alone (bench/results/conversational.md)."""
+    self_query: SelfQueryMode = "rules"
+    carry_filters: bool = True
+    """Rules self-query: keep filters of earlier turns for follow-ups (self_query/carry)."""
+    strip_filter_words: bool | None = None
+    """Remove matched filter words from the searched text; ``None``: the measured default."""
+    hybrid: bool = False
+    """Fuse BM25 with dense results (reciprocal rank fusion); off: it lost on CAsT 2021."""
+    multi_query: int = Field(0, ge=0, le=5)
+    """LLM paraphrases searched besides the standalone query (needs ``llm``)."""
+    llm: LLMBlock | None = None
+    """An LLM configured the way Rasa configures LLMs (provider, model, ... or model_group)."""
+    chunk_size: int = Field(DEFAULT_CHUNK_SIZE, ge=100, le=20_000)
+    chunk_overlap: int = Field(DEFAULT_CHUNK_OVERLAP, ge=0)
+    embedding_batch_size: int = Field(DEFAULT_EMBEDDING_BATCH_SIZE, ge=1, le=4096)
+    candidates: int = Field(DEFAULT_CANDIDATES, ge=1, le=1000)
+    """How deep each ranking goes before fusion and thresholding."""
+    exact_search_below: int = Field(DEFAULT_EXACT_SEARCH_BELOW, ge=0)
+    """Corpus size (chunks) from which unfiltered search uses an approximate (HNSW) index."""
+    refresh_seconds: float = Field(DEFAULT_REFRESH_SECONDS, ge=0)
+    """How often connect() looks for changed documents; 0 checks only at start-up."""
+    language: LanguageCode = DEFAULT_LANGUAGE
+    """ISO 639-1 code of the documents: BM25's stemmer and stop words (see README, Languages)."""
+    backend: Backend = "faiss"
+    query_embedder: QueryEmbedderMode = "auto"
+    """Queries of a local sentence-transformers model through its ONNX export (``auto``), its
+    int8 export (``int8``: faster, slightly different ranking) or Rasa's client (``rasa``)."""
+    milvus: MilvusConfig | None = None
+    """Validated here with everything else (the module imports no pymilvus)."""
+    result_metadata: ResultMetadataChoice = "full"
+    """What each result's metadata carries into Rasa's prompt (result_metadata.py)."""
+
+    _static_filter: FilterDirective | None = PrivateAttr(default=None)
+
+    @field_validator("docs")
+    @classmethod
+    def _docs_is_a_folder(cls, docs: Path) -> Path:
+        if not docs.is_dir():
+            raise ValueError(
+                f"folder '{docs}' does not exist (relative paths start where Rasa runs); "
+                "point `docs` at the folder that holds your knowledge base"
+            )
+        return docs
+
+    @field_validator("metadata_fields")
+    @classmethod
+    def _field_names_unique(cls, fields: tuple[MetadataField, ...]) -> tuple[MetadataField, ...]:
+        names = [field.name for field in fields]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"attribute(s) {duplicates} declared twice; declare each once")
+        return fields
+
+    @field_validator("filter")
+    @classmethod
+    def _filter_names_declared_fields(cls, text: str | None, info: ValidationInfo) -> str | None:
+        if text is not None:
+            declared = info.data.get("metadata_fields", ())
+            _static_filter(text, frozenset(field.name for field in declared))
+        return text
+
+    @model_validator(mode="after")
+    def _features_have_what_they_need(self) -> StoreConfig:
+        needs_llm = [
+            key
+            for key, wants in (
+                ("rewrite", self.rewrite == "llm"),
+                ("self_query", self.self_query == "llm"),
+                ("multi_query", self.multi_query > 0),
+            )
+            if wants
+        ]
+        if needs_llm and not self.llm:
+            raise ValueError(
+                f"{', '.join(needs_llm)} need(s) an LLM: add an `llm:` block "
+                "(provider, model, ...) or switch them to a mode that needs none"
+            )
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError("`chunk_overlap` must be smaller than `chunk_size`")
+        if self.filter is not None:
+            self._static_filter = parse_filter(self.filter)
+        if self.backend == "milvus" and not self.milvus:
+            raise ValueError(
+                "`backend: milvus` needs a `milvus:` block with at least uri and collection"
+            )
+        return self
+
+    @property
+    def static_filter(self) -> FilterDirective | None:
+        """``filter`` parsed once, at start-up."""
+        return self._static_filter
+
+    @property
+    def field_names(self) -> frozenset[str]:
+        return frozenset(field.name for field in self.metadata_fields)
+
+    @classmethod
+    def from_kwargs(cls, kwargs: Mapping[str, Any] | None) -> StoreConfig:
+        """Validate the block; raise one ConfigurationError that lists every fault."""
+        if not kwargs:
+            raise ConfigurationError(
+                "the `vector_store:` block in endpoints.yml is empty: add at least `docs: <folder>`"
+            )
+        try:
+            return cls.model_validate(dict(kwargs))
+        except ValidationError as error:
+            raise ConfigurationError(_explain(error)) from None
+
+
+def _static_filter(text: str, declared: frozenset[str]) -> FilterDirective:
+    try:
+        directive = parse_filter(text)
+    except ValueError as error:
+        raise ValueError(" ".join(f"cannot be read: {error}".split())) from None
+    unknown = sorted(attributes_of(directive) - declared)
+    if unknown:
+        raise ValueError(
+            f"names {unknown}, which `metadata_fields` does not declare; "
+            "declare them or fix the filter"
+        )
+    return directive
+
+
+SECRET_BEARING_BLOCKS = ("llm", "milvus")
+"""Blocks whose values are never echoed in an error: they may hold a key or a password."""
+_NESTED_MODELS: dict[str, type[BaseModel]] = {"llm": LLMBlock, "milvus": MilvusConfig}
+
+
+def _explain(error: ValidationError) -> str:
+    lines = []
+    for fault in error.errors():
+        loc = [str(part) for part in fault["loc"]]
+        path = ".".join(loc)
+        key = f"vector_store.{path}" if path else "vector_store"
+        message = _own_message(fault["msg"], path)
+        if fault["type"] == "extra_forbidden":
+            lines.append(f"{key}: unknown key; known keys are: {_known_keys(loc[:-1])}")
+        elif fault["type"] == "missing":
+            lines.append(f"{key}: required, add it to the vector_store: block")
+        elif message.startswith(f"{path}.") and path in _NESTED_MODELS:
+            lines.append(f"vector_store.{message}")  # a nested validator named the exact key
+        elif path and _may_echo(loc, fault.get("input")):
+            lines.append(f"{key}: {message} (got {fault.get('input')!r})")
+        else:
+            lines.append(f"{key}: {message}")
+    return "invalid vector_store configuration in endpoints.yml:\n  " + "\n  ".join(lines)
+
+
+def _own_message(message: str, path: str) -> str:
+    """Pydantic's message without its prefix, nor the key when the validator already named it."""
+    return message.removeprefix("Value error, ").removeprefix(f"{path}: ")
+
+
+def _known_keys(block: list[str]) -> str:
+    model = _NESTED_MODELS.get(block[0], StoreConfig) if block else StoreConfig
+    return ", ".join(sorted(model.model_fields))
+
+
+def _may_echo(loc: list[str], value: Any) -> bool:
+    return loc[0] not in SECRET_BEARING_BLOCKS and not isinstance(value, Mapping | list)

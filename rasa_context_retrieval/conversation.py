@@ -1,0 +1,122 @@
+"""The conversation as retrieval needs it, read defensively from Rasa's ``tracker_state``.
+
+EnterpriseSearchPolicy hands us ``tracker.current_state(EventVerbosity.AFTER_RESTART)``: a dict
+whose ``events`` hold user and bot turns, whose ``slots`` hold the user's scope, and whose
+``latest_message`` holds the message being answered. Any of these may be missing or odd
+(``None`` texts, non-string slot values), so reading never raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rasa_context_retrieval.access.channel import ChannelMetadata
+
+Role = Literal["user", "bot"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of the conversation."""
+
+    role: Role
+    text: str
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """Turns in order (oldest first), the message being answered and the filled slots.
+
+    ``latest_user_text`` is the last user message; ``history`` is every turn before it.
+    """
+
+    turns: tuple[Turn, ...] = ()
+    slots: Mapping[str, Any] = field(default_factory=dict)
+    channel: ChannelMetadata = field(default_factory=ChannelMetadata)
+    """Metadata the channel connector attached (entitlements come from here, never from slots)."""
+
+    @property
+    def latest_user_index(self) -> int | None:
+        for index in range(len(self.turns) - 1, -1, -1):
+            if self.turns[index].role == "user":
+                return index
+        return None
+
+    @property
+    def latest_user_text(self) -> str:
+        index = self.latest_user_index
+        return "" if index is None else self.turns[index].text
+
+    @property
+    def history(self) -> tuple[Turn, ...]:
+        """Turns before the latest user message (the context a follow-up leans on)."""
+        index = self.latest_user_index
+        return self.turns if index is None else self.turns[:index]
+
+    @property
+    def filled_slots(self) -> dict[str, Any]:
+        """Slots with a value; Rasa's internal slots (``requested_slot`` ...) are left out."""
+        return {
+            name: value
+            for name, value in self.slots.items()
+            if value not in (None, "", []) and name not in RASA_INTERNAL_SLOTS
+        }
+
+    @classmethod
+    def from_tracker_state(
+        cls, tracker_state: Mapping[str, Any] | None, fallback_query: str = ""
+    ) -> Conversation:
+        """Read turns and slots from ``tracker_state``; never raises.
+
+        ``fallback_query`` (Rasa's own ``query`` argument) stands in for the user's message when
+        the tracker holds no user turn at all.
+        """
+        state = tracker_state if isinstance(tracker_state, Mapping) else {}
+        turns = list(_turns_from_events(state.get("events")))
+        latest = _text(_get(state.get("latest_message"), "text"))
+        if latest and not any(turn.role == "user" for turn in turns):
+            turns.append(Turn("user", latest))
+        if not any(turn.role == "user" for turn in turns) and fallback_query.strip():
+            turns.append(Turn("user", fallback_query.strip()))
+        slots = state.get("slots")
+        return cls(
+            turns=tuple(turns),
+            slots=dict(slots) if isinstance(slots, Mapping) else {},
+            channel=ChannelMetadata.from_tracker_state(state),
+        )
+
+
+RASA_INTERNAL_SLOTS = frozenset(
+    {
+        "requested_slot",
+        "session_started_metadata",
+        "dialogue_stack",
+        "flow_hashes",
+        "return_value",
+        "active_loop",
+    }
+)
+
+
+def _turns_from_events(events: Any) -> list[Turn]:
+    if not isinstance(events, list | tuple):
+        return []
+    turns: list[Turn] = []
+    for event in events:
+        kind = _get(event, "event")
+        if kind not in ("user", "bot"):
+            continue
+        text = _text(_get(event, "text"))
+        if text:
+            turns.append(Turn("user" if kind == "user" else "bot", text))
+    return turns
+
+
+def _get(container: Any, key: str) -> Any:
+    return container.get(key) if isinstance(container, Mapping) else None
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""

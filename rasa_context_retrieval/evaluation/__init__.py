@@ -1,0 +1,1 @@
+"""Retrieval evaluation on the assistant's own conversations (``rasa-context-retrieval eval``)."""

@@ -1,0 +1,175 @@
+"""The evaluation file: conversations with the sources (and filter) a right answer comes from.
+
+The format follows Rasa's e2e test files in spirit (a named case, user and bot turns, slots), but
+what it checks is retrieval, not the bot's reply: after the last user turn, which documents come
+back, and under which filter. Everything is checked when the file is read, before any model is
+loaded, so a typo in a source path or a filter fails at once with the case's name in the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from langchain_core.structured_query import FilterDirective
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from rasa_context_retrieval.filters.syntax import parse_filter
+from rasa_context_retrieval.knowledge.loader import knowledge_files
+
+EvalRole = Literal["user", "bot"]
+
+
+class EvalTurn(BaseModel):
+    """One message: ``user: text`` (optionally with channel ``metadata``) or ``bot: text``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    user: str | None = None
+    bot: str | None = None
+    metadata: dict[str, Any] | None = None
+    """What the channel sent along with a user message (Rasa's ``UserUttered.metadata``)."""
+
+    @model_validator(mode="after")
+    def _one_speaker(self) -> EvalTurn:
+        if (self.user is None) == (self.bot is None):
+            raise ValueError("a turn is either `user: text` or `bot: text`")
+        if not (self.user or self.bot or "").strip():
+            raise ValueError("a turn needs some text")
+        if self.metadata is not None and self.bot is not None:
+            raise ValueError("`metadata` belongs to a user turn (it is what the channel sent)")
+        return self
+
+    @property
+    def role(self) -> EvalRole:
+        return "user" if self.user is not None else "bot"
+
+    @property
+    def text(self) -> str:
+        return (self.user if self.user is not None else self.bot or "").strip()
+
+
+class EvalCase(BaseModel):
+    """A conversation and what retrieval should find for its last user turn."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    slots: dict[str, Any] = Field(default_factory=dict)
+    """Slot values when the last user turn arrives (for ``slot_filters``)."""
+    turns: tuple[EvalTurn, ...] = Field(min_length=1)
+    expected_sources: tuple[str, ...]
+    """Files relative to the docs folder; any chunk of one of them is a right result. Empty:
+    the documents hold no answer, so the right behaviour is to return nothing relevant."""
+    expected_filter: str | None = None
+    """The final filter in self-query syntax; ``null`` expects no filter; absent: not checked."""
+
+    @field_validator("turns")
+    @classmethod
+    def _ends_with_the_question(cls, turns: tuple[EvalTurn, ...]) -> tuple[EvalTurn, ...]:
+        if turns and turns[-1].role != "user":
+            raise ValueError("the last turn must be the user's question being evaluated")
+        return turns
+
+    @field_validator("expected_filter")
+    @classmethod
+    def _filter_parses(cls, text: str | None) -> str | None:
+        if text is not None:
+            parse_filter(text)
+        return text
+
+    @property
+    def checks_filter(self) -> bool:
+        return "expected_filter" in self.model_fields_set
+
+    @property
+    def parsed_filter(self) -> FilterDirective | None:
+        return None if self.expected_filter is None else parse_filter(self.expected_filter)
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.expected_sources)
+
+    @property
+    def is_follow_up(self) -> bool:
+        """True when an earlier user turn exists: the question may lean on it."""
+        return sum(turn.role == "user" for turn in self.turns) > 1
+
+
+class EvalFile(BaseModel):
+    """The whole file: ``cases:`` followed by a list of cases."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cases: tuple[EvalCase, ...] = Field(min_length=1)
+
+
+class EvalFileError(ValueError):
+    """The evaluation file cannot be used; the message names the case and the key."""
+
+
+def load_cases(path: Path, docs: Path) -> tuple[EvalCase, ...]:
+    """Read and check an evaluation file against the knowledge base in ``docs``.
+
+    Raises:
+        EvalFileError: unreadable YAML, a wrong key or value, a duplicate case name, or an
+            expected source that is not a knowledge file under ``docs``.
+    """
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise EvalFileError(f"cannot read {path}: {error}") from None
+    try:
+        cases = EvalFile.model_validate(raw).cases
+    except ValidationError as error:
+        raise EvalFileError(f"{path}: {_problems(error, raw)}") from None
+    _check_unique_names(path, cases)
+    _check_sources(path, cases, docs)
+    return cases
+
+
+def source_file(source: str) -> str:
+    """The file a chunk comes from: ``faq.jsonl:12`` (one line of a .jsonl) is ``faq.jsonl``."""
+    head, separator, line = source.rpartition(":")
+    return head if separator and line.isdigit() and head.endswith(".jsonl") else source
+
+
+def _check_unique_names(path: Path, cases: Sequence[EvalCase]) -> None:
+    seen: set[str] = set()
+    for case in cases:
+        if case.name in seen:
+            raise EvalFileError(f"{path}: two cases are named {case.name!r}; names must differ")
+        seen.add(case.name)
+
+
+def _check_sources(path: Path, cases: Sequence[EvalCase], docs: Path) -> None:
+    known = {file.relative_to(docs).as_posix() for file in knowledge_files(docs)}
+    for case in cases:
+        for source in case.expected_sources:
+            if source not in known:
+                raise EvalFileError(
+                    f"{path}: case {case.name!r}: expected source {source!r} is not a knowledge "
+                    f"file under {docs} (write the path relative to it, e.g. 'plans/free.md')"
+                )
+
+
+def _problems(error: ValidationError, raw: Any) -> str:
+    """Pydantic's errors as one line each, naming the case instead of its list index."""
+    lines = []
+    for problem in error.errors():
+        location = list(problem["loc"])
+        if location[:1] == ["cases"] and len(location) > 1 and isinstance(location[1], int):
+            location[1] = _case_label(raw, location[1])
+        where = ".".join(str(part) for part in location) or "file"
+        lines.append(f"{where}: {problem['msg']}")
+    return "; ".join(lines)
+
+
+def _case_label(raw: Any, index: int) -> str:
+    try:
+        name = raw["cases"][index]["name"]
+    except (KeyError, IndexError, TypeError):
+        name = None
+    return f"case {index + 1} ({name!r})" if isinstance(name, str) else f"case {index + 1}"

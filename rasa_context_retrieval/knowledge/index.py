@@ -1,0 +1,276 @@
+"""The searchable knowledge index: chunks, their vectors, BM25 and columnar metadata, on disk.
+
+An index is written into a fresh folder named after its fingerprint and then published by
+atomically replacing a small ``CURRENT`` pointer file. A crash or kill in the middle of a rebuild
+therefore leaves the previous index in place and usable, and readers never see half a folder.
+Several processes (Rasa workers) starting at once serialise on a file lock and the later ones
+find the index already built. Nothing is pickled: FAISS's own format, bm25s's own format, numpy
+arrays and JSON.
+
+Format 2 reads back without parsing anything per chunk (format 1 parsed every chunk and every
+metadata value on each restart, see bench/results/scale.md): vectors (FAISS's and a plain ``.npy``
+copy) and BM25 arrays are memory-mapped, chunks sit in a ``ChunkTable`` parsed row by row, metadata
+filters come from persisted columns. A folder of format 1 (the previous release) is still read, so
+an upgrade rebuilds it in format 2 without re-embedding; any other format is refused, never guessed
+at, and then rebuilt.
+
+The folder is not trusted further than that: ``CURRENT`` must name a published index folder
+directly inside ``index_path`` (no absolute path, no ``..``, no link leading out), otherwise it
+is ignored and the index is rebuilt, and a folder that cannot be written gives one message that
+names it and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Sequence
+from dataclasses import InitVar, dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import structlog
+from filelock import FileLock
+
+from rasa_context_retrieval.filters.column_files import read_columns, write_columns
+from rasa_context_retrieval.filters.columns import MetadataColumns
+from rasa_context_retrieval.knowledge.chunk_table import ChunkTable
+from rasa_context_retrieval.knowledge.listing import is_inside
+from rasa_context_retrieval.knowledge.loader import IngestProblem
+from rasa_context_retrieval.knowledge.models import Chunk
+from rasa_context_retrieval.retrieve.dense import DenseIndex, factory_for
+from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE
+from rasa_context_retrieval.retrieve.lexical import LexicalIndex, LexicalSettings
+
+logger = structlog.get_logger()
+
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, FORMAT_VERSION)
+"""Format 1 (the previous release's) is read so that an upgrade can reuse its vectors."""
+CURRENT_FILE = "CURRENT"
+LOCK_FILE = ".build.lock"
+MANIFEST_FILE = "manifest.json"
+CHUNKS_FILE = "chunks.json"
+"""Format 1: every chunk in one JSON document."""
+CHUNK_TABLE_FOLDER = "chunks"
+COLUMNS_FOLDER = "columns"
+DENSE_FILE = "dense.faiss"
+VECTORS_FILE = "vectors.npy"
+"""Format 2: the vectors again, as a plain array that numpy maps (see retrieve/dense.py)."""
+LEXICAL_FOLDER = "lexical"
+KEEP_PREVIOUS = 1
+"""Older published indexes kept besides the current one (a reader may still have one open)."""
+PUBLISHED_NAME = re.compile(r"index-[0-9a-f]{16}-[0-9a-f]{8}")
+"""The only names ``publish`` writes into ``CURRENT``."""
+
+
+class IndexCorruptError(RuntimeError):
+    """A persisted index cannot be read; rebuilding it fixes this."""
+
+
+class IndexFolderNotWritable(ValueError):
+    """``index_path`` cannot be written; the message names the folder and the fix."""
+
+    def __init__(self, root: Path, error: OSError) -> None:
+        super().__init__(
+            f"vector_store.index_path: cannot write the index into '{root}' "
+            f"({error.strerror or error}). Make it a folder the user running Rasa can write to, "
+            "with free space, or point index_path at such a folder."
+        )
+
+
+@dataclass
+class KnowledgeIndex:
+    """Everything a search needs, in memory; rows are aligned across all parts."""
+
+    fingerprint: str
+    embedder: str
+    """Identity of the embedding model that made ``vectors``."""
+    chunks: Sequence[Chunk]
+    dense: DenseIndex
+    lexical: LexicalIndex
+    problems: list[IngestProblem] = field(default_factory=list)
+    prebuilt_columns: InitVar[MetadataColumns | None] = None
+    columns: MetadataColumns = field(init=False)
+
+    def __post_init__(self, prebuilt_columns: MetadataColumns | None) -> None:
+        self.columns = prebuilt_columns or MetadataColumns([c.metadata for c in self.chunks])
+
+    @cached_property
+    def row_of(self) -> dict[str, int]:
+        """Row of each chunk id (built on first use: it reads every chunk)."""
+        return {chunk.chunk_id: row for row, chunk in enumerate(self.chunks)}
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """Normalised chunk vectors, row-aligned with ``chunks`` (held once, by the FAISS index)."""
+        return self.dense.vectors
+
+    @classmethod
+    def build(
+        cls,
+        fingerprint: str,
+        embedder: str,
+        chunks: list[Chunk],
+        vectors: np.ndarray,
+        problems: list[IngestProblem],
+        exact_search_below: int,
+        language: str = DEFAULT_LANGUAGE,
+    ) -> KnowledgeIndex:
+        return cls(
+            fingerprint=fingerprint,
+            embedder=embedder,
+            chunks=chunks,
+            dense=DenseIndex.build(vectors, factory_for(len(chunks), exact_search_below)),
+            lexical=LexicalIndex.build(
+                [chunk.text for chunk in chunks], LexicalSettings(language=language)
+            ),
+            problems=problems,
+        )
+
+    def vectors_by_chunk_id(self) -> dict[str, np.ndarray]:
+        """Vectors of this index by chunk id, to avoid re-embedding unchanged chunks."""
+        vectors = np.array(self.vectors)  # a copy: the FAISS storage dies with this index
+        return {chunk.chunk_id: vectors[row] for row, chunk in enumerate(self.chunks)}
+
+    def write(self, folder: Path) -> None:
+        folder.mkdir(parents=True)
+        self.dense.write(folder / DENSE_FILE)
+        np.save(folder / VECTORS_FILE, self.vectors, allow_pickle=False)
+        self.lexical.save(folder / LEXICAL_FOLDER)
+        ChunkTable.write(self.chunks, folder / CHUNK_TABLE_FOLDER)
+        write_columns(self.columns, folder / COLUMNS_FOLDER)
+        manifest = {
+            "format": FORMAT_VERSION,
+            "fingerprint": self.fingerprint,
+            "embedder": self.embedder,
+            "chunks": len(self.chunks),
+            "dimension": int(self.vectors.shape[1]) if self.vectors.size else 0,
+            "problems": [vars(problem) for problem in self.problems],
+        }
+        _write_json(folder / MANIFEST_FILE, manifest)  # written last: marks the folder complete
+
+    @classmethod
+    def read(cls, folder: Path) -> KnowledgeIndex:
+        """Read a folder of format 2 or 1; raises ``IndexCorruptError`` for anything else."""
+        try:
+            manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+            version = manifest.get("format")
+            if version not in READABLE_FORMATS:
+                raise IndexCorruptError(
+                    f"index format {version!r} is not supported (this release reads "
+                    f"{READABLE_FORMATS}); it is rebuilt from the documents"
+                )
+            vectors = None
+            if version != 1:
+                vectors = np.load(folder / VECTORS_FILE, mmap_mode="r", allow_pickle=False)
+            dense = DenseIndex.read(folder / DENSE_FILE, vectors)
+            lexical = LexicalIndex.load(folder / LEXICAL_FOLDER, mmap=version != 1)
+            chunks: Sequence[Chunk]
+            if version == 1:
+                records = json.loads((folder / CHUNKS_FILE).read_text(encoding="utf-8"))
+                chunks, columns = [Chunk(r["id"], r["text"], r["metadata"]) for r in records], None
+            else:
+                chunks = ChunkTable.read(folder / CHUNK_TABLE_FOLDER)
+                columns = read_columns(folder / COLUMNS_FOLDER, len(chunks))
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
+            raise IndexCorruptError(f"cannot read the index in '{folder}': {error}") from error
+        if not (manifest.get("chunks") == len(chunks) == len(dense) == len(lexical)):
+            raise IndexCorruptError(f"index parts in '{folder}' disagree on the number of chunks")
+        problems = [IngestProblem(**problem) for problem in manifest.get("problems", [])]
+        return cls(
+            manifest["fingerprint"],
+            manifest.get("embedder", ""),
+            chunks,
+            dense,
+            lexical,
+            problems,
+            columns,
+        )
+
+
+class IndexDirectory:
+    """The ``index_path`` folder: published indexes, the ``CURRENT`` pointer and the build lock."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def lock(self, timeout: float = -1) -> FileLock:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise IndexFolderNotWritable(self.root, error) from None
+        return FileLock(str(self.root / LOCK_FILE), timeout=timeout)
+
+    def current(self) -> Path | None:
+        """The published index folder, or None when nothing (trustworthy) was published yet."""
+        try:
+            name = (self.root / CURRENT_FILE).read_bytes().decode("utf-8").strip()
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as error:
+            logger.warning(
+                "knowledge.index.pointer_unreadable", root=str(self.root), error=str(error)
+            )
+            return None
+        folder = self.root / name
+        if not PUBLISHED_NAME.fullmatch(name) or not is_inside(folder, self.root.resolve()):
+            logger.warning(
+                "knowledge.index.pointer_refused",
+                root=str(self.root),
+                pointer=name[:200],
+                event_info="CURRENT does not name an index folder inside index_path; rebuilding",
+            )
+            return None
+        return folder if (folder / MANIFEST_FILE).is_file() else None
+
+    def current_fingerprint(self) -> str | None:
+        folder = self.current()
+        if folder is None:
+            return None
+        try:
+            manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        fingerprint = manifest.get("fingerprint")
+        return fingerprint if isinstance(fingerprint, str) else None
+
+    def publish(self, index: KnowledgeIndex) -> Path:
+        """Write ``index`` beside the current one, then switch ``CURRENT`` to it atomically."""
+        name = f"index-{index.fingerprint[:16]}-{uuid.uuid4().hex[:8]}"
+        staging = self.root / f".staging-{name}"
+        final = self.root / name
+        try:
+            index.write(staging)
+            os.replace(staging, final)
+            pointer = self.root / f".{CURRENT_FILE}.{uuid.uuid4().hex}"
+            pointer.write_text(name, encoding="utf-8")
+            os.replace(pointer, self.root / CURRENT_FILE)
+        except OSError as error:  # read-only, full or not a folder: say which and how to fix
+            shutil.rmtree(staging, ignore_errors=True)
+            raise IndexFolderNotWritable(self.root, error) from None
+        self._remove_old(keep=final)
+        logger.info("knowledge.index.published", folder=str(final), chunks=len(index))
+        return final
+
+    def _remove_old(self, keep: Path) -> None:
+        published = sorted(
+            (p for p in self.root.glob("index-*") if p.is_dir() and p != keep),
+            key=lambda p: p.stat().st_mtime,
+        )
+        stale = published[: max(0, len(published) - KEEP_PREVIOUS)]
+        stale += [p for p in self.root.glob(".staging-*") if p.is_dir()]
+        for folder in stale:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    path.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")

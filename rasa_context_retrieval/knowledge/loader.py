@@ -1,0 +1,252 @@
+"""Reading the knowledge base folder into documents, reporting every file that cannot be read.
+
+A knowledge base is edited by people: one file with broken front matter, a stray binary or a JSON
+line with a typo must not take the assistant down. Each such file (or line) becomes an
+:class:`IngestProblem` naming file, line and reason, and everything else still loads.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+import structlog
+import yaml
+
+from rasa_context_retrieval.knowledge.listing import JSONL_SUFFIX, is_inside, list_knowledge_files
+
+logger = structlog.get_logger()
+
+MAX_FILE_BYTES = 20 * 1024 * 1024
+"""Larger files are refused: they are almost always exports or binaries put there by mistake."""
+MAX_METADATA_DEPTH = 16
+MAX_METADATA_VALUES = 10_000
+"""Front matter nested deeper or holding more values is refused: YAML aliases can make a few
+lines self-referencing or exponentially large once expanded."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """One knowledge-base document: a text file, or one line of a .jsonl file."""
+
+    source: str
+    """Path relative to the docs folder (``faq.jsonl:12`` for a JSON line)."""
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IngestProblem:
+    """A file (or line) that was skipped, and why."""
+
+    file: str
+    line: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where}: {self.reason}"
+
+
+@dataclass
+class KnowledgeBase:
+    documents: list[Document]
+    problems: list[IngestProblem]
+
+
+def knowledge_files(folder: Path) -> list[Path]:
+    """The knowledge files in a stable order (see ``rasa_context_retrieval.knowledge.listing``)."""
+    return list_knowledge_files(folder).files
+
+
+def content_digest(folder: Path) -> str:
+    """A digest of every knowledge file's path and bytes: it changes iff the knowledge changes.
+
+    Refused paths (links out of the folder) count by name, so that adding one is reported.
+    """
+    digest = hashlib.sha256()
+    listing = list_knowledge_files(folder)
+    for path in listing.files:
+        digest.update(path.relative_to(folder).as_posix().encode())
+        digest.update(b"\0")
+        try:
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        except OSError:  # reported when loading; a file that becomes readable changes the digest
+            digest.update(b"unreadable")
+    for refused in listing.refused:
+        digest.update(f"refused:{refused.name}".encode())
+    return digest.hexdigest()
+
+
+def load_knowledge_base(folder: Path) -> KnowledgeBase:
+    """Read every .md/.txt (optional YAML front matter) and .jsonl file under ``folder``."""
+    documents: list[Document] = []
+    listing = list_knowledge_files(folder)
+    problems = [IngestProblem(refused.name, None, refused.reason) for refused in listing.refused]
+    root = folder.resolve()
+    for path in listing.files:
+        name = path.relative_to(folder).as_posix()
+        try:
+            text = _read_text(path, root)
+        except _Unreadable as unreadable:
+            problems.append(IngestProblem(name, unreadable.line, unreadable.reason))
+            continue
+        reader = _jsonl_documents if path.suffix.lower() == JSONL_SUFFIX else _text_documents
+        for item in reader(name, text):
+            (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
+    for problem in problems:
+        logger.warning(
+            "knowledge.load.skipped", file=problem.file, line=problem.line, reason=problem.reason
+        )
+    return KnowledgeBase(documents, problems)
+
+
+class _Unreadable(Exception):
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+
+
+def _read_text(path: Path, root: Path) -> str:
+    # Listed files were inside; checked again here because a link can change in between.
+    target = path.resolve()
+    if not is_inside(target, root):
+        raise _Unreadable("symbolic link to a file outside the docs folder; not read")
+    try:
+        size = target.stat().st_size
+    except OSError as error:  # removed or replaced since it was listed
+        raise _Unreadable(f"cannot read the file: {error.strerror or error}") from None
+    if size > MAX_FILE_BYTES:
+        raise _Unreadable(
+            f"file is {size / 1e6:.0f} MB, over the {MAX_FILE_BYTES // 2**20} MiB limit"
+        )
+    try:
+        raw = target.read_bytes()
+    except OSError as error:
+        raise _Unreadable(f"cannot read the file: {error.strerror or error}") from None
+    if b"\0" in raw:
+        raise _Unreadable("binary file (contains NUL bytes), not text")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise _Unreadable(
+            f"not UTF-8 (byte 0x{raw[error.start]:02x}); save it as UTF-8", line
+        ) from None
+    if not text.strip():
+        raise _Unreadable("empty file")
+    return text
+
+
+def _text_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
+    try:
+        front_matter, content = _split_front_matter(text)
+    except yaml.YAMLError as error:
+        # The context mark is where the broken construct starts (an unclosed bracket), which is
+        # the line a person has to fix; the problem mark is only where the parser gave up.
+        mark = getattr(error, "context_mark", None) or getattr(error, "problem_mark", None)
+        # The YAML handed to the parser starts on the opening "---" line itself.
+        line = mark.line + 1 if mark is not None else 1
+        yield IngestProblem(
+            name, line, f"bad YAML front matter: {getattr(error, 'problem', error)}"
+        )
+        return
+    except (ValueError, TypeError, RecursionError) as error:
+        yield IngestProblem(name, 1, f"bad front matter: {type(error).__name__}: {error}")
+        return
+    if not isinstance(front_matter, dict):
+        # python-frontmatter would drop it and index the text with no attributes, which makes
+        # a document meant to be restricted public.
+        kind = "a list" if isinstance(front_matter, list) else f"a {type(front_matter).__name__}"
+        yield IngestProblem(
+            name, 1, f"front matter is {kind}, not a mapping of attribute: value; not indexed"
+        )
+        return
+    if not content.strip():
+        yield IngestProblem(name, None, "no text after the front matter")
+        return
+    try:
+        metadata = _plain_metadata(front_matter)
+    except _Unreadable as unreadable:
+        yield IngestProblem(name, 1, unreadable.reason)
+        return
+    yield Document(name, content, metadata)
+
+
+def _split_front_matter(text: str) -> tuple[Any, str]:
+    """``(front matter as loaded, content)``; ``({}, text)`` when there is no front matter.
+
+    ``frontmatter.parse`` step by step, except that the loaded front matter is returned as it
+    is: ``parse`` silently drops one that is not a mapping.
+    """
+    text = text.strip()
+    handler = frontmatter.detect_format(text, frontmatter.handlers)
+    if handler is None:
+        return {}, text
+    try:
+        raw, content = handler.split(text)
+    except ValueError:  # an opening delimiter without a closing one: all of it is text
+        return {}, text
+    loaded = handler.load(raw)
+    return ({} if loaded is None else loaded), content.strip()
+
+
+def _jsonl_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            yield IngestProblem(name, number, f"broken JSON: {error.msg} at column {error.colno}")
+            continue
+        except RecursionError:
+            yield IngestProblem(name, number, "JSON nested too deeply")
+            continue
+        body = record.get("text") if isinstance(record, dict) else None
+        metadata = record.get("metadata", {}) if isinstance(record, dict) else None
+        if not isinstance(body, str) or not body.strip():
+            yield IngestProblem(name, number, 'each line needs a non-empty string "text"')
+        elif not isinstance(metadata, dict):
+            yield IngestProblem(name, number, '"metadata" must be an object')
+        else:
+            try:
+                yield Document(f"{name}:{number}", body, _plain_metadata(metadata))
+            except _Unreadable as unreadable:
+                yield IngestProblem(name, number, unreadable.reason)
+
+
+def _plain_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """JSON-safe metadata: YAML dates become ISO strings, so the index persists without pickle.
+
+    Raises:
+        _Unreadable: for metadata nested deeper than MAX_METADATA_DEPTH or holding more than
+            MAX_METADATA_VALUES values (self-referencing or alias-bombed YAML).
+    """
+    budget = [MAX_METADATA_VALUES]
+    return {str(key): _plain(value, 1, budget) for key, value in metadata.items()}
+
+
+def _plain(value: Any, depth: int, budget: list[int]) -> Any:
+    budget[0] -= 1
+    if depth > MAX_METADATA_DEPTH or budget[0] < 0:
+        raise _Unreadable(
+            f"front matter nested deeper than {MAX_METADATA_DEPTH} levels or holding more than "
+            f"{MAX_METADATA_VALUES} values (a self-referencing YAML alias?)"
+        )
+    if isinstance(value, dt.date | dt.datetime):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [_plain(item, depth + 1, budget) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _plain(item, depth + 1, budget) for key, item in value.items()}
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)

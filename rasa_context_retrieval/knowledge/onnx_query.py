@@ -1,0 +1,240 @@
+"""An ONNX export of a local sentence-transformers model, for embedding queries.
+
+A query is one short text, so what it pays is per-call overhead, not arithmetic; onnxruntime on
+one thread carries much less of it than torch for the same weights (bench/results/
+query_embedding.md). The export is made here from the model's own files, with no network, once:
+it is cached under ``index_path`` with a fingerprint of the model files and the onnxruntime
+version, published atomically and built under a file lock, so many workers starting together
+export it once and a restart reuses it.
+
+The graph reproduces the model's sentence-transformers pipeline (Transformer, mean pooling; the
+caller normalises), and the tokenizer is the model folder's own fast tokenizer with the same
+maximum length and truncation. Whether the result really equals Rasa's client is not assumed
+here: :mod:`rasa_context_retrieval.knowledge.query_embedder` checks it before use.
+
+torch, transformers and onnxruntime are imported inside the functions that need them, so nothing
+here slows the start of a process that never takes this path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import uuid
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from filelock import FileLock
+
+from rasa_context_retrieval.knowledge.model_integrity import file_sha256
+
+EXPORT_FORMAT = 1
+"""Bump when the exported graph changes (wrapper, inputs, opset): old exports are then unused."""
+OPSET = 17
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+OUTPUT_NAME = "token_mean"
+INTRA_OP_THREADS = 1
+"""Concurrency comes from many searches at once (and batching), like FAISS's one thread."""
+LOCK_FILE = ".export.lock"
+TRANSFORMER_MODULE = "sentence_transformers.models.Transformer"
+POOLING_MODULE = "sentence_transformers.models.Pooling"
+NORMALIZE_MODULE = "sentence_transformers.models.Normalize"
+
+
+class ExportUnavailable(RuntimeError):
+    """This model cannot be run through the ONNX path; the message says why."""
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A local sentence-transformers folder whose pipeline this module can reproduce."""
+
+    directory: Path
+    max_seq_length: int
+    do_lower_case: bool
+
+    @classmethod
+    def describe(cls, directory: Path) -> LocalModel:
+        """Read the pipeline from the folder; ExportUnavailable unless Transformer + mean pool."""
+        modules = _read_json(directory / "modules.json", "modules.json")
+        kinds = [module.get("type") for module in modules]
+        if kinds[:2] != [TRANSFORMER_MODULE, POOLING_MODULE] or any(
+            kind != NORMALIZE_MODULE for kind in kinds[2:]
+        ):
+            raise ExportUnavailable(f"pipeline {kinds} is not Transformer + Pooling (+ Normalize)")
+        pooling = _read_json(directory / modules[1]["path"] / "config.json", "pooling config")
+        modes = sorted(key for key, on in pooling.items() if key.startswith("pooling_mode") and on)
+        if modes != ["pooling_mode_mean_tokens"]:
+            raise ExportUnavailable(f"pooling {modes} is not mean pooling")
+        if not (directory / "tokenizer.json").is_file():
+            raise ExportUnavailable("the folder has no fast tokenizer (tokenizer.json)")
+        settings = _read_json(directory / "sentence_bert_config.json", "sentence_bert_config")
+        return cls(
+            directory=directory,
+            max_seq_length=int(settings.get("max_seq_length") or 512),
+            do_lower_case=bool(settings.get("do_lower_case", False)),
+        )
+
+    def fingerprint(self) -> str:
+        """Model files' digests + onnxruntime version + export format: what decides the export."""
+        import onnxruntime
+
+        files = sorted(p for p in self.directory.rglob("*") if p.is_file())
+        payload = {
+            "format": EXPORT_FORMAT,
+            "opset": OPSET,
+            "onnxruntime": onnxruntime.__version__,
+            "files": {str(p.relative_to(self.directory)): file_sha256(p) for p in files},
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def cached_export(
+    model: LocalModel, cache_dir: Path, *, int8: bool = False, source: Path | None = None
+) -> Path:
+    """The export for ``model`` in ``cache_dir``: reused when present, made once otherwise.
+
+    ``source``: the same export already made elsewhere (same fingerprint), copied instead.
+    """
+    fingerprint = model.fingerprint()
+    fp32 = export_file(cache_dir, fingerprint, int8=False)
+    wanted = export_file(cache_dir, fingerprint, int8=int8)
+    if wanted.is_file():
+        return wanted
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(cache_dir / LOCK_FILE)):
+        for leftover in cache_dir.glob(".query-*.tmp"):  # from a process that died mid-export
+            leftover.unlink(missing_ok=True)
+        if wanted.is_file():  # another worker made it while we waited
+            return wanted
+        if source is not None:
+            _publish(wanted, lambda target: shutil.copyfile(source, target))
+        else:
+            if not fp32.is_file():
+                _publish(fp32, lambda target: export_onnx(model, target))
+            if int8:
+                _publish(wanted, lambda target: quantize_int8(fp32, target))
+        _remove_stale(cache_dir, fingerprint)
+    return wanted
+
+
+def export_file(cache_dir: Path, fingerprint: str, *, int8: bool) -> Path:
+    return cache_dir / f"query-{fingerprint}{'-int8' if int8 else ''}.onnx"
+
+
+def export_onnx(model: LocalModel, target: Path) -> None:
+    """Export the Transformer + mean pooling graph with dynamic batch and sequence axes."""
+    import torch
+    from transformers import AutoModel
+
+    wrapper = _mean_pooled_transformer(AutoModel.from_pretrained(str(model.directory)))
+    wrapper.eval()
+    sample = torch.ones((2, 8), dtype=torch.int64)
+    inputs = {"input_ids": sample, "attention_mask": sample, "token_type_ids": sample * 0}
+    axes = {name: {0: "batch", 1: "sequence"} for name in INPUT_NAMES}
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # tracer warnings about shape-dependent Python branches
+        torch.onnx.export(
+            wrapper,
+            (),
+            str(target),
+            kwargs=inputs,  # by keyword: the model's positional order is not these names' order
+            input_names=list(INPUT_NAMES),
+            output_names=[OUTPUT_NAME],
+            dynamic_axes={**axes, OUTPUT_NAME: {0: "batch"}},
+            opset_version=OPSET,
+            dynamo=False,
+        )
+    wrapper.eval()  # export restores the wrapper's earlier mode; dropout must stay off
+
+
+def quantize_int8(source: Path, target: Path) -> None:
+    """Dynamic int8 weights (onnxruntime's quantizer): faster, with slightly different vectors."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8)
+
+
+class OnnxQueryEncoder:
+    """Tokenizer + onnxruntime session: texts in, unnormalised mean-pooled vectors out."""
+
+    def __init__(self, model: LocalModel, onnx_path: Path) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = INTRA_OP_THREADS
+        options.inter_op_num_threads = 1
+        self.session = onnxruntime.InferenceSession(
+            str(onnx_path), options, providers=["CPUExecutionProvider"]
+        )
+        tokenizer = Tokenizer.from_file(str(model.directory / "tokenizer.json"))
+        tokenizer.enable_truncation(max_length=model.max_seq_length)
+        tokenizer.enable_padding()  # to the longest text of the batch, as sentence-transformers
+        self.tokenizer = tokenizer
+        self.model = model
+        self.path = onnx_path
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        prepared = [text.strip() for text in texts]  # sentence-transformers strips each text
+        if self.model.do_lower_case:
+            prepared = [text.lower() for text in prepared]
+        encodings = self.tokenizer.encode_batch(prepared)
+        feed = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        (vectors,) = self.session.run([OUTPUT_NAME], feed)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def _mean_pooled_transformer(transformer: Any) -> Any:
+    """The transformer followed by sentence-transformers' mean pooling over real tokens.
+
+    Defined on call so that importing this module does not import torch.
+    """
+    import torch
+
+    class MeanPooledTransformer(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.transformer(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+
+    return MeanPooledTransformer()
+
+
+def _publish(target: Path, write: Any) -> None:
+    """Write to a unique temporary name beside ``target``, then rename: readers never see half."""
+    staging = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        write(staging)
+        os.replace(staging, target)
+    finally:
+        staging.unlink(missing_ok=True)
+
+
+def _remove_stale(cache_dir: Path, fingerprint: str) -> None:
+    for path in cache_dir.glob("query-*.onnx"):
+        if fingerprint not in path.name:
+            path.unlink(missing_ok=True)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ExportUnavailable(f"cannot read the model's {what} ({path}): {error}") from None

@@ -1,0 +1,245 @@
+"""The plugin's one way to an LLM: Rasa's own client, built from the ``llm:`` block.
+
+Rasa configures LLMs the same way everywhere (``provider``, ``model``, ``api_base``,
+``api_key: ${ENV_VAR}``, ``timeout``, ... or ``model_group`` pointing into endpoints.yml) and
+ships clients for every provider (litellm underneath). The ``llm:`` block inside the plugin's
+``vector_store:`` block is read with exactly those helpers (``resolve_model_client_config``,
+``llm_factory``), so it honours the same keys, env vars, routers and retries as the rest of the
+assistant, and any OpenAI-compatible endpoint works.
+
+A provider's ``timeout`` bounds one HTTP attempt and retries multiply it, so every call here is
+additionally bounded by ``asyncio.wait_for``: the caller's ``timeout`` is the wall time the
+retrieval path can lose, whatever the client does underneath. ``complete_and_parse`` keeps the
+parse of the answer inside that same budget and off the event loop, and answers longer than
+``MAX_ANSWER_BYTES`` are refused before anything parses them: LangChain's JSON repair
+(``parse_partial_json``) is quadratic in the answer's length, and one hostile answer parsed on
+the loop froze every other conversation for as long as it took. Rasa's LLM modules import litellm,
+which takes seconds, so they are imported only when an ``llm:`` block is configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import structlog
+
+if TYPE_CHECKING:
+    from rasa.shared.providers.llm.llm_client import LLMClient
+
+logger = structlog.get_logger()
+
+COMPONENT_NAME = "ContextRetrieval"
+MODEL_GROUP_KEY = "model_group"
+PROVIDER_KEY = "provider"
+
+DEFAULT_PROVIDER = "openai"
+DEFAULT_MODEL = "gpt-5-mini-2025-08-07"
+DEFAULT_REQUEST_TIMEOUT_SECONDS = 10
+DEFAULT_MAX_RETRIES = 1
+DEFAULT_MAX_COMPLETION_TOKENS = 512
+
+DEFAULT_LLM_CONFIG: dict[str, Any] = {
+    "provider": DEFAULT_PROVIDER,
+    "model": DEFAULT_MODEL,
+    "timeout": DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    "max_retries": DEFAULT_MAX_RETRIES,
+    "max_completion_tokens": DEFAULT_MAX_COMPLETION_TOKENS,
+}
+"""Filled in for keys the ``llm:`` block leaves out when it uses the same provider (Rasa's rule)."""
+MAX_ANSWER_BYTES = 4096
+"""Longest answer (UTF-8) any step reads. Real answers are a query line, a few paraphrases or a
+small JSON object, well under 1 KB; ``max_completion_tokens`` asks for at most about 2 KB, but a
+provider or proxy may ignore it."""
+
+Parsed = TypeVar("Parsed")
+
+
+class LLMConfigError(ValueError):
+    """The ``llm:`` block cannot be turned into a client; the message names the key and the fix."""
+
+
+class LLMUnavailable(Exception):
+    """The LLM gave no usable answer: timeout, HTTP or provider error, or an empty answer."""
+
+
+class RetrievalLLM:
+    """An LLM the retrieval plan can ask for text, within a time budget."""
+
+    def __init__(self, client: LLMClient, *, model: str) -> None:
+        self._client = client
+        self.model = model
+
+    @classmethod
+    def from_config(
+        cls,
+        llm_config: Mapping[str, Any],
+        *,
+        model_groups: Sequence[Mapping[str, Any]] | None = None,
+    ) -> RetrievalLLM:
+        """Validate the ``llm:`` block and build Rasa's client for it.
+
+        ``model_groups`` are endpoints.yml's ``model_groups``; when left out, Rasa reads them
+        from the loaded endpoints, as its own components do.
+
+        Raises:
+            LLMConfigError: the block is malformed, names an unknown model group, or the
+                provider's client rejects it (e.g. its API key env var is not set).
+        """
+        resolved = resolve_llm_config(llm_config, model_groups=model_groups)
+        from rasa.shared.utils.llm import llm_factory
+
+        try:
+            client = llm_factory(resolved, DEFAULT_LLM_CONFIG)
+        except Exception as error:  # Rasa raises several unrelated types for a bad config.
+            raise LLMConfigError(
+                f"vector_store.llm: Rasa could not build an LLM client ({error}). Check provider, "
+                "model, api_base and that the api_key env var is set."
+            ) from error
+        _import_sdk_resources()
+        return cls(client, model=_model_name(resolved))
+
+    async def complete(self, prompt: str, *, timeout: float) -> str:
+        """The LLM's answer to ``prompt`` (sent as one user message), stripped.
+
+        Raises:
+            LLMUnavailable: no non-empty answer within ``timeout`` seconds of wall time.
+        """
+        started = time.perf_counter()
+        try:
+            response = await asyncio.wait_for(self._client.acompletion(prompt), timeout=timeout)
+        except TimeoutError as error:
+            self._log_failure("timeout", started, timeout=timeout)
+            raise LLMUnavailable(f"no answer from {self.model} within {timeout:.2f} s") from error
+        except Exception as error:  # Rasa wraps provider errors; litellm raises many types.
+            self._log_failure("error", started, error=str(error))
+            raise LLMUnavailable(f"{self.model} failed: {error}") from error
+        answer = _first_choice(response.choices)
+        if not answer:
+            self._log_failure("empty", started)
+            raise LLMUnavailable(f"{self.model} returned an empty answer")
+        size = len(answer.encode("utf-8", errors="replace"))
+        if size > MAX_ANSWER_BYTES:
+            self._log_failure("oversized", started, bytes=size, limit=MAX_ANSWER_BYTES)
+            raise LLMUnavailable(
+                f"{self.model} answered {size} bytes, over the limit of {MAX_ANSWER_BYTES}"
+            )
+        logger.debug(
+            "llm.complete.done",
+            model=self.model,
+            latency_ms=_elapsed_ms(started),
+            chars=len(answer),
+        )
+        return answer
+
+    async def complete_and_parse(
+        self, prompt: str, parse: Callable[[str], Parsed], *, timeout: float
+    ) -> Parsed:
+        """``parse`` of the LLM's answer; the request and the parse share ``timeout``.
+
+        ``parse`` runs in a worker thread: a slow parse then delays only this conversation's
+        step, which gives up at the deadline, instead of every conversation on the event loop.
+
+        Raises:
+            LLMUnavailable: no answer, an oversized answer, or no parse within ``timeout``.
+        """
+        started = time.perf_counter()
+        try:
+            return await asyncio.wait_for(self._answer_parsed(prompt, parse, timeout), timeout)
+        except TimeoutError as error:
+            self._log_failure("timeout", started, timeout=timeout, step="parse")
+            raise LLMUnavailable(
+                f"no parsed answer from {self.model} within {timeout:.2f} s"
+            ) from error
+
+    async def _answer_parsed(
+        self, prompt: str, parse: Callable[[str], Parsed], timeout: float
+    ) -> Parsed:
+        answer = await self.complete(prompt, timeout=timeout)
+        return await asyncio.to_thread(parse, answer)
+
+    def _log_failure(self, reason: str, started: float, **details: Any) -> None:
+        logger.warning(
+            f"llm.complete.{reason}",
+            model=self.model,
+            latency_ms=_elapsed_ms(started),
+            **details,
+        )
+
+
+def resolve_llm_config(
+    llm_config: Mapping[str, Any],
+    *,
+    model_groups: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Check the ``llm:`` block's shape and resolve ``model_group`` the way Rasa does."""
+    if not isinstance(llm_config, Mapping) or not llm_config:
+        raise LLMConfigError(
+            "vector_store.llm must be a mapping such as {provider: openai, model: gpt-4.1-mini} "
+            "or {model_group: <id from endpoints.yml>}."
+        )
+    config = dict(llm_config)
+    if MODEL_GROUP_KEY in config:
+        return _resolve_model_group(config, model_groups)
+    if not isinstance(config.get(PROVIDER_KEY), str) or not config[PROVIDER_KEY]:
+        raise LLMConfigError(
+            "vector_store.llm.provider is missing: set it (e.g. provider: openai) or use "
+            "model_group: <id> to reuse a model group from endpoints.yml."
+        )
+    return config
+
+
+def _resolve_model_group(
+    config: dict[str, Any], model_groups: Sequence[Mapping[str, Any]] | None
+) -> dict[str, Any]:
+    group_id = config[MODEL_GROUP_KEY]
+    if not isinstance(group_id, str) or not group_id or len(config) > 1:
+        raise LLMConfigError(
+            "vector_store.llm.model_group must be the only key, naming a model group id from "
+            "endpoints.yml; configure provider/model/timeout in that model group."
+        )
+    from rasa.shared.utils.llm import resolve_model_client_config
+
+    try:
+        resolved = resolve_model_client_config(
+            config,
+            COMPONENT_NAME,
+            model_groups=[dict(group) for group in model_groups] if model_groups else None,
+        )
+    except Exception as error:  # InvalidConfigException, or no endpoints loaded at all.
+        raise LLMConfigError(
+            f"vector_store.llm.model_group '{group_id}' could not be resolved ({error}). "
+            "Define it under model_groups in endpoints.yml."
+        ) from error
+    if not resolved:
+        raise LLMConfigError(f"vector_store.llm.model_group '{group_id}' resolved to nothing.")
+    return dict(resolved)
+
+
+def _import_sdk_resources() -> None:
+    """Import what the openai SDK otherwise imports inside the first request.
+
+    That lazy import takes about a second of synchronous work on the event loop, which no
+    ``asyncio.wait_for`` can interrupt: the first user's turn would overrun its time budget.
+    litellm routes every OpenAI-compatible provider through this SDK.
+    """
+    import openai.resources  # noqa: F401
+
+
+def _model_name(config: Mapping[str, Any]) -> str:
+    models = config.get("models")
+    if isinstance(models, list) and models and isinstance(models[0], Mapping):
+        config = models[0]
+    return str(config.get("model") or config.get("deployment") or DEFAULT_MODEL)
+
+
+def _first_choice(choices: Sequence[Any]) -> str:
+    if not choices or not isinstance(choices[0], str):
+        return ""
+    return choices[0].strip()
+
+
+def _elapsed_ms(started: float) -> int:
+    return round((time.perf_counter() - started) * 1000)

@@ -1,0 +1,237 @@
+"""From a conversation to a search plan: the standalone query, the filter and the limit.
+
+The plan is where access control meets the user's words. The access filter comes from trusted
+channel metadata only, the static filter from the configuration, the slot filter from the slots,
+and the extracted filter from what the user typed (rules or an LLM). The final filter is always
+``and(access, static, slot, extracted)``: nothing the user types can widen, replace or remove
+the other parts, because the extracted part can only ever be added as another conjunct, and only
+the extracted part is ever relaxed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import structlog
+from langchain_core.structured_query import FilterDirective, StructuredQuery
+
+from rasa_context_retrieval.access.entitlements import AccessFilter
+from rasa_context_retrieval.config import StoreConfig
+from rasa_context_retrieval.conversation import Conversation
+from rasa_context_retrieval.filters.absence import absence_notes
+from rasa_context_retrieval.filters.slot_filters import slot_filter
+from rasa_context_retrieval.filters.syntax import conjoin
+from rasa_context_retrieval.rewrite.context import ContextModel, QueryText, weighted_query_texts
+from rasa_context_retrieval.rewrite.heuristic import RewriteMode, standalone_query
+from rasa_context_retrieval.self_query.carry import conversation_filters
+from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
+from rasa_context_retrieval.workers import off_loop
+
+logger = structlog.get_logger()
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """What one search does."""
+
+    standalone_query: str
+    """The follow-up rewritten to stand alone (what the user sees as the query)."""
+    search_text: str
+    """The text that is embedded and matched: the standalone query minus filter words, if any."""
+    slot_filter: FilterDirective | None = None
+    extracted_filter: FilterDirective | None = None
+    limit: int | None = None
+    paraphrases: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    access_filter: AccessFilter | None = None
+    static_filter: FilterDirective | None = None
+    carried_filter: FilterDirective | None = None
+    """Conditions the user stated in earlier turns of the same subject (self_query/carry)."""
+    message_text: str | None = None
+    """The latest message as typed, when it rather than ``search_text`` leads the query vector."""
+    context_texts: tuple[QueryText, ...] = ()
+    """Earlier turns mixed into the query vector, with their weights (rewrite/context.py)."""
+
+    @property
+    def query_texts(self) -> tuple[QueryText, ...]:
+        """The texts whose weighted embeddings, summed and normalised, form the query vector."""
+        return (QueryText(self.message_text or self.search_text, 1.0), *self.context_texts)
+
+    @property
+    def scope_filter(self) -> FilterDirective | None:
+        """What is never relaxed: access AND static AND slot filters."""
+        access = self.access_filter.directive if self.access_filter is not None else None
+        return conjoin(access, self.static_filter, self.slot_filter)
+
+    @property
+    def filter(self) -> FilterDirective | None:
+        """The final filter: the scope AND the conditions from the user's words (this message's
+        and those carried from earlier turns of the same subject)."""
+        return conjoin(self.scope_filter, self.extracted_filter, self.carried_filter)
+
+    def without_extracted_filter(self, note: str) -> SearchPlan:
+        return replace(
+            self,
+            search_text=self.standalone_query,
+            extracted_filter=None,
+            carried_filter=None,
+            notes=(*self.notes, note),
+        )
+
+
+def _filterable(slots: Mapping[str, Any]) -> dict[str, Any]:
+    """Slot values as a filter can compare them; nothing here may loosen the restriction.
+
+    A value that is neither a scalar nor a list of scalars (a dict, say) is kept as its JSON
+    text: it then restricts to documents carrying that exact text, i.e. in practice to none,
+    instead of being dropped (which would widen access) or failing the search.
+    """
+    return {name: _comparable(value) for name, value in slots.items()}
+
+
+def _comparable(value: Any) -> Any:
+    if isinstance(value, list | tuple | set | frozenset):
+        # One level only: a nested list is not a scalar a document could carry, so it becomes
+        # JSON text like a dict does (restricting to nothing) instead of failing the search.
+        return [_scalar_or_json(item) for item in value if item is not None]
+    return _scalar_or_json(value)
+
+
+def _scalar_or_json(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+class LLMPlanner(Protocol):
+    """The LLM side of planning (rewrite, self-query, paraphrases); see llm."""
+
+    def use_value_catalogue(self, known_values: Callable[[], Mapping[str, frozenset[str]]]) -> None:
+        """Where the self-query prompt reads the values the index holds."""
+
+    async def rewrite(self, conversation: Conversation) -> str: ...
+
+    async def structured_query(self, standalone: str) -> StructuredQuery | None: ...
+
+    async def rewrite_and_structure(
+        self, conversation: Conversation
+    ) -> tuple[str, StructuredQuery | None]: ...
+
+    async def paraphrases(self, standalone: str, count: int) -> list[str]: ...
+
+
+class Planner:
+    """Turns a conversation into a SearchPlan according to the configuration."""
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        known_values: Callable[[], Mapping[str, frozenset[str]]],
+        llm: LLMPlanner | None = None,
+    ) -> None:
+        self._config = config
+        self._known_values = known_values
+        self._llm = llm
+        if llm is not None:
+            llm.use_value_catalogue(known_values)
+        self._rules: RuleQueryConstructor | None = None
+        self._rules_values: Mapping[str, frozenset[str]] | None = None
+
+    async def plan(self, conversation: Conversation) -> SearchPlan:
+        standalone, structured, carried = await self._standalone_and_structured(conversation)
+        slots = slot_filter(_filterable(conversation.filled_slots), self._config.slot_filters)
+        search_text = standalone
+        extracted = limit = None
+        if structured is not None:
+            extracted, limit = structured.filter, structured.limit
+            if structured.query.strip():
+                search_text = structured.query.strip()
+        paraphrases: tuple[str, ...] = ()
+        if self._config.multi_query and self._llm is not None and standalone:
+            paraphrases = tuple(await self._llm.paraphrases(standalone, self._config.multi_query))
+        access = AccessFilter.from_channel(conversation.channel, self._config.access_filters)
+        words = conjoin(extracted, carried)
+        plan = SearchPlan(
+            standalone,
+            search_text,
+            slots,
+            extracted,
+            limit,
+            paraphrases,
+            absence_notes(words, self._config.metadata_fields),
+            access_filter=access,
+            static_filter=self._config.static_filter,
+            carried_filter=carried,
+        )
+        return self._with_context(plan, conversation)
+
+    def _with_context(self, plan: SearchPlan, conversation: Conversation) -> SearchPlan:
+        """Mix earlier turns into the query vector (no-LLM rewrite, ``weighted_turns`` only).
+
+        The latest message as typed leads the mix, unless the self-query changed the searched
+        text (filter words stripped, an LLM's query): then that text leads.
+        """
+        config = self._config
+        if config.rewrite != "heuristic" or config.context_model != ContextModel.WEIGHTED_TURNS:
+            return plan
+        texts = weighted_query_texts(conversation)
+        if len(texts) < 2:
+            return plan
+        leads = texts[0].text if plan.search_text == plan.standalone_query else None
+        return replace(plan, message_text=leads, context_texts=texts[1:])
+
+    async def _standalone_and_structured(
+        self, conversation: Conversation
+    ) -> tuple[str, StructuredQuery | None, FilterDirective | None]:
+        config, llm = self._config, self._llm
+        if llm is not None and config.rewrite == "llm" and config.self_query == "llm":
+            return (*await llm.rewrite_and_structure(conversation), None)
+        if llm is not None and config.rewrite == "llm":
+            standalone = await llm.rewrite(conversation)
+        elif config.rewrite == "off":
+            standalone = conversation.latest_user_text
+        elif config.self_query == "llm" and llm is not None:
+            standalone = await off_loop(self._heuristic_rewrite, conversation)
+        else:
+            # The heuristic rewrite and the rules are pure CPU: one worker-thread hop for both,
+            # so that hundreds of concurrent searches do not stall the event loop
+            # (bench/results/hardening.md).
+            return await off_loop(self._local_plan, conversation)
+        if config.self_query == "rules":
+            return await off_loop(self._rule_query, conversation, standalone)
+        if config.self_query == "llm" and llm is not None:
+            return standalone, await llm.structured_query(standalone), None
+        return standalone, None, None
+
+    def _heuristic_rewrite(self, conversation: Conversation) -> str:
+        return standalone_query(conversation, RewriteMode(self._config.rewrite_heuristic))
+
+    def _local_plan(
+        self, conversation: Conversation
+    ) -> tuple[str, StructuredQuery | None, FilterDirective | None]:
+        return self._rule_query(conversation, self._heuristic_rewrite(conversation))
+
+    def _rule_query(
+        self, conversation: Conversation, standalone: str
+    ) -> tuple[str, StructuredQuery | None, FilterDirective | None]:
+        """The rules' filter for this message, and the conditions carried from earlier turns."""
+        if self._config.self_query != "rules":
+            return standalone, None, None
+        if self._config.carry_filters:
+            found = conversation_filters(conversation, standalone, self._rule_constructor())
+            return standalone, found.structured, found.carried
+        return standalone, self._rule_constructor().construct(standalone), None
+
+    def _rule_constructor(self) -> RuleQueryConstructor:
+        """Built once per set of known values (they change only when the index does)."""
+        values = self._known_values()
+        if self._rules is None or values is not self._rules_values:
+            kwargs: dict[str, Any] = {}
+            if self._config.strip_filter_words is not None:
+                kwargs["strip_filter_words"] = self._config.strip_filter_words
+            self._rules = RuleQueryConstructor(self._config.metadata_fields, values, **kwargs)
+            self._rules_values = values
+        return self._rules

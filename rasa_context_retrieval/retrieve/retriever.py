@@ -1,0 +1,93 @@
+"""Executing a search plan on a knowledge index: exact filtered rankings, fused, scored, cut.
+
+Every ranking (dense for the standalone query and each paraphrase, BM25 when hybrid) is computed
+inside the same filter mask, so no result can violate a slot filter and a narrow filter still
+yields its best ``top_k`` (exactly; a broad filter on an HNSW index walks the graph, see
+``retrieve.dense``). Rankings are fused with reciprocal rank fusion; the score given to
+each result is always its cosine relevance to the standalone query (clipped to [0, 1]), so
+``threshold`` means the same thing whatever produced the ranking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from langchain_core.structured_query import FilterDirective
+
+from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
+from rasa_context_retrieval.knowledge.index import KnowledgeIndex
+from rasa_context_retrieval.knowledge.models import ScoredChunk
+from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
+
+
+@dataclass(frozen=True)
+class RetrievalRequest:
+    """What to retrieve: texts with their vectors (the first is the standalone query)."""
+
+    texts: Sequence[str]
+    vectors: Sequence[np.ndarray]
+    filter: FilterDirective | None
+    top_k: int
+    threshold: float
+    candidates: int
+    hybrid: bool
+
+
+DenseRanking = Callable[[np.ndarray, int, FilterDirective | None, "np.ndarray | None"], list[int]]
+"""(query vector, k, filter, mask) -> rows, best first: where the dense ranking comes from."""
+
+
+def local_dense_ranking(index: KnowledgeIndex) -> DenseRanking:
+    """Dense rankings from the in-process FAISS index, within the mask."""
+
+    def rank(vector: np.ndarray, k: int, _: FilterDirective | None, mask: np.ndarray | None):
+        return [row for row, _ in index.dense.search(vector, k, mask)]
+
+    return rank
+
+
+def filter_mask(index: KnowledgeIndex, directive: FilterDirective | None) -> np.ndarray | None:
+    """The rows a filter allows; None when there is no filter."""
+    if directive is None:
+        return None
+    mask = directive.accept(FaissTranslator(index.columns))
+    return np.asarray(mask, dtype=bool)
+
+
+def retrieve(
+    index: KnowledgeIndex, request: RetrievalRequest, dense: DenseRanking | None = None
+) -> list[ScoredChunk]:
+    """The best ``top_k`` chunks allowed by the filter, ranked by fused evidence.
+
+    ``dense`` supplies the dense rankings (the local FAISS index unless a backend such as
+    Milvus is given); BM25 and the relevance scores always come from ``index``.
+    """
+    mask = filter_mask(index, request.filter)
+    if mask is not None and not mask.any():
+        return []
+    rank = dense or local_dense_ranking(index)
+    rankings = [
+        rank(vector, request.candidates, request.filter, mask) for vector in request.vectors
+    ]
+    if request.hybrid:
+        lexical = index.lexical.search(request.texts[0], request.candidates, mask)
+        rankings.append([row for row, score in lexical if score > 0])
+    rows = _fuse([ranking for ranking in rankings if ranking])
+    relevance = np.clip(index.vectors[rows] @ request.vectors[0], 0.0, 1.0) if rows else []
+    results = [
+        ScoredChunk(index.chunks[row], float(score))
+        for row, score in zip(rows, relevance, strict=True)
+        if score >= request.threshold
+    ]
+    return results[: request.top_k]
+
+
+def _fuse(rankings: list[list[int]]) -> list[int]:
+    if not rankings:
+        return []
+    if len(rankings) == 1:
+        return rankings[0]
+    fused = reciprocal_rank_fusion([[str(row) for row in ranking] for ranking in rankings])
+    return [int(row) for row, _ in fused]

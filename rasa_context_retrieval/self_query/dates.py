@@ -1,0 +1,355 @@
+"""Date conditions in a user's message ("after 2023", "since March 2024", "in the last 6 months").
+
+A written date is a period (a year, a month or a day); the word before it says which end of the
+period the condition uses: "after 2023" is ``gt 2023-12-31``, "since March 2024" is
+``gte 2024-03-01``, "before 2022" is ``lt 2022-01-01``, "in 2024" is both ends. Values are
+LangChain's date dicts, ``{"date": "YYYY-MM-DD", "type": "date"}``, as its query parser produces.
+
+Relative phrases ("this year", "the last 6 months", "since March") are resolved against an
+injected clock so that they are testable. Only four-digit years from 1900 to 2099 count, and only
+behind a date word, so "version 2.0" or "under 2000" never become dates. A date condition goes to
+the schema's only date field, or to the date field whose name the user said ("updated in 2024"),
+and only when the message is about change or documents at all (``DATE_SCOPE_WORDS``).
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+
+from dateutil.relativedelta import relativedelta
+from langchain_core.structured_query import Comparator
+
+from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.self_query.constraints import Constraint
+from rasa_context_retrieval.self_query.phrases import DATE_SCOPE_WORDS, SMALL_NUMBER_WORDS
+
+Clock = Callable[[], dt.date]
+Period = tuple[dt.date, dt.date]
+Bound = tuple[Comparator, dt.date]
+
+MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
+MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
+MONTHS["sept"] = 9
+LOOKBEHIND_CHARS = 20
+# A field name word matches a user's word by its first letters: "updated", "updates", "update".
+NAME_PREFIX_CHARS = 5
+
+_YEAR = r"(?:19|20)\d{2}"
+_ANY_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+# A month without a year must be written in full; "may" only capitalised (it is also a verb).
+_LONE_MONTH = "|".join(
+    [name.lower() for name in calendar.month_name if name and name != "May"] + ["(?-i:May)"]
+)
+_ORDINAL = r"(?:st|nd|rd|th)?"
+DATE_TEXT = (
+    rf"(?<![\w-])(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{4}}-\d{{2}}(?![\d-])"
+    rf"|(?:{_ANY_MONTH})\.?\s+\d{{1,2}}{_ORDINAL},?\s+{_YEAR}"
+    rf"|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?,?\s+{_YEAR}"
+    rf"|(?:{_ANY_MONTH})\.?,?\s+(?:of\s+)?{_YEAR}|{_YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
+)
+
+AFTER_END, FROM_START, BEFORE_START, UNTIL_END, WITHIN = "gt", "gte", "lt", "lte", "in"
+DATE_WORDS = {
+    "after": AFTER_END,
+    "later than": AFTER_END,
+    "newer than": AFTER_END,
+    "since": FROM_START,
+    "from": WITHIN,
+    "starting": FROM_START,
+    "starting from": FROM_START,
+    "from the start of": FROM_START,
+    "starting in": FROM_START,
+    "as of": FROM_START,
+    "before": BEFORE_START,
+    "prior to": BEFORE_START,
+    "earlier than": BEFORE_START,
+    "older than": BEFORE_START,
+    "until": UNTIL_END,
+    "till": UNTIL_END,
+    "up to": UNTIL_END,
+    "through": UNTIL_END,
+    "by": UNTIL_END,
+    "no later than": UNTIL_END,
+    "in": WITHIN,
+    "during": WITHIN,
+    "throughout": WITHIN,
+    "for": WITHIN,
+}
+_DATE_WORDS = "|".join(
+    r"\s+".join(words.split()) for words in sorted(DATE_WORDS, key=len, reverse=True)
+)
+_FILLER = r"(?:the\s+)?(?:year\s+|month\s+of\s+)?"
+RANGE = re.compile(
+    rf"(?<!\w)(?:between|from)\s+{_FILLER}(?P<a>{DATE_TEXT})\s+(?:and|to|until|till|through|-|–)"
+    rf"\s+{_FILLER}(?P<b>{DATE_TEXT})|(?P<c>{DATE_TEXT})\s*(?:-|–|to|through|until)\s*"
+    rf"(?P<d>{DATE_TEXT})",
+    re.IGNORECASE,
+)
+# "from 2010 onwards" is read by LATER, not as "from 2010".
+OPEN_ENDED_AFTER = (
+    r"(?!\s*(?:onwards?|(?:or|and)\s+(?:later|after|newer|beyond|up|earlier|before|older|prior))"
+    r"(?!\w))"
+)
+SINGLE = re.compile(
+    rf"(?<!\w)(?P<word>{_DATE_WORDS})\s+{_FILLER}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}",
+    re.IGNORECASE,
+)
+
+
+def open_ended(value: str, before: str = "") -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """ "<value> or later" / "onwards" and "<value> or earlier", for a value pattern (a date
+    here, a year in ``years``); ``before`` guards the start of the value."""
+    later = re.compile(
+        rf"{before}(?P<a>{value})\s+(?:(?:or|and)\s+(?:later|after|newer|beyond|up)|onwards?)"
+        r"(?!\w)",
+        re.IGNORECASE,
+    )
+    earlier = re.compile(
+        rf"{before}(?P<a>{value})\s+(?:or|and)\s+(?:earlier|before|older|prior)(?!\w)",
+        re.IGNORECASE,
+    )
+    return later, earlier
+
+
+LATER, EARLIER = open_ended(DATE_TEXT)
+_COUNT = "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS])
+RELATIVE = re.compile(
+    rf"(?<!\w)(?:(?P<word>since|from|after|before|in|within|during|over|for)\s+)?"
+    rf"(?P<the>the\s+)?(?P<which>last|past|previous|this|current)\s+"
+    rf"(?:(?P<count>{_COUNT})\s+)?(?P<unit>day|week|month|year)s?(?!\w)",
+    re.IGNORECASE,
+)
+NEGATED = re.compile(r"\b(?:not|except|excluding)\s*$", re.IGNORECASE)
+ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+ISO_MONTH = re.compile(r"(\d{4})-(\d{2})")
+YEAR_IN = re.compile(_YEAR)
+DAY_IN = re.compile(rf"(?<!\d)(\d{{1,2}}){_ORDINAL}(?!\d)")
+MONTH_IN = re.compile(r"[a-z]+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class WrittenDate:
+    """What the user wrote: any of year, month and day (a lone month has no year)."""
+
+    year: int | None
+    month: int | None = None
+    day: int | None = None
+
+    @classmethod
+    def read(cls, text: str) -> WrittenDate | None:
+        if ISO_DAY.fullmatch(text):
+            try:
+                day = dt.date.fromisoformat(text)
+            except ValueError:
+                return None
+            return cls(day.year, day.month, day.day)
+        iso_month = ISO_MONTH.fullmatch(text)
+        if iso_month:
+            return cls(int(iso_month[1]), int(iso_month[2]))
+        year = YEAR_IN.search(text)
+        month = next(
+            (MONTHS[word.lower()] for word in MONTH_IN.findall(text) if word.lower() in MONTHS),
+            None,
+        )
+        day_of_month = DAY_IN.search(YEAR_IN.sub(" ", text)) if month else None
+        return cls(
+            int(year[0]) if year else None,
+            month,
+            int(day_of_month[1]) if day_of_month else None,
+        )
+
+    def period(self, today: dt.date, year_hint: int | None = None) -> Period | None:
+        """The days this date covers; a lone month is the latest one not after today."""
+        year = self.year or year_hint
+        if year is None and self.month is not None:
+            year = today.year if self.month <= today.month else today.year - 1
+        if year is None:
+            return None
+        try:
+            if self.month is None:
+                return dt.date(year, 1, 1), dt.date(year, 12, 31)
+            if not 1 <= self.month <= 12:
+                return None
+            if self.day is not None:
+                day = dt.date(year, self.month, self.day)
+                return day, day
+            first = dt.date(year, self.month, 1)
+        except ValueError:
+            return None
+        return first, first + relativedelta(day=31)
+
+
+def date_value(day: dt.date) -> dict[str, str]:
+    """A date as LangChain's query parser writes it."""
+    return {"date": day.isoformat(), "type": "date"}
+
+
+def time_scope(field_names: Sequence[str], extra_words: Collection[str] = ()) -> re.Pattern[str]:
+    """Words that make a year or date in a message a wish about documents: "changed", "released",
+    the time field's name by its first letters ("publish" for ``published``), the documents'
+    nouns ("articles")."""
+    name_words = {
+        re.escape(word[:NAME_PREFIX_CHARS])
+        for name in field_names
+        for word in name.lower().split("_")
+        if word
+    }
+    words = "|".join(
+        re.escape(word) for word in sorted({*DATE_SCOPE_WORDS, *extra_words}, key=len, reverse=True)
+    )
+    prefixes = "|".join(sorted(name_words, key=len, reverse=True)) or words
+    return re.compile(rf"(?<!\w)(?:(?:{words})(?!\w)|{prefixes})", re.IGNORECASE)
+
+
+# "I watched a movie in 2010", "an article I read in 2021": a time in the user's own past story.
+PERSONAL_PAST = re.compile(
+    r"\b(?:I|we)\s+(?:\w+\s+)?(?:\w+ed|read|saw|bought|paid|was|were|got|had|did|made|went"
+    r"|heard|wrote|took|met|lost|began|started)\b[^,.;!?]*$",
+    re.IGNORECASE,
+)
+PERSONAL_LOOKBEHIND_CHARS = 60
+
+
+def told_as_personal_past(text: str, start: int) -> bool:
+    """Whether the time phrase at ``start`` sits in a first-person past clause."""
+    return bool(PERSONAL_PAST.search(text[max(0, start - PERSONAL_LOOKBEHIND_CHARS) : start]))
+
+
+class DatePhrases:
+    """Finds date conditions and assigns them to the schema's date field."""
+
+    def __init__(
+        self, fields: Sequence[MetadataField], today: Clock, item_nouns: Collection[str] = ()
+    ) -> None:
+        self._date_fields = [field.name for field in fields if field.type == "date"]
+        self._today = today
+        self._scope = time_scope(self._date_fields, item_nouns)
+
+    def find(self, text: str, *, scoped: bool = False) -> list[Constraint]:
+        """Date conditions; ``scoped``: the message is already a filtering one (it names values)."""
+        if not self._date_fields or not (scoped or self._scope.search(text)):
+            return []
+        attribute = self._attribute(text)
+        if attribute is None:
+            return []
+        today = self._today()
+        found: list[Constraint] = []
+        claimed: list[tuple[int, int]] = []
+        for start, end, conditions in self._conditions(text, today):
+            # A phrase read as a date claims its words even when it makes no condition
+            # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
+            if any(start < other_end and other_start < end for other_start, other_end in claimed):
+                continue
+            claimed.append((start, end))
+            if told_as_personal_past(text, start):
+                continue
+            found.extend(
+                Constraint(attribute, comparator, date_value(day), start, end)
+                for comparator, day in conditions
+            )
+        return found
+
+    def _attribute(self, text: str) -> str | None:
+        if len(self._date_fields) == 1:
+            return self._date_fields[0]
+        lowered = text.lower()
+        named = [
+            name
+            for name in self._date_fields
+            if any(word[:NAME_PREFIX_CHARS] in lowered for word in name.lower().split("_"))
+        ]
+        return named[0] if len(named) == 1 else None
+
+    def _conditions(self, text: str, today: dt.date) -> list[tuple[int, int, list[Bound]]]:
+        said = []
+        for match in RANGE.finditer(text):
+            low, high = ("a", "b") if match["a"] else ("c", "d")
+            said.append((match.start(), match.end(), _range(match[low], match[high], today)))
+        for match in SINGLE.finditer(text):
+            word = DATE_WORDS[" ".join(match["word"].lower().split())]
+            negated = NEGATED.search(text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()])
+            conditions = [] if negated else _single(word, match["a"], today)
+            said.append((match.start(), match.end(), conditions))
+        for pattern, word in ((LATER, FROM_START), (EARLIER, UNTIL_END)):
+            for match in pattern.finditer(text):
+                said.append((match.start(), match.end(), _single(word, match["a"], today)))
+        for match in RELATIVE.finditer(text):
+            said.append((match.start(), match.end(), _relative(match, today)))
+        return sorted(said, key=lambda condition: (condition[0], -condition[1]))
+
+
+def _single(word: str, text: str, today: dt.date) -> list[Bound]:
+    written = WrittenDate.read(text)
+    period = written.period(today) if written else None
+    return [] if period is None else _bounds(word, period)
+
+
+def _bounds(word: str, period: Period) -> list[Bound]:
+    first, last = period
+    if word == WITHIN:
+        return [(Comparator.GTE, first), (Comparator.LTE, last)]
+    return {
+        AFTER_END: [(Comparator.GT, last)],
+        FROM_START: [(Comparator.GTE, first)],
+        BEFORE_START: [(Comparator.LT, first)],
+        UNTIL_END: [(Comparator.LTE, last)],
+    }[word]
+
+
+def _range(low_text: str, high_text: str, today: dt.date) -> list[Bound]:
+    low, high = WrittenDate.read(low_text), WrittenDate.read(high_text)
+    if low is None or high is None:
+        return []
+    high_period = high.period(today)
+    if high_period is None:
+        return []
+    # "from November to March 2025": the first month borrows the year and may fall before it.
+    hint = high_period[0].year
+    if (
+        low.year is None
+        and low.month is not None
+        and high.month is not None
+        and low.month > high.month
+    ):
+        hint -= 1
+    low_period = low.period(today, year_hint=hint)
+    if low_period is None or low_period[0] > high_period[1]:
+        return []
+    return [(Comparator.GTE, low_period[0]), (Comparator.LTE, high_period[1])]
+
+
+def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
+    unit = match["unit"].lower()
+    which = match["which"].lower()
+    count = (match["count"] or "").lower()
+    word = DATE_WORDS.get((match["word"] or "in").lower(), WITHIN)
+    if which in ("this", "current"):
+        start = _unit_start(today, unit)
+        return (
+            [(Comparator.GTE, start)]
+            if word in (WITHIN, FROM_START)
+            else _bounds(word, (start, today))
+        )
+    if not count and match["the"] is None and which in ("last", "previous"):
+        # "last year" is the previous calendar year; "the last year" the past twelve months.
+        start = _unit_start(today - relativedelta(**{unit + "s": 1}), unit)
+        return _bounds(word, (start, _unit_start(today, unit) - dt.timedelta(days=1)))
+    amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
+    try:
+        return [(Comparator.GTE, today - relativedelta(**{unit + "s": amount}))]
+    except (ValueError, OverflowError):  # "the last 999 years" before year 1
+        return []
+
+
+def _unit_start(day: dt.date, unit: str) -> dt.date:
+    if unit == "year":
+        return day.replace(month=1, day=1)
+    if unit == "month":
+        return day.replace(day=1)
+    if unit == "week":
+        return day - dt.timedelta(days=day.weekday())
+    return day

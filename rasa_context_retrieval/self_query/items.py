@@ -1,0 +1,48 @@
+"""What the documents of a knowledge base are called: "movies", "articles", "products".
+
+Several rules lean on these nouns: a topic value right before one ("python articles") is a
+filter, a count right before one ("two movies") is a limit, and a year or date in a message that
+names them ("films made before 1980") is about the documents, not the user's life. The nouns
+are a short generic list plus the noun the schema's own descriptions keep talking about ("The
+year the movie was released", "A 1-10 rating for the movie" -> "movie").
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+import inflection
+
+from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.self_query.phrases import ITEM_NOUNS, PLURAL_ITEM_NOUNS
+
+# A noun the descriptions name after "the" in this many fields is what the documents are.
+MIN_DESCRIPTIONS_NAMING_ITEM = 2
+DESCRIBED_NOUN = re.compile(r"\bthe\s+([a-z]{3,})\b", re.IGNORECASE)
+NAME_WORDS = re.compile(r"[a-z]+")
+
+
+def item_nouns(fields: Sequence[MetadataField]) -> frozenset[str]:
+    """Singular and plural forms of the nouns for the documents of this schema."""
+    field_words = {word for field in fields for word in NAME_WORDS.findall(field.name.lower())}
+    counts = Counter(
+        word
+        for field in fields
+        for word in {match.lower() for match in DESCRIBED_NOUN.findall(field.description)}
+    )
+    described = {
+        word
+        for word, count in counts.items()
+        if count >= MIN_DESCRIPTIONS_NAMING_ITEM and word not in field_words
+    }
+    singular = ITEM_NOUNS | described
+    return frozenset(
+        singular | {inflection.pluralize(noun) for noun in singular} | PLURAL_ITEM_NOUNS
+    )
+
+
+def words_pattern(words: Sequence[str] | frozenset[str]) -> str:
+    """A regex alternation of ``words``, longest first, each escaped."""
+    return "|".join(re.escape(word) for word in sorted(set(words), key=len, reverse=True))

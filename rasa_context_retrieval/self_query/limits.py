@@ -1,0 +1,66 @@
+"""How many results the user asks for: "top 3", "two movies", "show me 5 cheap laptops".
+
+A count is a limit when it follows "top"/"best"/"first", or when it counts the documents
+themselves: within a few words it is followed by a plural noun for them ("movies", "articles",
+see ``items``) or a plural value ("thrillers", "laptops"). A count of anything else ("3 files",
+"2 devices") or after "I have" is no limit, and numbers already read as a filter are skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection
+
+import inflection
+
+from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.phrases import SMALL_NUMBER_WORDS
+
+MAX_LIMIT = 50
+"""A larger count is not a number of results anyone reads; the configured ``top_k`` applies."""
+_COUNT = "|".join([r"\d{1,2}", *sorted(SMALL_NUMBER_WORDS, key=len, reverse=True)])
+TOP = re.compile(rf"(?<!\w)(?:top|best|first)\s+(?P<n>{_COUNT})(?!\w)", re.IGNORECASE)
+# The count and up to four words after it: "5 most recent python articles".
+COUNTED = re.compile(
+    rf"(?<![\w$€£.,/-])(?P<n>{_COUNT})(?P<words>(?:\s+[a-z][a-z'-]*){{1,4}})", re.IGNORECASE
+)
+OWNED_BEFORE = re.compile(r"\b(?:have|has|had|own|bought|got|my|our)\s+(?:only\s+)?$", re.I)
+LOOKBEHIND_CHARS = 16
+
+
+class LimitPhrases:
+    """Finds the number of results asked for, if any."""
+
+    def __init__(self, item_nouns: Collection[str], is_plural_value: Callable[[str], bool]) -> None:
+        self._plural_items = frozenset(
+            noun for noun in item_nouns if inflection.singularize(noun) != noun
+        )
+        self._is_plural_value = is_plural_value
+
+    def find(self, text: str, taken: list[Constraint]) -> int | None:
+        for match in TOP.finditer(text):
+            count = _count(match["n"])
+            if count is not None and not overlaps_any(match.start(), match.end(), taken):
+                return count
+        for match in COUNTED.finditer(text):
+            if overlaps_any(match.start(), match.end("n"), taken):
+                continue
+            before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
+            if OWNED_BEFORE.search(before) or not self._counts_documents(match):
+                continue
+            count = _count(match["n"])
+            if count is not None:
+                return count
+        return None
+
+    def _counts_documents(self, match: re.Match[str]) -> bool:
+        return any(
+            word in self._plural_items or self._is_plural_value(word)
+            for word in match["words"].lower().split()
+        )
+
+
+def _count(text: str) -> int | None:
+    lowered = text.lower()
+    count = SMALL_NUMBER_WORDS.get(lowered) if not lowered.isdigit() else int(lowered)
+    return count if count is not None and 1 <= count <= MAX_LIMIT else None

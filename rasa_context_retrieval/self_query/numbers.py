@@ -1,0 +1,317 @@
+"""Numeric comparisons in a user's message ("under $20 a month", "at least 3 devices").
+
+A number becomes a filter only when two things hold: a comparison is said around it (under,
+at least, between ... and ..., 20 or less, exactly) and the words around it point to exactly one
+integer or float field. The pointing is done with cue words: the field's name and description
+words, currency words for a monetary field, a rate such as "a month" matching ``price_per_month``.
+Anything else ("error 404", "reset 2FA", "more than 3 files", "over 2 months ago") gives no filter:
+a missing filter costs a little ranking, a wrong one hides the answer.
+
+The comparison phrases are hand-written regular expressions: libraries that parse quantities
+(quantulum3, numerizer) read "20 dollars" but not "no more than" or "20 or less" as comparisons.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import Stemmer
+from langchain_core.structured_query import Comparator
+
+from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.phrases import (
+    CUE_STOPWORDS,
+    CURRENCY_SYMBOLS,
+    CURRENCY_WORDS,
+    MONETARY_CUES,
+    MONETARY_FIELD_WORDS,
+    PERIOD_WORDS,
+    SMALL_NUMBER_WORDS,
+)
+
+NUMERIC_TYPES = ("integer", "float")
+NAME_CUE_WEIGHT = 2
+DESCRIPTION_CUE_WEIGHT = 1
+CONTEXT_CHARS = 40
+CONTEXT_WORDS = 3
+
+PREFIX_COMPARATORS: dict[str, Comparator] = {
+    "at most": Comparator.LTE,
+    "no more than": Comparator.LTE,
+    "not more than": Comparator.LTE,
+    "up to": Comparator.LTE,
+    "a maximum of": Comparator.LTE,
+    "maximum of": Comparator.LTE,
+    "max of": Comparator.LTE,
+    "no higher than": Comparator.LTE,
+    "no greater than": Comparator.LTE,
+    "<=": Comparator.LTE,
+    "under": Comparator.LT,
+    "below": Comparator.LT,
+    "less than": Comparator.LT,
+    "lower than": Comparator.LT,
+    "fewer than": Comparator.LT,
+    "cheaper than": Comparator.LT,
+    "shorter than": Comparator.LT,
+    "smaller than": Comparator.LT,
+    "beneath": Comparator.LT,
+    "<": Comparator.LT,
+    "at least": Comparator.GTE,
+    "no less than": Comparator.GTE,
+    "not less than": Comparator.GTE,
+    "no fewer than": Comparator.GTE,
+    "a minimum of": Comparator.GTE,
+    "minimum of": Comparator.GTE,
+    "min of": Comparator.GTE,
+    ">=": Comparator.GTE,
+    "over": Comparator.GT,
+    "above": Comparator.GT,
+    "more than": Comparator.GT,
+    "greater than": Comparator.GT,
+    "higher than": Comparator.GT,
+    "exceeding": Comparator.GT,
+    "beyond": Comparator.GT,
+    "pricier than": Comparator.GT,
+    "longer than": Comparator.GT,
+    "bigger than": Comparator.GT,
+    "larger than": Comparator.GT,
+    "more expensive than": Comparator.GT,
+    ">": Comparator.GT,
+    "exactly": Comparator.EQ,
+    "precisely": Comparator.EQ,
+    "equal to": Comparator.EQ,
+}
+COMPARATOR_CUES = {
+    "cheaper than": "cheap",
+    "pricier than": "expensive",
+    "more expensive than": "expensive",
+}
+
+_SYMBOLS = re.escape(CURRENCY_SYMBOLS)
+_CURRENCY_WORDS = "|".join(CURRENCY_WORDS)
+_NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|" + "|".join(
+    sorted(SMALL_NUMBER_WORDS, key=len, reverse=True)
+)
+
+
+def _amount(tag: str) -> str:
+    """A number with optional currency before or after it; ``2FA`` and ``v2`` are not amounts."""
+    return (
+        rf"(?P<{tag}_pre>[{_SYMBOLS}]\s?)?(?<![\w.,])(?P<{tag}>{_NUMBER})"
+        rf"(?:\s?(?P<{tag}_post>[{_SYMBOLS}]|(?:{_CURRENCY_WORDS})(?!\w))|(?!\w|[.,]\d))"
+    )
+
+
+def _phrases(words: Sequence[str]) -> str:
+    return "|".join(
+        r"\s+".join(map(re.escape, phrase.split()))
+        for phrase in sorted(words, key=len, reverse=True)
+    )
+
+
+RANGE = re.compile(
+    rf"(?<!\w)(?:between\s+{_amount('a')}\s+and|from\s+{_amount('b')}\s+(?:to|until|through|-))"
+    rf"\s+{_amount('c')}|{_amount('d')}\s*(?:-|–|to)\s*{_amount('e')}",
+    re.IGNORECASE,
+)
+PREFIX = re.compile(
+    rf"(?<!\w)(?P<comparator>{_phrases(list(PREFIX_COMPARATORS))})\s*(?:an?\s+)?{_amount('n')}",
+    re.IGNORECASE,
+)
+POSTFIX = re.compile(
+    rf"{_amount('n')}\s*(?:(?P<noun>[a-z]+)\s+)??(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper))"
+    r"|(?P<at_least>(?:or|and)\s+(?:more|over|above|higher|greater|up)|\+))(?!\w)",
+    re.IGNORECASE,
+)
+_PERIOD = "|".join(sorted(PERIOD_WORDS, key=len, reverse=True))
+RATE_AFTER = re.compile(
+    rf"\s*(?:(?:a|an|per|each|every)\s+|/\s*)(?P<period>{_PERIOD})(?!\w)"
+    rf"|\s*(?P<adverb>monthly|yearly|annually|weekly|daily)(?!\w)",
+    re.IGNORECASE,
+)
+DURATION_AFTER = re.compile(rf"\s*(?:{_PERIOD})s?(?!\w)", re.IGNORECASE)
+WORD = re.compile(r"[a-z]+")
+# "nothing rated below 7", "no phones over $500": the comparison says what is not wanted.
+NEGATED_BEFORE = re.compile(r"\b(?:nothing|none|no|not)\s+(?:[a-z]+\s+)?$", re.IGNORECASE)
+OPPOSITE = {
+    Comparator.LT: Comparator.GTE,
+    Comparator.LTE: Comparator.GT,
+    Comparator.GT: Comparator.LTE,
+    Comparator.GTE: Comparator.LT,
+}
+# Most messages hold no number at all; one cheap scan spares the comparison patterns.
+ANY_NUMBER = re.compile(rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)})(?!\w)", re.IGNORECASE)
+# A comparison's words end at punctuation or at the next number ("under 20 for 3 devices").
+CLAUSE_BREAK = re.compile(r"[,.;:!?()]|\d")
+
+
+_STEMMER = Stemmer.Stemmer("english")
+
+
+def cue_key(word: str) -> str:
+    """The form a cue word is compared in, for field words and user words alike.
+
+    The Snowball stem (PyStemmer, which BM25 already uses) makes "rated" a cue for a ``rating``
+    field and "minutes" for "Reading time in minutes"; both sides go through it.
+    """
+    return str(_STEMMER.stemWord(PERIOD_WORDS.get(word, word)))
+
+
+STOP_KEYS = frozenset(cue_key(word) for word in CUE_STOPWORDS)
+
+
+def _cue_words(text: str) -> set[str]:
+    return {cue_key(word) for word in WORD.findall(text.lower())} - STOP_KEYS
+
+
+@dataclass(frozen=True)
+class NumericField:
+    """A numeric field and the words that point to it, weighted."""
+
+    name: str
+    integer: bool
+    cues: dict[str, int]
+
+    @classmethod
+    def from_field(cls, field: MetadataField) -> NumericField:
+        name_words = _cue_words(field.name.replace("_", " "))
+        description_words = _cue_words(field.description)
+        cues = dict.fromkeys(description_words, DESCRIPTION_CUE_WEIGHT)
+        cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
+        if (name_words | description_words) & MONETARY_FIELD_WORDS:
+            cues.update(dict.fromkeys(map(cue_key, MONETARY_CUES), NAME_CUE_WEIGHT))
+        return cls(field.name, field.type == "integer", cues)
+
+    def score(self, cues: set[str]) -> int:
+        return sum(self.cues.get(cue, 0) for cue in cues)
+
+    def knows(self, cue: str) -> bool:
+        return cue in self.cues
+
+
+@dataclass(frozen=True)
+class _Said:
+    """A comparison as written: ``(comparator, number text)`` pairs and the words around it."""
+
+    bounds: tuple[tuple[Comparator, str], ...]
+    start: int
+    end: int
+    currency: bool
+    comparator_cue: str | None = None
+    counted: str | None = None
+    """The noun inside the phrase, as "devices" in "5 devices or more"."""
+
+
+class NumberPhrases:
+    """Finds numeric comparisons and maps each to the one integer/float field it is about."""
+
+    def __init__(self, fields: Sequence[MetadataField]) -> None:
+        self._fields = [
+            NumericField.from_field(field) for field in fields if field.type in NUMERIC_TYPES
+        ]
+
+    def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
+        if not self._fields or not ANY_NUMBER.search(text):
+            return []
+        found: list[Constraint] = []
+        for said in self._said(text):
+            if overlaps_any(said.start, said.end, taken + found):
+                continue
+            found.extend(self._constraints(text, said))
+        return found
+
+    def _said(self, text: str) -> list[_Said]:
+        said: list[_Said] = []
+        bounds: tuple[tuple[Comparator, str], ...]
+        for match in RANGE.finditer(text):
+            low, high = ("a", "c") if match["a"] else ("b", "c") if match["b"] else ("d", "e")
+            bounds = ((Comparator.GTE, match[low]), (Comparator.LTE, match[high]))
+            said.append(_Said(bounds, match.start(), match.end(), _has_currency(match, low, high)))
+        for match in PREFIX.finditer(text):
+            phrase = " ".join(match["comparator"].lower().split())
+            bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
+            cue = COMPARATOR_CUES.get(phrase)
+            said.append(_Said(bounds, match.start(), match.end(), _has_currency(match, "n"), cue))
+        for match in POSTFIX.finditer(text):
+            comparator = Comparator.LTE if match["at_most"] else Comparator.GTE
+            bounds = ((comparator, match["n"]),)
+            counted = match["noun"] and cue_key(match["noun"].lower())
+            currency = _has_currency(match, "n")
+            said.append(_Said(bounds, match.start(), match.end(), currency, counted=counted))
+        return said
+
+    def _constraints(self, text: str, said: _Said) -> list[Constraint]:
+        end = said.end
+        cues = set() if said.comparator_cue is None else {cue_key(said.comparator_cue)}
+        if said.currency:
+            cues.add(cue_key("currency"))
+        if said.counted is not None:
+            if not self._is_cue_or_stopword(said.counted):
+                return []
+            cues.add(said.counted)
+        rate = RATE_AFTER.match(text, end)
+        if rate:
+            cues.add(cue_key((rate["period"] or rate["adverb"]).lower()))
+            end = rate.end()
+        elif DURATION_AFTER.match(text, end):
+            return []  # "more than 3 months": a duration, not an amount of any field.
+        next_word = WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
+        if next_word and not self._is_cue_or_stopword(cue_key(next_word[0])):
+            return []  # "more than 3 files": the number counts something we do not index.
+        after = _clause_words(text[end : end + CONTEXT_CHARS], first=True)
+        before = _clause_words(text[max(0, said.start - CONTEXT_CHARS) : said.start], first=False)
+        field = self._best_field(cues | set(after) | set(before))
+        if field is None:
+            return []
+        values = [_parse_number(number) for _, number in said.bounds]
+        if not all(math.isfinite(value) for value in values):
+            return []
+        if field.integer and any(value != int(value) for value in values):
+            return []
+        comparators = [comparator for comparator, _ in said.bounds]
+        if NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start]):
+            if len(comparators) > 1:
+                return []  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
+            comparators = [OPPOSITE.get(comparator, comparator) for comparator in comparators]
+        return [
+            Constraint(
+                field.name, comparator, int(value) if field.integer else value, said.start, end
+            )
+            for comparator, value in zip(comparators, sorted(values), strict=True)
+        ]
+
+    def _is_cue_or_stopword(self, word: str) -> bool:
+        return word in STOP_KEYS or any(field.knows(word) for field in self._fields)
+
+    def _best_field(self, cues: set[str]) -> NumericField | None:
+        scored = sorted(((field.score(cues), field) for field in self._fields), key=lambda s: -s[0])
+        if not scored or scored[0][0] == 0:
+            return None
+        if len(scored) > 1 and scored[1][0] == scored[0][0]:
+            return None
+        return scored[0][1]
+
+
+def _has_currency(match: re.Match[str], *tags: str) -> bool:
+    return any(match[f"{tag}_pre"] or match[f"{tag}_post"] for tag in tags)
+
+
+def _clause_words(text: str, *, first: bool) -> list[str]:
+    """Up to ``CONTEXT_WORDS`` cue words next to the comparison, within its clause."""
+    pieces = CLAUSE_BREAK.split(text)
+    clause = pieces[0] if first else pieces[-1]
+    words = [cue_key(word) for word in WORD.findall(clause.lower())]
+    words = [word for word in words if word not in STOP_KEYS]
+    return words[:CONTEXT_WORDS] if first else words[-CONTEXT_WORDS:]
+
+
+def _parse_number(text: str) -> float:
+    """A number as the amount patterns match it: digits with thousands commas, or a word."""
+    lowered = text.lower()
+    if lowered in SMALL_NUMBER_WORDS:
+        return float(SMALL_NUMBER_WORDS[lowered])
+    return float(lowered.replace(",", ""))

@@ -1,0 +1,218 @@
+"""Rule-based self-query: the filters a user says in words, without an LLM.
+
+"Plans under $20 a month for Android, not the business tier, updated since March 2024" carries
+four filters. ``RuleQueryConstructor`` finds them with one extractor per kind of attribute
+(``dates``, ``years`` for an integer year field, ``numbers``, ``booleans``, ``vocabulary`` for
+string values) and reads the number of results asked for (``limits``). It merges them into
+LangChain's filter IR (``langchain_core.structured_query``) over the declared fields only, and
+returns it as a ``StructuredQuery`` together with the search text. The IR is the same one slot
+filters and the LLM constructor produce, so one translator runs them all.
+
+Precision beats recall: a missing filter only costs some ranking, a wrong one hides the answer.
+So every extractor asks for a clear comparison or scope word, and an ambiguous mention (a number
+that fits two fields, a word that is a value of two fields) gives no filter.
+
+Every rule reads the schema (names, descriptions, values, aliases), not phrases of one
+knowledge base. Dates and years go first (a year is a date, not an amount), then numbers,
+booleans and values; a span of text feeds one condition only. A year or date needs a message
+about the documents: one naming them ("films", "articles"), a word of change or release, the
+time field's name, or a value of the schema. Everything is compiled at construction;
+``construct`` does a handful of regex scans and never raises.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import structlog
+from langchain_core.structured_query import (
+    Comparator,
+    Comparison,
+    FilterDirective,
+    Operation,
+    Operator,
+    StructuredQuery,
+)
+
+from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.self_query.booleans import BooleanPhrases
+from rasa_context_retrieval.self_query.constraints import Constraint
+from rasa_context_retrieval.self_query.dates import Clock, DatePhrases
+from rasa_context_retrieval.self_query.items import item_nouns
+from rasa_context_retrieval.self_query.limits import LimitPhrases
+from rasa_context_retrieval.self_query.numbers import NumberPhrases
+from rasa_context_retrieval.self_query.phrases import COORDINATION
+from rasa_context_retrieval.self_query.vocabulary import ValueVocabulary
+from rasa_context_retrieval.self_query.years import YearPhrases
+
+logger = structlog.get_logger(__name__)
+
+# Decided by bench/self_query_strip.py (results in bench/results/self_query_rules.md).
+DEFAULT_STRIP_FILTER_WORDS = False
+# Messages are short; a pasted log file is not scanned beyond this for filters.
+MAX_SCANNED_CHARS = 1_000
+# Order of comparisons on one attribute in the filter tree: values first, then lower bounds.
+COMPARATOR_ORDER = {
+    comparator: rank
+    for rank, comparator in enumerate(
+        [
+            Comparator.EQ,
+            Comparator.IN,
+            Comparator.NE,
+            Comparator.NIN,
+            Comparator.GT,
+            Comparator.GTE,
+            Comparator.LT,
+            Comparator.LTE,
+        ]
+    )
+}
+LEFTOVER_SPACE = re.compile(r"\s+")
+SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([?.!,;:])")
+DANGLING_EDGES = re.compile(r"^[\s,;:\-]+|[\s,;:\-]+$")
+
+
+class RuleQueryConstructor:
+    """Turns a user's message into a search text and a filter over the declared fields.
+
+    Args:
+        fields: the filterable attributes; string and list[string] fields are matched by value
+            (and alias), integer and float fields by comparisons (years for a year field), date
+            fields by dates, boolean fields by the phrases of their name and description.
+        known_values: the distinct string values in the index per attribute, used for a field
+            that declares no ``values``.
+        strip_filter_words: whether the words that made a filter ("under $20 a month") are cut
+            from the returned query.
+        today: the clock for relative dates ("this year", "the last 6 months").
+    """
+
+    def __init__(
+        self,
+        fields: Sequence[MetadataField],
+        known_values: Mapping[str, Collection[str]] | None = None,
+        *,
+        strip_filter_words: bool = DEFAULT_STRIP_FILTER_WORDS,
+        today: Clock = dt.date.today,
+    ) -> None:
+        self.strip_filter_words = strip_filter_words
+        self._field_order = {field.name: position for position, field in enumerate(fields)}
+        items = item_nouns(fields)
+        self._dates = DatePhrases(fields, today, items)
+        self._years = YearPhrases(fields, items)
+        self._numbers = NumberPhrases(fields)
+        self._booleans = BooleanPhrases(fields)
+        self._values = ValueVocabulary(fields, known_values or {}, items)
+        self._limits = LimitPhrases(items, self._values.is_plural_value)
+        logger.debug(
+            "self_query.rules.compiled",
+            fields=len(self._field_order),
+            value_surfaces=self._values.size,
+        )
+
+    def construct(self, text: str) -> StructuredQuery:
+        """The search text and the filter (``None`` when the user said none) of ``text``."""
+        text = text if isinstance(text, str) else ""
+        constraints = self.constraints(text)
+        limit = self._limits.find(text[:MAX_SCANNED_CHARS], constraints)
+        directive = build_filter(constraints, self._field_order)
+        query = text.strip()
+        if self.strip_filter_words and constraints:
+            query = strip_spans(text, constraints) or query
+        if directive is not None:
+            logger.debug("self_query.rules.filter.extracted", query=query, filter=directive)
+        return StructuredQuery(query=query, filter=directive, limit=limit)
+
+    def filter_of(self, constraints: Sequence[Constraint]) -> FilterDirective | None:
+        """The filter tree of ``constraints`` (found by ``constraints`` in any message)."""
+        return build_filter(constraints, self._field_order)
+
+    def constraints(self, text: str) -> list[Constraint]:
+        """Every condition found in ``text``, with the span of words that said it."""
+        scanned = text[:MAX_SCANNED_CHARS]
+        names_values = bool(self._values.find(scanned, []))
+        found = self._dates.find(scanned, scoped=names_values)
+        found += self._years.find(scanned, found, scoped=names_values)
+        found += self._numbers.find(scanned, found)
+        found += self._booleans.find(scanned, found)
+        found += self._values.find(scanned, found)
+        return found
+
+
+def build_filter(
+    constraints: Sequence[Constraint], field_order: Mapping[str, int]
+) -> FilterDirective | None:
+    """One comparison per condition; values of one field merge into ``in``/``nin``; all ``and``."""
+    comparisons: list[Comparison] = []
+    for attribute in sorted({c.attribute for c in constraints}, key=field_order.__getitem__):
+        on_attribute = [c for c in constraints if c.attribute == attribute]
+        comparisons += _value_comparisons(attribute, on_attribute)
+        comparisons += _ordered_comparisons(attribute, on_attribute)
+    if not comparisons:
+        return None
+    if len(comparisons) == 1:
+        return comparisons[0]
+    return Operation(operator=Operator.AND, arguments=list(comparisons))
+
+
+def _value_comparisons(attribute: str, constraints: list[Constraint]) -> list[Comparison]:
+    wanted = _distinct(c.value for c in constraints if c.comparator is Comparator.EQ)
+    unwanted = _distinct(c.value for c in constraints if c.comparator is Comparator.NE)
+    contradicted = set(wanted) & set(unwanted)
+    wanted = [value for value in wanted if value not in contradicted]
+    unwanted = [value for value in unwanted if value not in contradicted]
+    comparisons = []
+    if wanted:
+        comparisons.append(_one_or_many(attribute, wanted, Comparator.EQ, Comparator.IN))
+    if unwanted:
+        comparisons.append(_one_or_many(attribute, unwanted, Comparator.NE, Comparator.NIN))
+    return comparisons
+
+
+def _ordered_comparisons(attribute: str, constraints: list[Constraint]) -> list[Comparison]:
+    ordered = [c for c in constraints if c.comparator not in (Comparator.EQ, Comparator.NE)]
+    ordered.sort(key=lambda c: COMPARATOR_ORDER[c.comparator])
+    comparisons: list[Comparison] = []
+    for constraint in ordered:
+        comparison = Comparison(
+            comparator=constraint.comparator, attribute=attribute, value=constraint.value
+        )
+        if comparison not in comparisons:
+            comparisons.append(comparison)
+    return comparisons
+
+
+def _one_or_many(
+    attribute: str, values: list[Any], single: Comparator, several: Comparator
+) -> Comparison:
+    if len(values) == 1:
+        return Comparison(comparator=single, attribute=attribute, value=values[0])
+    return Comparison(comparator=several, attribute=attribute, value=values)
+
+
+def _distinct(values: Any) -> list[Any]:
+    return list(dict.fromkeys(values))
+
+
+def strip_spans(text: str, constraints: Sequence[Constraint]) -> str:
+    """``text`` without the words that said the constraints (and the "and" joining them)."""
+    spans = sorted((c.start, c.end) for c in constraints)
+    merged: list[list[int]] = []
+    for start, end in spans:
+        if merged and (
+            start <= merged[-1][1] or COORDINATION.fullmatch(text, merged[-1][1], start)
+        ):
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    kept, cursor = [], 0
+    for start, end in merged:
+        kept.append(text[cursor:start])
+        cursor = end
+    kept.append(text[cursor:])
+    query = LEFTOVER_SPACE.sub(" ", " ".join(kept))
+    query = SPACE_BEFORE_PUNCTUATION.sub(r"\1", query)
+    query = DANGLING_EDGES.sub("", query)
+    return query if any(char.isalnum() for char in query) else ""

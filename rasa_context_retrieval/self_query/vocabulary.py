@@ -1,0 +1,365 @@
+"""Find the string values of the declared fields in a user's message, and decide which are filters.
+
+A value can be written many ways ("androids", "Premium", "north america" for ``north-america``),
+so every allowed or indexed value is expanded once, at construction, into its surface forms
+(case-free, plural too, any of space, hyphen or underscore between words) and all forms are
+compiled into one regular expression. Plurals come from ``inflection`` (the Rails inflector
+rules: "category" -> "categories", "business" -> "businesses"); ``inflect`` would be the fuller
+library, but its import alone takes seconds (typeguard instruments its source).
+
+Finding a word is not enough: "contact us" does not mean region ``us``, and "can I upgrade my
+plan?" does not mean category ``plans``. Each value therefore gets a strictness:
+
+* ``FREE``: a distinctive value ("android", "apac") is a filter wherever it appears;
+* ``CUED``: an everyday word ("free", "us", "plus") needs a marker: a scope noun after it ("free
+  plan", "US customers"), its field's name, a capital letter mid-sentence ("on Plus"), an
+  all-capital acronym ("US"), or a marked neighbour in a list ("free or plus plans");
+* ``TOPIC``: a value of a topic-like field (category, tags, type, ...) is a filter when the
+  sentence asks for things of that kind: a plural ("laptops"), a noun for the documents after it
+  ("python articles", "comedy films"), a determiner or "about" before it ("a thriller", "which
+  monitor", "articles about python"), another value right before it ("a Samsung tablet") or its
+  field's name. "tips for sync" and "the security settings" stay questions, not filters;
+* ``NAME``: the last word of a person's or brand's name ("Spielberg" for "Steven Spielberg"),
+  only when written with a capital and no other value shares it;
+* ``ANCHORED``: a value that is also a field name ("plans"), or outside topic fields a scope noun
+  ("devices"), must come with its field's name ("category: plans").
+
+Aliases declared in ``metadata_fields`` ("Germany" for ``eu``) are surfaces of their value and
+get a strictness of their own, by the same rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+import inflection
+from langchain_core.structured_query import Comparator
+
+from rasa_context_retrieval.schema import STRING_TYPES, MetadataField
+from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.items import words_pattern
+from rasa_context_retrieval.self_query.phrases import (
+    COORDINATION,
+    CUE_BEFORE_VALUE,
+    CUE_STOPWORDS,
+    DETERMINERS_BEFORE_TOPIC,
+    EVERYDAY_WORDS,
+    NEGATION_BEFORE_VALUE,
+    SCOPE_NOUNS,
+    TOPIC_ANCHOR_WORDS,
+    TOPIC_FIELD_WORDS,
+)
+
+MAX_VALUE_WORDS = 5
+MAX_VALUE_CHARS = 60
+# Inflecting very short words goes wrong more often than right ("us", "ios", "eu" are names).
+MIN_INFLECTED_CHARS = 4
+# "US", "EU", "APAC": an all-capital value this short is a name, not an ordinary word.
+ACRONYM_MAX_CHARS = 4
+# A surname stands for a full name only when it is this long ("Kon" is too short to be sure).
+MIN_SURNAME_CHARS = 4
+# How far back to look for "not on the" / "plan:" before a value.
+LOOKBEHIND_CHARS = 40
+WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
+SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
+
+
+class Strictness(Enum):
+    FREE = "free"
+    CUED = "cued"
+    TOPIC = "topic"
+    NAME = "name"
+    ANCHORED = "anchored"
+
+
+@dataclass(frozen=True)
+class ValueSense:
+    """One meaning of a surface form: ``attribute`` has ``value``."""
+
+    attribute: str
+    value: str
+    strictness: Strictness
+
+
+@dataclass
+class _Candidate:
+    start: int
+    end: int
+    senses: tuple[ValueSense, ...]
+    chosen: ValueSense | None = None
+    negated: bool = False
+
+
+def surface_key(text: str) -> str:
+    """The form every surface is stored and looked up under: case-folded, single spaces."""
+    return " ".join(word for word in WORD_SEPARATORS.split(text.casefold()) if word)
+
+
+def surface_forms(value: str) -> set[str]:
+    """The ways a user may write ``value``: itself and the plural of its last word.
+
+    Values are not singularised: "windows" would become "window", an ordinary word.
+    """
+    key = surface_key(value)
+    words = key.split(" ")
+    last = words[-1]
+    if len(last) < MIN_INFLECTED_CHARS or not last.isalpha():
+        return {key}
+    return {key, " ".join([*words[:-1], inflection.pluralize(last)])}
+
+
+def _is_matchable(value: object) -> bool:
+    if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
+        return False
+    key = surface_key(value)
+    return any(char.isalpha() for char in key) and len(key.split(" ")) <= MAX_VALUE_WORDS
+
+
+def _surname(value: str) -> str | None:
+    """The last word of a name written as one ("Greta Gerwig" -> "gerwig"), else None."""
+    words = value.split()
+    if len(words) < 2 or not all(word[:1].isupper() for word in words):
+        return None
+    last = surface_key(words[-1])
+    return last if len(last) >= MIN_SURNAME_CHARS and last.isalpha() else None
+
+
+def _field_words(field: MetadataField) -> set[str]:
+    words = {word for word in WORD_SEPARATORS.split(field.name.lower()) if len(word) > 1}
+    return words | {word + "s" for word in words} | {word.removesuffix("s") for word in words}
+
+
+def _words_pattern(words: Iterable[str]) -> str:
+    return "|".join(re.escape(word) for word in sorted(set(words), key=len, reverse=True))
+
+
+class ValueVocabulary:
+    """The string values of the declared fields, compiled for matching in user messages."""
+
+    def __init__(
+        self,
+        fields: Sequence[MetadataField],
+        known_values: Mapping[str, Collection[str]],
+        item_nouns: Collection[str] = (),
+    ) -> None:
+        string_fields = [field for field in fields if field.type in STRING_TYPES]
+        field_name_words = set().union(*(_field_words(field) for field in fields))
+        string_field_words = set().union(*(_field_words(field) for field in string_fields))
+        self._senses: dict[str, list[ValueSense]] = {}
+        self._own_field_after: dict[str, re.Pattern[str]] = {}
+        self._own_field_before: dict[str, re.Pattern[str]] = {}
+        for field in string_fields:
+            anchors = self._anchor_words(field)
+            self._own_field_after[field.name] = re.compile(
+                rf"\s*(?:-\s*)?(?:{_words_pattern(anchors)})(?!\w)", re.IGNORECASE
+            )
+            self._own_field_before[field.name] = re.compile(
+                rf"(?<!\w)(?:{_words_pattern(anchors)})\s*(?:[:=]\s*|is\s+|of\s+)?$",
+                re.IGNORECASE,
+            )
+            aliases = field.alias_map
+            values = field.values or tuple(known_values.get(field.name, ()))
+            for value in dict.fromkeys([*values, *aliases]):
+                self._add_value(field, value, field_name_words, aliases.get(value, ()))
+        scope_words = SCOPE_NOUNS | string_field_words
+        self._scope_after = re.compile(
+            rf"\s*(?:-\s*)?(?:{_words_pattern(scope_words)})(?!\w)", re.IGNORECASE
+        )
+        items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
+        self._item_after = re.compile(rf"\s*(?:-\s*)?(?:{items})(?!\w)", re.IGNORECASE)
+        self._item_on_before = re.compile(rf"(?<!\w)(?:{items})\s+(?:on|about)\s+$", re.IGNORECASE)
+        self._plurals = frozenset(
+            form for form in self._senses if inflection.singularize(form) != form
+        )
+        surfaces = sorted(self._senses, key=len, reverse=True)
+        alternatives = "|".join(
+            r"[\s\-_/]+".join(re.escape(word) for word in surface.split(" "))
+            for surface in surfaces
+        )
+        self._pattern = (
+            re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE) if surfaces else None
+        )
+
+    @property
+    def size(self) -> int:
+        return len(self._senses)
+
+    def is_plural_value(self, written: str) -> bool:
+        """Whether ``written`` is a value in the plural ("thrillers", "laptops", "headphones")."""
+        return surface_key(written) in self._plurals
+
+    @staticmethod
+    def _anchor_words(field: MetadataField) -> set[str]:
+        words = _field_words(field)
+        if words & TOPIC_FIELD_WORDS:
+            words |= set(TOPIC_ANCHOR_WORDS)
+        return words
+
+    def _add_value(
+        self,
+        field: MetadataField,
+        value: object,
+        field_name_words: set[str],
+        aliases: Sequence[str] = (),
+    ) -> None:
+        if not _is_matchable(value):
+            return
+        assert isinstance(value, str)
+        for written in (value, *aliases):
+            if not _is_matchable(written):
+                continue
+            forms = surface_forms(written) if written == value else {surface_key(written)}
+            self._add_forms(field, value, forms, self._strictness(field, forms, field_name_words))
+        surname = _surname(value)
+        if surname and not _field_words(field) & TOPIC_FIELD_WORDS:
+            self._add_forms(field, value, {surname}, Strictness.NAME)
+
+    def _add_forms(
+        self, field: MetadataField, value: str, forms: set[str], strictness: Strictness
+    ) -> None:
+        for form in forms:
+            senses = self._senses.setdefault(form, [])
+            if all(sense.attribute != field.name for sense in senses):
+                senses.append(ValueSense(field.name, value, strictness))
+
+    @staticmethod
+    def _strictness(
+        field: MetadataField, forms: set[str], field_name_words: set[str]
+    ) -> Strictness:
+        if forms & field_name_words:
+            return Strictness.ANCHORED
+        if _field_words(field) & TOPIC_FIELD_WORDS:
+            return Strictness.TOPIC
+        if forms & SCOPE_NOUNS:
+            return Strictness.ANCHORED
+        if forms & (EVERYDAY_WORDS | CUE_STOPWORDS):
+            return Strictness.CUED
+        return Strictness.FREE
+
+    def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
+        """Value filters said in ``text``: ``eq`` for a scoping mention, ``ne`` when negated."""
+        if self._pattern is None:
+            return []
+        candidates = []
+        for match in self._pattern.finditer(text):
+            # The regex matches case-insensitively by simple case folding; the rare letter whose
+            # full folding differs ("İ") finds no sense and is skipped.
+            senses = self._senses.get(surface_key(match[0]))
+            if senses and not overlaps_any(match.start(), match.end(), taken):
+                candidates.append(_Candidate(match.start(), match.end(), tuple(senses)))
+        for candidate in candidates:
+            candidate.chosen = self._resolve(text, candidate)
+            before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
+            candidate.negated = bool(NEGATION_BEFORE_VALUE.search(before))
+        self._accept_compounds(text, candidates)
+        for group in self._coordinated_groups(text, candidates):
+            self._share_within(group)
+        return [self._constraint(text, candidate) for candidate in candidates if candidate.chosen]
+
+    def _resolve(self, text: str, candidate: _Candidate) -> ValueSense | None:
+        anchored = [
+            sense for sense in candidate.senses if self._has_own_field(text, candidate, sense)
+        ]
+        if len(anchored) == 1:
+            return anchored[0]
+        if anchored:
+            return None
+        cued = self._is_cued(text, candidate)
+        capitalised = text[candidate.start].isupper()
+        accepted = [
+            sense
+            for sense in candidate.senses
+            if sense.strictness is Strictness.FREE
+            or (sense.strictness is Strictness.CUED and cued)
+            or (sense.strictness is Strictness.NAME and capitalised)
+            or (sense.strictness is Strictness.TOPIC and self._asks_for_kind(text, candidate))
+        ]
+        return accepted[0] if len(accepted) == 1 else None
+
+    def _asks_for_kind(self, text: str, candidate: _Candidate) -> bool:
+        """Whether a topic value names the kind of thing wanted ("laptops", "a thriller")."""
+        if self.is_plural_value(text[candidate.start : candidate.end]):
+            return True  # "laptops", "comedies", "headphones"
+        if self._item_after.match(text, candidate.end):
+            return True
+        before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
+        return bool(DETERMINERS_BEFORE_TOPIC.search(before) or self._item_on_before.search(before))
+
+    @staticmethod
+    def _accept_compounds(text: str, candidates: list[_Candidate]) -> None:
+        """A topic value right after a chosen value of another field: "a Samsung tablet"."""
+        for previous, candidate in zip(candidates, candidates[1:], strict=False):
+            if candidate.chosen is not None or previous.chosen is None:
+                continue
+            if text[previous.end : candidate.start].strip():
+                continue
+            topics = [
+                sense
+                for sense in candidate.senses
+                if sense.strictness is Strictness.TOPIC
+                and sense.attribute != previous.chosen.attribute
+            ]
+            if len(topics) == 1:
+                candidate.chosen = topics[0]
+
+    def _has_own_field(self, text: str, candidate: _Candidate, sense: ValueSense) -> bool:
+        before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
+        return bool(
+            self._own_field_after[sense.attribute].match(text, candidate.end)
+            or self._own_field_before[sense.attribute].search(before)
+        )
+
+    def _is_cued(self, text: str, candidate: _Candidate) -> bool:
+        if self._scope_after.match(text, candidate.end):
+            return True
+        written = text[candidate.start : candidate.end]
+        if text.isupper() or not any(char.isupper() for char in written):
+            return False
+        if written.isupper() and len(written) <= ACRONYM_MAX_CHARS:
+            return True
+        return not SENTENCE_END.search(text[: candidate.start].rstrip())
+
+    @staticmethod
+    def _coordinated_groups(text: str, candidates: list[_Candidate]) -> Iterable[list[_Candidate]]:
+        group: list[_Candidate] = []
+        for candidate in candidates:
+            if group and COORDINATION.fullmatch(text, group[-1].end, candidate.start):
+                group.append(candidate)
+                continue
+            if group:
+                yield group
+            group = [candidate]
+        if group:
+            yield group
+
+    @staticmethod
+    def _share_within(group: list[_Candidate]) -> None:
+        """Members of "free, plus or premium plans" share the field one of them was given, and
+        "except android and ios" shares its negation."""
+        if group[0].negated:
+            for candidate in group:
+                candidate.negated = True
+        attributes = {candidate.chosen.attribute for candidate in group if candidate.chosen}
+        if len(attributes) != 1:
+            return
+        (attribute,) = attributes
+        for candidate in group:
+            if candidate.chosen is None:
+                same_field = [sense for sense in candidate.senses if sense.attribute == attribute]
+                candidate.chosen = same_field[0] if same_field else None
+
+    def _constraint(self, text: str, candidate: _Candidate) -> Constraint:
+        assert candidate.chosen is not None
+        window_start = max(0, candidate.start - LOOKBEHIND_CHARS)
+        cue = CUE_BEFORE_VALUE.search(text[window_start : candidate.start])
+        start = window_start + cue.start() if cue else candidate.start
+        return Constraint(
+            attribute=candidate.chosen.attribute,
+            comparator=Comparator.NE if candidate.negated else Comparator.EQ,
+            value=candidate.chosen.value,
+            start=start,
+            end=candidate.end,
+        )

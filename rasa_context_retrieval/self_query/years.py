@@ -1,0 +1,127 @@
+"""Years said for an integer year field ("after 2005", "from 1979", "in the 90s", "2010 onwards").
+
+A schema may keep the year as a number (LangChain's movie example: ``year: integer``, "The year
+the movie was released") rather than a date. The words around a year mean the same as for a
+date (``dates.DATE_WORDS``: "after", "since", "before", "until", "in", "from"), only the value is
+the year itself: "after 2005" is ``gt 2005``, "from 1979" is ``eq 1979``, "in the 90s" is
+``gte 1990`` and ``lte 1999``. A field is a year field when its name or description says
+"year"; with two such fields, none is guessed. Only 1900-2099 counts as a year, and only in a
+message about the documents at all (see ``dates.time_scope``), so "I was born in 1985" on its
+own filters nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+
+from langchain_core.structured_query import Comparator
+
+from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.self_query.constraints import Constraint
+from rasa_context_retrieval.self_query.dates import (
+    AFTER_END,
+    BEFORE_START,
+    DATE_WORDS,
+    FROM_START,
+    OPEN_ENDED_AFTER,
+    UNTIL_END,
+    WITHIN,
+    open_ended,
+    time_scope,
+    told_as_personal_past,
+)
+
+YEAR_WORD = re.compile(r"\byears?\b", re.IGNORECASE)
+_YEAR = r"(?:19|20)\d{2}"
+# A century is guessed for "the 90s": this decade digit and above are the 1900s.
+LAST_CENTURY_FROM_DECADE = 3
+COMPARATORS = {
+    AFTER_END: Comparator.GT,
+    FROM_START: Comparator.GTE,
+    BEFORE_START: Comparator.LT,
+    UNTIL_END: Comparator.LTE,
+    WITHIN: Comparator.EQ,
+}
+_WORDS = "|".join(
+    r"\s+".join(words.split()) for words in sorted([*DATE_WORDS, "of"], key=len, reverse=True)
+)
+_FILLER = r"(?:the\s+)?(?:year\s+)?"
+RANGE = re.compile(
+    rf"(?<!\w)(?:between|from)\s+{_FILLER}(?P<a>{_YEAR})\s+(?:and|to|until|till|through|-|–)\s+"
+    rf"{_FILLER}(?P<b>{_YEAR})(?!\w)|(?<![\w-])(?P<c>{_YEAR})\s*(?:-|–|to)\s*(?P<d>{_YEAR})(?!\w)",
+    re.IGNORECASE,
+)
+DECADE = re.compile(
+    rf"(?<!\w)(?:(?P<word>{_WORDS})\s+)?(?:the\s+)?(?:(?P<century>19|20)|')?(?P<decade>\d)0['’]?s(?!\w)",
+    re.IGNORECASE,
+)
+LATER, EARLIER = open_ended(_YEAR, before=r"(?<!\w)")
+SINGLE = re.compile(
+    rf"(?<!\w)(?P<word>{_WORDS})\s+{_FILLER}(?P<a>{_YEAR})(?!\w){OPEN_ENDED_AFTER}", re.IGNORECASE
+)
+NEGATED = re.compile(r"\b(?:not|except|excluding)\s*$", re.IGNORECASE)
+LOOKBEHIND_CHARS = 20
+
+Said = tuple[int, int, list[tuple[Comparator, int]]]
+
+
+def is_year_field(field: MetadataField) -> bool:
+    return field.type == "integer" and bool(
+        YEAR_WORD.search(field.name.replace("_", " ")) or YEAR_WORD.search(field.description)
+    )
+
+
+class YearPhrases:
+    """Finds year conditions for the schema's one integer year field."""
+
+    def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
+        year_fields = [field.name for field in fields if is_year_field(field)]
+        self._attribute = year_fields[0] if len(year_fields) == 1 else None
+        self._scope = time_scope(year_fields, item_nouns)
+
+    def find(self, text: str, taken: list[Constraint], *, scoped: bool = False) -> list[Constraint]:
+        if self._attribute is None or not (scoped or self._scope.search(text)):
+            return []
+        found: list[Constraint] = []
+        claimed = [(constraint.start, constraint.end) for constraint in taken]
+        for start, end, bounds in sorted(self._said(text), key=lambda said: (said[0], -said[1])):
+            if any(start < other_end and other_start < end for other_start, other_end in claimed):
+                continue
+            claimed.append((start, end))
+            if told_as_personal_past(text, start):
+                continue
+            found += [Constraint(self._attribute, op, year, start, end) for op, year in bounds]
+        return found
+
+    def _said(self, text: str) -> list[Said]:
+        said: list[Said] = []
+        for match in RANGE.finditer(text):
+            low, high = (match["a"], match["b"]) if match["a"] else (match["c"], match["d"])
+            bounds = [(Comparator.GTE, int(low)), (Comparator.LTE, int(high))]
+            said.append((match.start(), match.end(), bounds if low <= high else []))
+        for match in DECADE.finditer(text):
+            said.append((match.start(), match.end(), _decade(match)))
+        for pattern, comparator in ((LATER, Comparator.GTE), (EARLIER, Comparator.LTE)):
+            for match in pattern.finditer(text):
+                said.append((match.start(), match.end(), [(comparator, int(match["a"]))]))
+        for match in SINGLE.finditer(text):
+            word = DATE_WORDS.get(" ".join(match["word"].lower().split()), WITHIN)
+            before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
+            bounds = [] if NEGATED.search(before) else [(COMPARATORS[word], int(match["a"]))]
+            said.append((match.start(), match.end(), bounds))
+        return said
+
+
+def _decade(match: re.Match[str]) -> list[tuple[Comparator, int]]:
+    digit = int(match["decade"])
+    if match["century"]:
+        first = int(match["century"]) * 100 + digit * 10
+    else:
+        first = (1900 if digit >= LAST_CENTURY_FROM_DECADE else 2000) + digit * 10
+    word = DATE_WORDS.get(" ".join((match["word"] or "in").lower().split()), WITHIN)
+    if word == WITHIN:
+        return [(Comparator.GTE, first), (Comparator.LTE, first + 9)]
+    if word in (AFTER_END, UNTIL_END):
+        return [(COMPARATORS[word], first + 9)]
+    return [(COMPARATORS[word], first)]
