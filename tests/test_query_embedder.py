@@ -7,6 +7,7 @@ compared with Rasa's own ``huggingface_local`` client.
 from __future__ import annotations
 
 import shutil
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -157,3 +158,18 @@ def test_other_providers_are_untouched(monkeypatch: pytest.MonkeyPatch, tmp_path
     opened = open_query_embedder("auto", openai, tmp_path / "cache")
     assert isinstance(opened, RasaQueryEmbedder) and opened.client is openai
     assert not (tmp_path / "cache").exists(), "nothing is exported for a remote model"
+
+
+def test_a_lone_search_never_waits_for_company_whatever_its_number_of_texts(
+    onnx_embedder: OnnxQueryEmbedder,
+):
+    """The window waits for searches, not texts: a follow-up's four-text mix, then a one-text
+    question, are both alone, so neither waits the (here deliberately long) window."""
+    window = 1.0
+    batcher = QueryBatcher(onnx_embedder.embed_many, window_seconds=window)
+    started = time.perf_counter()
+    batcher.embed_many(QUESTIONS[:4])
+    batcher.embed_many(QUESTIONS[4:5])
+    batcher.embed_many(QUESTIONS[:3])
+    assert time.perf_counter() - started < window
+    assert list(batcher.batch_sizes) == [4, 1, 3]

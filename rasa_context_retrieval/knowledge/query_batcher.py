@@ -2,11 +2,12 @@
 
 Searches run in worker threads (the engine hands retrieval to ``asyncio.to_thread``), so the
 event loop never waits here. The first thread to ask becomes the leader: it embeds everything
-queued, in batches, while the others wait for their own vector. When the previous batch was
-shared, the leader first waits up to a few milliseconds for as many callers as that batch had;
-a lone search (the previous batch had one text) never waits, so batching costs an idle assistant
-nothing. Python's ``concurrent.futures`` has no micro-batching and asyncio-based batchers would
-run on the event loop, hence this small class.
+queued, in batches, while the others wait for their own vectors. When the previous batch was
+shared by several searches, the leader first waits up to a few milliseconds for as many searches
+as that batch had. The wait counts searches, not texts: one search's query mix (several texts)
+arrives at once, so a lone search never waits, whatever its number of texts, and batching costs
+an idle assistant nothing. Python's ``concurrent.futures`` has no micro-batching and
+asyncio-based batchers would run on the event loop, hence this small class.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,8 +27,16 @@ RECENT_BATCHES = 1000
 EmbedMany = Callable[[Sequence[str]], np.ndarray]
 
 
+@dataclass(frozen=True)
+class _Request:
+    """One search's texts, kept together so that one search is never split across batches."""
+
+    texts: Sequence[str]
+    futures: list[Future[np.ndarray]] = field(default_factory=list)
+
+
 class QueryBatcher:
-    """``embed(text)`` from many threads; one ``embed_many`` call per batch of waiting texts."""
+    """``embed_many(texts)`` from many threads; one call of the model per batch of searches."""
 
     def __init__(
         self,
@@ -39,50 +49,63 @@ class QueryBatcher:
         self._window = window_seconds
         self._max_batch = max_batch
         self._arrived = threading.Condition()
-        self._pending: list[tuple[str, Future[np.ndarray]]] = []
+        self._pending: list[_Request] = []
         self._leading = False
-        self._last_batch_size = 1
+        self._last_batch_searches = 1
         self.batch_sizes: deque[int] = deque(maxlen=RECENT_BATCHES)
-        """Sizes of the latest batches (for tests and benchmarks)."""
+        """Texts in each of the latest batches (for tests and benchmarks)."""
 
     def embed(self, text: str) -> np.ndarray:
         return self.embed_many([text])[0]
 
     def embed_many(self, texts: Sequence[str]) -> list[np.ndarray]:
         """One search's texts (its query mix) join the batch together."""
-        futures: list[Future[np.ndarray]] = [Future() for _ in texts]
+        request = _Request(list(texts), [Future() for _ in texts])
         with self._arrived:
-            self._pending.extend(zip(texts, futures, strict=True))
+            self._pending.append(request)
             self._arrived.notify_all()
             lead = not self._leading
             self._leading = True
         if lead:
             self._lead()
-        return [future.result() for future in futures]
+        return [future.result() for future in request.futures]
 
     def _lead(self) -> None:
         with self._arrived:
-            expected = min(self._last_batch_size, self._max_batch)
+            expected = self._last_batch_searches
             self._arrived.wait_for(lambda: len(self._pending) >= expected, timeout=self._window)
         while True:
             with self._arrived:
-                batch = self._pending[: self._max_batch]
-                del self._pending[: self._max_batch]
+                batch = self._take_batch()
                 if not batch:
                     self._leading = False
                     return
-                self._last_batch_size = len(batch)
+                self._last_batch_searches = len(batch)
             self._run(batch)
 
-    def _run(self, batch: list[tuple[str, Future[np.ndarray]]]) -> None:
-        self.batch_sizes.append(len(batch))
+    def _take_batch(self) -> list[_Request]:
+        """Whole searches, up to ``max_batch`` texts (at least one search, however many)."""
+        taken: list[_Request] = []
+        texts = 0
+        while self._pending and (
+            not taken or texts + len(self._pending[0].texts) <= self._max_batch
+        ):
+            request = self._pending.pop(0)
+            taken.append(request)
+            texts += len(request.texts)
+        return taken
+
+    def _run(self, batch: list[_Request]) -> None:
+        texts = [text for request in batch for text in request.texts]
+        futures = [future for request in batch for future in request.futures]
+        self.batch_sizes.append(len(texts))
         try:
-            vectors = self._embed_many([text for text, _ in batch])
-            if len(vectors) != len(batch):
-                raise RuntimeError(f"{len(vectors)} vectors for {len(batch)} texts")
+            vectors = self._embed_many(texts)
+            if len(vectors) != len(texts):
+                raise RuntimeError(f"{len(vectors)} vectors for {len(texts)} texts")
         except Exception as error:  # every waiting caller gets the error, none hangs
-            for _, future in batch:
+            for future in futures:
                 future.set_exception(error)
             return
-        for (_, future), vector in zip(batch, vectors, strict=True):
+        for future, vector in zip(futures, vectors, strict=True):
             future.set_result(vector)
