@@ -3,11 +3,16 @@
 Parts (``--part``; all by default), each printing a Markdown table:
 
 * ``latency``: one search end to end (``connect()`` + plan + query embedding + search, a
-  follow-up with history, query-vector cache cleared before each) on the example knowledge base
-  and on 100,000 synthetic chunks (scale.py's generator around the example's real vectors), for
+  follow-up with history) on the example knowledge base and on 100,000 synthetic chunks
+  (scale.py's generator around the example's real vectors), for
   ContextRetrieval with ``query_embedder: auto`` (ONNX) and ``rasa``, and Rasa's FAISS_Store on
   the same chunks and vectors (its own search: embed the last two messages, flat L2 search). The
-  three run interleaved, query by query, so machine noise hits them alike.
+  three run interleaved, query by query, so machine noise hits them alike. Two ways, each in its
+  own table: *cold* clears the query-vector cache before each search, so every text of the mix is
+  embedded; *in conversation* first searches the earlier turns of the same conversation (untimed,
+  as the assistant did when they were asked) and then times the follow-up, so only what is new
+  since (the message and the bot's last reply) is embedded. Every conversation's texts are its
+  own, so nothing is shared between conversations.
 * ``load``: bench/load.py's closed loop (every question new) at 100 and 200 conversations, for
   ``rasa`` and ``auto``, alternating.
 * ``int8``: top-10 agreement of int8 and fp32 ONNX query vectors (and fp32 against Rasa's
@@ -56,20 +61,28 @@ DEPTH = 10
 
 
 def follow_ups(count: int) -> list[tuple[list[str], str]]:
-    """(earlier user turns, follow-up) pairs from load.py's scripts, each follow-up unique."""
+    """(earlier user turns, follow-up) pairs from load.py's scripts; every turn's text unique."""
     pairs = []
     for n in range(count):
         script = SCRIPTS[n % len(SCRIPTS)]
-        lines = [line.format(plan="plus", region="EU", platform="android", n=7) for line in script]
+        lines = [
+            f"{line.format(plan='plus', region='EU', platform='android', n=7)} ({n})"
+            for line in script
+        ]
         turn = 1 + n % (len(lines) - 1)
-        pairs.append((lines[:turn], f"{lines[turn]} ({n})"))
+        pairs.append((lines[:turn], lines[turn]))
     return pairs
+
+
+def bot_reply(question: str) -> str:
+    """The assistant's answer to an earlier turn: as unique as the question it answers."""
+    return f"Here is how: {question.rsplit('(', 1)[-1].rstrip(')')} steps."
 
 
 def tracker_state(history: list[str], question: str) -> dict[str, Any]:
     events: list[dict[str, Any]] = []
     for earlier in history:
-        events += [{"event": "user", "text": earlier}, {"event": "bot", "text": "Here is how."}]
+        events += [{"event": "user", "text": earlier}, {"event": "bot", "text": bot_reply(earlier)}]
     events.append({"event": "user", "text": question})
     return {"events": events, "slots": {}, "latest_message": {"text": question}}
 
@@ -91,9 +104,13 @@ def rasa_faiss_store(client: Any, chunks: list[Chunk], vectors: np.ndarray) -> A
     return store
 
 
+Timed = Callable[[list[str], str], Any]
+
+
 def timed_systems(
-    client: Any, scratch: Path, large: bool
-) -> tuple[dict[str, Callable[[list[str], str], Any]], int]:
+    client: Any, scratch: Path, large: bool, in_conversation: bool
+) -> tuple[dict[str, Timed], dict[str, Timed], int]:
+    """The systems to time, and what each does untimed before a follow-up (its earlier turns)."""
     from rasa.utils.endpoints import EndpointConfig
 
     from rasa_context_retrieval.store import ContextRetrieval
@@ -114,27 +131,46 @@ def timed_systems(
             store.engine.index = _large_index(chunks, vectors, store.engine.index)
     rasa = rasa_faiss_store(client, chunks, vectors)
 
-    def ours(mode: str) -> Callable[[list[str], str], Any]:
+    def ours(mode: str, clear: bool) -> Timed:
         store, config = stores[mode]
 
         async def run(history: list[str], question: str) -> Any:
-            store.engine.clear_query_cache()
+            if clear:
+                store.engine.clear_query_cache()
             store.connect(config)
             return await store.search("", tracker_state(history, question), 0.0)
 
         return lambda history, question: asyncio.run(run(history, question))
 
+    def earlier_turns(mode: str) -> Timed:
+        search = ours(mode, clear=False)
+
+        def run(history: list[str], question: str) -> None:
+            for turn in range(len(history)):
+                search(history[:turn], history[turn])
+
+        return run
+
     def rasas(history: list[str], question: str) -> Any:
-        query = f"{question}\nHere is how."  # its default: the last two messages
+        last_bot = bot_reply(history[-1]) if history else ""
+        query = f"{question}\n{last_bot}"  # its default: the last two messages, newest first
         rasa.connect(None)
         return asyncio.run(rasa.search(query, {}, 0.0))
 
     systems = {
-        "ContextRetrieval, ONNX": ours("auto"),
-        "ContextRetrieval, Rasa's client": ours("rasa"),
+        "ContextRetrieval, ONNX": ours("auto", clear=not in_conversation),
+        "ContextRetrieval, Rasa's client": ours("rasa", clear=not in_conversation),
+        "Rasa FAISS_Store": rasas,
     }
-    systems["Rasa FAISS_Store"] = rasas
-    return systems, len(chunks)
+
+    def nothing(history: list[str], question: str) -> None:
+        return None
+
+    before: dict[str, Timed] = {name: nothing for name in systems}
+    if in_conversation:
+        before["ContextRetrieval, ONNX"] = earlier_turns("auto")
+        before["ContextRetrieval, Rasa's client"] = earlier_turns("rasa")
+    return systems, before, len(chunks)
 
 
 def large_corpus(basis: np.ndarray) -> tuple[list[Chunk], np.ndarray]:
@@ -155,13 +191,14 @@ def _large_index(chunks: list[Chunk], vectors: np.ndarray, small: Any) -> Any:
     return KnowledgeIndex.build("bench", small.embedder, chunks, vectors, [], 200_000)
 
 
-def measure_latency(client: Any, large: bool) -> dict[str, Any]:
+def measure_latency(client: Any, large: bool, in_conversation: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as scratch:
-        systems, rows = timed_systems(client, Path(scratch), large)
+        systems, before, rows = timed_systems(client, Path(scratch), large, in_conversation)
         timings: dict[str, list[float]] = {name: [] for name in systems}
         names = list(systems)
         for n, (history, question) in enumerate(follow_ups(SEARCHES + 10)):
             for name in names[n % 3 :] + names[: n % 3]:  # rotate who goes first
+                before[name](history, question)
                 started = time.perf_counter()
                 systems[name](history, question)
                 if n >= 10:  # the first ten warm up
@@ -171,12 +208,17 @@ def measure_latency(client: Any, large: bool) -> dict[str, Any]:
     for name, samples in timings.items():
         p50, p95 = percentiles(samples)
         rows_out.append((name, p50, p95, p50 / baseline[0], p95 / baseline[1]))
-    return {"chunks": rows, "rows": rows_out, "load": os.getloadavg()[0]}
+    return {
+        "chunks": rows,
+        "rows": rows_out,
+        "load": os.getloadavg()[0],
+        "way": "in conversation" if in_conversation else "cold",
+    }
 
 
 def latency_table(result: dict[str, Any]) -> str:
     lines = [
-        f"{result['chunks']:,} chunks, {SEARCHES} follow-ups each, interleaved "
+        f"{result['chunks']:,} chunks, {result['way']}, {SEARCHES} follow-ups each, interleaved "
         f"(load average after: {result['load']:.1f})",
         "",
         "| system | p50 ms | p95 ms | p50 / Rasa | p95 / Rasa |",
@@ -344,7 +386,9 @@ def main() -> None:
     client = real_embedder() if args.part != "load" else None
     if args.part in ("latency", "all"):
         for large in (False, True):
-            print(latency_table(measure_latency(client, large)) + "\n", flush=True)
+            for in_conversation in (True, False):
+                result = measure_latency(client, large, in_conversation)
+                print(latency_table(result) + "\n", flush=True)
     if args.part in ("load", "all"):
         print(measure_load(args.seconds, args.conversations) + "\n", flush=True)
     if args.part in ("int8", "all"):
