@@ -173,3 +173,18 @@ def test_a_lone_search_never_waits_for_company_whatever_its_number_of_texts(
     batcher.embed_many(QUESTIONS[:3])
     assert time.perf_counter() - started < window
     assert list(batcher.batch_sizes) == [4, 1, 3]
+
+
+def test_a_mix_of_short_and_long_texts_gives_each_text_its_own_vector(
+    onnx_embedder: OnnxQueryEmbedder, embedder: Any
+):
+    """Grouped by length, padded per group: the same vectors as Rasa's client, text by text."""
+    long_reply = (
+        "Right-click a file or folder and choose Make available offline. Offline files are "
+        "available on the Plus, Premium and Business plans and sync again when you reconnect. "
+    ) * 3
+    mix = ["and on Android?", long_reply, "How do I enable offline files?", "ok"]
+    mixed = onnx_embedder.encode(mix)
+    rasa = RasaQueryEmbedder(embedder)
+    for text, vector in zip(mix, mixed, strict=True):
+        assert float(np.dot(vector, rasa.embed(text))) >= 0.9999, text

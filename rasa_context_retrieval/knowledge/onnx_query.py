@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from filelock import FileLock
 
+from rasa_context_retrieval.knowledge.length_groups import length_groups
 from rasa_context_retrieval.knowledge.model_integrity import file_sha256
 
 EXPORT_FORMAT = 1
@@ -176,7 +177,7 @@ class OnnxQueryEncoder:
         )
         tokenizer = Tokenizer.from_file(str(model.directory / "tokenizer.json"))
         tokenizer.enable_truncation(max_length=model.max_seq_length)
-        tokenizer.enable_padding()  # to the longest text of the batch, as sentence-transformers
+        tokenizer.no_padding()  # each group of similar lengths is padded below, to its longest
         self.tokenizer = tokenizer
         self.model = model
         self.path = onnx_path
@@ -186,11 +187,21 @@ class OnnxQueryEncoder:
         if self.model.do_lower_case:
             prepared = [text.lower() for text in prepared]
         encodings = self.tokenizer.encode_batch(prepared)
-        feed = {
-            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-        }
+        vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(encodings)
+        for group in length_groups([len(e.ids) for e in encodings]):
+            for index, vector in zip(group, self._run([encodings[i] for i in group]), strict=True):
+                vectors[index] = vector
+        return np.stack(vectors) if vectors else np.empty((0, 0), dtype=np.float32)
+
+    def _run(self, encodings: Sequence[Any]) -> np.ndarray:
+        """One model call; padding (id 0, masked out) to the group's longest text."""
+        width = max(len(e.ids) for e in encodings)
+        feed = {name: np.zeros((len(encodings), width), dtype=np.int64) for name in INPUT_NAMES}
+        for row, encoding in enumerate(encodings):
+            used = len(encoding.ids)
+            feed["input_ids"][row, :used] = encoding.ids
+            feed["attention_mask"][row, :used] = encoding.attention_mask
+            feed["token_type_ids"][row, :used] = encoding.type_ids
         (vectors,) = self.session.run([OUTPUT_NAME], feed)
         return np.asarray(vectors, dtype=np.float32)
 
