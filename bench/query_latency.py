@@ -12,7 +12,8 @@ Parts (``--part``; all by default), each printing a Markdown table:
   embedded; *in conversation* first searches the earlier turns of the same conversation (untimed,
   as the assistant did when they were asked) and then times the follow-up, so only what is new
   since (the message and the bot's last reply) is embedded. Every conversation's texts are its
-  own, so nothing is shared between conversations.
+  own, so nothing is shared between conversations. Bot replies are the example's stored answers
+  (what extractive mode says), so Rasa's query (message + reply) and our mix carry real lengths.
 * ``load``: bench/load.py's closed loop (every question new) at 100 and 200 conversations, for
   ``rasa`` and ``auto``, alternating.
 * ``int8``: top-10 agreement of int8 and fp32 ONNX query vectors (and fp32 against Rasa's
@@ -34,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,9 +76,15 @@ def follow_ups(count: int) -> list[tuple[list[str], str]]:
     return pairs
 
 
+REPLIES: list[str] = []
+"""The example assistant's stored answers (filled from the index): what extractive mode says."""
+
+
 def bot_reply(question: str) -> str:
-    """The assistant's answer to an earlier turn: as unique as the question it answers."""
-    return f"Here is how: {question.rsplit('(', 1)[-1].rstrip(')')} steps."
+    """The assistant's answer to an earlier turn: a real stored answer, as unique as the turn."""
+    tag = question.rsplit("(", 1)[-1].rstrip(")")
+    answer = REPLIES[zlib.crc32(question.encode()) % len(REPLIES)] if REPLIES else "Here is how."
+    return f"{answer} ({tag})"
 
 
 def tracker_state(history: list[str], question: str) -> dict[str, Any]:
@@ -125,6 +133,7 @@ def timed_systems(
         stores[mode] = (store, config)
     index = stores["auto"][0].engine.index
     chunks, vectors = list(index.chunks), np.array(index.vectors)
+    REPLIES[:] = sorted({str(c.metadata["answer"]) for c in chunks if c.metadata.get("answer")})
     if large:
         chunks, vectors = large_corpus(vectors)
         for store, _ in stores.values():
