@@ -195,6 +195,25 @@ def test_the_second_assistants_slot_filter_applies(second_assistant_answers):
     assert "Brioche" not in second_assistant_answers["vegan"]
 
 
+def test_the_installed_console_command_works_in_the_second_assistants_folder(
+    second_assistant_answers,
+):
+    """``rasa-context-retrieval ask`` reads the folder's own config.yml and endpoints.yml."""
+    command = Path(sys.executable).with_name("rasa-context-retrieval")
+    completed = subprocess.run(
+        [str(command), "ask", "--json", "--slot", "diet=vegetarian", "What can I bake?"],
+        cwd=second_assistant_answers["folder"],
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    answer = json.loads(completed.stdout)
+    assert answer["results"], answer
+    assert {found["source"] for found in answer["results"]} == {"brioche.md"}
+
+
 def test_the_distribution_ships_the_engine_and_a_console_command_but_no_addons(tmp_path):
     """The wheel a user installs: ``rasa_context_retrieval`` only, plus its console command."""
     # Built from a copy, so the build leaves nothing in the repository.
