@@ -101,9 +101,30 @@ async def test_a_repeated_ellipsis_keeps_the_topic(store: ContextRetrieval):
     assert words == [result.metadata["standalone_query"]]
     assert words[0].startswith("and on iOS? make files available offline")
     assert "android" not in words[0].lower()
-    assert turns[0] == "and on iOS?"
+    assert turns[0].startswith("and on iOS? make files available offline")
     sources = [found.metadata["source"] for found in result.results]
     assert sources[0] == "sync/offline-files-ios.md"
+
+
+async def test_a_facet_swapped_after_a_standalone_question_keeps_its_subject(
+    store: ContextRetrieval,
+):
+    result = await store.search(
+        "and on Android?",
+        {
+            "events": [
+                {"event": "user", "text": "can I use offline files?"},
+                {"event": "bot", "text": "No, offline files are not available on the Free plan."},
+                {"event": "user", "text": "and on Android?"},
+            ],
+            "slots": {"plan": "free"},
+        },
+        0.0,
+    )
+
+    turns, words = view_texts(result)
+    assert turns[0] == words[0] == "and on Android? use offline files"
+    assert result.results[0].metadata["source"] == "plans/free.md"
 
 
 async def test_a_follow_up_fuses_the_message_with_its_turns_and_the_words(
@@ -113,11 +134,11 @@ async def test_a_follow_up_fuses_the_message_with_its_turns_and_the_words(
         store,
         "Can I get my money back if I cancel?",
         "Yes. In the EU you get a full refund if you cancel within 14 days.",
-        "how long does it take?",
+        "how long does the refund take?",
     )
 
     assert result.metadata["query_texts"] == [
-        {"text": "how long does it take?", "weight": 1.0, "view": 0},
+        {"text": "how long does the refund take?", "weight": 1.0, "view": 0},
         {"text": "Can I get my money back if I cancel?", "weight": 0.2, "view": 0},
         {
             "text": "Yes. In the EU you get a full refund if you cancel within 14 days.",
@@ -126,7 +147,7 @@ async def test_a_follow_up_fuses_the_message_with_its_turns_and_the_words(
         },
         {"text": result.metadata["standalone_query"], "weight": 1.0, "view": 1},
     ]
-    assert "money" in result.metadata["standalone_query"]
+    assert "money" in result.metadata["standalone_query"]  # what the refund is for
     assert "refunds" in result.results[0].metadata["source"]
 
 

@@ -12,7 +12,9 @@ rank (``retrieve/fusion.py``), like the rankings of LLM paraphrases:
 * the turns: the latest user message as typed (weight 1), mixed with the previous user question
   (what "it" most likely refers to) and, weighted low, the last bot message (evidence of what
   was being discussed, without finding the same answer again: EnterpriseSearchPolicy's default
-  query glues it on at full weight). This view leads: relevance scores are cosines to it;
+  query glues it on at full weight). A message that names at most one thing ("and on
+  Android?") is led by itself plus the subject's words, or its own embedding would outweigh
+  the context. This view leads: relevance scores are cosines to it;
 * the words: the standalone query (``rewrite_heuristic``, by default the chained words, which
   keep the subject of "and on Android?" ... "and on iOS?"), as one text.
 
@@ -96,6 +98,7 @@ def query_views(
     model: ContextModel = DEFAULT_CONTEXT_MODEL,
     *,
     message_searched: bool = True,
+    weights: ContextWeights | None = None,
 ) -> tuple[QueryView, ...]:
     """The views whose rankings are fused, the leading one (it scores relevance) first.
 
@@ -103,15 +106,16 @@ def query_views(
     the self-query removed some. ``message_searched`` says whether it is still the words rewrite
     of the message as typed; when it is not (filter words removed, an LLM's query), it leads
     the turns instead of the message, whose filter words would pull towards the filter's values.
-    A standalone or first message gives one view of ``searched`` alone. Never raises.
+    A standalone or first message gives one view of ``searched`` alone. ``weights`` replaces
+    the model's own (benchmarks measure their sensitivity). Never raises.
     """
     alone: QueryView = (QueryText(searched, LATEST_WEIGHT),)
     if model is ContextModel.WORDS or not searched.strip():
         return (alone,)
-    weights = TURNS_VIEW_WEIGHTS if model is ContextModel.WORDS_AND_TURNS else DEFAULT_WEIGHTS
-    texts = weighted_query_texts(
-        conversation, weights, elliptical_lead=model is ContextModel.WEIGHTED_TURNS
-    )
+    if weights is None:
+        fused = model is ContextModel.WORDS_AND_TURNS
+        weights = TURNS_VIEW_WEIGHTS if fused else DEFAULT_WEIGHTS
+    texts = weighted_query_texts(conversation, weights)
     if len(texts) < 2:
         return (alone,)
     lead = texts[0].text if message_searched else searched
@@ -127,18 +131,15 @@ def is_elliptical(text: str) -> bool:
 
 
 def weighted_query_texts(
-    conversation: Conversation,
-    weights: ContextWeights = DEFAULT_WEIGHTS,
-    *,
-    elliptical_lead: bool = True,
+    conversation: Conversation, weights: ContextWeights = DEFAULT_WEIGHTS
 ) -> tuple[QueryText, ...]:
     """The texts whose weighted embeddings form the query vector, the latest message first.
 
     A first or standalone message gives only itself; an empty conversation gives ``()``. Texts
-    of weight 0 are left out. With ``elliptical_lead``, an elliptical follow-up ("how much does
-    it cost?") is led by itself plus the content words of the conversation's subject: the topic
-    and the follow-ups since ("how much does it cost? enable offline files Android"). Alone it
-    names no subject, and its embedding would outweigh the context. Never raises.
+    of weight 0 are left out. An elliptical follow-up ("how much does it cost?") is led by
+    itself plus the content words of the conversation's subject: the topic and the follow-ups
+    since ("how much does it cost? enable offline files Android"). Alone it names no subject,
+    and its embedding would outweigh the context. Never raises.
     """
     latest = conversation.latest_user_text
     if not latest.strip():
@@ -149,7 +150,7 @@ def weighted_query_texts(
     previous = earlier[-1]
     topic = next((text for text in reversed(earlier) if not looks_like_follow_up(text)), None)
     lead = latest
-    if elliptical_lead and is_elliptical(latest):
+    if is_elliptical(latest):
         lead = " ".join([latest, *_subject_words(earlier, topic)])
     texts = [QueryText(lead, LATEST_WEIGHT), QueryText(previous, weights.previous_question)]
     if topic is not None and topic != previous:
