@@ -80,12 +80,13 @@ DEFAULT_OUTPUT = REPO_ROOT / "bench" / "results" / "conversational.md"
 # topic added back, then the words view's rewrite swapped (weights: previous question, topic,
 # last bot message).
 GRID = (
-    (ContextWeights(0.1, 0.0, 0.1), DEFAULT_MODE),
-    (ContextWeights(0.3, 0.0, 0.1), DEFAULT_MODE),
-    (ContextWeights(0.2, 0.0, 0.0), DEFAULT_MODE),
+    (ContextWeights(0.2, 0.0, 0.1), DEFAULT_MODE),
+    (ContextWeights(0.0, 0.0, 0.1), DEFAULT_MODE),
+    (ContextWeights(0.1, 0.0, 0.0), DEFAULT_MODE),
+    (ContextWeights(0.1, 0.0, 0.2), DEFAULT_MODE),
     (ContextWeights(0.2, 0.0, 0.2), DEFAULT_MODE),
     (ContextWeights(0.5, 0.0, 0.5), DEFAULT_MODE),
-    (ContextWeights(0.2, 0.1, 0.1), DEFAULT_MODE),
+    (ContextWeights(0.1, 0.1, 0.1), DEFAULT_MODE),
     (TURNS_VIEW_WEIGHTS, RewriteMode.PREVIOUS_WORDS),
     (TURNS_VIEW_WEIGHTS, RewriteMode.CHAINED_AND_BOT_WORDS),
 )
@@ -184,6 +185,11 @@ class Queries:
         return retrieve
 
 
+def fused_label(weights: ContextWeights, words: RewriteMode) -> str:
+    w = weights
+    return f"`words_and_turns` {w.previous_question:g}/{w.topic:g}/{w.last_bot:g} + `{words}`"
+
+
 def rows_for(
     corpus: Corpus, cases: Sequence[Case], client: object, workdir: Path
 ) -> dict[str, Retriever]:
@@ -213,16 +219,14 @@ def rows_for(
         "`weighted_turns` 0.2/0.1/0.1 (one vector)": queries.views(
             ContextModel.WEIGHTED_TURNS, cases
         ),
-        "**`words_and_turns` 0.2/0/0.1 + `chained_words` (default)**": queries.views(
+        f"**{fused_label(TURNS_VIEW_WEIGHTS, DEFAULT_MODE)} (default)**": queries.views(
             ContextModel.WORDS_AND_TURNS, cases
         ),
     }
     for weights, words in GRID:
-        label = (
-            f"`words_and_turns` {weights.previous_question:g}/{weights.topic:g}/"
-            f"{weights.last_bot:g} + `{words}`"
+        rows[fused_label(weights, words)] = queries.views(
+            ContextModel.WORDS_AND_TURNS, cases, weights, words
         )
-        rows[label] = queries.views(ContextModel.WORDS_AND_TURNS, cases, weights, words)
     rows["manual rewrite (upper bound)"] = queries.text(lambda c: manual[c.turns], cases)
     return rows
 

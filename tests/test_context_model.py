@@ -139,7 +139,7 @@ async def test_a_follow_up_fuses_the_message_with_its_turns_and_the_words(
 
     assert result.metadata["query_texts"] == [
         {"text": "how long does the refund take?", "weight": 1.0, "view": 0},
-        {"text": "Can I get my money back if I cancel?", "weight": 0.2, "view": 0},
+        {"text": "Can I get my money back if I cancel?", "weight": 0.1, "view": 0},
         {
             "text": "Yes. In the EU you get a full refund if you cancel within 14 days.",
             "weight": 0.1,
@@ -209,7 +209,7 @@ def test_the_views_embed_no_more_texts_than_one_mixed_vector_did() -> None:
     assert views == (
         (
             QueryText("And what is the cancellation period?", 1.0),
-            QueryText("Does it include roaming?", 0.2),
+            QueryText("Does it include roaming?", 0.1),
             QueryText("Yes, EU roaming is included.", 0.1),
         ),
         (QueryText(words, 1.0),),

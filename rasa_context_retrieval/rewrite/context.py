@@ -72,8 +72,9 @@ class ContextWeights:
 
 DEFAULT_WEIGHTS = ContextWeights()
 
-TURNS_VIEW_WEIGHTS = ContextWeights(previous_question=0.2, topic=0.0, last_bot=0.1)
-"""The turns view of ``words_and_turns``: no topic, the words view carries the subject."""
+TURNS_VIEW_WEIGHTS = ContextWeights(previous_question=0.1, topic=0.0, last_bot=0.1)
+"""The turns view of ``words_and_turns``: a tenth each for the previous question and the last
+bot message; no topic, the words view carries the subject."""
 
 ELLIPSIS_CONTENT_WORDS = 1
 """A follow-up with at most this many content words ("and on Android?", "how much does it
