@@ -10,8 +10,10 @@ otherwise it is a *no-rewrite* turn, where context can only hurt.
 Every row uses the same embeddings (all-MiniLM-L6-v2 through Rasa's ``huggingface_local``), so
 rows differ only in the query. Rows: Rasa's FAISS_Store with EnterpriseSearchPolicy's default
 query, the plugin itself (default configuration), dense search with the latest message alone,
-the words rewrites, the weighted-turns context model (default) with a small grid of weights
-around it, and the manual rewrite (the upper bound of any rewriter).
+the words rewrites, the single-vector ``weighted_turns`` model, the ``words_and_turns`` model
+(default: the turns view and the words view, each ranked ``DEFAULT_CANDIDATES`` deep and fused
+by reciprocal rank fusion as the plugin does) with a small grid of the turns view's weights
+and the words view's rewrite, and the manual rewrite (the upper bound of any rewriter).
 
 Usage (from the repository root)::
 
@@ -33,6 +35,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import structlog
@@ -51,10 +54,21 @@ from cast2021 import (  # noqa: E402
     write_results,
 )
 
+from rasa_context_retrieval.config import DEFAULT_CANDIDATES  # noqa: E402
 from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
-from rasa_context_retrieval.retrieve.query_vector import mixed_vector  # noqa: E402
-from rasa_context_retrieval.rewrite.context import ContextWeights, weighted_query_texts  # noqa: E402
-from rasa_context_retrieval.rewrite.heuristic import RewriteMode, standalone_query  # noqa: E402
+from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion  # noqa: E402
+from rasa_context_retrieval.retrieve.query_vector import view_vectors  # noqa: E402
+from rasa_context_retrieval.rewrite.context import (  # noqa: E402
+    TURNS_VIEW_WEIGHTS,
+    ContextModel,
+    ContextWeights,
+    query_views,
+)
+from rasa_context_retrieval.rewrite.heuristic import (  # noqa: E402
+    DEFAULT_MODE,
+    RewriteMode,
+    standalone_query,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DATA = REPO_ROOT / ".." / "shared" / "bench-data"
@@ -62,17 +76,23 @@ CAST2021_FILE = "2021_manual_evaluation_topics_v1.0.json"
 CAST2022_FILE = "2022_evaluation_topics_flattened_duplicated_v1.0.json"
 DEFAULT_OUTPUT = REPO_ROOT / "bench" / "results" / "conversational.md"
 
-# The sensitivity grid: each weight of the default moved on its own, then all scaled together.
+# The sensitivity grid of words_and_turns: each weight of the turns view moved on its own, the
+# topic added back, then the words view's rewrite swapped (weights: previous question, topic,
+# last bot message).
 GRID = (
-    ContextWeights(0.1, 0.1, 0.1),
-    ContextWeights(0.3, 0.1, 0.1),
-    ContextWeights(0.2, 0.0, 0.1),
-    ContextWeights(0.2, 0.2, 0.1),
-    ContextWeights(0.2, 0.1, 0.0),
-    ContextWeights(0.2, 0.1, 0.2),
-    ContextWeights(0.4, 0.2, 0.2),
-    ContextWeights(0.5, 0.0, 0.0),
+    (ContextWeights(0.2, 0.0, 0.1), DEFAULT_MODE),
+    (ContextWeights(0.0, 0.0, 0.1), DEFAULT_MODE),
+    (ContextWeights(0.1, 0.0, 0.0), DEFAULT_MODE),
+    (ContextWeights(0.1, 0.0, 0.2), DEFAULT_MODE),
+    (ContextWeights(0.2, 0.0, 0.2), DEFAULT_MODE),
+    (ContextWeights(0.5, 0.0, 0.5), DEFAULT_MODE),
+    (ContextWeights(0.1, 0.1, 0.1), DEFAULT_MODE),
+    (TURNS_VIEW_WEIGHTS, RewriteMode.PREVIOUS_WORDS),
+    (TURNS_VIEW_WEIGHTS, RewriteMode.CHAINED_AND_BOT_WORDS),
 )
+
+DEPTH_FUSED = DEFAULT_CANDIDATES
+"""How deep each view is ranked before fusion: the plugin's default ``candidates``."""
 
 Retriever = Callable[[Conversation], list[str]]
 
@@ -136,18 +156,38 @@ class Queries:
         self.dense.prefetch(query(case.conversation) for case in cases)
         return lambda conversation: self.dense.ranking(query(conversation), DEPTH)
 
-    def mix(self, weights: ContextWeights, cases: Sequence[Case]) -> Retriever:
-        def texts(conversation: Conversation) -> list[tuple[str, float]]:
-            return [(t.text, t.weight) for t in weighted_query_texts(conversation, weights)]
+    def views(
+        self,
+        model: ContextModel,
+        cases: Sequence[Case],
+        weights: ContextWeights | None = None,
+        words: RewriteMode = DEFAULT_MODE,
+    ) -> Retriever:
+        """The plugin's query views for ``model``, each ranked, fused as the plugin fuses them."""
 
-        self.dense.prefetch(text for case in cases for text, _ in texts(case.conversation))
+        def views_of(conversation: Conversation) -> tuple[tuple[Any, ...], ...]:
+            standalone = standalone_query(conversation, words)
+            return query_views(conversation, standalone, model, weights=weights)
+
+        self.dense.prefetch(
+            part.text for case in cases for view in views_of(case.conversation) for part in view
+        )
 
         def retrieve(conversation: Conversation) -> list[str]:
-            vector = mixed_vector([(self.dense.cache[t], w) for t, w in texts(conversation)])
-            scores = self.dense.vectors @ vector
-            return [self.dense.ids[row] for row in np.argsort(-scores)[:DEPTH]]
+            rankings = []
+            for vector in view_vectors(views_of(conversation), self.dense.cache):
+                scores = self.dense.vectors @ vector
+                rankings.append([self.dense.ids[row] for row in np.argsort(-scores)[:DEPTH_FUSED]])
+            if len(rankings) == 1:
+                return rankings[0][:DEPTH]
+            return [chunk for chunk, _ in reciprocal_rank_fusion(rankings)[:DEPTH]]
 
         return retrieve
+
+
+def fused_label(weights: ContextWeights, words: RewriteMode) -> str:
+    w = weights
+    return f"`words_and_turns` {w.previous_question:g}/{w.topic:g}/{w.last_bot:g} + `{words}`"
 
 
 def rows_for(
@@ -170,16 +210,23 @@ def rows_for(
         "words `previous_words`": queries.text(
             lambda c: standalone_query(c, RewriteMode.PREVIOUS_WORDS), cases
         ),
+        "words `chained_words`": queries.text(
+            lambda c: standalone_query(c, RewriteMode.CHAINED_WORDS), cases
+        ),
         "words `chained_and_bot_words`": queries.text(
             lambda c: standalone_query(c, RewriteMode.CHAINED_AND_BOT_WORDS), cases
         ),
-        "**weighted turns 0.2/0.1/0.1 (default)**": queries.mix(ContextWeights(), cases),
+        "`weighted_turns` 0.2/0.1/0.1 (one vector)": queries.views(
+            ContextModel.WEIGHTED_TURNS, cases
+        ),
+        f"**{fused_label(TURNS_VIEW_WEIGHTS, DEFAULT_MODE)} (default)**": queries.views(
+            ContextModel.WORDS_AND_TURNS, cases
+        ),
     }
-    for weights in GRID:
-        label = (
-            f"weighted turns {weights.previous_question:g}/{weights.topic:g}/{weights.last_bot:g}"
+    for weights, words in GRID:
+        rows[fused_label(weights, words)] = queries.views(
+            ContextModel.WORDS_AND_TURNS, cases, weights, words
         )
-        rows[label] = queries.mix(weights, cases)
     rows["manual rewrite (upper bound)"] = queries.text(lambda c: manual[c.turns], cases)
     return rows
 
@@ -235,9 +282,10 @@ def main() -> None:
     sections = [
         f"Run {datetime.date.today().isoformat()}, {os.cpu_count()} cores "
         f"({platform.processor() or platform.machine()}), Python {platform.python_version()}. "
-        "Embeddings: all-MiniLM-L6-v2 (Rasa `huggingface_local`), answers kept whole. Weighted "
-        "turns a/b/c = previous user question a, topic (last standalone user message) b, "
-        "last bot message c, latest message 1."
+        "Embeddings: all-MiniLM-L6-v2 (Rasa `huggingface_local`), answers kept whole. Weights "
+        "a/b/c = previous user question a, topic (last standalone user message) b, last bot "
+        "message c, latest message 1. `words_and_turns` fuses (RRF, k = 60, each view ranked "
+        f"{DEPTH_FUSED} deep) the turns view with these weights and the named words rewrite."
     ]
     for title, loader, data_dir in (
         ("TREC CAsT 2021", load_cast2021, args.cast2021),

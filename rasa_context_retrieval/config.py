@@ -36,7 +36,7 @@ HeuristicMode = Literal[
     "previous_words", "chained_and_bot_words", "chained_words", "topic_words", "latest"
 ]
 SelfQueryMode = Literal["rules", "llm", "off"]
-ContextModelName = Literal["weighted_turns", "words"]
+ContextModelName = Literal["words_and_turns", "weighted_turns", "words"]
 Backend = Literal["faiss", "milvus"]
 QueryEmbedderMode = Literal["auto", "int8", "rasa"]
 
@@ -73,13 +73,15 @@ class StoreConfig(BaseModel):
     filter: str | None = None
     """A filter in self-query syntax ANDed into every search, e.g. ``ne("status", "draft")``."""
     rewrite: RewriteMode = "heuristic"
-    rewrite_heuristic: HeuristicMode = "previous_words"
-    """Which no-LLM rewrite (bench/results/cast2021.md): ``previous_words`` ranks the answer
-    first most often; ``chained_and_bot_words`` has it in the top 5 most often."""
-    context_model: ContextModelName = "weighted_turns"
-    """How a follow-up's context reaches the query vector with ``rewrite: heuristic``:
-    ``weighted_turns`` mixes the embeddings of earlier turns (rewrite/context.py),
-    ``words`` embeds the words rewrite alone (bench/results/conversational.md)."""
+    rewrite_heuristic: HeuristicMode = "chained_words"
+    """Which no-LLM words rewrite makes the standalone query (rewrite/heuristic.py):
+    ``chained_words`` keeps the subject along a chain of follow-ups and is the words view of
+    ``words_and_turns`` (bench/results/conversational.md)."""
+    context_model: ContextModelName = "words_and_turns"
+    """How a follow-up's context reaches the search with ``rewrite: heuristic``:
+    ``words_and_turns`` fuses the rankings of the message mixed with earlier turns and of the
+    words rewrite, ``weighted_turns`` mixes earlier turns into one vector, ``words`` embeds the
+    words rewrite alone (rewrite/context.py, bench/results/conversational.md)."""
     self_query: SelfQueryMode = "rules"
     carry_filters: bool = True
     """Rules self-query: keep filters of earlier turns for follow-ups (self_query/carry)."""

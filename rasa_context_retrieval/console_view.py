@@ -47,10 +47,7 @@ def render(result: Any, width: int = SCREEN_WIDTH) -> str:
     searched = meta.get("query")
     if searched and searched != meta.get("standalone_query"):
         lines.append(_field("searched", str(searched), width))
-    mixed = meta.get("query_texts") or []
-    if len(mixed) > 1:
-        parts = " + ".join(f"{part['weight']:g}·{part['text']!r}" for part in mixed)
-        lines.append(_field("vector", parts, width))
+    lines.extend(_field("vector", view, width) for view in _views(meta.get("query_texts")))
     lines.append(_field("filter", str(meta.get("filter") or "none"), width))
     if meta.get("access_filter"):
         lines.append(_field("access", str(meta["access_filter"]), width))
@@ -95,6 +92,19 @@ def as_json(question: str, result: Any) -> dict[str, Any]:
         "answer": answer_of(result),
         "timings_ms": meta.get("timings_ms", {}),
     }
+
+
+def _views(query_texts: Any) -> list[str]:
+    """Each query vector as its weighted texts, when there is more than one text in all;
+    fused views are joined by "then fused with"."""
+    parts = [part for part in query_texts or [] if isinstance(part, Mapping)]
+    if len(parts) < 2:
+        return []
+    views: dict[Any, list[str]] = {}
+    for part in parts:
+        views.setdefault(part.get("view", 0), []).append(f"{part['weight']:g}·{part['text']!r}")
+    printed = [" + ".join(texts) for texts in views.values()]
+    return [printed[0], *(f"fused with {view}" for view in printed[1:])]
 
 
 def _source_line(rank: int, found: Any, width: int) -> str:

@@ -41,7 +41,7 @@ from rasa_context_retrieval.knowledge.query_vectors import QueryVectors
 from rasa_context_retrieval.knowledge.withdrawal import without_changed_chunks
 from rasa_context_retrieval.plan import LLMPlanner, Planner, SearchPlan
 from rasa_context_retrieval.retrieve.languages import warn_about_english_only_steps
-from rasa_context_retrieval.retrieve.query_vector import mixed_vector
+from rasa_context_retrieval.retrieve.query_vector import view_vectors
 from rasa_context_retrieval.retrieve.retriever import RetrievalRequest, filter_mask, retrieve
 from rasa_context_retrieval.retrieve.specific_first import specific_first
 from rasa_context_retrieval.workers import off_loop
@@ -107,7 +107,9 @@ class SearchOutcome:
             "query": plan.search_text,
             "standalone_query": plan.standalone_query,
             "query_texts": [
-                {"text": part.text, "weight": part.weight} for part in plan.query_texts
+                {"text": part.text, "weight": part.weight, "view": number}
+                for number, view in enumerate(plan.query_views)
+                for part in view
             ],
             "filter": self.filter_syntax,
             "access_filter": _printed(access.directive) if access is not None else None,
@@ -303,17 +305,14 @@ class KnowledgeSearch:
         return search_filter(plan.scope_filter, words, self.config.metadata_fields)
 
     def _query_vectors_of(self, plan: SearchPlan) -> list[np.ndarray]:
-        """The mixed query vector, then one per paraphrase: every text embedded in one call."""
-        parts = plan.query_texts
-        vectors = self._query_vectors.vectors([*(p.text for p in parts), *plan.paraphrases])
-        mixed = (
-            vectors[0]
-            if len(parts) == 1
-            else mixed_vector(
-                [(vector, part.weight) for vector, part in zip(vectors, parts, strict=False)]
-            )
-        )
-        return [mixed, *vectors[len(parts) :]]
+        """One mixed vector per view, then one per paraphrase: every text embedded in one call."""
+        views = plan.query_views
+        texts = list(dict.fromkeys(part.text for view in views for part in view))
+        vectors = self._query_vectors.vectors([*texts, *plan.paraphrases])
+        return [
+            *view_vectors(views, dict(zip(texts, vectors, strict=False))),
+            *vectors[len(texts) :],
+        ]
 
     def clear_query_cache(self) -> None:
         """Forget cached query vectors (benchmarks time a search with its embedding)."""

@@ -24,7 +24,7 @@ from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.filters.absence import absence_notes
 from rasa_context_retrieval.filters.slot_filters import slot_filter
 from rasa_context_retrieval.filters.syntax import conjoin
-from rasa_context_retrieval.rewrite.context import ContextModel, QueryText, weighted_query_texts
+from rasa_context_retrieval.rewrite.context import ContextModel, QueryText, QueryView, query_views
 from rasa_context_retrieval.rewrite.heuristic import RewriteMode, standalone_query
 from rasa_context_retrieval.self_query.carry import conversation_filters
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
@@ -50,15 +50,15 @@ class SearchPlan:
     static_filter: FilterDirective | None = None
     carried_filter: FilterDirective | None = None
     """Conditions the user stated in earlier turns of the same subject (self_query/carry)."""
-    message_text: str | None = None
-    """The latest message as typed, when it rather than ``search_text`` leads the query vector."""
-    context_texts: tuple[QueryText, ...] = ()
-    """Earlier turns mixed into the query vector, with their weights (rewrite/context.py)."""
+    views: tuple[QueryView, ...] = ()
+    """The query vectors whose rankings are fused, each a weighted mix of texts, the leading
+    one first (rewrite/context.py); none: ``search_text`` alone."""
 
     @property
-    def query_texts(self) -> tuple[QueryText, ...]:
-        """The texts whose weighted embeddings, summed and normalised, form the query vector."""
-        return (QueryText(self.message_text or self.search_text, 1.0), *self.context_texts)
+    def query_views(self) -> tuple[QueryView, ...]:
+        """The views searched: each one's weighted embeddings, summed and normalised, form one
+        query vector (LLM paraphrases come on top, one vector each)."""
+        return self.views or ((QueryText(self.search_text, 1.0),),)
 
     @property
     def scope_filter(self) -> FilterDirective | None:
@@ -169,19 +169,20 @@ class Planner:
         return self._with_context(plan, conversation)
 
     def _with_context(self, plan: SearchPlan, conversation: Conversation) -> SearchPlan:
-        """Mix earlier turns into the query vector (no-LLM rewrite, ``weighted_turns`` only).
+        """The views of the follow-up with its earlier turns (no-LLM rewrite only).
 
-        The latest message as typed leads the mix, unless the self-query changed the searched
+        The latest message as typed leads the turns, unless the self-query changed the searched
         text (filter words stripped, an LLM's query): then that text leads.
         """
-        config = self._config
-        if config.rewrite != "heuristic" or config.context_model != ContextModel.WEIGHTED_TURNS:
+        if self._config.rewrite != "heuristic":
             return plan
-        texts = weighted_query_texts(conversation)
-        if len(texts) < 2:
-            return plan
-        leads = texts[0].text if plan.search_text == plan.standalone_query else None
-        return replace(plan, message_text=leads, context_texts=texts[1:])
+        views = query_views(
+            conversation,
+            plan.search_text,
+            ContextModel(self._config.context_model),
+            message_searched=plan.search_text == plan.standalone_query,
+        )
+        return replace(plan, views=views)
 
     async def _standalone_and_structured(
         self, conversation: Conversation

@@ -124,6 +124,22 @@ def test_the_view_puts_the_source_first_and_never_exceeds_the_width():
     assert "/history.md  0.500  Lumen" in lines[lines.index("sources") + 2]
 
 
+def test_the_view_shows_each_fused_query_vector_with_its_weighted_texts():
+    parts = [("and on iOS?", 1.0, 0), ("and on Android?", 0.2, 0), ("and on iOS? offline", 1.0, 1)]
+    result = result_list(
+        standalone_query="and on iOS? offline",
+        query="and on iOS? offline",
+        query_texts=[{"text": text, "weight": w, "view": view} for text, w, view in parts],
+    )
+
+    vectors = [line for line in render(result).splitlines() if line.startswith("vector")]
+
+    assert vectors == [
+        "vector   1·'and on iOS?' + 0.2·'and on Android?'",
+        "vector   fused with 1·'and on iOS? offline'",
+    ]
+
+
 def test_no_result_says_the_assistant_cannot_help():
     lines = render(result_list(standalone_query="q", query="q", filter=None)).splitlines()
     assert lines[-1].startswith("sources  none above the threshold")

@@ -1,7 +1,7 @@
-"""Follow-ups lean on their conversation through the query vector, through ContextRetrieval.
+"""Follow-ups lean on their conversation through the query vectors, through ContextRetrieval.
 
 Real example knowledge base (docs/), real all-MiniLM-L6-v2 embeddings, default configuration of
-the example assistant's endpoints.yml (context model ``weighted_turns``).
+the example assistant's endpoints.yml (context model ``words_and_turns``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,17 @@ import yaml
 from rasa.utils.endpoints import EndpointConfig
 
 from rasa_context_retrieval.conversation import Conversation, Turn
-from rasa_context_retrieval.rewrite.context import weighted_query_texts
-from rasa_context_retrieval.rewrite.heuristic import without_scope_statements
+from rasa_context_retrieval.rewrite.context import (
+    ContextModel,
+    QueryText,
+    query_views,
+    weighted_query_texts,
+)
+from rasa_context_retrieval.rewrite.heuristic import (
+    RewriteMode,
+    standalone_query,
+    without_scope_statements,
+)
 from rasa_context_retrieval.store import ContextRetrieval
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -55,6 +64,14 @@ def mixed_texts(result: Any) -> list[str]:
     return [part["text"] for part in result.metadata["query_texts"]]
 
 
+def view_texts(result: Any) -> list[list[str]]:
+    """The texts of each fused query vector, in order."""
+    views: dict[int, list[str]] = {}
+    for part in result.metadata["query_texts"]:
+        views.setdefault(part["view"], []).append(part["text"])
+    return [views[number] for number in sorted(views)]
+
+
 async def test_a_scope_statement_does_not_leak_into_the_next_query(store: ContextRetrieval):
     result = await search(
         store,
@@ -79,19 +96,66 @@ async def test_a_repeated_ellipsis_keeps_the_topic(store: ContextRetrieval):
         "and on iOS?",
     )
 
-    texts = mixed_texts(result)
-    # An ellipsis names no subject: the topic's words lead, never the previous ellipsis's.
-    assert texts[0].startswith("and on iOS? make files available offline")
-    assert "How do I make files available offline?" in texts
+    turns, words = view_texts(result)
+    # The words view names the topic, never the facet the ellipsis replaces.
+    assert words == [result.metadata["standalone_query"]]
+    assert words[0].startswith("and on iOS? make files available offline")
+    assert "android" not in words[0].lower()
+    assert turns[0].startswith("and on iOS? make files available offline")
     sources = [found.metadata["source"] for found in result.results]
     assert sources[0] == "sync/offline-files-ios.md"
+
+
+async def test_a_facet_swapped_after_a_standalone_question_keeps_its_subject(
+    store: ContextRetrieval,
+):
+    result = await store.search(
+        "and on Android?",
+        {
+            "events": [
+                {"event": "user", "text": "can I use offline files?"},
+                {"event": "bot", "text": "No, offline files are not available on the Free plan."},
+                {"event": "user", "text": "and on Android?"},
+            ],
+            "slots": {"plan": "free"},
+        },
+        0.0,
+    )
+
+    turns, words = view_texts(result)
+    assert turns[0] == words[0] == "and on Android? use offline files"
+    assert result.results[0].metadata["source"] == "plans/free.md"
+
+
+async def test_a_follow_up_fuses_the_message_with_its_turns_and_the_words(
+    store: ContextRetrieval,
+):
+    result = await search(
+        store,
+        "Can I get my money back if I cancel?",
+        "Yes. In the EU you get a full refund if you cancel within 14 days.",
+        "how long does the refund take?",
+    )
+
+    assert result.metadata["query_texts"] == [
+        {"text": "how long does the refund take?", "weight": 1.0, "view": 0},
+        {"text": "Can I get my money back if I cancel?", "weight": 0.1, "view": 0},
+        {
+            "text": "Yes. In the EU you get a full refund if you cancel within 14 days.",
+            "weight": 0.1,
+            "view": 0,
+        },
+        {"text": result.metadata["standalone_query"], "weight": 1.0, "view": 1},
+    ]
+    assert "money" in result.metadata["standalone_query"]  # what the refund is for
+    assert "refunds" in result.results[0].metadata["source"]
 
 
 async def test_a_standalone_question_is_searched_alone(store: ContextRetrieval):
     question = "How do I turn on two-factor authentication?"
     result = await search(store, "Can I use offline files?", "Yes, on Plus.", question)
 
-    assert result.metadata["query_texts"] == [{"text": question, "weight": 1.0}]
+    assert result.metadata["query_texts"] == [{"text": question, "weight": 1.0, "view": 0}]
 
 
 async def test_the_words_model_stays_selectable(
@@ -123,6 +187,47 @@ def test_the_previous_question_outweighs_the_bot_answer_and_the_latest_leads_all
     assert texts[0].weight == max(weights.values())
     assert weights["Does it include roaming?"] > weights["Yes, EU roaming is included."]
     assert "What does the Premium plan include?" in weights
+
+
+LONG_CHAIN = Conversation(
+    turns=(
+        Turn("user", "What does the Premium plan include?"),
+        Turn("bot", "Unlimited data and EU roaming."),
+        Turn("user", "Does it include roaming?"),
+        Turn("bot", "Yes, EU roaming is included."),
+        Turn("user", "And what is the cancellation period?"),
+    )
+)
+
+
+def test_the_views_embed_no_more_texts_than_one_mixed_vector_did() -> None:
+    words = standalone_query(LONG_CHAIN, RewriteMode.CHAINED_WORDS)
+
+    views = query_views(LONG_CHAIN, words)
+    old = weighted_query_texts(LONG_CHAIN)
+
+    assert views == (
+        (
+            QueryText("And what is the cancellation period?", 1.0),
+            QueryText("Does it include roaming?", 0.1),
+            QueryText("Yes, EU roaming is included.", 0.1),
+        ),
+        (QueryText(words, 1.0),),
+    )
+    assert "Premium" in words  # the topic reaches the search through the words view
+    assert len({part.text for view in views for part in view}) <= len(old)
+
+
+def test_text_the_self_query_changed_leads_the_turns_instead_of_the_message() -> None:
+    views = query_views(LONG_CHAIN, "cancellation period", message_searched=False)
+
+    assert [view[0].text for view in views] == ["cancellation period", "cancellation period"]
+
+
+def test_the_single_vector_models_stay_selectable() -> None:
+    (mixed,) = query_views(LONG_CHAIN, "words", ContextModel.WEIGHTED_TURNS)
+    assert [part.text for part in mixed] == [part.text for part in weighted_query_texts(LONG_CHAIN)]
+    assert query_views(LONG_CHAIN, "words", ContextModel.WORDS) == ((QueryText("words", 1.0),),)
 
 
 def test_only_short_statements_about_the_user_count_as_scope() -> None:

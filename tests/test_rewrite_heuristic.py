@@ -68,6 +68,17 @@ def test_elliptical_follow_up_carries_the_subject() -> None:
     assert {"install", "banking", "app"} <= words(query)
 
 
+def test_a_facet_swapped_twice_keeps_the_subject_but_not_the_replaced_facet() -> None:
+    offline = ("How do I make files available offline?", "Tap the three dots.")
+    swapped = chat(*offline, "and on Android?", "In the Android app ...", "and on iOS?")
+    priced = chat(*offline, "and on Android?", "In the Android app ...", "is it free there?")
+
+    assert words(standalone_query(swapped, RewriteMode.CHAINED_WORDS)) == words(
+        "and on iOS? make files available offline"
+    )
+    assert "android" in words(standalone_query(priced, RewriteMode.CHAINED_WORDS))
+
+
 def test_standalone_question_is_left_alone() -> None:
     message = "How do I reset the password of my home router?"
 

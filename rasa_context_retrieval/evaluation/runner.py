@@ -98,8 +98,7 @@ async def _same_filter(
         standalone_query=text,
         search_text=text,
         paraphrases=(),
-        message_text=None,
-        context_texts=(),
+        views=(),
     )
     return (await engine.search_plan(plan, threshold=0.0)).results
 

@@ -1,10 +1,10 @@
 """Executing a search plan on a knowledge index: exact filtered rankings, fused, scored, cut.
 
-Every ranking (dense for the standalone query and each paraphrase, BM25 when hybrid) is computed
+Every ranking (dense for each view of the query and each paraphrase, BM25 when hybrid) is computed
 inside the same filter mask, so no result can violate a slot filter and a narrow filter still
 yields its best ``top_k`` (exactly; a broad filter on an HNSW index walks the graph, see
 ``retrieve.dense``). Rankings are fused with reciprocal rank fusion; the score given to
-each result is always its cosine relevance to the standalone query (clipped to [0, 1]), so
+each result is always its cosine relevance to the leading query vector (clipped to [0, 1]), so
 ``threshold`` means the same thing whatever produced the ranking.
 """
 
@@ -24,7 +24,8 @@ from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
 
 @dataclass(frozen=True)
 class RetrievalRequest:
-    """What to retrieve: texts with their vectors (the first is the standalone query)."""
+    """What to retrieve: the searched text (BM25 matches the first), and one vector per view of
+    the query and per paraphrase (the first, the leading view, scores relevance)."""
 
     texts: Sequence[str]
     vectors: Sequence[np.ndarray]

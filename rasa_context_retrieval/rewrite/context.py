@@ -1,16 +1,26 @@
-"""Which texts of the conversation form the query vector of a follow-up, and with what weight.
+"""Which texts of the conversation form the query vectors of a follow-up, and with what weight.
 
 Picking *words* from earlier turns (``heuristic.py``) was tuned on one benchmark and carried over
-poorly to others. Mixing *embeddings* carries over better: the query vector of a follow-up is the
-normalised weighted sum of the embeddings of a few texts, so a follow-up leans towards its
-conversation without any word of it being guessed. The texts:
+poorly to others. Mixing *embeddings* carries over better: a query vector can be the normalised
+weighted sum of the embeddings of a few texts, so a follow-up leans towards its conversation
+without any word of it being guessed. Each alone misses what the other finds: the words name the
+subject of a chain of follow-ups but guess, the mixed turns never guess but blur the subject.
 
-* the latest user message, weight 1: what the user asked now;
-* the previous user question: what "it" or "and on iOS?" most likely refers to;
-* the topic: the most recent earlier user message that stood alone, so a chain of short
-  follow-ups ("and on Android?", "and on iOS?") keeps the subject it started from;
-* the last bot message, weighted low: evidence of what was being discussed, without finding the
-  same answer again (EnterpriseSearchPolicy's default query glues it on at full weight).
+The default (``words_and_turns``) searches two *views* of a follow-up and fuses their rankings by
+rank (``retrieve/fusion.py``), like the rankings of LLM paraphrases:
+
+* the turns: the latest user message as typed (weight 1), mixed with the previous user question
+  (what "it" most likely refers to) and, weighted low, the last bot message (evidence of what
+  was being discussed, without finding the same answer again: EnterpriseSearchPolicy's default
+  query glues it on at full weight). A message that names at most one thing ("and on
+  Android?") is led by itself plus the subject's words, or its own embedding would outweigh
+  the context. This view leads: relevance scores are cosines to it;
+* the words: the standalone query (``rewrite_heuristic``, by default the chained words, which
+  keep the subject of "and on Android?" ... "and on iOS?"), as one text.
+
+Both views are mixes of texts the search embeds anyway, so fusing costs a second index search,
+never a further embedding. ``weighted_turns`` (one mixed vector with the topic and a special
+lead for elliptical messages) and ``words`` (the words alone) stay selectable for comparison.
 
 A message that looks standalone (``looks_like_follow_up`` says no) is searched alone: a complete
 question needs no context, and mixing some in can only move it off its subject. Short statements
@@ -38,13 +48,15 @@ from rasa_context_retrieval.rewrite.heuristic import (
 class ContextModel(StrEnum):
     """How earlier turns reach the query of a follow-up."""
 
+    WORDS_AND_TURNS = "words_and_turns"
+    """Two views fused by rank: the message mixed with earlier turns, and the words rewrite."""
     WEIGHTED_TURNS = "weighted_turns"
-    """The query vector mixes the embeddings of the latest message and a few earlier turns."""
+    """One query vector mixing the latest message with the topic and a few earlier turns."""
     WORDS = "words"
     """The query is the words rewrite alone (``rewrite_heuristic``), embedded as one text."""
 
 
-DEFAULT_CONTEXT_MODEL = ContextModel.WEIGHTED_TURNS
+DEFAULT_CONTEXT_MODEL = ContextModel.WORDS_AND_TURNS
 
 LATEST_WEIGHT = 1.0
 
@@ -60,6 +72,10 @@ class ContextWeights:
 
 DEFAULT_WEIGHTS = ContextWeights()
 
+TURNS_VIEW_WEIGHTS = ContextWeights(previous_question=0.1, topic=0.0, last_bot=0.1)
+"""The turns view of ``words_and_turns``: a tenth each for the previous question and the last
+bot message; no topic, the words view carries the subject."""
+
 ELLIPSIS_CONTENT_WORDS = 1
 """A follow-up with at most this many content words ("and on Android?", "how much does it
 cost?") names almost nothing itself; the subject's words join it (``weighted_query_texts``)."""
@@ -73,6 +89,43 @@ class QueryText:
     weight: float
 
 
+QueryView = tuple[QueryText, ...]
+"""The texts whose weighted embeddings, summed and normalised, form one query vector."""
+
+
+def query_views(
+    conversation: Conversation,
+    searched: str,
+    model: ContextModel = DEFAULT_CONTEXT_MODEL,
+    *,
+    message_searched: bool = True,
+    weights: ContextWeights | None = None,
+) -> tuple[QueryView, ...]:
+    """The views whose rankings are fused, the leading one (it scores relevance) first.
+
+    ``searched`` is the text the search matches: the standalone query, minus filter words when
+    the self-query removed some. ``message_searched`` says whether it is still the words rewrite
+    of the message as typed; when it is not (filter words removed, an LLM's query), it leads
+    the turns instead of the message, whose filter words would pull towards the filter's values.
+    A standalone or first message gives one view of ``searched`` alone. ``weights`` replaces
+    the model's own (benchmarks measure their sensitivity). Never raises.
+    """
+    alone: QueryView = (QueryText(searched, LATEST_WEIGHT),)
+    if model is ContextModel.WORDS or not searched.strip():
+        return (alone,)
+    if weights is None:
+        fused = model is ContextModel.WORDS_AND_TURNS
+        weights = TURNS_VIEW_WEIGHTS if fused else DEFAULT_WEIGHTS
+    texts = weighted_query_texts(conversation, weights)
+    if len(texts) < 2:
+        return (alone,)
+    lead = texts[0].text if message_searched else searched
+    turns = (QueryText(lead, LATEST_WEIGHT), *texts[1:])
+    if model is ContextModel.WEIGHTED_TURNS:
+        return (turns,)
+    return (turns, alone)
+
+
 def is_elliptical(text: str) -> bool:
     """A message that names at most one thing itself ("and on Android?")."""
     return len(content_words(text)) <= ELLIPSIS_CONTENT_WORDS
@@ -83,11 +136,11 @@ def weighted_query_texts(
 ) -> tuple[QueryText, ...]:
     """The texts whose weighted embeddings form the query vector, the latest message first.
 
-    A first or standalone message gives only itself; an empty conversation gives ``()``.
-    An elliptical follow-up ("how much does it cost?") is led by itself plus the content words
-    of the conversation's subject: the topic and the follow-ups since ("how much does it cost?
-    enable offline files Android"). Alone it names no subject, and its embedding would outweigh
-    the context. Never raises.
+    A first or standalone message gives only itself; an empty conversation gives ``()``. Texts
+    of weight 0 are left out. An elliptical follow-up ("how much does it cost?") is led by
+    itself plus the content words of the conversation's subject: the topic and the follow-ups
+    since ("how much does it cost? enable offline files Android"). Alone it names no subject,
+    and its embedding would outweigh the context. Never raises.
     """
     latest = conversation.latest_user_text
     if not latest.strip():
