@@ -188,3 +188,14 @@ def test_a_mix_of_short_and_long_texts_gives_each_text_its_own_vector(
     rasa = RasaQueryEmbedder(embedder)
     for text, vector in zip(mix, mixed, strict=True):
         assert float(np.dot(vector, rasa.embed(text))) >= 0.9999, text
+
+
+def test_two_stores_exporting_at_once_in_one_process_both_get_a_working_export(
+    model_path: Path, tmp_path: Path
+):
+    """torch's exporter is process-wide: two exports at once (two cache folders, so two file
+    locks) used to fail the second with "in_onnx_export must be False"."""
+    model = LocalModel.describe(model_path)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        exports = list(pool.map(lambda name: cached_export(model, tmp_path / name), ["a", "b"]))
+    assert all(path.is_file() and path.stat().st_size > 1_000_000 for path in exports)

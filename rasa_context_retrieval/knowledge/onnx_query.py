@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import uuid
 import warnings
 from collections.abc import Sequence
@@ -46,6 +47,10 @@ LOCK_FILE = ".export.lock"
 TRANSFORMER_MODULE = "sentence_transformers.models.Transformer"
 POOLING_MODULE = "sentence_transformers.models.Pooling"
 NORMALIZE_MODULE = "sentence_transformers.models.Normalize"
+
+
+_EXPORTING = threading.Lock()
+"""One torch export at a time in this process (the file lock covers other processes)."""
 
 
 class ExportUnavailable(RuntimeError):
@@ -131,6 +136,14 @@ def export_file(cache_dir: Path, fingerprint: str, *, int8: bool) -> Path:
 
 def export_onnx(model: LocalModel, target: Path) -> None:
     """Export the Transformer + mean pooling graph with dynamic batch and sequence axes."""
+    # torch's exporter keeps process-wide state, and transformers' lazy imports race: two
+    # exports at once (two stores preparing in one process, each with its own cache folder and
+    # so its own file lock) failed the second. The file lock covers other processes.
+    with _EXPORTING:
+        _export_onnx(model, target)
+
+
+def _export_onnx(model: LocalModel, target: Path) -> None:
     import torch
     from transformers import AutoModel
 
