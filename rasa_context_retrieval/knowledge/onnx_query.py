@@ -26,6 +26,7 @@ import threading
 import uuid
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,11 @@ TRANSFORMER_MODULE = "sentence_transformers.models.Transformer"
 POOLING_MODULE = "sentence_transformers.models.Pooling"
 NORMALIZE_MODULE = "sentence_transformers.models.Normalize"
 
+
+_GROUP_POOL = ThreadPoolExecutor(
+    max_workers=max(1, (os.cpu_count() or 2) - 1), thread_name_prefix="query-model"
+)
+"""Runs a query mix's further length groups beside its first (see ``OnnxQueryEncoder.encode``)."""
 
 _EXPORTING = threading.Lock()
 """One torch export at a time in this process (the file lock covers other processes)."""
@@ -200,11 +206,20 @@ class OnnxQueryEncoder:
         if self.model.do_lower_case:
             prepared = [text.lower() for text in prepared]
         encodings = self.tokenizer.encode_batch(prepared)
+        groups = length_groups([len(e.ids) for e in encodings])
+        if not groups:
+            return np.empty((0, 0), dtype=np.float32)
+        # The groups are independent model calls and onnxruntime releases the GIL: the others
+        # run beside the first (on a pool of their own, so a caller that is itself a pool worker
+        # can never wait on its own pool), as torch would spread one call over the cores.
+        others = [_GROUP_POOL.submit(self._run, [encodings[i] for i in g]) for g in groups[1:]]
+        results = [self._run([encodings[i] for i in groups[0]])]
+        results += [future.result() for future in others]
         vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(encodings)
-        for group in length_groups([len(e.ids) for e in encodings]):
-            for index, vector in zip(group, self._run([encodings[i] for i in group]), strict=True):
+        for group, found in zip(groups, results, strict=True):
+            for index, vector in zip(group, found, strict=True):
                 vectors[index] = vector
-        return np.stack(vectors) if vectors else np.empty((0, 0), dtype=np.float32)
+        return np.stack(vectors)
 
     def _run(self, encodings: Sequence[Any]) -> np.ndarray:
         """One model call; padding (id 0, masked out) to the group's longest text."""
