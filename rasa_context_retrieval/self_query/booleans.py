@@ -1,16 +1,23 @@
-"""Yes/no attributes said in words: "in stock", "can ship today", "out of stock".
+"""Yes/no attributes said in words: "in stock", "can ship today", "remote jobs", "not vegetarian".
 
 A boolean field is found by the words of its name ("in_stock" -> "in stock") and by the clause
 of its description ("Whether the product can ship today" -> "can ship today", "ship today",
-"ships today"). Said plainly, the field is ``true``; after a negation ("not in stock", "can't
-ship today") or as the "out of" of an "in" name ("out of stock"), it is ``false``. One word alone
-("free" for ``is_free``) is too common to mean the field, so a phrase needs two words.
+"ships today"). A phrase of two words or more counts wherever it is said. A one-word name
+("remote", "is_vegetarian" -> "vegetarian", or the adjective that ends the description, "Whether
+the recipe is vegetarian") is an everyday word ("remote control", "free"), so it counts only
+where it describes the documents: right before a noun for them or a value found in the message
+("remote jobs", "vegetarian indian dishes"), after "is"/"are"/"be" ("recipes that are
+vegetarian"), or negated ("not remote", "non-vegetarian").
+
+Said plainly, the field is ``true``; after a negation ("not in stock", "can't ship today",
+"non-vegetarian", "except remote ones") or as the "out of" of an "in" name ("out of stock"), it
+is ``false``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import Stemmer
@@ -18,23 +25,31 @@ from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.items import words_pattern
+from rasa_context_retrieval.self_query.phrases import NEGATING_PREFIX, NEGATORS
 
-MIN_PHRASE_WORDS = 2
 MAX_PHRASE_WORDS = 5
-LOOKBEHIND_CHARS = 24
-# Extra letters a stemmed verb may take back: "ship" -> "ships", "shipped", "shipping".
+LOOKBEHIND_CHARS = 32
+# Extra letters a stemmed word may take back: "ship" -> "ships", "remote" -> "remotely".
 INFLECTION_CHARS = 4
 WORD = re.compile(r"[a-z0-9]+")
 # "Whether the product can ship today": the subject and a leading "whether"/"if" go.
 DESCRIPTION_LEAD = re.compile(
     r"^(?:(?:true\s+)?(?:whether|if|when)\s+)?(?:(?:the|a|an|this|its)\s+[a-z]+\s+)?", re.IGNORECASE
 )
+# "is vegetarian", "is fully remote": a description clause that ends in one adjective.
+DESCRIBED_ADJECTIVE = re.compile(r"^(?:is|are|be)\s+(?:[a-z]+ly\s+)?(?P<word>[a-z]+)$")
 CLAUSE_END = re.compile(r"[.,;:()]")
 AUXILIARIES = frozenset(["can", "could", "is", "are", "has", "have", "does", "do", "will"])
 NAME_LEADS = frozenset(["is", "has", "can"])
 NEGATION_BEFORE = re.compile(
-    r"(?:\b(?:not|never|no\s+longer|cannot)|n['’]?t)\s+(?:(?:be|been|currently|yet)\s+)?$",
+    rf"(?:\b(?:{NEGATORS})\s+(?:(?:be|been|being|currently|yet|a|an|[a-z]+ly)\s+){{0,2}}"
+    rf"|{NEGATING_PREFIX})$",
     re.IGNORECASE,
+)
+# "that are vegetarian", "jobs which are fully remote", "anything vegetarian".
+PREDICATE_BEFORE = re.compile(
+    r"\b(?:is|are|be|being|was|were|something|anything)\s+(?:[a-z]+ly\s+)?$", re.IGNORECASE
 )
 _STEMMER = Stemmer.Stemmer("english")
 
@@ -42,67 +57,91 @@ _STEMMER = Stemmer.Stemmer("english")
 @dataclass(frozen=True)
 class _BooleanField:
     name: str
-    said: re.Pattern[str]
+    phrase: re.Pattern[str] | None
+    """The phrases of two words or more: said anywhere, they mean the field."""
+    word: re.Pattern[str] | None
+    """The one-word form: it means the field only where it describes the documents."""
     denied: re.Pattern[str] | None
+    """"out of stock" for an "in stock" field."""
 
 
 class BooleanPhrases:
     """Finds ``eq(field, true/false)`` for the schema's boolean fields."""
 
-    def __init__(self, fields: Sequence[MetadataField]) -> None:
-        self._fields = [
-            compiled
-            for field in fields
-            if field.type == "boolean"
-            for compiled in [_compile(field)]
-            if compiled is not None
-        ]
+    def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
+        self._fields = [_compile(field) for field in fields if field.type == "boolean"]
+        items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
+        self._item_after = re.compile(rf"[\s-]+(?:{items})(?!\w)", re.IGNORECASE)
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
+        """Boolean conditions; ``taken`` are the conditions found so far (values included)."""
         found: list[Constraint] = []
         for field in self._fields:
-            for value, pattern in ((False, field.denied), (True, field.said)):
-                match = pattern.search(text) if pattern is not None else None
-                if match is None or overlaps_any(match.start(), match.end(), taken + found):
-                    continue
-                before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
-                negated = bool(NEGATION_BEFORE.search(before))
-                said = value != negated
-                found.append(
-                    Constraint(field.name, Comparator.EQ, said, match.start(), match.end())
-                )
-                break
+            constraint = self._said(text, field, taken + found)
+            if constraint is not None:
+                found.append(constraint)
         return found
 
-
-def _compile(field: MetadataField) -> _BooleanField | None:
-    phrases = _phrases(field)
-    if not phrases:
+    def _said(self, text: str, field: _BooleanField, taken: list[Constraint]) -> Constraint | None:
+        for pattern, plain in ((field.denied, False), (field.phrase, True), (field.word, True)):
+            for match in pattern.finditer(text) if pattern is not None else ():
+                start, end = match.span()
+                if overlaps_any(start, end, taken):
+                    continue
+                before = text[max(0, start - LOOKBEHIND_CHARS) : start]
+                negated = bool(NEGATION_BEFORE.search(before))
+                if pattern is field.word and not (
+                    negated or self._describes_documents(text, before, end, taken)
+                ):
+                    continue
+                return Constraint(field.name, Comparator.EQ, plain != negated, start, end)
         return None
-    said = re.compile(rf"(?<!\w)(?:{'|'.join(phrases)})(?!\w)", re.IGNORECASE)
+
+    def _describes_documents(
+        self, text: str, before: str, end: int, taken: list[Constraint]
+    ) -> bool:
+        if self._item_after.match(text, end) or PREDICATE_BEFORE.search(before):
+            return True
+        next_word = len(text[end:]) - len(text[end:].lstrip(" -"))
+        return any(constraint.start == end + next_word for constraint in taken)
+
+
+def _compile(field: MetadataField) -> _BooleanField:
+    phrases, words = [], []
+    for word_list in _word_lists(field):
+        (phrases if len(word_list) > 1 else words).append(_pattern(word_list))
     name_words = WORD.findall(field.name.lower())
     denied = None
-    if len(name_words) >= MIN_PHRASE_WORDS and name_words[0] == "in":
+    if len(name_words) > 1 and name_words[0] == "in":
         rest = r"\s+".join(map(re.escape, name_words[1:]))
         denied = re.compile(rf"(?<!\w)out\s+of\s+{rest}(?!\w)", re.IGNORECASE)
-    return _BooleanField(field.name, said, denied)
+    return _BooleanField(field.name, _alternatives(phrases), _alternatives(words), denied)
 
 
-def _phrases(field: MetadataField) -> list[str]:
-    """Regex alternatives for the field's phrases, longest first."""
-    word_lists = []
+def _word_lists(field: MetadataField) -> list[list[str]]:
+    """The field's phrases as word lists: its name, and the clause of its description."""
     name_words = WORD.findall(field.name.lower())
-    while name_words and name_words[0] in NAME_LEADS:
+    while len(name_words) > 1 and name_words[0] in NAME_LEADS:
         name_words = name_words[1:]
-    word_lists.append(name_words)
+    word_lists = [name_words]
     clause = CLAUSE_END.split(field.description.strip())[0]
     described = WORD.findall(DESCRIPTION_LEAD.sub("", clause.lower()))
-    if len(described) <= MAX_PHRASE_WORDS:
+    adjective = DESCRIBED_ADJECTIVE.match(" ".join(described))
+    if adjective:
+        word_lists.append([adjective["word"]])
+    elif len(described) <= MAX_PHRASE_WORDS:
         while described and described[0] in AUXILIARIES:
             described = described[1:]
-        word_lists.append(described)
-    patterns = {_pattern(words) for words in word_lists if len(words) >= MIN_PHRASE_WORDS}
-    return sorted(patterns, key=len, reverse=True)
+        if len(described) > 1:
+            word_lists.append(described)
+    return [words for words in word_lists if words]
+
+
+def _alternatives(patterns: list[str]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    ordered = sorted(set(patterns), key=len, reverse=True)
+    return re.compile(rf"(?<!\w)(?:{'|'.join(ordered)})(?!\w)", re.IGNORECASE)
 
 
 def _pattern(words: list[str]) -> str:

@@ -97,16 +97,25 @@ TOPIC_FIELD_WORDS = frozenset(
 # Words that announce a value's field as strongly as its name does, for topic fields.
 TOPIC_ANCHOR_WORDS = ("category", "section", "topic", "docs", "articles")
 
+# Words that negate what follows them, for values and booleans alike: "not", "isn't", "except",
+# "excluding", "without", "other than", "apart from", "outside", "anything but", "don't want".
+NEGATORS = (
+    r"not|never|no\s+longer|cannot|\w+n['’]t|(?:is|are|was|were|ca|do|does|did|wo|has|have)nt"
+    r"|except(?:\s+for)?|excluding|exclude|without|other\s+than|apart\s+from|outside(?:\s+of)?"
+    r"|(?:anything|everything)\s+but|but\s+not|(?:do\s+not|do(?:es)?n['’]?t)\s+(?:want|like|need)"
+)
+# "non-premium", "non vegetarian": the prefix form of a negation.
+NEGATING_PREFIX = r"\bnon\s*-?\s*"
+
 # A negator directly before a value, optionally followed by a preposition or article, or by
 # "<verb>ed by": "not on Android", "except the enterprise tier", "non-premium", "not directed by
-# Greta Gerwig", "isn't made by Apple", "aren't dramas", "I don't want horror". Other words in
-# between ("not working on android") break it on purpose: that is a question about Android.
+# Greta Gerwig", "isn't made by Apple", "aren't dramas", "I don't want horror", "outside finance".
+# Other words in between ("not working on android") break it on purpose: that is a question
+# about Android.
 NEGATION_BEFORE_VALUE = re.compile(
-    r"(?:\b(?:not|(?:is|are|was|were)n['’]?t|except(?:\s+for)?|excluding|exclude|without"
-    r"|other\s+than|apart\s+from|(?:do\s+not|do(?:es)?n['’]?t)\s+(?:want|like|need))\s+"
+    rf"(?:\b(?:{NEGATORS})\s+"
     r"(?:(?:on|in|for|from|with|using|via|the|a|an|any|my|our|about|by|(?:\w+(?:ed|en)|made)\s+by)"
-    r"\s+){0,2}"
-    r"|\bnon\s*-?\s*)$",
+    rf"\s+){{0,2}}|{NEGATING_PREFIX})$",
     re.IGNORECASE,
 )
 
