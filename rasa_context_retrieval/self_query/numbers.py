@@ -29,8 +29,11 @@ from rasa_context_retrieval.self_query.phrases import (
     CURRENCY_WORDS,
     MONETARY_CUES,
     MONETARY_FIELD_WORDS,
+    MULTIPLIERS,
     PERIOD_WORDS,
     SMALL_NUMBER_WORDS,
+    TIME_UNIT_SECONDS,
+    TIME_UNIT_WORDS,
 )
 
 NUMERIC_TYPES = ("integer", "float")
@@ -93,9 +96,15 @@ COMPARATOR_CUES = {
 
 _SYMBOLS = re.escape(CURRENCY_SYMBOLS)
 _CURRENCY_WORDS = "|".join(CURRENCY_WORDS)
-_NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|" + "|".join(
-    sorted(SMALL_NUMBER_WORDS, key=len, reverse=True)
+_UNITS = "|".join(sorted(TIME_UNIT_WORDS, key=len, reverse=True))
+# Digits with thousands commas and a multiplier ("80k", "100 thousand"), a number word, or "an"
+# and "half an" before a unit of time ("more than an hour", "under half an hour").
+_NUMBER = (
+    r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?:k|\s?(?:thousand|million))?|"
+    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    + rf"|(?:half\s+)?an?(?=\s+(?:{_UNITS})(?!\w))"
 )
+NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
 
 
 def _amount(tag: str) -> str:
@@ -133,7 +142,11 @@ RATE_AFTER = re.compile(
     rf"|\s*(?P<adverb>monthly|yearly|annually|weekly|daily)(?!\w)",
     re.IGNORECASE,
 )
-DURATION_AFTER = re.compile(rf"\s*(?:{_PERIOD})s?(?!\w)", re.IGNORECASE)
+UNIT_AFTER = re.compile(rf"\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORECASE)
+# "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
+DECLARED_UNIT = re.compile(rf"(?:\bin|\()\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORECASE)
+# The cue a said unit of time gives to every field kept in one (not a word a user can write).
+DURATION_CUE = "<duration>"
 WORD = re.compile(r"[a-z]+")
 # "nothing rated below 7", "no phones over $500": the comparison says what is not wanted.
 NEGATED_BEFORE = re.compile(r"\b(?:nothing|none|no|not)\s+(?:[a-z]+\s+)?$", re.IGNORECASE)
@@ -144,7 +157,9 @@ OPPOSITE = {
     Comparator.GTE: Comparator.LT,
 }
 # Most messages hold no number at all; one cheap scan spares the comparison patterns.
-ANY_NUMBER = re.compile(rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)})(?!\w)", re.IGNORECASE)
+ANY_NUMBER = re.compile(
+    rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)}|an?\s+(?:{_UNITS}))(?!\w)", re.IGNORECASE
+)
 # A comparison's words end at punctuation or at the next number ("under 20 for 3 devices").
 CLAUSE_BREAK = re.compile(r"[,.;:!?()]|\d")
 
@@ -175,6 +190,8 @@ class NumericField:
     name: str
     integer: bool
     cues: dict[str, int]
+    unit: str | None = None
+    """The unit of time the field is kept in ("minute" for "Total cooking time in minutes")."""
 
     @classmethod
     def from_field(cls, field: MetadataField) -> NumericField:
@@ -184,7 +201,10 @@ class NumericField:
         cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
         if (name_words | description_words) & MONETARY_FIELD_WORDS:
             cues.update(dict.fromkeys(map(cue_key, MONETARY_CUES), NAME_CUE_WEIGHT))
-        return cls(field.name, field.type == "integer", cues)
+        unit = _declared_unit(field)
+        if unit is not None:
+            cues[DURATION_CUE] = NAME_CUE_WEIGHT
+        return cls(field.name, field.type == "integer", cues, unit)
 
     def score(self, cues: set[str]) -> int:
         return sum(self.cues.get(cue, 0) for cue in cues)
@@ -204,6 +224,8 @@ class _Said:
     comparator_cue: str | None = None
     counted: str | None = None
     """The noun inside the phrase, as "devices" in "5 devices or more"."""
+    unit: str | None = None
+    """The unit of time inside the phrase, as "hour" in "2 hours or less"."""
 
 
 class NumberPhrases:
@@ -239,9 +261,13 @@ class NumberPhrases:
         for match in POSTFIX.finditer(text):
             comparator = Comparator.LTE if match["at_most"] else Comparator.GTE
             bounds = ((comparator, match["n"]),)
-            counted = match["noun"] and cue_key(match["noun"].lower())
+            noun = (match["noun"] or "").lower()
+            unit = TIME_UNIT_WORDS.get(noun)
+            counted = cue_key(noun) if noun and unit is None else None
             currency = _has_currency(match, "n")
-            said.append(_Said(bounds, match.start(), match.end(), currency, counted=counted))
+            said.append(
+                _Said(bounds, match.start(), match.end(), currency, counted=counted, unit=unit)
+            )
         return said
 
     def _constraints(self, text: str, said: _Said) -> list[Constraint]:
@@ -253,12 +279,17 @@ class NumberPhrases:
             if not self._is_cue_or_stopword(said.counted):
                 return []
             cues.add(said.counted)
+        unit = said.unit
         rate = RATE_AFTER.match(text, end)
+        said_unit = None if rate or unit else UNIT_AFTER.match(text, end)
         if rate:
             cues.add(cue_key((rate["period"] or rate["adverb"]).lower()))
             end = rate.end()
-        elif DURATION_AFTER.match(text, end):
-            return []  # "more than 3 months": a duration, not an amount of any field.
+        elif said_unit:
+            unit = TIME_UNIT_WORDS[said_unit["unit"].lower()]
+            end = said_unit.end()
+        if unit is not None:
+            cues.add(DURATION_CUE)
         next_word = WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
         if next_word and not self._is_cue_or_stopword(cue_key(next_word[0])):
             return []  # "more than 3 files": the number counts something we do not index.
@@ -268,6 +299,12 @@ class NumberPhrases:
         if field is None:
             return []
         values = [_parse_number(number) for _, number in said.bounds]
+        if unit is not None:
+            # "more than an hour" on a field in minutes is 60; "3 months" on a price, nothing.
+            factor = _conversion(unit, field.unit)
+            if factor is None:
+                return []
+            values = [round(value * factor, 9) for value in values]
         if not all(math.isfinite(value) for value in values):
             return []
         if field.integer and any(value != int(value) for value in values):
@@ -310,8 +347,40 @@ def _clause_words(text: str, *, first: bool) -> list[str]:
 
 
 def _parse_number(text: str) -> float:
-    """A number as the amount patterns match it: digits with thousands commas, or a word."""
-    lowered = text.lower()
+    """A number as the amount patterns match it: digits with thousands commas and a multiplier,
+    a number word, or "an"/"half an" before a unit."""
+    lowered = " ".join(text.lower().split())
     if lowered in SMALL_NUMBER_WORDS:
         return float(SMALL_NUMBER_WORDS[lowered])
-    return float(lowered.replace(",", ""))
+    if lowered in ("a", "an", "half a", "half an"):
+        return 0.5 if lowered.startswith("half") else 1.0
+    parts = NUMBER_PARTS.fullmatch(lowered.replace(",", ""))
+    if parts is None:
+        return math.nan
+    return float(parts["digits"]) * MULTIPLIERS.get(parts["multiplier"], 1)
+
+
+def _declared_unit(field: MetadataField) -> str | None:
+    """The unit of time of a duration field, from its description ("in minutes") or a unit of
+    fixed length among its name and description words ("duration_seconds", "Minutes to cook").
+    A month or a year counts only when declared ("Loan term in months"): "The year the movie
+    was released" is a calendar year, not a duration."""
+    declared = DECLARED_UNIT.search(field.description)
+    if declared:
+        return TIME_UNIT_WORDS[declared["unit"].lower()]
+    words = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
+    units = {TIME_UNIT_WORDS[word] for word in words if word in TIME_UNIT_WORDS}
+    fixed = [unit for unit in units if TIME_UNIT_SECONDS[unit] is not None]
+    return fixed[0] if len(fixed) == 1 else None
+
+
+def _conversion(said: str, kept: str | None) -> float | None:
+    """The factor from a said unit of time to the field's; None when they do not convert."""
+    if kept is None:
+        return None
+    if said == kept:
+        return 1.0
+    said_seconds, kept_seconds = TIME_UNIT_SECONDS[said], TIME_UNIT_SECONDS[kept]
+    if said_seconds is None or kept_seconds is None:
+        return None
+    return said_seconds / kept_seconds

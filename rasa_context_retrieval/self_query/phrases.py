@@ -195,6 +195,31 @@ PERIOD_WORDS = {
     "daily": "day",
 }
 
+# Units a duration may be said or kept in ("90 minutes", "Total cooking time in minutes"), with
+# their length in seconds. A month or a year has no fixed length: it converts only to itself.
+TIME_UNIT_SECONDS: dict[str, int | None] = {
+    "second": 1,
+    "minute": 60,
+    "hour": 3_600,
+    "day": 86_400,
+    "week": 604_800,
+    "month": None,
+    "year": None,
+}
+# Every spelling of those units.
+TIME_UNIT_WORDS = {
+    **{unit: unit for unit in TIME_UNIT_SECONDS},
+    **{unit + "s": unit for unit in TIME_UNIT_SECONDS},
+    **dict.fromkeys(["sec", "secs"], "second"),
+    **dict.fromkeys(["min", "mins"], "minute"),
+    **dict.fromkeys(["hr", "hrs"], "hour"),
+    **dict.fromkeys(["mo", "mos"], "month"),
+    **dict.fromkeys(["yr", "yrs"], "year"),
+}
+
+# Words right after a number that multiply it: "$80k", "100 thousand dollars".
+MULTIPLIERS = {"k": 1_000, "thousand": 1_000, "million": 1_000_000}
+
 # Words that carry no cue when matching a number to a field by name or description.
 CUE_STOPWORDS = frozenset(
     [

@@ -11,9 +11,10 @@ Finding a word is not enough: "contact us" does not mean region ``us``, and "can
 plan?" does not mean category ``plans``. Each value therefore gets a strictness:
 
 * ``FREE``: a distinctive value ("android", "apac") is a filter wherever it appears;
-* ``CUED``: an everyday word ("free", "us", "plus") needs a marker: a scope noun after it ("free
-  plan", "US customers"), its field's name, a capital letter mid-sentence ("on Plus"), an
-  all-capital acronym ("US"), or a marked neighbour in a list ("free or plus plans");
+* ``CUED``: an everyday word ("free", "us", "plus") needs a marker: a scope noun or a noun for
+  the documents after it ("free plan", "US customers", "support jobs"), its field's name, a
+  capital letter mid-sentence ("on Plus"), an all-capital acronym ("US"), or a marked neighbour
+  in a list ("free or plus plans");
 * ``TOPIC``: a value of a topic-like field (category, tags, type, ...) is a filter when the
   sentence asks for things of that kind: a plural ("laptops"), a noun for the documents after it
   ("python articles", "comedy films"), a determiner or "about" before it ("a thriller", "which
@@ -313,7 +314,9 @@ class ValueVocabulary:
         )
 
     def _is_cued(self, text: str, candidate: _Candidate) -> bool:
-        if self._scope_after.match(text, candidate.end):
+        if self._scope_after.match(text, candidate.end) or self._item_after.match(
+            text, candidate.end
+        ):
             return True
         written = text[candidate.start : candidate.end]
         if text.isupper() or not any(char.isupper() for char in written):
