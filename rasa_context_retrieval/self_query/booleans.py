@@ -7,7 +7,8 @@ of its description ("Whether the product can ship today" -> "can ship today", "s
 the recipe is vegetarian") is an everyday word ("remote control", "free"), so it counts only
 where it describes the documents: right before a noun for them or a value found in the message
 ("remote jobs", "vegetarian indian dishes"), after "is"/"are"/"be" ("recipes that are
-vegetarian"), or negated ("not remote", "non-vegetarian").
+vegetarian"), as the thing they come with ("hotels with a pool" for ``has_pool``), or negated
+("not remote", "non-vegetarian", "without a pool").
 
 Said plainly, the field is ``true``; after a negation ("not in stock", "can't ship today",
 "non-vegetarian", "except remote ones") or as the "out of" of an "in" name ("out of stock"), it
@@ -47,9 +48,19 @@ NEGATION_BEFORE = re.compile(
     rf"|{NEGATING_PREFIX})$",
     re.IGNORECASE,
 )
-# "that are vegetarian", "jobs which are fully remote", "anything vegetarian".
+# "that are vegetarian", "jobs which are fully remote", "anything vegetarian"; not a question's
+# opening ("Is remote work better?", "what is vegetarian?").
 PREDICATE_BEFORE = re.compile(
-    r"\b(?:is|are|be|being|was|were|something|anything)\s+(?:[a-z]+ly\s+)?$", re.IGNORECASE
+    r"(?:\b(?!(?:what|how|why|where|when|who)\b)[a-z']+\s+(?:is|are|be|being|was|were)"
+    r"|\b(?:something|anything))\s+(?:[a-z]+ly\s+)?$",
+    re.IGNORECASE,
+)
+# "hotels with a pool": a thing the documents have, ending its noun phrase ("with remote teams"
+# is not about a "remote" field).
+WITH_BEFORE = re.compile(r"\bwith\s+(?:an?\s+)?$", re.IGNORECASE)
+PHRASE_END = re.compile(
+    r"\s*(?:$|[,.;:!?)]|(?:and|or|in|on|at|for|from|under|over|that|which|near|please)\b)",
+    re.IGNORECASE,
 )
 _STEMMER = Stemmer.Stemmer("english")
 
@@ -102,6 +113,8 @@ class BooleanPhrases:
     ) -> bool:
         if self._item_after.match(text, end) or PREDICATE_BEFORE.search(before):
             return True
+        if WITH_BEFORE.search(before) and PHRASE_END.match(text, end):
+            return True
         next_word = len(text[end:]) - len(text[end:].lstrip(" -"))
         return any(constraint.start == end + next_word for constraint in taken)
 
@@ -113,8 +126,8 @@ def _compile(field: MetadataField) -> _BooleanField:
     name_words = WORD.findall(field.name.lower())
     denied = None
     if len(name_words) > 1 and name_words[0] == "in":
-        rest = r"\s+".join(map(re.escape, name_words[1:]))
-        denied = re.compile(rf"(?<!\w)out\s+of\s+{rest}(?!\w)", re.IGNORECASE)
+        rest = r"[\s-]+".join(map(re.escape, name_words[1:]))
+        denied = re.compile(rf"(?<!\w)out[\s-]+of[\s-]+{rest}(?!\w)", re.IGNORECASE)
     return _BooleanField(field.name, _alternatives(phrases), _alternatives(words), denied)
 
 
@@ -147,5 +160,7 @@ def _alternatives(patterns: list[str]) -> re.Pattern[str] | None:
 def _pattern(words: list[str]) -> str:
     """The words in order, the first one in any inflection ("ship" -> "ships", "shipping")."""
     stem = _STEMMER.stemWord(words[0])
-    first = rf"{re.escape(stem)}[a-z]{{0,{INFLECTION_CHARS}}}" if len(stem) > 2 else words[0]
-    return r"\s+".join([first, *map(re.escape, words[1:])])
+    first = re.escape(words[0])
+    if len(stem) > 2:
+        first = rf"(?:{first}|{re.escape(stem)}[a-z]{{0,{INFLECTION_CHARS}}})"
+    return r"[\s-]+".join([first, *map(re.escape, words[1:])])

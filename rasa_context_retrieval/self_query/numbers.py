@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import Stemmer
@@ -23,6 +23,7 @@ from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.items import words_pattern
 from rasa_context_retrieval.self_query.phrases import (
     CUE_STOPWORDS,
     CURRENCY_SYMBOLS,
@@ -132,9 +133,18 @@ PREFIX = re.compile(
     re.IGNORECASE,
 )
 POSTFIX = re.compile(
-    rf"{_amount('n')}\s*(?:(?P<noun>[a-z]+)\s+)??(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper))"
-    r"|(?P<at_least>(?:or|and)\s+(?:more|over|above|higher|greater|up)|\+))(?!\w)",
+    rf"{_amount('n')}\s*(?:(?P<noun>[a-z]+)\s+)??"
+    r"(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper)|at\s+(?:the\s+)?most"
+    r"|max(?:imum)?)|(?P<at_least>(?:or|and)\s+(?:more|over|above|higher|greater|up)"
+    r"|at\s+(?:the\s+)?least|minimum|\+))(?!\w)",
     re.IGNORECASE,
+)
+# "4-star hotels", "a 3 bedroom flat": a number and a word of a field's name before a noun for the
+# documents is that field's value (the item nouns are added per schema).
+COMPOUND = (
+    r"(?<![\w$€£.,/-])(?P<n>\d+(?:\.\d+)?|"
+    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    + r")[\s-](?P<noun>[a-z]+)(?=[\s-]+(?:{items})(?!\w))"
 )
 _PERIOD = "|".join(sorted(PERIOD_WORDS, key=len, reverse=True))
 RATE_AFTER = re.compile(
@@ -226,15 +236,19 @@ class _Said:
     """The noun inside the phrase, as "devices" in "5 devices or more"."""
     unit: str | None = None
     """The unit of time inside the phrase, as "hour" in "2 hours or less"."""
+    named: bool = False
+    """The phrase names its field itself, as "star" in "4-star hotels"."""
 
 
 class NumberPhrases:
     """Finds numeric comparisons and maps each to the one integer/float field it is about."""
 
-    def __init__(self, fields: Sequence[MetadataField]) -> None:
+    def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
         self._fields = [
             NumericField.from_field(field) for field in fields if field.type in NUMERIC_TYPES
         ]
+        items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
+        self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
         if not self._fields or not ANY_NUMBER.search(text):
@@ -268,6 +282,10 @@ class NumberPhrases:
             said.append(
                 _Said(bounds, match.start(), match.end(), currency, counted=counted, unit=unit)
             )
+        for match in self._compound.finditer(text):
+            bounds = ((Comparator.EQ, match["n"]),)
+            counted = cue_key(match["noun"].lower())
+            said.append(_Said(bounds, match.start(), match.end(), False, None, counted, named=True))
         return said
 
     def _constraints(self, text: str, said: _Said) -> list[Constraint]:
@@ -290,6 +308,8 @@ class NumberPhrases:
             end = said_unit.end()
         if unit is not None:
             cues.add(DURATION_CUE)
+        if said.named:
+            return self._named(said)
         next_word = WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
         if next_word and not self._is_cue_or_stopword(cue_key(next_word[0])):
             return []  # "more than 3 files": the number counts something we do not index.
@@ -320,6 +340,21 @@ class NumberPhrases:
             )
             for comparator, value in zip(comparators, sorted(values), strict=True)
         ]
+
+    def _named(self, said: _Said) -> list[Constraint]:
+        """ "4-star hotels": the one field whose name holds the word."""
+        named = [
+            field for field in self._fields if field.cues.get(said.counted or "") == NAME_CUE_WEIGHT
+        ]
+        if len(named) != 1:
+            return []
+        (field,) = named
+        ((comparator, number),) = said.bounds
+        value = _parse_number(number)
+        if field.integer and value != int(value):
+            return []
+        value = int(value) if field.integer else value
+        return [Constraint(field.name, comparator, value, said.start, said.end)]
 
     def _is_cue_or_stopword(self, word: str) -> bool:
         return word in STOP_KEYS or any(field.knows(word) for field in self._fields)

@@ -104,7 +104,7 @@ class RuleQueryConstructor:
         items = item_nouns(fields)
         self._dates = DatePhrases(fields, today, items)
         self._years = YearPhrases(fields, items)
-        self._numbers = NumberPhrases(fields)
+        self._numbers = NumberPhrases(fields, items)
         self._booleans = BooleanPhrases(fields, items)
         self._values = ValueVocabulary(fields, known_values or {}, items)
         self._limits = LimitPhrases(items, self._values.is_plural_value)
