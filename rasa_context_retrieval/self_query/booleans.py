@@ -55,6 +55,7 @@ PREDICATE_BEFORE = re.compile(
     r"|\b(?:something|anything))\s+(?:[a-z]+ly\s+)?$",
     re.IGNORECASE,
 )
+OWNED_BEFORE = re.compile(r"\b(?:my|our)\s+$", re.IGNORECASE)
 # "hotels with a pool": a thing the documents have, ending its noun phrase ("with remote teams"
 # is not about a "remote" field).
 WITH_BEFORE = re.compile(r"\bwith\s+(?:an?\s+)?$", re.IGNORECASE)
@@ -111,6 +112,8 @@ class BooleanPhrases:
     def _describes_documents(
         self, text: str, before: str, end: int, taken: list[Constraint]
     ) -> bool:
+        if OWNED_BEFORE.search(before):
+            return False  # "my remote job is boring": the user's own, not a wish
         if self._item_after.match(text, end) or PREDICATE_BEFORE.search(before):
             return True
         if WITH_BEFORE.search(before) and PHRASE_END.match(text, end):
