@@ -45,6 +45,9 @@ COURSES = (
     MetadataField(name="duration_hours", type="float", description="Length of the course"),
     MetadataField(name="fee", type="float", description="Fee for the course in dollars"),
     MetadataField(name="is_free", type="boolean", description="Whether the course costs nothing"),
+    MetadataField(
+        name="accredited", type="boolean", description="Whether the course is accredited"
+    ),
 )
 COURSE_VALUES = {"subject": frozenset(["math", "history", "design"])}
 
@@ -75,6 +78,11 @@ def expected(text: str | None) -> FilterDirective | None:
         (courses, "free courses", 'eq("is_free", true)'),
         # negated: "not", "non-", "aren't", "without", "with no"
         (podcasts, "non-explicit podcasts", 'eq("explicit", false)'),
+        (
+            courses,
+            "unaccredited design courses",
+            'and(eq("subject", "design"), eq("accredited", false))',
+        ),
         (
             podcasts,
             "science podcasts that aren't explicit",
@@ -163,6 +171,12 @@ def test_amounts_take_k_thousand_and_million(text: str, wanted: str) -> None:
         ("podcasts other than true crime", 'ne("genre", "true crime")'),
         ("everything except business podcasts", 'ne("genre", "business")'),
         ("podcasts excluding spanish ones", 'ne("language", "spanish")'),
+        ("podcasts not recorded in german", 'ne("language", "german")'),
+        # a verb between the negator and the value: a question about the value, never its opposite
+        (
+            "comedy podcasts not working in german",
+            'and(eq("genre", "comedy"), eq("language", "german"))',
+        ),
     ],
 )
 def test_negation_words_bind_to_the_value_after_them(text: str, wanted: str) -> None:

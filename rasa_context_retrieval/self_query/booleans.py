@@ -8,7 +8,7 @@ the recipe is vegetarian") is an everyday word ("remote control", "free"), so it
 where it describes the documents: right before a noun for them or a value found in the message
 ("remote jobs", "vegetarian indian dishes"), after "is"/"are"/"be" ("recipes that are
 vegetarian"), as the thing they come with ("hotels with a pool" for ``has_pool``), or negated
-("not remote", "non-vegetarian", "without a pool").
+("not remote", "non-vegetarian", "unmaintained", "without a pool").
 
 Said plainly, the field is ``true``; after a negation ("not in stock", "can't ship today",
 "non-vegetarian", "except remote ones") or as the "out of" of an "in" name ("out of stock"), it
@@ -40,6 +40,8 @@ DESCRIPTION_LEAD = re.compile(
 )
 # "is vegetarian", "is fully remote": a description clause that ends in one adjective.
 DESCRIBED_ADJECTIVE = re.compile(r"^(?:is|are|be)\s+(?:[a-z]+ly\s+)?(?P<word>[a-z]+)$")
+# "unmaintained": a one-word name negated by its prefix.
+UN_PREFIX = r"(?P<un>un-?)?"
 CLAUSE_END = re.compile(r"[.,;:()]")
 AUXILIARIES = frozenset(["can", "could", "is", "are", "has", "have", "does", "do", "will"])
 NAME_LEADS = frozenset(["is", "has", "can"])
@@ -101,7 +103,7 @@ class BooleanPhrases:
                 if overlaps_any(start, end, taken):
                     continue
                 before = text[max(0, start - LOOKBEHIND_CHARS) : start]
-                negated = bool(NEGATION_BEFORE.search(before))
+                negated = bool(NEGATION_BEFORE.search(before)) != bool(match.groupdict().get("un"))
                 if pattern is field.word and not (
                     negated or self._describes_documents(text, before, end, taken)
                 ):
@@ -131,7 +133,9 @@ def _compile(field: MetadataField) -> _BooleanField:
     if len(name_words) > 1 and name_words[0] == "in":
         rest = r"[\s-]+".join(map(re.escape, name_words[1:]))
         denied = re.compile(rf"(?<!\w)out[\s-]+of[\s-]+{rest}(?!\w)", re.IGNORECASE)
-    return _BooleanField(field.name, _alternatives(phrases), _alternatives(words), denied)
+    return _BooleanField(
+        field.name, _alternatives(phrases), _alternatives(words, UN_PREFIX), denied
+    )
 
 
 def _word_lists(field: MetadataField) -> list[list[str]]:
@@ -153,11 +157,11 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
     return [words for words in word_lists if words]
 
 
-def _alternatives(patterns: list[str]) -> re.Pattern[str] | None:
+def _alternatives(patterns: list[str], prefix: str = "") -> re.Pattern[str] | None:
     if not patterns:
         return None
     ordered = sorted(set(patterns), key=len, reverse=True)
-    return re.compile(rf"(?<!\w)(?:{'|'.join(ordered)})(?!\w)", re.IGNORECASE)
+    return re.compile(rf"(?<!\w){prefix}(?:{'|'.join(ordered)})(?!\w)", re.IGNORECASE)
 
 
 def _pattern(words: list[str]) -> str:

@@ -109,15 +109,15 @@ NEGATORS = (
 # "non-premium", "non vegetarian": the prefix form of a negation.
 NEGATING_PREFIX = r"\bnon\s*-?\s*"
 
-# A negator directly before a value, optionally followed by a preposition or article, or by
-# "<verb>ed by": "not on Android", "except the enterprise tier", "non-premium", "not directed by
-# Greta Gerwig", "isn't made by Apple", "aren't dramas", "I don't want horror", "outside finance".
-# Other words in between ("not working on android") break it on purpose: that is a question
-# about Android.
+# A negator directly before a value, optionally followed by prepositions and articles, or by a
+# participle and its preposition: "not on Android", "except the enterprise tier", "non-premium",
+# "not directed by Greta Gerwig", "isn't made by Apple", "not under the GPL", "not written in
+# Python", "aren't dramas", "I don't want horror", "outside finance". Other words in between
+# ("not working on android") break it on purpose: that is a question about Android.
+_PREPOSITIONS = r"on|in|at|to|of|for|from|with|under|within|using|via|by|about|as"
 NEGATION_BEFORE_VALUE = re.compile(
-    rf"(?:\b(?:{NEGATORS})\s+"
-    r"(?:(?:on|in|for|from|with|using|via|the|a|an|any|my|our|about|by|(?:\w+(?:ed|en)|made)\s+by)"
-    rf"\s+){{0,2}}|{NEGATING_PREFIX})$",
+    rf"(?:\b(?:{NEGATORS})\s+(?:(?:{_PREPOSITIONS}|the|a|an|any|my|our"
+    rf"|(?:\w+(?:ed|en)|made)\s+(?:{_PREPOSITIONS}))\s+){{0,2}}|{NEGATING_PREFIX})$",
     re.IGNORECASE,
 )
 
