@@ -119,6 +119,7 @@ def test_booleans_come_from_the_field_name_where_it_describes_the_documents(
         # a field "in seconds": every unit of time converts
         (podcasts, "podcasts shorter than an hour", 'lt("episode_length", 3600)'),
         (podcasts, "episodes under 30 minutes", 'lt("episode_length", 1800)'),
+        (podcasts, "episodes less than an hour long", 'lt("episode_length", 3600)'),
         (podcasts, "episodes of half an hour or less", 'lte("episode_length", 1800)'),
         (
             podcasts,
@@ -172,6 +173,7 @@ def test_amounts_take_k_thousand_and_million(text: str, wanted: str) -> None:
         ("everything except business podcasts", 'ne("genre", "business")'),
         ("podcasts excluding spanish ones", 'ne("language", "spanish")'),
         ("podcasts not recorded in german", 'ne("language", "german")'),
+        ("I didn't enjoy true crime, what else?", 'ne("genre", "true crime")'),
         # a verb between the negator and the value: a question about the value, never its opposite
         (
             "comedy podcasts not working in german",

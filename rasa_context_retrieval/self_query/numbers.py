@@ -152,7 +152,7 @@ RATE_AFTER = re.compile(
     rf"|\s*(?P<adverb>monthly|yearly|annually|weekly|daily)(?!\w)",
     re.IGNORECASE,
 )
-UNIT_AFTER = re.compile(rf"\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORECASE)
+UNIT_AFTER = re.compile(rf"\s*(?P<unit>{_UNITS})(?!\w)(?:\s+long(?!\w))?", re.IGNORECASE)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
 DECLARED_UNIT = re.compile(rf"(?:\bin|\()\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORECASE)
 # The cue a said unit of time gives to every field kept in one (not a word a user can write).
