@@ -75,6 +75,11 @@ def expected(text: str | None) -> FilterDirective | None:
         (podcasts, "explicit podcasts", 'eq("explicit", true)'),
         (podcasts, "explicit comedy podcasts", 'and(eq("genre", "comedy"), eq("explicit", true))'),
         (podcasts, "podcasts that are explicit", 'eq("explicit", true)'),
+        (
+            podcasts,
+            "a comedy podcast that's explicit",
+            'and(eq("genre", "comedy"), eq("explicit", true))',
+        ),
         (courses, "free courses", 'eq("is_free", true)'),
         # negated: "not", "non-", "aren't", "without", "with no"
         (podcasts, "non-explicit podcasts", 'eq("explicit", false)'),
@@ -141,6 +146,18 @@ def test_a_duration_is_converted_to_the_unit_the_field_declares(
     rules: type, text: str, wanted: str | None
 ) -> None:
     assert rules().construct(text).filter == expected(wanted)
+
+
+def test_a_duration_goes_to_the_field_kept_in_time_even_after_another_fields_words() -> None:
+    fields = (
+        MetadataField(name="pages", type="integer", description="Number of pages"),
+        MetadataField(
+            name="listening_time", type="integer", description="Audiobook length in minutes"
+        ),
+    )
+    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    said = rules.construct("audiobooks over 300 pages and under 2 hours")
+    assert said.filter == expected('and(gt("pages", 300), lt("listening_time", 120))')
 
 
 def test_a_calendar_year_field_is_no_duration() -> None:

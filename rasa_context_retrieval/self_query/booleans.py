@@ -50,10 +50,10 @@ NEGATION_BEFORE = re.compile(
     rf"|{NEGATING_PREFIX})$",
     re.IGNORECASE,
 )
-# "that are vegetarian", "jobs which are fully remote", "anything vegetarian"; not a question's
+# "that are vegetarian", "that's fully remote", "anything vegetarian"; not a question's
 # opening ("Is remote work better?", "what is vegetarian?").
 PREDICATE_BEFORE = re.compile(
-    r"(?:\b(?!(?:what|how|why|where|when|who)\b)[a-z']+\s+(?:is|are|be|being|was|were)"
+    r"(?:\b(?!(?:what|how|why|where|when|who)\b)[a-z]+(?:\s+(?:is|are|be|being|was|were)|['’](?:s|re))"
     r"|\b(?:something|anything))\s+(?:[a-z]+ly\s+)?$",
     re.IGNORECASE,
 )

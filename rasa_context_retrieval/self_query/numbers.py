@@ -356,9 +356,6 @@ class NumberPhrases:
         value = int(value) if field.integer else value
         return [Constraint(field.name, comparator, value, said.start, said.end)]
 
-    def _is_cue_or_stopword(self, word: str) -> bool:
-        return word in STOP_KEYS or any(field.knows(word) for field in self._fields)
-
     def _best_field(self, cues: set[str]) -> NumericField | None:
         scored = sorted(((field.score(cues), field) for field in self._fields), key=lambda s: -s[0])
         if not scored or scored[0][0] == 0:
@@ -367,15 +364,23 @@ class NumberPhrases:
             return None
         return scored[0][1]
 
+    def _is_cue_or_stopword(self, word: str) -> bool:
+        return word in STOP_KEYS or any(field.knows(word) for field in self._fields)
+
 
 def _has_currency(match: re.Match[str], *tags: str) -> bool:
     return any(match[f"{tag}_pre"] or match[f"{tag}_post"] for tag in tags)
 
 
 def _clause_words(text: str, *, first: bool) -> list[str]:
-    """Up to ``CONTEXT_WORDS`` cue words next to the comparison, within its clause."""
+    """Up to ``CONTEXT_WORDS`` cue words next to the comparison, within its clause.
+
+    Words right after another number are that number's ("below 400 calories and under 45
+    minutes": "calories" says nothing about the 45)."""
     pieces = CLAUSE_BREAK.split(text)
     clause = pieces[0] if first else pieces[-1]
+    if not first and len(pieces) > 1 and text[-len(clause) - 1 : len(text) - len(clause)].isdigit():
+        return []
     words = [cue_key(word) for word in WORD.findall(clause.lower())]
     words = [word for word in words if word not in STOP_KEYS]
     return words[:CONTEXT_WORDS] if first else words[-CONTEXT_WORDS:]
