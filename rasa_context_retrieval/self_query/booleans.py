@@ -26,7 +26,7 @@ from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
-from rasa_context_retrieval.self_query.items import words_pattern
+from rasa_context_retrieval.self_query.items import item_after
 from rasa_context_retrieval.self_query.phrases import NEGATING_PREFIX, NEGATORS
 
 MAX_PHRASE_WORDS = 5
@@ -53,8 +53,9 @@ NEGATION_BEFORE = re.compile(
 # "that are vegetarian", "that's fully remote", "anything vegetarian"; not a question's
 # opening ("Is remote work better?", "what is vegetarian?").
 PREDICATE_BEFORE = re.compile(
-    r"(?:\b(?!(?:what|how|why|where|when|who)\b)[a-z]+(?:\s+(?:is|are|be|being|was|were)|['’](?:s|re))"
-    r"|\b(?:something|anything))\s+(?:[a-z]+ly\s+)?$",
+    r"(?:\b(?!(?:what|how|why|where|when|who)\b)[a-z]+"
+    r"(?:\s+(?:is|are|be|being|was|were)|['’](?:s|re))|\b(?:something|anything))"
+    r"\s+(?:[a-z]+ly\s+)?$",
     re.IGNORECASE,
 )
 OWNED_BEFORE = re.compile(r"\b(?:my|our)\s+$", re.IGNORECASE)
@@ -84,8 +85,7 @@ class BooleanPhrases:
 
     def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
         self._fields = [_compile(field) for field in fields if field.type == "boolean"]
-        items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
-        self._item_after = re.compile(rf"[\s-]+(?:{items})(?!\w)", re.IGNORECASE)
+        self._item_after = item_after(item_nouns)
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
         """Boolean conditions; ``taken`` are the conditions found so far (values included)."""
@@ -120,12 +120,13 @@ class BooleanPhrases:
             return True
         if WITH_BEFORE.search(before) and PHRASE_END.match(text, end):
             return True
-        next_word = len(text[end:]) - len(text[end:].lstrip(" -"))
-        return any(constraint.start == end + next_word for constraint in taken)
+        gap = len(text[end:]) - len(text[end:].lstrip(" -"))
+        return any(constraint.start == end + gap for constraint in taken)  # "vegetarian indian"
 
 
 def _compile(field: MetadataField) -> _BooleanField:
-    phrases, words = [], []
+    phrases: list[str] = []
+    words: list[str] = []
     for word_list in _word_lists(field):
         (phrases if len(word_list) > 1 else words).append(_pattern(word_list))
     name_words = WORD.findall(field.name.lower())

@@ -41,7 +41,7 @@ from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.schema import STRING_TYPES, MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
-from rasa_context_retrieval.self_query.items import words_pattern
+from rasa_context_retrieval.self_query.items import item_after, words_pattern
 from rasa_context_retrieval.self_query.phrases import (
     COORDINATION,
     CUE_BEFORE_VALUE,
@@ -170,7 +170,7 @@ class ValueVocabulary:
             rf"\s*(?:-\s*)?(?:{_words_pattern(scope_words)})(?!\w)", re.IGNORECASE
         )
         items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
-        self._item_after = re.compile(rf"\s*(?:-\s*)?(?:{items})(?!\w)", re.IGNORECASE)
+        self._item_after = item_after(item_nouns)
         self._item_on_before = re.compile(rf"(?<!\w)(?:{items})\s+(?:on|about)\s+$", re.IGNORECASE)
         self._plurals = frozenset(
             form for form in self._senses if inflection.singularize(form) != form
