@@ -118,6 +118,36 @@ def test_booleans_come_from_the_field_name_where_it_describes_the_documents(
     assert rules().construct(text).filter == expected(wanted)
 
 
+EVENTS = (
+    MetadataField(
+        name="family_friendly", type="boolean", description="Whether the event suits children"
+    ),
+    MetadataField(name="dogs_ok", type="boolean", description="Whether dogs are allowed"),
+    MetadataField(name="award", type="boolean", description="Whether the event won a major award"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("events that suit children", 'eq("family_friendly", true)'),
+        ("events that don't suit children", 'eq("family_friendly", false)'),
+        ("events that allow dogs", 'eq("dogs_ok", true)'),
+        ("events where dogs are not allowed", 'eq("dogs_ok", false)'),
+        ("events that won a major award", 'eq("award", true)'),
+        ("events that never won a major award", 'eq("award", false)'),
+        # the words in separate clauses, or too far apart, say something else
+        ("my dogs, as you know, are allowed on the sofa", None),
+        ("a major festival where children can see who won an award", None),
+    ],
+)
+def test_booleans_come_from_the_description_words_in_any_order(
+    text: str, wanted: str | None
+) -> None:
+    rules = RuleQueryConstructor(EVENTS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
+
+
 @pytest.mark.parametrize(
     ("rules", "text", "wanted"),
     [

@@ -27,13 +27,13 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.items import item_after
-from rasa_context_retrieval.self_query.phrases import NEGATING_PREFIX, NEGATORS
+from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATING_PREFIX, NEGATORS
 
 MAX_PHRASE_WORDS = 5
 LOOKBEHIND_CHARS = 32
 # Extra letters a stemmed word may take back: "ship" -> "ships", "remote" -> "remotely".
 INFLECTION_CHARS = 4
-WORD = re.compile(r"[a-z0-9]+")
+WORD = re.compile(r"[a-z0-9]+", re.IGNORECASE)
 # "Whether the product can ship today": the subject and a leading "whether"/"if" go.
 DESCRIPTION_LEAD = re.compile(
     r"^(?:(?:true\s+)?(?:whether|if|when)\s+)?(?:(?:the|a|an|this|its)\s+[a-z]+\s+)?", re.IGNORECASE
@@ -66,6 +66,15 @@ PHRASE_END = re.compile(
     r"\s*(?:$|[,.;:!?)]|(?:and|or|in|on|at|for|from|under|over|that|which|near|please)\b)",
     re.IGNORECASE,
 )
+# "Whether pets are allowed" said as "hotels that allow pets": the content words of the
+# description's clause (two or three), in any order and inflection, within a few words of one
+# clause. A description that negates ("contains no meat") is left to its name.
+DESCRIBED_WINDOW_WORDS = 6
+MIN_DESCRIBED_WORDS, MAX_DESCRIBED_WORDS = 2, 3
+DESCRIPTION_STOPWORDS = CUE_STOPWORDS | AUXILIARIES | {"whether", "if", "when", "true"}
+NEGATION_WORDS = frozenset(["no", "not", "never", "without", "non"])
+NEGATOR = re.compile(rf"\b(?:{NEGATORS})\b", re.IGNORECASE)
+CLAUSE_BREAK = re.compile(r"[,.;:!?()]")
 _STEMMER = Stemmer.Stemmer("english")
 
 
@@ -78,23 +87,49 @@ class _BooleanField:
     """The one-word form: it means the field only where it describes the documents."""
     denied: re.Pattern[str] | None
     """"out of stock" for an "in stock" field."""
+    described: frozenset[str]
+    """The stems of the description's content words, said in any order; empty: unused."""
 
 
 class BooleanPhrases:
     """Finds ``eq(field, true/false)`` for the schema's boolean fields."""
 
     def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
-        self._fields = [_compile(field) for field in fields if field.type == "boolean"]
+        items = frozenset(_STEMMER.stemWords(list(item_nouns)))
+        self._fields = [_compile(field, items) for field in fields if field.type == "boolean"]
         self._item_after = item_after(item_nouns)
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
         """Boolean conditions; ``taken`` are the conditions found so far (values included)."""
         found: list[Constraint] = []
+        words: list[tuple[str, int, int]] | None = None
         for field in self._fields:
             constraint = self._said(text, field, taken + found)
+            if constraint is None and field.described:
+                words = _stemmed_words(text) if words is None else words
+                constraint = self._described(text, field, words, taken + found)
             if constraint is not None:
                 found.append(constraint)
         return found
+
+    @staticmethod
+    def _described(
+        text: str, field: _BooleanField, words: list[tuple[str, int, int]], taken: list[Constraint]
+    ) -> Constraint | None:
+        for position, (stem, start, _) in enumerate(words):
+            if stem not in field.described:
+                continue
+            seen: set[str] = set()
+            for other, _, end in words[position : position + DESCRIBED_WINDOW_WORDS]:
+                seen |= {other} & field.described
+                if seen != field.described:
+                    continue
+                if CLAUSE_BREAK.search(text, start, end) or overlaps_any(start, end, taken):
+                    break
+                before = text[max(0, start - LOOKBEHIND_CHARS) : start]
+                negated = bool(NEGATION_BEFORE.search(before) or NEGATOR.search(text, start, end))
+                return Constraint(field.name, Comparator.EQ, not negated, start, end)
+        return None
 
     def _said(self, text: str, field: _BooleanField, taken: list[Constraint]) -> Constraint | None:
         for pattern, plain in ((field.denied, False), (field.phrase, True), (field.word, True)):
@@ -124,7 +159,7 @@ class BooleanPhrases:
         return any(constraint.start == end + gap for constraint in taken)  # "vegetarian indian"
 
 
-def _compile(field: MetadataField) -> _BooleanField:
+def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
     phrases: list[str] = []
     words: list[str] = []
     for word_list in _word_lists(field):
@@ -135,8 +170,30 @@ def _compile(field: MetadataField) -> _BooleanField:
         rest = r"[\s-]+".join(map(re.escape, name_words[1:]))
         denied = re.compile(rf"(?<!\w)out[\s-]+of[\s-]+{rest}(?!\w)", re.IGNORECASE)
     return _BooleanField(
-        field.name, _alternatives(phrases), _alternatives(words, UN_PREFIX), denied
+        field.name,
+        _alternatives(phrases),
+        _alternatives(words, UN_PREFIX),
+        denied,
+        _described_stems(field, item_stems),
     )
+
+
+def _described_stems(field: MetadataField, item_stems: frozenset[str]) -> frozenset[str]:
+    """The content words of the description's clause, without the documents' own noun
+    ("Whether a certificate is awarded" -> certif, award; "Whether the job can ..." -> no job)."""
+    words = WORD.findall(CLAUSE_END.split(field.description.strip())[0].lower())
+    if NEGATION_WORDS.intersection(words):
+        return frozenset()
+    content = [word for word in words if word not in DESCRIPTION_STOPWORDS]
+    stems = frozenset(_STEMMER.stemWords(content)) - item_stems
+    return stems if MIN_DESCRIBED_WORDS <= len(stems) <= MAX_DESCRIBED_WORDS else frozenset()
+
+
+def _stemmed_words(text: str) -> list[tuple[str, int, int]]:
+    """Every word of ``text`` as (stem, start, end)."""
+    matches = list(WORD.finditer(text))
+    stems = _STEMMER.stemWords([match[0].lower() for match in matches])
+    return [(stem, match.start(), match.end()) for stem, match in zip(stems, matches, strict=True)]
 
 
 def _word_lists(field: MetadataField) -> list[list[str]]:
