@@ -263,6 +263,7 @@ def test_an_everyday_value_before_a_noun_for_the_documents_is_a_filter() -> None
         ("three star hotels", 'eq("stars", 3)', None),
         ("5 hotels in Paris", 'eq("city", "Paris")', 5),
         ("a 2.5 star hotel", None, None),
+        ("not 4-star hotels in Rome", 'and(eq("city", "Rome"), ne("stars", 4))', None),
     ],
 )
 def test_a_number_compounded_with_a_field_name_is_its_value(

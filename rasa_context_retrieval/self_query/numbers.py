@@ -161,6 +161,7 @@ WORD = re.compile(r"[a-z]+")
 # "nothing rated below 7", "no phones over $500": the comparison says what is not wanted.
 NEGATED_BEFORE = re.compile(r"\b(?:nothing|none|no|not)\s+(?:[a-z]+\s+)?$", re.IGNORECASE)
 OPPOSITE = {
+    Comparator.EQ: Comparator.NE,
     Comparator.LT: Comparator.GTE,
     Comparator.LTE: Comparator.GT,
     Comparator.GT: Comparator.LTE,
@@ -289,33 +290,7 @@ class NumberPhrases:
         return said
 
     def _constraints(self, text: str, said: _Said) -> list[Constraint]:
-        end = said.end
-        cues = set() if said.comparator_cue is None else {cue_key(said.comparator_cue)}
-        if said.currency:
-            cues.add(cue_key("currency"))
-        if said.counted is not None:
-            if not self._is_cue_or_stopword(said.counted):
-                return []
-            cues.add(said.counted)
-        unit = said.unit
-        rate = RATE_AFTER.match(text, end)
-        said_unit = None if rate or unit else UNIT_AFTER.match(text, end)
-        if rate:
-            cues.add(cue_key((rate["period"] or rate["adverb"]).lower()))
-            end = rate.end()
-        elif said_unit:
-            unit = TIME_UNIT_WORDS[said_unit["unit"].lower()]
-            end = said_unit.end()
-        if unit is not None:
-            cues.add(DURATION_CUE)
-        if said.named:
-            return self._named(said)
-        next_word = WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
-        if next_word and not self._is_cue_or_stopword(cue_key(next_word[0])):
-            return []  # "more than 3 files": the number counts something we do not index.
-        after = _clause_words(text[end : end + CONTEXT_CHARS], first=True)
-        before = _clause_words(text[max(0, said.start - CONTEXT_CHARS) : said.start], first=False)
-        field = self._best_field(cues | set(after) | set(before))
+        field, end, unit = self._named(said) if said.named else self._field_of(text, said)
         if field is None:
             return []
         values = [_parse_number(number) for _, number in said.bounds]
@@ -333,7 +308,7 @@ class NumberPhrases:
         if NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start]):
             if len(comparators) > 1:
                 return []  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
-            comparators = [OPPOSITE.get(comparator, comparator) for comparator in comparators]
+            comparators = [OPPOSITE[comparator] for comparator in comparators]
         return [
             Constraint(
                 field.name, comparator, int(value) if field.integer else value, said.start, end
@@ -341,20 +316,41 @@ class NumberPhrases:
             for comparator, value in zip(comparators, sorted(values), strict=True)
         ]
 
-    def _named(self, said: _Said) -> list[Constraint]:
+    def _field_of(self, text: str, said: _Said) -> tuple[NumericField | None, int, str | None]:
+        """The field the words around a comparison point to, where its words end, and the unit
+        of time said with it."""
+        end = said.end
+        cues = set() if said.comparator_cue is None else {cue_key(said.comparator_cue)}
+        if said.currency:
+            cues.add(cue_key("currency"))
+        if said.counted is not None:
+            if not self._is_cue_or_stopword(said.counted):
+                return None, end, None
+            cues.add(said.counted)
+        unit = said.unit
+        rate = RATE_AFTER.match(text, end)
+        said_unit = None if rate or unit else UNIT_AFTER.match(text, end)
+        if rate:
+            cues.add(cue_key((rate["period"] or rate["adverb"]).lower()))
+            end = rate.end()
+        elif said_unit:
+            unit = TIME_UNIT_WORDS[said_unit["unit"].lower()]
+            end = said_unit.end()
+        if unit is not None:
+            cues.add(DURATION_CUE)
+        next_word = WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
+        if next_word and not self._is_cue_or_stopword(cue_key(next_word[0])):
+            return None, end, unit  # "more than 3 files": it counts something we do not index.
+        after = _clause_words(text[end : end + CONTEXT_CHARS], first=True)
+        before = _clause_words(text[max(0, said.start - CONTEXT_CHARS) : said.start], first=False)
+        return self._best_field(cues | set(after) | set(before)), end, unit
+
+    def _named(self, said: _Said) -> tuple[NumericField | None, int, None]:
         """ "4-star hotels": the one field whose name holds the word."""
         named = [
             field for field in self._fields if field.cues.get(said.counted or "") == NAME_CUE_WEIGHT
         ]
-        if len(named) != 1:
-            return []
-        (field,) = named
-        ((comparator, number),) = said.bounds
-        value = _parse_number(number)
-        if field.integer and value != int(value):
-            return []
-        value = int(value) if field.integer else value
-        return [Constraint(field.name, comparator, value, said.start, said.end)]
+        return (named[0] if len(named) == 1 else None), said.end, None
 
     def _best_field(self, cues: set[str]) -> NumericField | None:
         scored = sorted(((field.score(cues), field) for field in self._fields), key=lambda s: -s[0])
