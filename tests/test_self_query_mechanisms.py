@@ -127,6 +127,20 @@ EVENTS = (
 )
 
 
+def test_a_participle_that_ends_the_description_is_a_one_word_boolean() -> None:
+    audited = MetadataField(
+        name="audited", type="boolean", description="Whether the package has been audited"
+    )
+    language = MetadataField(name="language", type="string", description="The package language")
+    rules = RuleQueryConstructor([audited, language], {"language": ["rust", "go"]})
+    assert rules.construct("audited rust packages").filter == expected(
+        'and(eq("audited", true), eq("language", "rust"))'
+    )
+    assert rules.construct("unaudited packages").filter == expected('eq("audited", false)')
+    said = rules.construct("packages that have been audited")
+    assert said.filter == expected('eq("audited", true)')
+
+
 @pytest.mark.parametrize(
     ("text", "wanted"),
     [
@@ -188,6 +202,16 @@ def test_a_duration_goes_to_the_field_kept_in_time_even_after_another_fields_wor
     rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
     said = rules.construct("audiobooks over 300 pages and under 2 hours")
     assert said.filter == expected('and(gt("pages", 300), lt("listening_time", 120))')
+
+
+def test_years_in_the_plural_make_a_duration_field() -> None:
+    experience = MetadataField(
+        name="experience", type="integer", description="Years of experience required"
+    )
+    rules = RuleQueryConstructor([experience], {}, today=lambda: TODAY)
+    said = rules.construct("roles needing at least 5 years of experience")
+    assert said.filter == expected('gte("experience", 5)')
+    assert rules.construct("roles needing at least 60 months of experience").filter is None
 
 
 def test_a_calendar_year_field_is_no_duration() -> None:
@@ -264,6 +288,8 @@ def test_an_everyday_value_before_a_noun_for_the_documents_is_a_filter() -> None
         ("5 hotels in Paris", 'eq("city", "Paris")', 5),
         ("a 2.5 star hotel", None, None),
         ("not 4-star hotels in Rome", 'and(eq("city", "Rome"), ne("stars", 4))', None),
+        # a form of a name word is no compound, and after "top" the count is a limit
+        ("top 3 star hotels", None, 3),
     ],
 )
 def test_a_number_compounded_with_a_field_name_is_its_value(
@@ -271,3 +297,11 @@ def test_a_number_compounded_with_a_field_name_is_its_value(
 ) -> None:
     said = hotels().construct(text)
     assert (said.filter, said.limit) == (expected(wanted), limit)
+
+
+def test_a_form_of_a_name_word_is_no_compound() -> None:
+    rating = MetadataField(name="rating", type="float", description="A 1-10 rating for the film")
+    genre = MetadataField(name="genre", type="string", description="The genre of the film")
+    rules = RuleQueryConstructor([rating, genre], {"genre": ["drama"]}, today=lambda: TODAY)
+    said = rules.construct("the 3 rated films")
+    assert (said.filter, said.limit) == (None, 3)

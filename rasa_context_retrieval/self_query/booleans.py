@@ -38,12 +38,17 @@ WORD = re.compile(r"[a-z0-9]+", re.IGNORECASE)
 DESCRIPTION_LEAD = re.compile(
     r"^(?:(?:true\s+)?(?:whether|if|when)\s+)?(?:(?:the|a|an|this|its)\s+[a-z]+\s+)?", re.IGNORECASE
 )
-# "is vegetarian", "is fully remote": a description clause that ends in one adjective.
-DESCRIBED_ADJECTIVE = re.compile(r"^(?:is|are|be)\s+(?:[a-z]+ly\s+)?(?P<word>[a-z]+)$")
+# "is vegetarian", "is fully remote", "has been resolved": a description clause that ends in one
+# adjective or participle.
+DESCRIBED_ADJECTIVE = re.compile(
+    r"^(?:is|are|be|(?:has|have)\s+been)\s+(?:[a-z]+ly\s+)?(?P<word>[a-z]+)$"
+)
 # "unmaintained": a one-word name negated by its prefix.
 UN_PREFIX = r"(?P<un>un-?)?"
 CLAUSE_END = re.compile(r"[.,;:()]")
-AUXILIARIES = frozenset(["can", "could", "is", "are", "has", "have", "does", "do", "will"])
+AUXILIARIES = frozenset(
+    ["can", "could", "is", "are", "has", "have", "had", "does", "do", "will", "been", "was", "were"]
+)
 NAME_LEADS = frozenset(["is", "has", "can"])
 NEGATION_BEFORE = re.compile(
     rf"(?:\b(?:{NEGATORS})\s+(?:(?:be|been|being|currently|yet|a|an|[a-z]+ly)\s+){{0,2}}"
@@ -54,7 +59,7 @@ NEGATION_BEFORE = re.compile(
 # opening ("Is remote work better?", "what is vegetarian?").
 PREDICATE_BEFORE = re.compile(
     r"(?:\b(?!(?:what|how|why|where|when|who)\b)[a-z]+"
-    r"(?:\s+(?:is|are|be|being|was|were)|['’](?:s|re))|\b(?:something|anything))"
+    r"(?:\s+(?:is|are|be|been|being|was|were)|['’](?:s|re))|\b(?:something|anything))"
     r"\s+(?:[a-z]+ly\s+)?$",
     re.IGNORECASE,
 )

@@ -18,6 +18,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+import inflection
 import Stemmer
 from langchain_core.structured_query import Comparator
 
@@ -139,10 +140,11 @@ POSTFIX = re.compile(
     r"|at\s+(?:the\s+)?least|minimum|\+))(?!\w)",
     re.IGNORECASE,
 )
-# "4-star hotels", "a 3 bedroom flat": a number and a word of a field's name before a noun for the
-# documents is that field's value (the item nouns are added per schema).
+# "4-star hotels", "a 3 bedroom flat": a number and a word of a field's name (as written, not a
+# form of it: "top 3 rated movies" is no rating) before a noun for the documents is that field's
+# value (the item nouns are added per schema). After "top"/"best"/"first" it is a limit.
 COMPOUND = (
-    r"(?<![\w$€£.,/-])(?P<n>\d+(?:\.\d+)?|"
+    r"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d+(?:\.\d+)?|"
     + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
     + r")[\s-](?P<noun>[a-z]+)(?=[\s-]+(?:{items})(?!\w))"
 )
@@ -203,6 +205,8 @@ class NumericField:
     cues: dict[str, int]
     unit: str | None = None
     """The unit of time the field is kept in ("minute" for "Total cooking time in minutes")."""
+    name_words: frozenset[str] = frozenset()
+    """The words of its name in the singular ("star" for ``stars``)."""
 
     @classmethod
     def from_field(cls, field: MetadataField) -> NumericField:
@@ -215,7 +219,8 @@ class NumericField:
         unit = _declared_unit(field)
         if unit is not None:
             cues[DURATION_CUE] = NAME_CUE_WEIGHT
-        return cls(field.name, field.type == "integer", cues, unit)
+        singular = frozenset(map(inflection.singularize, WORD.findall(field.name.lower())))
+        return cls(field.name, field.type == "integer", cues, unit, singular)
 
     def score(self, cues: set[str]) -> int:
         return sum(self.cues.get(cue, 0) for cue in cues)
@@ -285,7 +290,7 @@ class NumberPhrases:
             )
         for match in self._compound.finditer(text):
             bounds = ((Comparator.EQ, match["n"]),)
-            counted = cue_key(match["noun"].lower())
+            counted = inflection.singularize(match["noun"].lower())
             said.append(_Said(bounds, match.start(), match.end(), False, None, counted, named=True))
         return said
 
@@ -347,9 +352,7 @@ class NumberPhrases:
 
     def _named(self, said: _Said) -> tuple[NumericField | None, int, None]:
         """ "4-star hotels": the one field whose name holds the word."""
-        named = [
-            field for field in self._fields if field.cues.get(said.counted or "") == NAME_CUE_WEIGHT
-        ]
+        named = [field for field in self._fields if said.counted in field.name_words]
         return (named[0] if len(named) == 1 else None), said.end, None
 
     def _best_field(self, cues: set[str]) -> NumericField | None:
@@ -397,17 +400,21 @@ def _parse_number(text: str) -> float:
 
 
 def _declared_unit(field: MetadataField) -> str | None:
-    """The unit of time of a duration field, from its description ("in minutes") or a unit of
-    fixed length among its name and description words ("duration_seconds", "Minutes to cook").
-    A month or a year counts only when declared ("Loan term in months"): "The year the movie
-    was released" is a calendar year, not a duration."""
+    """The unit of time of a duration field, from its description ("in minutes") or the one unit
+    among its name and description words ("duration_seconds", "Minutes to cook", "Years of
+    experience"). A month or a year counts only in the plural or when declared ("Loan term in
+    months"): "The year the movie was released" is a calendar year, not a duration."""
     declared = DECLARED_UNIT.search(field.description)
     if declared:
         return TIME_UNIT_WORDS[declared["unit"].lower()]
     words = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
-    units = {TIME_UNIT_WORDS[word] for word in words if word in TIME_UNIT_WORDS}
-    fixed = [unit for unit in units if TIME_UNIT_SECONDS[unit] is not None]
-    return fixed[0] if len(fixed) == 1 else None
+    units = {
+        TIME_UNIT_WORDS[word]
+        for word in words
+        if word in TIME_UNIT_WORDS
+        and (TIME_UNIT_SECONDS[TIME_UNIT_WORDS[word]] is not None or word.endswith("s"))
+    }
+    return units.pop() if len(units) == 1 else None
 
 
 def _conversion(said: str, kept: str | None) -> float | None:
