@@ -75,6 +75,7 @@ PHRASE_END = re.compile(
 # description's clause (two or three), in any order and inflection, within a few words of one
 # clause. A description that negates ("contains no meat") is left to its name.
 DESCRIBED_WINDOW_WORDS = 6
+HINT_CHARS = 3
 MIN_DESCRIBED_WORDS, MAX_DESCRIBED_WORDS = 2, 3
 DESCRIPTION_STOPWORDS = CUE_STOPWORDS | AUXILIARIES | {"whether", "if", "when", "true"}
 NEGATION_WORDS = frozenset(["no", "not", "never", "without", "non"])
@@ -102,6 +103,11 @@ class BooleanPhrases:
     def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
         items = frozenset(_STEMMER.stemWords(list(item_nouns)))
         self._fields = [_compile(field, items) for field in fields if field.type == "boolean"]
+        # Stemming every message is the costly part; a word starting like none of the described
+        # stems ("remot" -> "rem") spares it.
+        starts = {stem[:HINT_CHARS] for field in self._fields for stem in field.described}
+        hint = "|".join(sorted(map(re.escape, starts)))
+        self._described_hint = re.compile(rf"(?<!\w)(?:{hint})", re.I) if starts else None
         self._item_after = item_after(item_nouns)
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
@@ -110,12 +116,15 @@ class BooleanPhrases:
         words: list[tuple[str, int, int]] | None = None
         for field in self._fields:
             constraint = self._said(text, field, taken + found)
-            if constraint is None and field.described:
+            if constraint is None and field.described and self._hinted(text):
                 words = _stemmed_words(text) if words is None else words
                 constraint = self._described(text, field, words, taken + found)
             if constraint is not None:
                 found.append(constraint)
         return found
+
+    def _hinted(self, text: str) -> bool:
+        return self._described_hint is not None and bool(self._described_hint.search(text))
 
     @staticmethod
     def _described(
