@@ -1,16 +1,24 @@
-"""Yes/no attributes said in words: "in stock", "can ship today", "out of stock".
+"""Yes/no attributes said in words: "in stock", "can ship today", "remote jobs", "not vegetarian".
 
 A boolean field is found by the words of its name ("in_stock" -> "in stock") and by the clause
 of its description ("Whether the product can ship today" -> "can ship today", "ship today",
-"ships today"). Said plainly, the field is ``true``; after a negation ("not in stock", "can't
-ship today") or as the "out of" of an "in" name ("out of stock"), it is ``false``. One word alone
-("free" for ``is_free``) is too common to mean the field, so a phrase needs two words.
+"ships today"). A phrase of two words or more counts wherever it is said. A one-word name
+("remote", "is_vegetarian" -> "vegetarian", or the adjective that ends the description, "Whether
+the recipe is vegetarian") is an everyday word ("remote control", "free"), so it counts only
+where it describes the documents: right before a noun for them or a value found in the message
+("remote jobs", "vegetarian indian dishes"), after "is"/"are"/"be" ("recipes that are
+vegetarian"), as the thing they come with ("hotels with a pool" for ``has_pool``), or negated
+("not remote", "non-vegetarian", "unmaintained", "without a pool").
+
+Said plainly, the field is ``true``; after a negation ("not in stock", "can't ship today",
+"non-vegetarian", "except remote ones") or as the "out of" of an "in" name ("out of stock"), it
+is ``false``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import Stemmer
@@ -18,95 +26,220 @@ from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.items import item_after
+from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATING_PREFIX, NEGATORS
 
-MIN_PHRASE_WORDS = 2
 MAX_PHRASE_WORDS = 5
-LOOKBEHIND_CHARS = 24
-# Extra letters a stemmed verb may take back: "ship" -> "ships", "shipped", "shipping".
+LOOKBEHIND_CHARS = 32
+# Extra letters a stemmed word may take back: "ship" -> "ships", "remote" -> "remotely".
 INFLECTION_CHARS = 4
-WORD = re.compile(r"[a-z0-9]+")
+WORD = re.compile(r"[a-z0-9]+", re.IGNORECASE)
 # "Whether the product can ship today": the subject and a leading "whether"/"if" go.
 DESCRIPTION_LEAD = re.compile(
     r"^(?:(?:true\s+)?(?:whether|if|when)\s+)?(?:(?:the|a|an|this|its)\s+[a-z]+\s+)?", re.IGNORECASE
 )
+# "is vegetarian", "is fully remote", "has been resolved": a description clause that ends in one
+# adjective or participle.
+DESCRIBED_ADJECTIVE = re.compile(
+    r"^(?:is|are|be|(?:has|have)\s+been)\s+(?:[a-z]+ly\s+)?(?P<word>[a-z]+)$"
+)
+# "unmaintained": a one-word name negated by its prefix.
+UN_PREFIX = r"(?P<un>un-?)?"
 CLAUSE_END = re.compile(r"[.,;:()]")
-AUXILIARIES = frozenset(["can", "could", "is", "are", "has", "have", "does", "do", "will"])
+AUXILIARIES = frozenset(
+    ["can", "could", "is", "are", "has", "have", "had", "does", "do", "will", "been", "was", "were"]
+)
 NAME_LEADS = frozenset(["is", "has", "can"])
 NEGATION_BEFORE = re.compile(
-    r"(?:\b(?:not|never|no\s+longer|cannot)|n['’]?t)\s+(?:(?:be|been|currently|yet)\s+)?$",
+    rf"(?:\b(?:{NEGATORS})\s+(?:(?:be|been|being|currently|yet|a|an|[a-z]+ly)\s+){{0,2}}"
+    rf"|{NEGATING_PREFIX})$",
     re.IGNORECASE,
 )
+# "that are vegetarian", "that's fully remote", "anything vegetarian"; not a question's
+# opening ("Is remote work better?", "what is vegetarian?").
+PREDICATE_BEFORE = re.compile(
+    r"(?:\b(?!(?:what|how|why|where|when|who)\b)[a-z]+"
+    r"(?:\s+(?:is|are|be|been|being|was|were)|['’](?:s|re))|\b(?:something|anything))"
+    r"\s+(?:[a-z]+ly\s+)?$",
+    re.IGNORECASE,
+)
+OWNED_BEFORE = re.compile(r"\b(?:my|our)\s+$", re.IGNORECASE)
+# "hotels with a pool": a thing the documents have, ending its noun phrase ("with remote teams"
+# is not about a "remote" field).
+WITH_BEFORE = re.compile(r"\bwith\s+(?:an?\s+)?$", re.IGNORECASE)
+PHRASE_END = re.compile(
+    r"\s*(?:$|[,.;:!?)]|(?:and|or|in|on|at|for|from|under|over|that|which|near|please)\b)",
+    re.IGNORECASE,
+)
+# "Whether pets are allowed" said as "hotels that allow pets": the content words of the
+# description's clause (two or three), in any order and inflection, within a few words of one
+# clause. A description that negates ("contains no meat") is left to its name.
+DESCRIBED_WINDOW_WORDS = 6
+HINT_CHARS = 3
+MIN_DESCRIBED_WORDS, MAX_DESCRIBED_WORDS = 2, 3
+DESCRIPTION_STOPWORDS = CUE_STOPWORDS | AUXILIARIES | {"whether", "if", "when", "true"}
+NEGATION_WORDS = frozenset(["no", "not", "never", "without", "non"])
+NEGATOR = re.compile(rf"\b(?:{NEGATORS})\b", re.IGNORECASE)
+CLAUSE_BREAK = re.compile(r"[,.;:!?()]")
 _STEMMER = Stemmer.Stemmer("english")
 
 
 @dataclass(frozen=True)
 class _BooleanField:
     name: str
-    said: re.Pattern[str]
+    phrase: re.Pattern[str] | None
+    """The phrases of two words or more: said anywhere, they mean the field."""
+    word: re.Pattern[str] | None
+    """The one-word form: it means the field only where it describes the documents."""
     denied: re.Pattern[str] | None
+    """"out of stock" for an "in stock" field."""
+    described: frozenset[str]
+    """The stems of the description's content words, said in any order; empty: unused."""
 
 
 class BooleanPhrases:
     """Finds ``eq(field, true/false)`` for the schema's boolean fields."""
 
-    def __init__(self, fields: Sequence[MetadataField]) -> None:
-        self._fields = [
-            compiled
-            for field in fields
-            if field.type == "boolean"
-            for compiled in [_compile(field)]
-            if compiled is not None
-        ]
+    def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
+        items = frozenset(_STEMMER.stemWords(list(item_nouns)))
+        self._fields = [_compile(field, items) for field in fields if field.type == "boolean"]
+        # Stemming every message is the costly part; a word starting like none of the described
+        # stems ("remot" -> "rem") spares it.
+        starts = {stem[:HINT_CHARS] for field in self._fields for stem in field.described}
+        hint = "|".join(sorted(map(re.escape, starts)))
+        self._described_hint = re.compile(rf"(?<!\w)(?:{hint})", re.I) if starts else None
+        self._item_after = item_after(item_nouns)
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
+        """Boolean conditions; ``taken`` are the conditions found so far (values included)."""
         found: list[Constraint] = []
+        words: list[tuple[str, int, int]] | None = None
         for field in self._fields:
-            for value, pattern in ((False, field.denied), (True, field.said)):
-                match = pattern.search(text) if pattern is not None else None
-                if match is None or overlaps_any(match.start(), match.end(), taken + found):
-                    continue
-                before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
-                negated = bool(NEGATION_BEFORE.search(before))
-                said = value != negated
-                found.append(
-                    Constraint(field.name, Comparator.EQ, said, match.start(), match.end())
-                )
-                break
+            constraint = self._said(text, field, taken + found)
+            if constraint is None and field.described and self._hinted(text):
+                words = _stemmed_words(text) if words is None else words
+                constraint = self._described(text, field, words, taken + found)
+            if constraint is not None:
+                found.append(constraint)
         return found
 
+    def _hinted(self, text: str) -> bool:
+        return self._described_hint is not None and bool(self._described_hint.search(text))
 
-def _compile(field: MetadataField) -> _BooleanField | None:
-    phrases = _phrases(field)
-    if not phrases:
+    @staticmethod
+    def _described(
+        text: str, field: _BooleanField, words: list[tuple[str, int, int]], taken: list[Constraint]
+    ) -> Constraint | None:
+        for position, (stem, start, _) in enumerate(words):
+            if stem not in field.described:
+                continue
+            seen: set[str] = set()
+            for other, _, end in words[position : position + DESCRIBED_WINDOW_WORDS]:
+                seen |= {other} & field.described
+                if seen != field.described:
+                    continue
+                if CLAUSE_BREAK.search(text, start, end) or overlaps_any(start, end, taken):
+                    break
+                before = text[max(0, start - LOOKBEHIND_CHARS) : start]
+                negated = bool(NEGATION_BEFORE.search(before) or NEGATOR.search(text, start, end))
+                return Constraint(field.name, Comparator.EQ, not negated, start, end)
         return None
-    said = re.compile(rf"(?<!\w)(?:{'|'.join(phrases)})(?!\w)", re.IGNORECASE)
+
+    def _said(self, text: str, field: _BooleanField, taken: list[Constraint]) -> Constraint | None:
+        for pattern, plain in ((field.denied, False), (field.phrase, True), (field.word, True)):
+            for match in pattern.finditer(text) if pattern is not None else ():
+                start, end = match.span()
+                if overlaps_any(start, end, taken):
+                    continue
+                before = text[max(0, start - LOOKBEHIND_CHARS) : start]
+                negated = bool(NEGATION_BEFORE.search(before)) != bool(match.groupdict().get("un"))
+                if pattern is field.word and not (
+                    negated or self._describes_documents(text, before, end, taken)
+                ):
+                    continue
+                return Constraint(field.name, Comparator.EQ, plain != negated, start, end)
+        return None
+
+    def _describes_documents(
+        self, text: str, before: str, end: int, taken: list[Constraint]
+    ) -> bool:
+        if OWNED_BEFORE.search(before):
+            return False  # "my remote job is boring": the user's own, not a wish
+        if self._item_after.match(text, end) or PREDICATE_BEFORE.search(before):
+            return True
+        if WITH_BEFORE.search(before) and PHRASE_END.match(text, end):
+            return True
+        gap = len(text[end:]) - len(text[end:].lstrip(" -"))
+        return any(constraint.start == end + gap for constraint in taken)  # "vegetarian indian"
+
+
+def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
+    phrases: list[str] = []
+    words: list[str] = []
+    for word_list in _word_lists(field):
+        (phrases if len(word_list) > 1 else words).append(_pattern(word_list))
     name_words = WORD.findall(field.name.lower())
     denied = None
-    if len(name_words) >= MIN_PHRASE_WORDS and name_words[0] == "in":
-        rest = r"\s+".join(map(re.escape, name_words[1:]))
-        denied = re.compile(rf"(?<!\w)out\s+of\s+{rest}(?!\w)", re.IGNORECASE)
-    return _BooleanField(field.name, said, denied)
+    if len(name_words) > 1 and name_words[0] == "in":
+        rest = r"[\s-]+".join(map(re.escape, name_words[1:]))
+        denied = re.compile(rf"(?<!\w)out[\s-]+of[\s-]+{rest}(?!\w)", re.IGNORECASE)
+    return _BooleanField(
+        field.name,
+        _alternatives(phrases),
+        _alternatives(words, UN_PREFIX),
+        denied,
+        _described_stems(field, item_stems),
+    )
 
 
-def _phrases(field: MetadataField) -> list[str]:
-    """Regex alternatives for the field's phrases, longest first."""
-    word_lists = []
+def _described_stems(field: MetadataField, item_stems: frozenset[str]) -> frozenset[str]:
+    """The content words of the description's clause, without the documents' own noun
+    ("Whether a certificate is awarded" -> certif, award; "Whether the job can ..." -> no job)."""
+    words = WORD.findall(CLAUSE_END.split(field.description.strip())[0].lower())
+    if NEGATION_WORDS.intersection(words):
+        return frozenset()
+    content = [word for word in words if word not in DESCRIPTION_STOPWORDS]
+    stems = frozenset(_STEMMER.stemWords(content)) - item_stems
+    return stems if MIN_DESCRIBED_WORDS <= len(stems) <= MAX_DESCRIBED_WORDS else frozenset()
+
+
+def _stemmed_words(text: str) -> list[tuple[str, int, int]]:
+    """Every word of ``text`` as (stem, start, end)."""
+    matches = list(WORD.finditer(text))
+    stems = _STEMMER.stemWords([match[0].lower() for match in matches])
+    return [(stem, match.start(), match.end()) for stem, match in zip(stems, matches, strict=True)]
+
+
+def _word_lists(field: MetadataField) -> list[list[str]]:
+    """The field's phrases as word lists: its name, and the clause of its description."""
     name_words = WORD.findall(field.name.lower())
-    while name_words and name_words[0] in NAME_LEADS:
+    while len(name_words) > 1 and name_words[0] in NAME_LEADS:
         name_words = name_words[1:]
-    word_lists.append(name_words)
+    word_lists = [name_words]
     clause = CLAUSE_END.split(field.description.strip())[0]
     described = WORD.findall(DESCRIPTION_LEAD.sub("", clause.lower()))
-    if len(described) <= MAX_PHRASE_WORDS:
+    adjective = DESCRIBED_ADJECTIVE.match(" ".join(described))
+    if adjective:
+        word_lists.append([adjective["word"]])
+    elif len(described) <= MAX_PHRASE_WORDS:
         while described and described[0] in AUXILIARIES:
             described = described[1:]
-        word_lists.append(described)
-    patterns = {_pattern(words) for words in word_lists if len(words) >= MIN_PHRASE_WORDS}
-    return sorted(patterns, key=len, reverse=True)
+        if len(described) > 1:
+            word_lists.append(described)
+    return [words for words in word_lists if words]
+
+
+def _alternatives(patterns: list[str], prefix: str = "") -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    ordered = sorted(set(patterns), key=len, reverse=True)
+    return re.compile(rf"(?<!\w){prefix}(?:{'|'.join(ordered)})(?!\w)", re.IGNORECASE)
 
 
 def _pattern(words: list[str]) -> str:
     """The words in order, the first one in any inflection ("ship" -> "ships", "shipping")."""
     stem = _STEMMER.stemWord(words[0])
-    first = rf"{re.escape(stem)}[a-z]{{0,{INFLECTION_CHARS}}}" if len(stem) > 2 else words[0]
-    return r"\s+".join([first, *map(re.escape, words[1:])])
+    first = re.escape(words[0])
+    if len(stem) > 2:
+        first = rf"(?:{first}|{re.escape(stem)}[a-z]{{0,{INFLECTION_CHARS}}})"
+    return r"[\s-]+".join([first, *map(re.escape, words[1:])])

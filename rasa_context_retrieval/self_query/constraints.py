@@ -3,10 +3,15 @@
 Every extractor (values, numbers, dates) reports ``Constraint``s; ``rules`` merges them into one
 filter tree and, when asked, cuts their words out of the search text. Keeping the span next to
 the condition is what makes that cut possible.
+
+A condition said inside the user's own past story ("I cooked a thai curry last week, what else
+could I make?", "I watched a movie in 2010") is not a wish for documents of that kind:
+``told_as_personal_past`` is the one test every kind of condition goes through.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,3 +35,19 @@ class Constraint:
 def overlaps_any(start: int, end: int, taken: list[Constraint]) -> bool:
     """Whether ``text[start:end]`` is already claimed by another constraint."""
     return any(constraint.overlaps(start, end) for constraint in taken)
+
+
+# A first-person clause in the past up to the mention: "I cooked a ...", "we bought a ...", "an
+# article I read in ...". A clause ends at punctuation. "I need" is no past ("-eed"), nor is "I am
+# interested in" (a state, not a story).
+PERSONAL_PAST = re.compile(
+    r"\b(?:I|we)\s+(?:(?!am\b|are\b)\w+\s+)?(?:\w+(?<!e)ed|read|saw|ate|bought|paid|was|were"
+    r"|got|had|did|made|went|heard|wrote|took|met|lost|began|started)\b[^,.;!?]*$",
+    re.IGNORECASE,
+)
+PERSONAL_LOOKBEHIND_CHARS = 60
+
+
+def told_as_personal_past(text: str, start: int) -> bool:
+    """Whether the mention at ``text[start]`` sits in a first-person past clause."""
+    return bool(PERSONAL_PAST.search(text[max(0, start - PERSONAL_LOOKBEHIND_CHARS) : start]))

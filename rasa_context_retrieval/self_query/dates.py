@@ -205,20 +205,6 @@ def time_scope(field_names: Sequence[str], extra_words: Collection[str] = ()) ->
     return re.compile(rf"(?<!\w)(?:(?:{words})(?!\w)|{prefixes})", re.IGNORECASE)
 
 
-# "I watched a movie in 2010", "an article I read in 2021": a time in the user's own past story.
-PERSONAL_PAST = re.compile(
-    r"\b(?:I|we)\s+(?:\w+\s+)?(?:\w+ed|read|saw|bought|paid|was|were|got|had|did|made|went"
-    r"|heard|wrote|took|met|lost|began|started)\b[^,.;!?]*$",
-    re.IGNORECASE,
-)
-PERSONAL_LOOKBEHIND_CHARS = 60
-
-
-def told_as_personal_past(text: str, start: int) -> bool:
-    """Whether the time phrase at ``start`` sits in a first-person past clause."""
-    return bool(PERSONAL_PAST.search(text[max(0, start - PERSONAL_LOOKBEHIND_CHARS) : start]))
-
-
 class DatePhrases:
     """Finds date conditions and assigns them to the schema's date field."""
 
@@ -245,8 +231,6 @@ class DatePhrases:
             if any(start < other_end and other_start < end for other_start, other_end in claimed):
                 continue
             claimed.append((start, end))
-            if told_as_personal_past(text, start):
-                continue
             found.extend(
                 Constraint(attribute, comparator, date_value(day), start, end)
                 for comparator, day in conditions

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import inflection
 
@@ -41,6 +41,13 @@ def item_nouns(fields: Sequence[MetadataField]) -> frozenset[str]:
     return frozenset(
         singular | {inflection.pluralize(noun) for noun in singular} | PLURAL_ITEM_NOUNS
     )
+
+
+def item_after(nouns: Collection[str]) -> re.Pattern[str]:
+    """Matches, at a position, a noun for the documents coming next: "[python] articles",
+    "[remote] jobs", "[4-star] hotels"."""
+    items = words_pattern(frozenset(nouns)) or r"(?!x)x"
+    return re.compile(rf"\s*(?:-\s*)?(?:{items})(?!\w)", re.IGNORECASE)
 
 
 def words_pattern(words: Sequence[str] | frozenset[str]) -> str:

@@ -3,7 +3,8 @@
 A count is a limit when it follows "top"/"best"/"first", or when it counts the documents
 themselves: within a few words it is followed by a plural noun for them ("movies", "articles",
 see ``items``) or a plural value ("thrillers", "laptops"). A count of anything else ("3 files",
-"2 devices") or after "I have" is no limit, and numbers already read as a filter are skipped.
+"2 devices"), after "I have" or in the user's own past ("I watched two movies") is no limit,
+and numbers already read as a filter are skipped.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ from collections.abc import Callable, Collection
 
 import inflection
 
-from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.constraints import (
+    Constraint,
+    overlaps_any,
+    told_as_personal_past,
+)
 from rasa_context_retrieval.self_query.phrases import SMALL_NUMBER_WORDS
 
 MAX_LIMIT = 50
@@ -48,6 +53,8 @@ class LimitPhrases:
             before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
             if OWNED_BEFORE.search(before) or not self._counts_documents(match):
                 continue
+            if told_as_personal_past(text, match.start()):
+                continue  # "I watched two movies last week": a story, not a number wanted
             count = _count(match["n"])
             if count is not None:
                 return count

@@ -15,22 +15,27 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+import inflection
 import Stemmer
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.items import words_pattern
 from rasa_context_retrieval.self_query.phrases import (
     CUE_STOPWORDS,
     CURRENCY_SYMBOLS,
     CURRENCY_WORDS,
     MONETARY_CUES,
     MONETARY_FIELD_WORDS,
+    MULTIPLIERS,
     PERIOD_WORDS,
     SMALL_NUMBER_WORDS,
+    TIME_UNIT_SECONDS,
+    TIME_UNIT_WORDS,
 )
 
 NUMERIC_TYPES = ("integer", "float")
@@ -93,9 +98,15 @@ COMPARATOR_CUES = {
 
 _SYMBOLS = re.escape(CURRENCY_SYMBOLS)
 _CURRENCY_WORDS = "|".join(CURRENCY_WORDS)
-_NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|" + "|".join(
-    sorted(SMALL_NUMBER_WORDS, key=len, reverse=True)
+_UNITS = "|".join(sorted(TIME_UNIT_WORDS, key=len, reverse=True))
+# Digits with thousands commas and a multiplier ("80k", "100 thousand"), a number word, or "an"
+# and "half an" before a unit of time ("more than an hour", "under half an hour").
+_NUMBER = (
+    r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?:k|\s?(?:thousand|million))?|"
+    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    + rf"|(?:half\s+)?an?(?=\s+(?:{_UNITS})(?!\w))"
 )
+NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
 
 
 def _amount(tag: str) -> str:
@@ -123,9 +134,19 @@ PREFIX = re.compile(
     re.IGNORECASE,
 )
 POSTFIX = re.compile(
-    rf"{_amount('n')}\s*(?:(?P<noun>[a-z]+)\s+)??(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper))"
-    r"|(?P<at_least>(?:or|and)\s+(?:more|over|above|higher|greater|up)|\+))(?!\w)",
+    rf"{_amount('n')}\s*(?:(?P<noun>[a-z]+)\s+)??"
+    r"(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper)|at\s+(?:the\s+)?most"
+    r"|max(?:imum)?)|(?P<at_least>(?:or|and)\s+(?:more|over|above|higher|greater|up)"
+    r"|at\s+(?:the\s+)?least|minimum|\+))(?!\w)",
     re.IGNORECASE,
+)
+# "4-star hotels", "a 3 bedroom flat": a number and a word of a field's name (as written, not a
+# form of it: "top 3 rated movies" is no rating) before a noun for the documents is that field's
+# value (the item nouns are added per schema). After "top"/"best"/"first" it is a limit.
+COMPOUND = (
+    r"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d+(?:\.\d+)?|"
+    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    + r")[\s-](?P<noun>[a-z]+)(?=[\s-]+(?:{items})(?!\w))"
 )
 _PERIOD = "|".join(sorted(PERIOD_WORDS, key=len, reverse=True))
 RATE_AFTER = re.compile(
@@ -133,18 +154,25 @@ RATE_AFTER = re.compile(
     rf"|\s*(?P<adverb>monthly|yearly|annually|weekly|daily)(?!\w)",
     re.IGNORECASE,
 )
-DURATION_AFTER = re.compile(rf"\s*(?:{_PERIOD})s?(?!\w)", re.IGNORECASE)
+UNIT_AFTER = re.compile(rf"\s*(?P<unit>{_UNITS})(?!\w)(?:\s+long(?!\w))?", re.IGNORECASE)
+# "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
+DECLARED_UNIT = re.compile(rf"(?:\bin|\()\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORECASE)
+# The cue a said unit of time gives to every field kept in one (not a word a user can write).
+DURATION_CUE = "<duration>"
 WORD = re.compile(r"[a-z]+")
 # "nothing rated below 7", "no phones over $500": the comparison says what is not wanted.
 NEGATED_BEFORE = re.compile(r"\b(?:nothing|none|no|not)\s+(?:[a-z]+\s+)?$", re.IGNORECASE)
 OPPOSITE = {
+    Comparator.EQ: Comparator.NE,
     Comparator.LT: Comparator.GTE,
     Comparator.LTE: Comparator.GT,
     Comparator.GT: Comparator.LTE,
     Comparator.GTE: Comparator.LT,
 }
 # Most messages hold no number at all; one cheap scan spares the comparison patterns.
-ANY_NUMBER = re.compile(rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)})(?!\w)", re.IGNORECASE)
+ANY_NUMBER = re.compile(
+    rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)}|an?\s+(?:{_UNITS}))(?!\w)", re.IGNORECASE
+)
 # A comparison's words end at punctuation or at the next number ("under 20 for 3 devices").
 CLAUSE_BREAK = re.compile(r"[,.;:!?()]|\d")
 
@@ -175,6 +203,10 @@ class NumericField:
     name: str
     integer: bool
     cues: dict[str, int]
+    unit: str | None = None
+    """The unit of time the field is kept in ("minute" for "Total cooking time in minutes")."""
+    name_words: frozenset[str] = frozenset()
+    """The words of its name in the singular ("star" for ``stars``)."""
 
     @classmethod
     def from_field(cls, field: MetadataField) -> NumericField:
@@ -184,7 +216,11 @@ class NumericField:
         cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
         if (name_words | description_words) & MONETARY_FIELD_WORDS:
             cues.update(dict.fromkeys(map(cue_key, MONETARY_CUES), NAME_CUE_WEIGHT))
-        return cls(field.name, field.type == "integer", cues)
+        unit = _declared_unit(field)
+        if unit is not None:
+            cues[DURATION_CUE] = NAME_CUE_WEIGHT
+        singular = frozenset(map(inflection.singularize, WORD.findall(field.name.lower())))
+        return cls(field.name, field.type == "integer", cues, unit, singular)
 
     def score(self, cues: set[str]) -> int:
         return sum(self.cues.get(cue, 0) for cue in cues)
@@ -204,15 +240,21 @@ class _Said:
     comparator_cue: str | None = None
     counted: str | None = None
     """The noun inside the phrase, as "devices" in "5 devices or more"."""
+    unit: str | None = None
+    """The unit of time inside the phrase, as "hour" in "2 hours or less"."""
+    named: bool = False
+    """The phrase names its field itself, as "star" in "4-star hotels"."""
 
 
 class NumberPhrases:
     """Finds numeric comparisons and maps each to the one integer/float field it is about."""
 
-    def __init__(self, fields: Sequence[MetadataField]) -> None:
+    def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
         self._fields = [
             NumericField.from_field(field) for field in fields if field.type in NUMERIC_TYPES
         ]
+        items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
+        self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
         if not self._fields or not ANY_NUMBER.search(text):
@@ -239,35 +281,30 @@ class NumberPhrases:
         for match in POSTFIX.finditer(text):
             comparator = Comparator.LTE if match["at_most"] else Comparator.GTE
             bounds = ((comparator, match["n"]),)
-            counted = match["noun"] and cue_key(match["noun"].lower())
+            noun = (match["noun"] or "").lower()
+            unit = TIME_UNIT_WORDS.get(noun)
+            counted = cue_key(noun) if noun and unit is None else None
             currency = _has_currency(match, "n")
-            said.append(_Said(bounds, match.start(), match.end(), currency, counted=counted))
+            said.append(
+                _Said(bounds, match.start(), match.end(), currency, counted=counted, unit=unit)
+            )
+        for match in self._compound.finditer(text):
+            bounds = ((Comparator.EQ, match["n"]),)
+            counted = inflection.singularize(match["noun"].lower())
+            said.append(_Said(bounds, match.start(), match.end(), False, None, counted, named=True))
         return said
 
     def _constraints(self, text: str, said: _Said) -> list[Constraint]:
-        end = said.end
-        cues = set() if said.comparator_cue is None else {cue_key(said.comparator_cue)}
-        if said.currency:
-            cues.add(cue_key("currency"))
-        if said.counted is not None:
-            if not self._is_cue_or_stopword(said.counted):
-                return []
-            cues.add(said.counted)
-        rate = RATE_AFTER.match(text, end)
-        if rate:
-            cues.add(cue_key((rate["period"] or rate["adverb"]).lower()))
-            end = rate.end()
-        elif DURATION_AFTER.match(text, end):
-            return []  # "more than 3 months": a duration, not an amount of any field.
-        next_word = WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
-        if next_word and not self._is_cue_or_stopword(cue_key(next_word[0])):
-            return []  # "more than 3 files": the number counts something we do not index.
-        after = _clause_words(text[end : end + CONTEXT_CHARS], first=True)
-        before = _clause_words(text[max(0, said.start - CONTEXT_CHARS) : said.start], first=False)
-        field = self._best_field(cues | set(after) | set(before))
+        field, end, unit = self._named(said) if said.named else self._field_of(text, said)
         if field is None:
             return []
         values = [_parse_number(number) for _, number in said.bounds]
+        if unit is not None:
+            # "more than an hour" on a field in minutes is 60; "3 months" on a price, nothing.
+            factor = _conversion(unit, field.unit)
+            if factor is None:
+                return []
+            values = [round(value * factor, 9) for value in values]
         if not all(math.isfinite(value) for value in values):
             return []
         if field.integer and any(value != int(value) for value in values):
@@ -276,7 +313,7 @@ class NumberPhrases:
         if NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start]):
             if len(comparators) > 1:
                 return []  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
-            comparators = [OPPOSITE.get(comparator, comparator) for comparator in comparators]
+            comparators = [OPPOSITE[comparator] for comparator in comparators]
         return [
             Constraint(
                 field.name, comparator, int(value) if field.integer else value, said.start, end
@@ -284,8 +321,39 @@ class NumberPhrases:
             for comparator, value in zip(comparators, sorted(values), strict=True)
         ]
 
-    def _is_cue_or_stopword(self, word: str) -> bool:
-        return word in STOP_KEYS or any(field.knows(word) for field in self._fields)
+    def _field_of(self, text: str, said: _Said) -> tuple[NumericField | None, int, str | None]:
+        """The field the words around a comparison point to, where its words end, and the unit
+        of time said with it."""
+        end = said.end
+        cues = set() if said.comparator_cue is None else {cue_key(said.comparator_cue)}
+        if said.currency:
+            cues.add(cue_key("currency"))
+        if said.counted is not None:
+            if not self._is_cue_or_stopword(said.counted):
+                return None, end, None
+            cues.add(said.counted)
+        unit = said.unit
+        rate = RATE_AFTER.match(text, end)
+        said_unit = None if rate or unit else UNIT_AFTER.match(text, end)
+        if rate:
+            cues.add(cue_key((rate["period"] or rate["adverb"]).lower()))
+            end = rate.end()
+        elif said_unit:
+            unit = TIME_UNIT_WORDS[said_unit["unit"].lower()]
+            end = said_unit.end()
+        if unit is not None:
+            cues.add(DURATION_CUE)
+        next_word = WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
+        if next_word and not self._is_cue_or_stopword(cue_key(next_word[0])):
+            return None, end, unit  # "more than 3 files": it counts something we do not index.
+        after = _clause_words(text[end : end + CONTEXT_CHARS], first=True)
+        before = _clause_words(text[max(0, said.start - CONTEXT_CHARS) : said.start], first=False)
+        return self._best_field(cues | set(after) | set(before)), end, unit
+
+    def _named(self, said: _Said) -> tuple[NumericField | None, int, None]:
+        """ "4-star hotels": the one field whose name holds the word."""
+        named = [field for field in self._fields if said.counted in field.name_words]
+        return (named[0] if len(named) == 1 else None), said.end, None
 
     def _best_field(self, cues: set[str]) -> NumericField | None:
         scored = sorted(((field.score(cues), field) for field in self._fields), key=lambda s: -s[0])
@@ -295,23 +363,67 @@ class NumberPhrases:
             return None
         return scored[0][1]
 
+    def _is_cue_or_stopword(self, word: str) -> bool:
+        return word in STOP_KEYS or any(field.knows(word) for field in self._fields)
+
 
 def _has_currency(match: re.Match[str], *tags: str) -> bool:
     return any(match[f"{tag}_pre"] or match[f"{tag}_post"] for tag in tags)
 
 
 def _clause_words(text: str, *, first: bool) -> list[str]:
-    """Up to ``CONTEXT_WORDS`` cue words next to the comparison, within its clause."""
+    """Up to ``CONTEXT_WORDS`` cue words next to the comparison, within its clause.
+
+    Words right after another number are that number's ("below 400 calories and under 45
+    minutes": "calories" says nothing about the 45)."""
     pieces = CLAUSE_BREAK.split(text)
     clause = pieces[0] if first else pieces[-1]
+    if not first and len(pieces) > 1 and text[-len(clause) - 1 : len(text) - len(clause)].isdigit():
+        return []
     words = [cue_key(word) for word in WORD.findall(clause.lower())]
     words = [word for word in words if word not in STOP_KEYS]
     return words[:CONTEXT_WORDS] if first else words[-CONTEXT_WORDS:]
 
 
 def _parse_number(text: str) -> float:
-    """A number as the amount patterns match it: digits with thousands commas, or a word."""
-    lowered = text.lower()
+    """A number as the amount patterns match it: digits with thousands commas and a multiplier,
+    a number word, or "an"/"half an" before a unit."""
+    lowered = " ".join(text.lower().split())
     if lowered in SMALL_NUMBER_WORDS:
         return float(SMALL_NUMBER_WORDS[lowered])
-    return float(lowered.replace(",", ""))
+    if lowered in ("a", "an", "half a", "half an"):
+        return 0.5 if lowered.startswith("half") else 1.0
+    parts = NUMBER_PARTS.fullmatch(lowered.replace(",", ""))
+    if parts is None:
+        return math.nan
+    return float(parts["digits"]) * MULTIPLIERS.get(parts["multiplier"], 1)
+
+
+def _declared_unit(field: MetadataField) -> str | None:
+    """The unit of time of a duration field, from its description ("in minutes") or the one unit
+    among its name and description words ("duration_seconds", "Minutes to cook", "Years of
+    experience"). A month or a year counts only in the plural or when declared ("Loan term in
+    months"): "The year the movie was released" is a calendar year, not a duration."""
+    declared = DECLARED_UNIT.search(field.description)
+    if declared:
+        return TIME_UNIT_WORDS[declared["unit"].lower()]
+    words = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
+    units = {
+        TIME_UNIT_WORDS[word]
+        for word in words
+        if word in TIME_UNIT_WORDS
+        and (TIME_UNIT_SECONDS[TIME_UNIT_WORDS[word]] is not None or word.endswith("s"))
+    }
+    return units.pop() if len(units) == 1 else None
+
+
+def _conversion(said: str, kept: str | None) -> float | None:
+    """The factor from a said unit of time to the field's; None when they do not convert."""
+    if kept is None:
+        return None
+    if said == kept:
+        return 1.0
+    said_seconds, kept_seconds = TIME_UNIT_SECONDS[said], TIME_UNIT_SECONDS[kept]
+    if said_seconds is None or kept_seconds is None:
+        return None
+    return said_seconds / kept_seconds

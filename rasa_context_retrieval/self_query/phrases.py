@@ -97,16 +97,27 @@ TOPIC_FIELD_WORDS = frozenset(
 # Words that announce a value's field as strongly as its name does, for topic fields.
 TOPIC_ANCHOR_WORDS = ("category", "section", "topic", "docs", "articles")
 
-# A negator directly before a value, optionally followed by a preposition or article, or by
-# "<verb>ed by": "not on Android", "except the enterprise tier", "non-premium", "not directed by
-# Greta Gerwig", "isn't made by Apple", "aren't dramas", "I don't want horror". Other words in
-# between ("not working on android") break it on purpose: that is a question about Android.
+# Words that negate what follows them, for values and booleans alike: "not", "isn't", "except",
+# "excluding", "without", "with no", "other than", "apart from", "outside", "anything but", "any
+# language but", "don't want", "didn't like".
+NEGATORS = (
+    r"not|never|no\s+longer|cannot|\w+n['’]t|(?:is|are|was|were|ca|do|does|did|wo|has|have)nt"
+    r"|except(?:\s+for)?|excluding|exclude|without|with\s+no|other\s+than|apart\s+from"
+    r"|outside(?:\s+of)?|(?:any(?:thing)?|every(?:thing)?|all)(?:\s+[a-z]+)?\s+but|but\s+not"
+    r"|(?:(?:do|does|did)\s+not|\w+n['’]?t)\s+(?:want|like|need|enjoy)"
+)
+# "non-premium", "non vegetarian": the prefix form of a negation.
+NEGATING_PREFIX = r"\bnon\s*-?\s*"
+
+# A negator directly before a value, optionally followed by prepositions and articles, or by a
+# participle and its preposition: "not on Android", "except the enterprise tier", "non-premium",
+# "not directed by Greta Gerwig", "isn't made by Apple", "not under the GPL", "not written in
+# Python", "aren't dramas", "I don't want horror", "outside finance". Other words in between
+# ("not working on android") break it on purpose: that is a question about Android.
+_PREPOSITIONS = r"on|in|at|to|of|for|from|with|under|within|using|via|by|about|as"
 NEGATION_BEFORE_VALUE = re.compile(
-    r"(?:\b(?:not|(?:is|are|was|were)n['’]?t|except(?:\s+for)?|excluding|exclude|without"
-    r"|other\s+than|apart\s+from|(?:do\s+not|do(?:es)?n['’]?t)\s+(?:want|like|need))\s+"
-    r"(?:(?:on|in|for|from|with|using|via|the|a|an|any|my|our|about|by|(?:\w+(?:ed|en)|made)\s+by)"
-    r"\s+){0,2}"
-    r"|\bnon\s*-?\s*)$",
+    rf"(?:\b(?:{NEGATORS})\s+(?:(?:{_PREPOSITIONS}|the|a|an|any|my|our"
+    rf"|(?:\w+(?:ed|en)|made)\s+(?:{_PREPOSITIONS}))\s+){{0,2}}|{NEGATING_PREFIX})$",
     re.IGNORECASE,
 )
 
@@ -185,6 +196,31 @@ PERIOD_WORDS = {
     "day": "day",
     "daily": "day",
 }
+
+# Units a duration may be said or kept in ("90 minutes", "Total cooking time in minutes"), with
+# their length in seconds. A month or a year has no fixed length: it converts only to itself.
+TIME_UNIT_SECONDS: dict[str, int | None] = {
+    "second": 1,
+    "minute": 60,
+    "hour": 3_600,
+    "day": 86_400,
+    "week": 604_800,
+    "month": None,
+    "year": None,
+}
+# Every spelling of those units.
+TIME_UNIT_WORDS = {
+    **{unit: unit for unit in TIME_UNIT_SECONDS},
+    **{unit + "s": unit for unit in TIME_UNIT_SECONDS},
+    **dict.fromkeys(["sec", "secs"], "second"),
+    **dict.fromkeys(["min", "mins"], "minute"),
+    **dict.fromkeys(["hr", "hrs"], "hour"),
+    **dict.fromkeys(["mo", "mos"], "month"),
+    **dict.fromkeys(["yr", "yrs"], "year"),
+}
+
+# Words right after a number that multiply it: "$80k", "100 thousand dollars".
+MULTIPLIERS = {"k": 1_000, "thousand": 1_000, "million": 1_000_000}
 
 # Words that carry no cue when matching a number to a field by name or description.
 CUE_STOPWORDS = frozenset(

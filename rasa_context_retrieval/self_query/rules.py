@@ -14,7 +14,9 @@ that fits two fields, a word that is a value of two fields) gives no filter.
 
 Every rule reads the schema (names, descriptions, values, aliases), not phrases of one
 knowledge base. Dates and years go first (a year is a date, not an amount), then numbers,
-booleans and values; a span of text feeds one condition only. A year or date needs a message
+values and booleans (a one-word boolean leans on the values next to it: "vegetarian indian
+dishes"); a span of text feeds one condition only, and nothing said in the user's own past
+story ("I cooked a thai curry last week") is a condition. A year or date needs a message
 about the documents: one naming them ("films", "articles"), a word of change or release, the
 time field's name, or a value of the schema. Everything is compiled at construction;
 ``construct`` does a handful of regex scans and never raises.
@@ -39,7 +41,7 @@ from langchain_core.structured_query import (
 
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.booleans import BooleanPhrases
-from rasa_context_retrieval.self_query.constraints import Constraint
+from rasa_context_retrieval.self_query.constraints import Constraint, told_as_personal_past
 from rasa_context_retrieval.self_query.dates import Clock, DatePhrases
 from rasa_context_retrieval.self_query.items import item_nouns
 from rasa_context_retrieval.self_query.limits import LimitPhrases
@@ -102,8 +104,8 @@ class RuleQueryConstructor:
         items = item_nouns(fields)
         self._dates = DatePhrases(fields, today, items)
         self._years = YearPhrases(fields, items)
-        self._numbers = NumberPhrases(fields)
-        self._booleans = BooleanPhrases(fields)
+        self._numbers = NumberPhrases(fields, items)
+        self._booleans = BooleanPhrases(fields, items)
         self._values = ValueVocabulary(fields, known_values or {}, items)
         self._limits = LimitPhrases(items, self._values.is_plural_value)
         logger.debug(
@@ -136,9 +138,9 @@ class RuleQueryConstructor:
         found = self._dates.find(scanned, scoped=names_values)
         found += self._years.find(scanned, found, scoped=names_values)
         found += self._numbers.find(scanned, found)
-        found += self._booleans.find(scanned, found)
         found += self._values.find(scanned, found)
-        return found
+        found += self._booleans.find(scanned, found)
+        return [c for c in found if not told_as_personal_past(scanned, c.start)]
 
 
 def build_filter(

@@ -11,9 +11,10 @@ Finding a word is not enough: "contact us" does not mean region ``us``, and "can
 plan?" does not mean category ``plans``. Each value therefore gets a strictness:
 
 * ``FREE``: a distinctive value ("android", "apac") is a filter wherever it appears;
-* ``CUED``: an everyday word ("free", "us", "plus") needs a marker: a scope noun after it ("free
-  plan", "US customers"), its field's name, a capital letter mid-sentence ("on Plus"), an
-  all-capital acronym ("US"), or a marked neighbour in a list ("free or plus plans");
+* ``CUED``: an everyday word ("free", "us", "plus") needs a marker: a scope noun or a noun for
+  the documents after it ("free plan", "US customers", "support jobs"), its field's name, a
+  capital letter mid-sentence ("on Plus"), an all-capital acronym ("US"), or a marked neighbour
+  in a list ("free or plus plans");
 * ``TOPIC``: a value of a topic-like field (category, tags, type, ...) is a filter when the
   sentence asks for things of that kind: a plural ("laptops"), a noun for the documents after it
   ("python articles", "comedy films"), a determiner or "about" before it ("a thriller", "which
@@ -40,7 +41,7 @@ from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.schema import STRING_TYPES, MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
-from rasa_context_retrieval.self_query.items import words_pattern
+from rasa_context_retrieval.self_query.items import item_after, words_pattern
 from rasa_context_retrieval.self_query.phrases import (
     COORDINATION,
     CUE_BEFORE_VALUE,
@@ -169,7 +170,7 @@ class ValueVocabulary:
             rf"\s*(?:-\s*)?(?:{_words_pattern(scope_words)})(?!\w)", re.IGNORECASE
         )
         items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
-        self._item_after = re.compile(rf"\s*(?:-\s*)?(?:{items})(?!\w)", re.IGNORECASE)
+        self._item_after = item_after(item_nouns)
         self._item_on_before = re.compile(rf"(?<!\w)(?:{items})\s+(?:on|about)\s+$", re.IGNORECASE)
         self._plurals = frozenset(
             form for form in self._senses if inflection.singularize(form) != form
@@ -313,7 +314,9 @@ class ValueVocabulary:
         )
 
     def _is_cued(self, text: str, candidate: _Candidate) -> bool:
-        if self._scope_after.match(text, candidate.end):
+        if self._scope_after.match(text, candidate.end) or self._item_after.match(
+            text, candidate.end
+        ):
             return True
         written = text[candidate.start : candidate.end]
         if text.isupper() or not any(char.isupper() for char in written):

@@ -29,7 +29,6 @@ from rasa_context_retrieval.self_query.dates import (
     WITHIN,
     open_ended,
     time_scope,
-    told_as_personal_past,
 )
 
 YEAR_WORD = re.compile(r"\byears?\b", re.IGNORECASE)
@@ -89,8 +88,6 @@ class YearPhrases:
             if any(start < other_end and other_start < end for other_start, other_end in claimed):
                 continue
             claimed.append((start, end))
-            if told_as_personal_past(text, start):
-                continue
             found += [Constraint(self._attribute, op, year, start, end) for op, year in bounds]
         return found
 

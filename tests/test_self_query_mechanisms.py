@@ -1,0 +1,307 @@
+"""Each self-query mechanism on schemas that neither the rules nor the benchmark sets use
+(hotels, podcasts, courses): what decides is the schema (a field's name, the unit its
+description declares, the nouns its descriptions name), so a rule that only knew the phrases of
+the tuning sets fails here."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from langchain_core.structured_query import FilterDirective
+
+from rasa_context_retrieval.filters.syntax import parse_filter
+from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
+
+TODAY = dt.date(2025, 6, 15)
+
+HOTELS = (
+    MetadataField(name="city", type="string", description="City the hotel is in"),
+    MetadataField(name="price_per_night", type="float", description="Price of one night in euros"),
+    MetadataField(name="stars", type="integer", description="Official star rating from 1 to 5"),
+    MetadataField(
+        name="has_pool", type="boolean", description="Whether the hotel has a swimming pool"
+    ),
+    MetadataField(name="pet_friendly", type="boolean", description="Whether pets are allowed"),
+)
+HOTEL_VALUES = {"city": frozenset(["Paris", "Rome", "Berlin", "Lisbon"])}
+PODCASTS = (
+    MetadataField(name="genre", type="string", description="Genre of the podcast"),
+    MetadataField(
+        name="episode_length",
+        type="integer",
+        description="Average episode length in seconds",
+    ),
+    MetadataField(name="explicit", type="boolean", description="Whether the podcast is explicit"),
+    MetadataField(name="language", type="string", description="Language spoken"),
+)
+PODCAST_VALUES = {
+    "genre": frozenset(["comedy", "true crime", "science", "business"]),
+    "language": frozenset(["english", "spanish", "german"]),
+}
+COURSES = (
+    MetadataField(name="subject", type="string", description="Subject of the course"),
+    MetadataField(name="duration_hours", type="float", description="Length of the course"),
+    MetadataField(name="fee", type="float", description="Fee for the course in dollars"),
+    MetadataField(name="is_free", type="boolean", description="Whether the course costs nothing"),
+    MetadataField(
+        name="accredited", type="boolean", description="Whether the course is accredited"
+    ),
+)
+COURSE_VALUES = {"subject": frozenset(["math", "history", "design"])}
+
+
+def hotels() -> RuleQueryConstructor:
+    return RuleQueryConstructor(HOTELS, HOTEL_VALUES, today=lambda: TODAY)
+
+
+def podcasts() -> RuleQueryConstructor:
+    return RuleQueryConstructor(PODCASTS, PODCAST_VALUES, today=lambda: TODAY)
+
+
+def courses() -> RuleQueryConstructor:
+    return RuleQueryConstructor(COURSES, COURSE_VALUES, today=lambda: TODAY)
+
+
+def expected(text: str | None) -> FilterDirective | None:
+    return None if text is None else parse_filter(text)
+
+
+@pytest.mark.parametrize(
+    ("rules", "text", "wanted"),
+    [
+        # a one-word name before a noun for the documents or a value, or after "are"
+        (podcasts, "explicit podcasts", 'eq("explicit", true)'),
+        (podcasts, "explicit comedy podcasts", 'and(eq("genre", "comedy"), eq("explicit", true))'),
+        (podcasts, "podcasts that are explicit", 'eq("explicit", true)'),
+        (
+            podcasts,
+            "a comedy podcast that's explicit",
+            'and(eq("genre", "comedy"), eq("explicit", true))',
+        ),
+        (courses, "free courses", 'eq("is_free", true)'),
+        # negated: "not", "non-", "aren't", "without", "with no"
+        (podcasts, "non-explicit podcasts", 'eq("explicit", false)'),
+        (
+            courses,
+            "unaccredited design courses",
+            'and(eq("subject", "design"), eq("accredited", false))',
+        ),
+        (
+            podcasts,
+            "science podcasts that aren't explicit",
+            'and(eq("genre", "science"), eq("explicit", false))',
+        ),
+        (
+            courses,
+            "history courses that are not free",
+            'and(eq("subject", "history"), eq("is_free", false))',
+        ),
+        # a thing the documents come with: "has_pool" -> "with a pool"
+        (hotels, "hotels in Lisbon with a pool", 'and(eq("city", "Lisbon"), eq("has_pool", true))'),
+        (hotels, "hotels with no pool", 'eq("has_pool", false)'),
+        (hotels, "hotels without a swimming pool", 'eq("has_pool", false)'),
+        # a hyphenated two-word name
+        (hotels, "pet-friendly hotels", 'eq("pet_friendly", true)'),
+        # the same word not describing the documents: no filter
+        (podcasts, "Is explicit language a problem?", None),
+        (podcasts, "what is explicit?", None),
+        (podcasts, "my explicit podcasts got flagged", None),
+        (courses, "free advice on design", 'eq("subject", "design")'),
+        (hotels, "hotels with pool tables", None),
+    ],
+)
+def test_booleans_come_from_the_field_name_where_it_describes_the_documents(
+    rules: type, text: str, wanted: str | None
+) -> None:
+    assert rules().construct(text).filter == expected(wanted)
+
+
+EVENTS = (
+    MetadataField(
+        name="family_friendly", type="boolean", description="Whether the event suits children"
+    ),
+    MetadataField(name="dogs_ok", type="boolean", description="Whether dogs are allowed"),
+    MetadataField(name="award", type="boolean", description="Whether the event won a major award"),
+)
+
+
+def test_a_participle_that_ends_the_description_is_a_one_word_boolean() -> None:
+    audited = MetadataField(
+        name="audited", type="boolean", description="Whether the package has been audited"
+    )
+    language = MetadataField(name="language", type="string", description="The package language")
+    rules = RuleQueryConstructor([audited, language], {"language": ["rust", "go"]})
+    assert rules.construct("audited rust packages").filter == expected(
+        'and(eq("audited", true), eq("language", "rust"))'
+    )
+    assert rules.construct("unaudited packages").filter == expected('eq("audited", false)')
+    said = rules.construct("packages that have been audited")
+    assert said.filter == expected('eq("audited", true)')
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("events that suit children", 'eq("family_friendly", true)'),
+        ("events that don't suit children", 'eq("family_friendly", false)'),
+        ("events that allow dogs", 'eq("dogs_ok", true)'),
+        ("events where dogs are not allowed", 'eq("dogs_ok", false)'),
+        ("events that won a major award", 'eq("award", true)'),
+        ("events that never won a major award", 'eq("award", false)'),
+        # the words in separate clauses, or too far apart, say something else
+        ("my dogs, as you know, are allowed on the sofa", None),
+        ("a major festival where children can see who won an award", None),
+    ],
+)
+def test_booleans_come_from_the_description_words_in_any_order(
+    text: str, wanted: str | None
+) -> None:
+    rules = RuleQueryConstructor(EVENTS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("rules", "text", "wanted"),
+    [
+        # a field "in seconds": every unit of time converts
+        (podcasts, "podcasts shorter than an hour", 'lt("episode_length", 3600)'),
+        (podcasts, "episodes under 30 minutes", 'lt("episode_length", 1800)'),
+        (podcasts, "episodes less than an hour long", 'lt("episode_length", 3600)'),
+        (podcasts, "episodes of half an hour or less", 'lte("episode_length", 1800)'),
+        (
+            podcasts,
+            "episodes between 1 and 2 hours",
+            'and(gte("episode_length", 3600), lte("episode_length", 7200))',
+        ),
+        (podcasts, "episodes longer than 1.5 hours", 'gt("episode_length", 5400)'),
+        # a unit in the field's name; a float field keeps fractions
+        (courses, "courses shorter than 90 minutes", 'lt("duration_hours", 1.5)'),
+        (courses, "courses that take 2 days at most", 'lte("duration_hours", 48)'),
+        # what does not convert gives no filter rather than a wrong one
+        (podcasts, "episodes under 1.5 seconds", None),
+        (podcasts, "episodes longer than 3 months", None),
+        (hotels, "hotels under 2 hours from the airport", None),
+        (courses, "courses costing over 3 weeks of salary", None),
+    ],
+)
+def test_a_duration_is_converted_to_the_unit_the_field_declares(
+    rules: type, text: str, wanted: str | None
+) -> None:
+    assert rules().construct(text).filter == expected(wanted)
+
+
+def test_a_duration_goes_to_the_field_kept_in_time_even_after_another_fields_words() -> None:
+    fields = (
+        MetadataField(name="pages", type="integer", description="Number of pages"),
+        MetadataField(
+            name="listening_time", type="integer", description="Audiobook length in minutes"
+        ),
+    )
+    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    said = rules.construct("audiobooks over 300 pages and under 2 hours")
+    assert said.filter == expected('and(gt("pages", 300), lt("listening_time", 120))')
+
+
+def test_years_in_the_plural_make_a_duration_field() -> None:
+    experience = MetadataField(
+        name="experience", type="integer", description="Years of experience required"
+    )
+    rules = RuleQueryConstructor([experience], {}, today=lambda: TODAY)
+    said = rules.construct("roles needing at least 5 years of experience")
+    assert said.filter == expected('gte("experience", 5)')
+    assert rules.construct("roles needing at least 60 months of experience").filter is None
+
+
+def test_a_calendar_year_field_is_no_duration() -> None:
+    year = MetadataField(name="year", type="integer", description="The year the film came out")
+    rules = RuleQueryConstructor([year], {}, today=lambda: TODAY)
+    assert rules.construct("films longer than 2 hours").filter is None
+    assert rules.construct("films longer than 2 years").filter is None
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("courses under $1.5k", 'lt("fee", 1500)'),
+        ("courses with a fee above 2 thousand dollars", 'gt("fee", 2000)'),
+        ("courses costing at most 1 million dollars", 'lte("fee", 1000000)'),
+    ],
+)
+def test_amounts_take_k_thousand_and_million(text: str, wanted: str) -> None:
+    assert courses().construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("hotels outside Berlin", 'ne("city", "Berlin")'),
+        ("hotels outside of Paris or Rome", 'nin("city", ["Paris", "Rome"])'),
+        ("anything but comedy podcasts", 'ne("genre", "comedy")'),
+        ("podcasts in any language but english", 'ne("language", "english")'),
+        ("podcasts other than true crime", 'ne("genre", "true crime")'),
+        ("everything except business podcasts", 'ne("genre", "business")'),
+        ("podcasts excluding spanish ones", 'ne("language", "spanish")'),
+        ("podcasts not recorded in german", 'ne("language", "german")'),
+        ("I didn't enjoy true crime, what else?", 'ne("genre", "true crime")'),
+        # a verb between the negator and the value: a question about the value, never its opposite
+        (
+            "comedy podcasts not working in german",
+            'and(eq("genre", "comedy"), eq("language", "german"))',
+        ),
+    ],
+)
+def test_negation_words_bind_to_the_value_after_them(text: str, wanted: str) -> None:
+    rules = hotels() if "hotel" in text else podcasts()
+    assert rules.construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted", "limit"),
+    [
+        ("I listened to a comedy podcast yesterday, what else is good?", None, None),
+        ("we stayed at a 4-star hotel in Rome last year, where next?", None, None),
+        ("I heard two science podcasts this morning", None, None),
+        # present wishes by the first person still filter
+        ("I need spanish podcasts", 'eq("language", "spanish")', None),
+        ("I am interested in comedy podcasts", 'eq("genre", "comedy")', None),
+        ("we listened to comedy, now show me 3 science podcasts", 'eq("genre", "science")', 3),
+    ],
+)
+def test_the_users_own_past_is_no_filter(text: str, wanted: str | None, limit: int | None) -> None:
+    rules = hotels() if "hotel" in text else podcasts()
+    said = rules.construct(text)
+    assert (said.filter, said.limit) == (expected(wanted), limit)
+
+
+def test_an_everyday_value_before_a_noun_for_the_documents_is_a_filter() -> None:
+    assert podcasts().construct("business podcasts").filter == expected('eq("genre", "business")')
+    assert podcasts().construct("how do I run a business?").filter is None
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted", "limit"),
+    [
+        ("4-star hotels in Rome", 'and(eq("city", "Rome"), eq("stars", 4))', None),
+        ("three star hotels", 'eq("stars", 3)', None),
+        ("5 hotels in Paris", 'eq("city", "Paris")', 5),
+        ("a 2.5 star hotel", None, None),
+        ("not 4-star hotels in Rome", 'and(eq("city", "Rome"), ne("stars", 4))', None),
+        # a form of a name word is no compound, and after "top" the count is a limit
+        ("top 3 star hotels", None, 3),
+    ],
+)
+def test_a_number_compounded_with_a_field_name_is_its_value(
+    text: str, wanted: str | None, limit: int | None
+) -> None:
+    said = hotels().construct(text)
+    assert (said.filter, said.limit) == (expected(wanted), limit)
+
+
+def test_a_form_of_a_name_word_is_no_compound() -> None:
+    rating = MetadataField(name="rating", type="float", description="A 1-10 rating for the film")
+    genre = MetadataField(name="genre", type="string", description="The genre of the film")
+    rules = RuleQueryConstructor([rating, genre], {"genre": ["drama"]}, today=lambda: TODAY)
+    said = rules.construct("the 3 rated films")
+    assert (said.filter, said.limit) == (None, 3)
