@@ -173,7 +173,7 @@ class FilterSemantics(Visitor, Generic[Selection]):
         texts = sorted({op.text for op in operands if op.text is not None})
         if texts:
             parts.append(s.texts(attribute, texts, scalars=True, members=True))
-        readings = {
+        readings: dict[Facet, set[Any]] = {
             Facet.NUMBER: {op.number for op in operands if op.number is not None},
             Facet.DAY: {
                 epoch_days(op.instant)
