@@ -106,12 +106,13 @@ def timed_systems(
         store.connect(config)
         wait_until_prepared(store)
         stores[mode] = (store, config)
-    index = stores["auto"][0].engine.index
+    index = stores["auto"][0].engine.live.index
     chunks, vectors = list(index.chunks), np.array(index.vectors)
     if large:
         chunks, vectors = large_corpus(vectors)
         for store, _ in stores.values():
-            store.engine.index = _large_index(chunks, vectors, store.engine.index)
+            live = store.engine.live
+            live.swap(_large_index(chunks, vectors, live.index))
     rasa = rasa_faiss_store(client, chunks, vectors)
 
     def ours(mode: str) -> Callable[[list[str], str], Any]:

@@ -26,7 +26,8 @@ from langchain_core.structured_query import FilterDirective
 from numpy.typing import NDArray
 from pymilvus import DataType, MilvusClient
 
-from rasa_context_retrieval.filters.columns import normalise_text
+from rasa_context_retrieval.filters.absence import HasAttribute
+from rasa_context_retrieval.filters.values import normalise_text
 from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.expression import MilvusExpressionTranslator, string_literal
@@ -56,6 +57,8 @@ MAX_ID_BYTES = 1_024
 MAX_SOURCE_BYTES = 4_096
 MAX_TOP_K = 16_384
 """Milvus' limit for ``limit`` in one search."""
+MAX_MATCHED = 16_384
+"""Most chunks ``matching`` returns (Milvus' limit for one query)."""
 EMBED_BATCH = 256
 """Chunks embedded and upserted per round trip."""
 SCAN_BATCH = 4_096
@@ -242,6 +245,45 @@ class MilvusChunkStore:
         )
         return results
 
+    def relevance(
+        self, query_vector: NDArray[np.floating[Any]], chunk_ids: Sequence[str]
+    ) -> dict[str, float]:
+        """Cosine similarity (clipped to [0, 1]) of ``query_vector`` to each of ``chunk_ids``
+        that the collection holds, computed by Milvus: no vector leaves the server."""
+        if not 1 <= len(chunk_ids) <= MAX_TOP_K:
+            raise ValueError(f"between 1 and {MAX_TOP_K} chunk ids, got {len(chunk_ids)}")
+        literals = ", ".join(string_literal(chunk_id) for chunk_id in chunk_ids)
+        hits = self._client.search(
+            self.collection,
+            data=[np.asarray(query_vector, dtype=np.float32).reshape(-1).tolist()],
+            filter=f"{CHUNK_ID_FIELD} in [{literals}]",
+            limit=len(chunk_ids),
+            output_fields=[],
+            search_params={"metric_type": METRIC, "params": dict(self.config.search_params)},
+        )[0]
+        return {str(hit["id"]): _clipped(hit["distance"]) for hit in hits}
+
+    def matching(self, filter: FilterDirective | None) -> list[Chunk]:
+        """Up to ``MAX_MATCHED`` chunks ``filter`` admits, with their metadata (no text)."""
+        self._require_collection()
+        rows = self._client.query(
+            self.collection,
+            filter=self.expression(filter),
+            output_fields=[METADATA_FIELD],
+            limit=MAX_MATCHED,
+        )
+        return [
+            Chunk(chunk_id=str(row[CHUNK_ID_FIELD]), text="", metadata=row[METADATA_FIELD] or {})
+            for row in rows
+        ]
+
+    def has_attribute(self, attribute: str) -> bool:
+        """Whether some chunk has ``attribute`` (a query that stops at the first one)."""
+        if not attribute or not self._client.has_collection(self.collection):
+            return False
+        expression = HasAttribute(attribute=attribute).accept(self._translator)
+        return bool(self._client.query(self.collection, filter=expression, limit=1))
+
     def expression(self, filter: FilterDirective | None) -> str:
         """The Milvus expression a filter becomes ("" = no filter); for logs and debugging."""
         return "" if filter is None else filter.accept(self._translator)
@@ -358,7 +400,11 @@ def _scored(hit: Mapping[str, Any]) -> ScoredChunk:
         text=entity[TEXT_FIELD],
         metadata=dict(entity[METADATA_FIELD] or {}),
     )
-    return ScoredChunk(chunk=chunk, relevance=float(np.clip(hit["distance"], 0.0, 1.0)))
+    return ScoredChunk(chunk=chunk, relevance=_clipped(hit["distance"]))
+
+
+def _clipped(distance: float) -> float:
+    return float(np.clip(distance, 0.0, 1.0))
 
 
 def _checked_vectors(vectors: Any, expected_rows: int) -> NDArray[np.float32]:
