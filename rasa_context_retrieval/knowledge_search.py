@@ -166,7 +166,6 @@ class KnowledgeSearch:
             config.query_embedder, embeddings, config.index_path / QUERY_MODEL_FOLDER
         )
         search = cls(config, embeddings, live, llm, query_embedder)
-        live.warn_about_undeclared_attributes()
         warn_about_english_only_steps(config.language, config.rewrite, config.self_query)
         return search
 

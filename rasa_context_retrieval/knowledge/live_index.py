@@ -15,7 +15,7 @@ from typing import Any
 
 import structlog
 
-from rasa_context_retrieval.config import StoreConfig
+from rasa_context_retrieval.config import ConfigurationError, StoreConfig
 from rasa_context_retrieval.knowledge.builder import IndexSettings, ensure_index
 from rasa_context_retrieval.knowledge.embedding import embedder_identity
 from rasa_context_retrieval.knowledge.index import KnowledgeIndex
@@ -43,7 +43,7 @@ class LiveIndex:
         self.backend = backend
         self.index = index
         """The index built from ``docs`` in this process; None when the backend needs none."""
-        self._settings = index_settings(config)
+        self._settings = index_settings(config) if index is not None else None
         self._checked_at = time.monotonic()
         self._refreshing = threading.Lock()
         self._values: dict[str, frozenset[str]] = {}
@@ -58,8 +58,17 @@ class LiveIndex:
         console's ``index`` command; otherwise unless its ``ingest`` is ``console_only``).
         """
         _check_embedding_model(embeddings)
+        if config.milvus_replica and config.milvus is not None and not ingest:
+            from rasa_context_retrieval.milvus.backend import MilvusBackend
+
+            replica = cls(config, embeddings, MilvusBackend.open(config.milvus, writes=False), None)
+            # Both read the collection; in the background, so start-up does not grow with it.
+            threading.Thread(target=replica._inspect_collection, daemon=True).start()
+            return replica
         index = ensure_index(index_settings(config), embeddings, progress=progress)
-        return cls.serving(config, embeddings, index, writes=ingest)
+        live = cls.serving(config, embeddings, index, writes=ingest)
+        live.warn_about_undeclared_attributes()
+        return live
 
     @classmethod
     def serving(
@@ -85,19 +94,31 @@ class LiveIndex:
         return list(self.index.problems) if self.index is not None else []
 
     def known_values(self) -> Mapping[str, frozenset[str]]:
-        """Distinct string values per declared attribute in the served chunks.
+        """Distinct string values per declared attribute in the served chunks; an attribute
+        declared with ``values`` is not read (planners use the declared values as they are).
 
         The same mapping object while nothing changed: planners rebuild their vocabulary only
         when it is a new one.
         """
         backend, cached = self.backend, self._values
         values = {
-            field.name: backend.values_of(field.name) for field in self.config.metadata_fields
+            field.name: backend.values_of(field.name)
+            for field in self.config.metadata_fields
+            if field.values is None
         }
         if values.keys() == cached.keys() and all(values[k] is cached[k] for k in values):
             return cached
         self._values = values
         return values
+
+    def _inspect_collection(self) -> None:
+        """Warn about absent attributes and read ``known_values`` (a scan of the collection),
+        so that the first search finds them read or being read."""
+        try:
+            self.warn_about_undeclared_attributes()
+            self.known_values()
+        except Exception as error:  # the first search reads them again and reports it
+            logger.warning("knowledge_search.values.read_failed", error=str(error))
 
     def warn_about_undeclared_attributes(self) -> None:
         for field_name in sorted(self.config.field_names):
@@ -128,11 +149,14 @@ class LiveIndex:
         if interval <= 0 or time.monotonic() - self._checked_at < interval:
             return
         self._checked_at = time.monotonic()
-        if self.index is None or not self._refreshing.acquire(blocking=False):
+        if self._settings is None or self.index is None:
+            return  # a Milvus replica: new data arrives in the collection, not in `docs`
+        if not self._refreshing.acquire(blocking=False):
             return
         threading.Thread(target=self._refresh, args=(self.index,), daemon=True).start()
 
     def _refresh(self, served: KnowledgeIndex) -> None:
+        assert self._settings is not None
         try:
             if self._settings.fingerprint(self.embeddings) == served.fingerprint:
                 return
@@ -150,6 +174,12 @@ class LiveIndex:
 
 
 def index_settings(config: StoreConfig) -> IndexSettings:
+    """How to build the index from ``docs`` (which a writer must have)."""
+    if config.docs is None or not config.docs.is_dir():
+        raise ConfigurationError(
+            f"vector_store.docs: folder '{config.docs}' does not exist; indexing (the console's "
+            "`index` command) reads the knowledge base from it"
+        )
     return IndexSettings(
         docs=config.docs,
         index_path=config.index_path,
