@@ -120,14 +120,15 @@ def prepare(chunks_count: int, uri: str, folder: Path) -> tuple[dict[str, Any], 
     index = KnowledgeIndex.build(fingerprint, "synthetic", chunks, vectors, [], 200_000)
     IndexDirectory(folder / "faiss").publish(index)
     seconds = time.perf_counter() - started
-    print(f"FAISS index of {chunks_count} built and written in {seconds:.1f}s")
+    print(f"FAISS index of {chunks_count} built and written in {seconds:.1f}s", flush=True)
     del index
     collection = f"replica_{uuid.uuid4().hex[:8]}"
     store = MilvusChunkStore.connect(MilvusConfig(uri=uri, collection=collection))
     by_text = {chunk.text: vectors[row] for row, chunk in enumerate(chunks)}
     started = time.perf_counter()
     store.sync(chunks, lambda texts: np.vstack([by_text[text] for text in texts]))
-    print(f"Milvus collection of {chunks_count} synced in {time.perf_counter() - started:.1f}s")
+    seconds = time.perf_counter() - started
+    print(f"Milvus collection of {chunks_count} synced in {seconds:.1f}s", flush=True)
     store.close()
     (folder / "docs").mkdir()
     common = {"metadata_fields": FIELDS, "refresh_seconds": 0}
@@ -173,7 +174,6 @@ def main() -> None:
     sizes = args.chunks or [100_000]
     print(f"{platform.platform()}, {dt.date.today().isoformat()}\n")
     with milvus_server(args.uri) as uri, tempfile.TemporaryDirectory() as scratch:
-        rows = []
         for size in sizes:
             folder = Path(scratch) / str(size)
             folder.mkdir()
@@ -186,31 +186,31 @@ def main() -> None:
             for _ in range(args.rounds):
                 for backend, config in (("faiss", faiss_config), ("milvus", milvus_config)):
                     runs[backend].append(run_replica(backend, config, queries, args.searches))
-            rows.append((size, runs))
-        report(rows)
+            report(size, runs)  # as soon as a size is done: the next may take long
 
 
-def report(rows: list[tuple[int, dict[str, list[dict]]]]) -> None:
+def report(size: int, runs: dict[str, list[dict]]) -> None:
     print(
         "| chunks | replica | start-up to first answer s | RSS after imports MB | "
         "RSS after searches MB | RSS with vocabulary MB | peak MB | vocabulary ready s |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for size, runs in rows:
-        for backend, samples in runs.items():
+    for backend, samples in runs.items():
 
-            def median(key: str, samples: list[dict] = samples) -> float:
-                return statistics.median(sample[key] for sample in samples)
+        def median(key: str, samples: list[dict] = samples) -> float:
+            return statistics.median(sample[key] for sample in samples)
 
-            print(
-                f"| {size:,} | {backend} | {median('startup_s'):.2f} | {median('floor_mb'):.0f} "
-                f"| {median('searched_mb'):.0f} | {median('with_values_mb'):.0f} "
-                f"| {median('peak_mb'):.0f} | {median('values_ready_s'):.2f} |"
-            )
-        ratio = statistics.median(s["with_values_mb"] for s in runs["milvus"]) / statistics.median(
-            s["with_values_mb"] for s in runs["faiss"]
+        print(
+            f"| {size:,} | {backend} | {median('startup_s'):.2f} | {median('floor_mb'):.0f} "
+            f"| {median('searched_mb'):.0f} | {median('with_values_mb'):.0f} "
+            f"| {median('peak_mb'):.0f} | {median('values_ready_s'):.2f} |"
         )
-        print(f"\n{size:,} chunks: Milvus replica RSS / FAISS replica RSS = {ratio:.2f}\n")
+    milvus, faiss = (
+        statistics.median(sample["with_values_mb"] for sample in runs[backend])
+        for backend in ("milvus", "faiss")
+    )
+    print(f"\n{size:,} chunks: Milvus replica RSS / FAISS replica RSS = {milvus / faiss:.2f}\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
