@@ -111,13 +111,15 @@ print(json.dumps({"startup_s": startup, "floor_mb": floor, "searched_mb": search
 """
 
 
-def prepare(chunks_count: int, uri: str, folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def prepare(
+    chunks_count: int, uri: str, folder: Path, below: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Write the FAISS index folder and fill a Milvus collection; the two replicas' configs."""
     rng = np.random.default_rng(7)
     chunks, vectors = synthetic_knowledge_base(chunks_count, rng)
     started = time.perf_counter()
     fingerprint = hashlib.sha256(f"replica-{chunks_count}".encode()).hexdigest()
-    index = KnowledgeIndex.build(fingerprint, "synthetic", chunks, vectors, [], 200_000)
+    index = KnowledgeIndex.build(fingerprint, "synthetic", chunks, vectors, [], below)
     IndexDirectory(folder / "faiss").publish(index)
     seconds = time.perf_counter() - started
     print(f"FAISS index of {chunks_count} built and written in {seconds:.1f}s", flush=True)
@@ -131,7 +133,7 @@ def prepare(chunks_count: int, uri: str, folder: Path) -> tuple[dict[str, Any], 
     print(f"Milvus collection of {chunks_count} synced in {seconds:.1f}s", flush=True)
     store.close()
     (folder / "docs").mkdir()
-    common = {"metadata_fields": FIELDS, "refresh_seconds": 0}
+    common = {"metadata_fields": FIELDS, "refresh_seconds": 0, "exact_search_below": below}
     faiss_config = {**common, "docs": str(folder / "docs"), "index_path": str(folder / "faiss")}
     milvus_config = {
         **common,
@@ -169,6 +171,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--searches", type=int, default=30)
     parser.add_argument("--uri", default=None, help="a running Milvus; default: start one")
+    parser.add_argument(
+        "--exact-search-below",
+        type=int,
+        default=200_000,
+        help="as the plugin's key: larger sizes get an HNSW graph (more memory, a long build)",
+    )
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     sizes = args.chunks or [100_000]
@@ -177,7 +185,7 @@ def main() -> None:
         for size in sizes:
             folder = Path(scratch) / str(size)
             folder.mkdir()
-            faiss_config, milvus_config = prepare(size, uri, folder)
+            faiss_config, milvus_config = prepare(size, uri, folder, args.exact_search_below)
             queries = folder / "queries.npy"
             rng = np.random.default_rng(11)
             vectors = rng.normal(size=(args.searches, 384)).astype(np.float32)
