@@ -42,7 +42,7 @@ from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
 from rasa_context_retrieval.filters.absence import search_filter  # noqa: E402
 from rasa_context_retrieval.knowledge.embedding import embed_query  # noqa: E402
 from rasa_context_retrieval.knowledge_search import KnowledgeSearch  # noqa: E402
-from rasa_context_retrieval.retrieve.retriever import RetrievalRequest, retrieve  # noqa: E402
+from rasa_context_retrieval.retrieve.retriever import RetrievalRequest  # noqa: E402
 
 # (slots, user turns (a bot turn between them is the answer to the previous one), expected file)
 GENERAL_PAGE_IS_RIGHT = [
@@ -95,7 +95,7 @@ def without_the_flag(search: KnowledgeSearch) -> KnowledgeSearch:
         for field in search.config.metadata_fields
     )
     config = search.config.model_copy(update={"metadata_fields": fields})
-    return KnowledgeSearch(config, search.embeddings, search.index)
+    return KnowledgeSearch(config, search.embeddings, search.live)
 
 
 def top_sources(
@@ -114,7 +114,7 @@ def top_sources(
         candidates=search.config.candidates,
         hybrid=search.config.hybrid,
     )
-    relevance_order = retrieve(search.index, request)
+    relevance_order = search.live.backend.rank(request)
     runs = {
         "strict": asyncio.run(strict.search(talk)).results,
         "absent_means_all, relevance order": relevance_order,

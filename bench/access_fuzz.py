@@ -47,7 +47,7 @@ from langchain_core.structured_query import FilterDirective  # noqa: E402
 
 from bench.milvus_vs_faiss import milvus_server  # noqa: E402
 from rasa_context_retrieval.filters.syntax import to_filter_syntax  # noqa: E402
-from rasa_context_retrieval.knowledge.embedding import embedder_identity  # noqa: E402
+from rasa_context_retrieval.knowledge.live_index import LiveIndex  # noqa: E402
 from rasa_context_retrieval.knowledge_search import KnowledgeSearch  # noqa: E402
 from rasa_context_retrieval.llm.planner import build_llm_planner  # noqa: E402
 from rasa_context_retrieval.milvus.backend import MilvusBackend  # noqa: E402
@@ -138,10 +138,11 @@ def run_milvus(total: int, knowledge_bases_count: int, uri: str, docs: Path) -> 
         block = {"uri": uri, "collection": f"fuzz_{uuid.uuid4().hex[:10]}"}
         config = store_config(docs, backend="milvus", milvus=block)
         index = build_index(knowledge_base)
-        backend = MilvusBackend.open(config.milvus)  # type: ignore[arg-type]
-        backend.publish(index, embedder_identity(SyntheticEmbedder()))
         llm = HostileLLM()
-        engines.append((engine_for(config, index, llm, backend), llm, backend))
+        engine = engine_for(config, index, llm, writes=True)
+        backend = engine.live.backend
+        assert isinstance(backend, MilvusBackend)
+        engines.append((engine, llm, backend))
 
     @settings(
         max_examples=total,
@@ -172,7 +173,8 @@ def run_llm(total: int, per_knowledge_base: int, docs: Path) -> Tally:
 
     def searcher(knowledge_base: KnowledgeBase) -> tuple[Any, Any]:
         index = build_index(knowledge_base)
-        return KnowledgeSearch(config, SyntheticEmbedder(), index, planner), served
+        live = LiveIndex.serving(config, SyntheticEmbedder(), index)
+        return KnowledgeSearch(config, SyntheticEmbedder(), live, planner), served
 
     try:
         return fuzz_knowledge_bases(total, per_knowledge_base, searcher)

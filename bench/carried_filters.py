@@ -36,7 +36,8 @@ from rasa_context_retrieval.config import StoreConfig  # noqa: E402
 from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
 from rasa_context_retrieval.filters.syntax import conjoin, parse_filter, to_filter_syntax  # noqa: E402
 from rasa_context_retrieval.knowledge.builder import ensure_index  # noqa: E402
-from rasa_context_retrieval.knowledge_search import KnowledgeSearch, _index_settings  # noqa: E402
+from rasa_context_retrieval.knowledge.live_index import LiveIndex, index_settings  # noqa: E402
+from rasa_context_retrieval.knowledge_search import KnowledgeSearch  # noqa: E402
 
 DATA = REPO_ROOT / "bench" / "data" / "carried_filters.yaml"
 RANKED = 10
@@ -51,11 +52,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as index_path:
         settings |= {"docs": str(REPO_ROOT / "docs"), "index_path": index_path, "top_k": RANKED}
         base = StoreConfig.from_kwargs(settings)
-        index = ensure_index(_index_settings(base), embeddings, progress=False)
+        index = ensure_index(index_settings(base), embeddings, progress=False)
         rows = {}
         for label, carry in (("without carried filters", False), ("with carried filters", True)):
             config = base.model_copy(update={"carry_filters": carry})
-            search = KnowledgeSearch(config, embeddings, index)
+            search = KnowledgeSearch(
+                config, embeddings, LiveIndex.serving(config, embeddings, index)
+            )
             rows[label] = [asyncio.run(_score(search, case)) for case in cases]
     print(f"{len(cases)} cases\n")
     print("| configuration | filter exactly right | wrong filter | Hit@1 | MRR@10 |")

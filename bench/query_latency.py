@@ -131,13 +131,14 @@ def timed_systems(
         store.connect(config)
         wait_until_prepared(store)
         stores[mode] = (store, config)
-    index = stores["auto"][0].engine.index
+    index = stores["auto"][0].engine.live.index
     chunks, vectors = list(index.chunks), np.array(index.vectors)
     REPLIES[:] = sorted({str(c.metadata["answer"]) for c in chunks if c.metadata.get("answer")})
     if large:
         chunks, vectors = large_corpus(vectors)
         for store, _ in stores.values():
-            store.engine.index = _large_index(chunks, vectors, store.engine.index)
+            live = store.engine.live
+            live.swap(_large_index(chunks, vectors, live.index))
     rasa = rasa_faiss_store(client, chunks, vectors)
 
     def ours(mode: str, clear: bool) -> Timed:

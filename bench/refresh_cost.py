@@ -66,7 +66,7 @@ def main() -> None:
         repeat = timed_ms(lambda: store.connect(config))
         due_config = EndpointConfig(**{**block, "refresh_seconds": 1e-9})  # every call is due
         store.connect(due_config)
-        engine = store.engine
+        engine = store.engine.live
 
         def due_connect() -> None:
             store.connect(due_config)

@@ -58,8 +58,12 @@ class StoreConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    docs: Path
-    """Folder of the knowledge base (.md, .txt with optional YAML front matter, .jsonl)."""
+    backend: Backend = "faiss"
+    milvus: MilvusConfig | None = None
+    """Validated here with everything else (the module imports no pymilvus)."""
+    docs: Path | None = Field(None, validate_default=True)
+    """Folder of the knowledge base (.md, .txt with optional YAML front matter, .jsonl); not
+    read by a Milvus replica that never ingests (see ``reads_docs``)."""
     index_path: Path = Path(".index")
     """Folder where the index persists between restarts."""
     top_k: int = Field(DEFAULT_TOP_K, ge=1, le=100)
@@ -104,12 +108,9 @@ class StoreConfig(BaseModel):
     """How often connect() looks for changed documents; 0 checks only at start-up."""
     language: LanguageCode = DEFAULT_LANGUAGE
     """ISO 639-1 code of the documents: BM25's stemmer and stop words (see README, Languages)."""
-    backend: Backend = "faiss"
     query_embedder: QueryEmbedderMode = "auto"
     """Queries of a local sentence-transformers model through its ONNX export (``auto``), its
     int8 export (``int8``: faster, slightly different ranking) or Rasa's client (``rasa``)."""
-    milvus: MilvusConfig | None = None
-    """Validated here with everything else (the module imports no pymilvus)."""
     result_metadata: ResultMetadataChoice = "full"
     """What each result's metadata carries into Rasa's prompt (result_metadata.py)."""
 
@@ -117,7 +118,11 @@ class StoreConfig(BaseModel):
 
     @field_validator("docs")
     @classmethod
-    def _docs_is_a_folder(cls, docs: Path) -> Path:
+    def _docs_is_a_folder(cls, docs: Path | None, info: ValidationInfo) -> Path | None:
+        if _is_milvus_replica(info.data.get("backend"), info.data.get("milvus")):
+            return docs  # a replica reads everything from Milvus, never the documents
+        if docs is None:
+            raise ValueError("required, add it to the vector_store: block")
         if not docs.is_dir():
             raise ValueError(
                 f"folder '{docs}' does not exist (relative paths start where Rasa runs); "
@@ -166,7 +171,19 @@ class StoreConfig(BaseModel):
             raise ValueError(
                 "`backend: milvus` needs a `milvus:` block with at least uri and collection"
             )
+        if self.hybrid and self.milvus_replica:
+            raise ValueError(
+                "`hybrid: true` cannot run on a `backend: milvus` replica (`ingest: "
+                "console_only`): the Milvus 2.3 server cannot rank BM25 itself, and a local "
+                "lexical index would be a copy of every chunk on every replica; set "
+                "`hybrid: false`, or `milvus.ingest: auto` (every replica then indexes `docs`)"
+            )
         return self
+
+    @property
+    def milvus_replica(self) -> bool:
+        """A Milvus assistant that never ingests: it needs no documents and no local index."""
+        return _is_milvus_replica(self.backend, self.milvus)
 
     @property
     def static_filter(self) -> FilterDirective | None:
@@ -188,6 +205,12 @@ class StoreConfig(BaseModel):
             return cls.model_validate(dict(kwargs))
         except ValidationError as error:
             raise ConfigurationError(_explain(error)) from None
+
+
+def _is_milvus_replica(backend: Any, milvus: Any) -> bool:
+    return (
+        backend == "milvus" and isinstance(milvus, MilvusConfig) and milvus.ingest == "console_only"
+    )
 
 
 def _static_filter(text: str, declared: frozenset[str]) -> FilterDirective:

@@ -169,8 +169,8 @@ def _index(args: argparse.Namespace) -> int:
     config = StoreConfig.from_kwargs(session.endpoint.kwargs)
     # ingest=True: with backend milvus this also writes the collection (ingest: console_only)
     search = KnowledgeSearch.open(config, session.store.embeddings, ingest=True)
-    print(f"index ready: {len(search.index)} chunks in {time.perf_counter() - started:.1f}s")
-    for problem in search.index.problems:
+    print(f"index ready: {len(search.live)} chunks in {time.perf_counter() - started:.1f}s")
+    for problem in search.live.problems:
         print(f"  skipped {problem}")
     return 0
 

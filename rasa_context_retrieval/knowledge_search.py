@@ -3,34 +3,28 @@
 This is the engine behind both the Rasa plugin and the console, so both run the same code path.
 CPU work (embedding the query, FAISS, BM25) runs in a worker thread: Rasa serves many
 conversations on one event loop and must not stall while one of them searches. Searches may run
-concurrently; the index they read is replaced, never mutated, when documents change.
+concurrently; the index they read is replaced, never mutated, when documents change
+(``knowledge.live_index``). The engine talks to its backend only through the ``SearchBackend``
+protocol (``retrieve.backend``) and never learns whether FAISS or Milvus answers.
 """
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import faiss
 import numpy as np
 import structlog
 from langchain_core.structured_query import FilterDirective
 
-from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.filters.absence import search_filter
 from rasa_context_retrieval.filters.conformance import conforming
 from rasa_context_retrieval.filters.syntax import conjoin, to_filter_syntax
-from rasa_context_retrieval.knowledge.builder import IndexSettings, ensure_index
-from rasa_context_retrieval.knowledge.embedding import embedder_identity
-from rasa_context_retrieval.knowledge.index import KnowledgeIndex
-from rasa_context_retrieval.knowledge.model_integrity import is_bundled_model, verify_bundled_model
+from rasa_context_retrieval.knowledge.live_index import LiveIndex
 from rasa_context_retrieval.knowledge.models import ScoredChunk
 from rasa_context_retrieval.knowledge.query_embedder import (
     QueryEmbedder,
@@ -38,11 +32,11 @@ from rasa_context_retrieval.knowledge.query_embedder import (
     open_query_embedder,
 )
 from rasa_context_retrieval.knowledge.query_vectors import QueryVectors
-from rasa_context_retrieval.knowledge.withdrawal import without_changed_chunks
 from rasa_context_retrieval.plan import LLMPlanner, Planner, SearchPlan
+from rasa_context_retrieval.retrieve.backend import SearchBackend
 from rasa_context_retrieval.retrieve.languages import warn_about_english_only_steps
 from rasa_context_retrieval.retrieve.query_vector import view_vectors
-from rasa_context_retrieval.retrieve.retriever import RetrievalRequest, filter_mask, retrieve
+from rasa_context_retrieval.retrieve.retriever import RetrievalRequest
 from rasa_context_retrieval.retrieve.specific_first import specific_first
 from rasa_context_retrieval.workers import off_loop
 
@@ -51,10 +45,6 @@ logger = structlog.get_logger()
 QUERY_VECTOR_CACHE_SIZE = 1024
 QUERY_MODEL_FOLDER = "query-model"
 """Under ``index_path``: the cached ONNX export of the embedding model (for queries)."""
-SEARCH_THREADS_PER_QUERY = 1
-"""FAISS threads per search. Concurrency comes from many searches at once; letting each search
-also fan out over OpenMP threads made a 100k-chunk search 5x slower on a busy 2-core machine
-(bench/results/filtered_search.md). Set OMP_NUM_THREADS to override."""
 
 
 @dataclass
@@ -144,28 +134,21 @@ class SearchOutcome:
 
 
 class KnowledgeSearch:
-    """The knowledge index plus the planner, kept fresh while the assistant runs."""
+    """The planner and the search, over the live index."""
 
     def __init__(
         self,
         config: StoreConfig,
         embeddings: Any,
-        index: KnowledgeIndex,
+        live: LiveIndex,
         llm: LLMPlanner | None = None,
-        backend: Any = None,
         query_embedder: QueryEmbedder | None = None,
     ) -> None:
         self.config = config
-        self.backend = backend
-        """``MilvusBackend`` for ``backend: milvus``; None searches the local FAISS index."""
         self.embeddings = embeddings
         self.query_embedder = query_embedder or RasaQueryEmbedder(embeddings)
-        self.index = index
+        self.live = live
         self.planner = Planner(config, self.known_values, llm)
-        self._settings = _index_settings(config)
-        self._checked_at = time.monotonic()
-        self._refreshing = threading.Lock()
-        self._values_cache: tuple[KnowledgeIndex, Mapping[str, frozenset[str]]] | None = None
         self._query_vectors = QueryVectors(self.query_embedder, QUERY_VECTOR_CACHE_SIZE)
 
     @classmethod
@@ -178,49 +161,19 @@ class KnowledgeSearch:
         progress: bool = True,
         ingest: bool = False,
     ) -> KnowledgeSearch:
-        """Load the published index, or build it when the documents changed.
-
-        With ``backend: milvus`` the collection is synced too (always when ``ingest``, the
-        console's ``index`` command; otherwise unless its ``ingest`` is ``console_only``).
-        """
-        if "OMP_NUM_THREADS" not in os.environ:
-            faiss.omp_set_num_threads(SEARCH_THREADS_PER_QUERY)
-        _check_embedding_model(embeddings)
-        index = ensure_index(_index_settings(config), embeddings, progress=progress)
-        backend = None
-        if config.backend == "milvus" and config.milvus is not None:
-            from rasa_context_retrieval.milvus.backend import MilvusBackend
-
-            backend = MilvusBackend.open(config.milvus)
-            backend.publish(index, embedder_identity(embeddings), force=ingest)
+        """Open the live index (see ``LiveIndex.open``; ``ingest`` writes a Milvus collection
+        even with ``ingest: console_only``) and the query embedder."""
+        live = LiveIndex.open(config, embeddings, progress=progress, ingest=ingest)
         query_embedder = open_query_embedder(
             config.query_embedder, embeddings, config.index_path / QUERY_MODEL_FOLDER
         )
-        search = cls(config, embeddings, index, llm, backend, query_embedder)
-        search.warn_about_undeclared_attributes()
+        search = cls(config, embeddings, live, llm, query_embedder)
         warn_about_english_only_steps(config.language, config.rewrite, config.self_query)
         return search
 
     def known_values(self) -> Mapping[str, frozenset[str]]:
-        """Distinct string values per declared attribute in the current index."""
-        index = self.index
-        if self._values_cache is None or self._values_cache[0] is not index:
-            values = {
-                field.name: index.columns.values_of(field.name)
-                for field in self.config.metadata_fields
-            }
-            self._values_cache = (index, values)
-        return self._values_cache[1]
-
-    def warn_about_undeclared_attributes(self) -> None:
-        present = self.index.columns.attributes()
-        for field_name in sorted(self.config.field_names - present):
-            logger.warning(
-                "knowledge_search.metadata_field.absent",
-                attribute=field_name,
-                event_info=f"no indexed document has the attribute '{field_name}'; "
-                "filters on it will match nothing",
-            )
+        """Distinct string values per declared attribute in the served chunks."""
+        return self.live.known_values()
 
     async def search(
         self, conversation: Conversation, threshold: float = 0.0, top_k: int | None = None
@@ -249,24 +202,22 @@ class KnowledgeSearch:
         return await off_loop(self._retrieve, plan, threshold, self.config.top_k)
 
     def _retrieve(self, plan: SearchPlan, threshold: float, top_k: int) -> SearchOutcome:
-        index = self.index  # one consistent snapshot even if a refresh swaps it meanwhile
-        outcome = self._run(index, plan, threshold, top_k)
+        backend = self.live.backend  # one consistent view even if a refresh swaps it meanwhile
+        outcome = self._run(backend, plan, threshold, top_k)
         if outcome.results or (plan.extracted_filter is None and plan.carried_filter is None):
             return outcome
         # Relax only a filter from the user's words that selects nothing in scope: if it selects
         # documents and none clears the threshold, answering from others would contradict them.
-        outcome.extracted_matches = _count_in_scope(
-            index, self._search_filter(plan), plan.access_filter
-        )
+        outcome.extracted_matches = backend.count(self._search_filter(plan), plan.access_filter)
         if outcome.extracted_matches:
             return outcome
         relaxed = plan.without_extracted_filter("the filter from the message matched nothing")
-        outcome = self._run(index, relaxed, threshold, top_k)
+        outcome = self._run(backend, relaxed, threshold, top_k)
         outcome.filter_relaxed, outcome.extracted_matches = True, 0
         return outcome
 
     def _run(
-        self, index: KnowledgeIndex, plan: SearchPlan, threshold: float, wanted: int
+        self, backend: SearchBackend, plan: SearchPlan, threshold: float, wanted: int
     ) -> SearchOutcome:
         texts = [plan.search_text, *plan.paraphrases]
         if not plan.search_text.strip():
@@ -282,8 +233,7 @@ class KnowledgeSearch:
             candidates=candidates,
             hybrid=self.config.hybrid,
         )
-        dense = self.backend.ranking(index) if self.backend is not None else None
-        found = retrieve(index, request, dense)
+        found = backend.rank(request)
         asked = request.filter
         allowed, rejected_by_access = conforming(
             [result.chunk for result in found], asked, plan.access_filter
@@ -319,69 +269,8 @@ class KnowledgeSearch:
         self._query_vectors.clear()
 
     def refresh_if_due(self) -> None:
-        """Pick up changed documents: at most every ``refresh_seconds``, in the background.
-
-        The check compares content (the index fingerprint hashes every document's bytes), not
-        names, sizes and modification times, which an edit can leave unchanged; it runs in a
-        thread so that ``connect()`` stays free.
-        """
-        interval = self.config.refresh_seconds
-        if interval <= 0 or time.monotonic() - self._checked_at < interval:
-            return
-        self._checked_at = time.monotonic()
-        if not self._refreshing.acquire(blocking=False):
-            return
-        threading.Thread(target=self._refresh, daemon=True).start()
-
-    def _refresh(self) -> None:
-        try:
-            if self._settings.fingerprint(self.embeddings) == self.index.fingerprint:
-                return
-            try:
-                index = ensure_index(self._settings, self.embeddings, progress=False)
-            except Exception as error:  # serve only what the documents still say; report why
-                logger.error("knowledge_search.refresh.failed", error=str(error))
-                index = without_changed_chunks(self.index, self._settings)
-            if self.backend is not None:
-                self.backend.publish(index, embedder_identity(self.embeddings))
-            self.index = index
-            logger.info("knowledge_search.refresh.done", chunks=len(self.index))
-        except Exception as error:
-            logger.error("knowledge_search.refresh.failed", error=str(error))
-        finally:
-            self._refreshing.release()
-
-
-def _count_in_scope(
-    index: KnowledgeIndex, directive: FilterDirective | None, access: AccessFilter | None
-) -> int:
-    """Chunks of the index that ``directive`` admits, access checked exactly."""
-    mask = filter_mask(index, directive)
-    if mask is None:
-        return len(index)
-    if access is None:
-        return int(mask.sum())
-    chunks = [index.chunks[row] for row in np.flatnonzero(mask)]
-    return sum(conforming(chunks, None, access)[0])
-
-
-def _check_embedding_model(embeddings: Any) -> None:
-    """Refuse a corrupt copy of the bundled model before it embeds anything."""
-    model = str(getattr(embeddings, "model", "") or "")
-    if is_bundled_model(model):
-        verify_bundled_model(Path(model))
-
-
-def _index_settings(config: StoreConfig) -> IndexSettings:
-    return IndexSettings(
-        docs=config.docs,
-        index_path=config.index_path,
-        chunk_size=config.chunk_size,
-        chunk_overlap=config.chunk_overlap,
-        embedding_batch_size=config.embedding_batch_size,
-        exact_search_below=config.exact_search_below,
-        language=config.language,
-    )
+        """Pick up changed documents in the background (``LiveIndex.refresh_if_due``)."""
+        self.live.refresh_if_due()
 
 
 def _printed(directive: FilterDirective | None) -> str | None:

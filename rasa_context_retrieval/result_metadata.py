@@ -96,7 +96,7 @@ def drops_answer(choice: ResultMetadataChoice, chunk: Chunk) -> bool:
 
 
 def tell_if_answers_are_dropped(
-    choice: ResultMetadataChoice, docs: Path, top: Chunk | None
+    choice: ResultMetadataChoice, docs: Path | None, top: Chunk | None
 ) -> None:
     """Log once per knowledge base and choice when results go to Rasa without ``answer``.
 
@@ -109,7 +109,7 @@ def tell_if_answers_are_dropped(
 
 
 @cache
-def _tell_once(choice: ResultMetadataChoice, docs: Path) -> None:
+def _tell_once(choice: ResultMetadataChoice, docs: Path | None) -> None:
     logger.info(
         "context_retrieval.result_metadata.no_answer",
         result_metadata=choice,

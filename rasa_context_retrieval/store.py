@@ -64,8 +64,8 @@ class ContextRetrieval(InformationRetrieval):
             self._connected_with = key
             logger.info(
                 "context_retrieval.connect.ready",
-                chunks=len(self._search.index),
-                skipped_files=[str(problem) for problem in self._search.index.problems],
+                chunks=len(self._search.live),
+                skipped_files=[str(problem) for problem in self._search.live.problems],
             )
 
     async def search(

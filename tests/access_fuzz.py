@@ -36,6 +36,7 @@ from langchain_core.structured_query import (
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.knowledge.index import KnowledgeIndex
+from rasa_context_retrieval.knowledge.live_index import LiveIndex
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.knowledge_search import KnowledgeSearch
 from rasa_context_retrieval.store import to_search_result_list
@@ -276,9 +277,11 @@ def build_index(knowledge_base: KnowledgeBase) -> KnowledgeIndex:
 
 
 def engine_for(
-    config: StoreConfig, index: KnowledgeIndex, llm: HostileLLM, backend: Any = None
+    config: StoreConfig, index: KnowledgeIndex, llm: HostileLLM, *, writes: bool = False
 ) -> KnowledgeSearch:
-    return KnowledgeSearch(config, SyntheticEmbedder(), index, llm, backend)
+    """An engine over ``index`` on the configured backend (``writes``: sync a collection)."""
+    live = LiveIndex.serving(config, SyntheticEmbedder(), index, writes=writes)
+    return KnowledgeSearch(config, SyntheticEmbedder(), live, llm)
 
 
 @dataclass

@@ -299,11 +299,12 @@ async def test_results_are_rechecked_against_the_filter_asked(store: ContextRetr
     """A backend that returns a chunk outside the filter (a stale Milvus collection, say) must
     not get it past search(): the check runs on the metadata that is returned."""
     engine = store.engine
-    original = engine.index.chunks
+    index = engine.live.index
+    original = index.chunks
     try:
         # The in-memory copy says premium while the filter columns still say free: the backend
         # selects by the columns, the check reads what would be returned.
-        engine.index.chunks = [
+        index.chunks = [
             type(chunk)(chunk.chunk_id, chunk.text, {**chunk.metadata, "plan": ["premium"]})
             if chunk.metadata.get("source") == "plans/free.md"
             else chunk
@@ -312,7 +313,7 @@ async def test_results_are_rechecked_against_the_filter_asked(store: ContextRetr
         with capture_logs() as logs:
             found = await store.search("", _state("How much storage do I get?", {"plan": "free"}))
     finally:
-        engine.index.chunks = original
+        index.chunks = original
     assert "plans/free.md" not in _sources(found)
     audit = next(log for log in logs if log["event"] == "knowledge_search.search.audit")
     assert audit["removed_by_access"] >= 1

@@ -90,7 +90,7 @@ async def test_a_document_that_becomes_unreadable_is_withdrawn(docs: Path, embed
 
     assert await wait_until(withdrawn)
     assert "refunds.md" in await sources(store, config, "can I get a refund", "free")
-    assert "sync.md" in {problem.file for problem in store.engine.index.problems}
+    assert "sync.md" in {problem.file for problem in store.engine.live.problems}
 
 
 async def test_when_the_rebuild_fails_changed_documents_are_withdrawn_and_the_rest_served(

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pymilvus import MilvusClient
 from rasa.utils.endpoints import EndpointConfig
 
+from rasa_context_retrieval.knowledge_search import QUERY_MODEL_FOLDER
 from rasa_context_retrieval.store import ContextRetrieval
 from tests.conftest import REPO_ROOT
 from tests.milvus_server import milvus_uri  # noqa: F401
@@ -53,10 +55,16 @@ def store_for(embedder: Any, index_path: Path, **block: Any) -> ContextRetrieval
 
 
 @pytest.fixture(scope="module")
+def collection() -> str:
+    return f"kb_{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
 def stores(
     tmp_path_factory: pytest.TempPathFactory,
     embedder: Any,
     milvus_uri: str,  # noqa: F811
+    collection: str,
 ) -> tuple[ContextRetrieval, ContextRetrieval]:
     index_path = tmp_path_factory.mktemp("index")
     faiss_store = store_for(embedder, index_path)
@@ -64,9 +72,40 @@ def stores(
         embedder,
         index_path,
         backend="milvus",
-        milvus={"uri": milvus_uri, "collection": f"kb_{uuid.uuid4().hex[:8]}"},
+        milvus={"uri": milvus_uri, "collection": collection},
     )
     return faiss_store, milvus_store
+
+
+@pytest.fixture(scope="module")
+def replica(
+    tmp_path_factory: pytest.TempPathFactory,
+    embedder: Any,
+    milvus_uri: str,  # noqa: F811
+    collection: str,
+    stores: tuple[ContextRetrieval, ContextRetrieval],
+) -> tuple[ContextRetrieval, Path]:
+    """An assistant replica with only its configuration: ``docs`` names no folder."""
+    index_path = tmp_path_factory.mktemp("replica")
+    store = ContextRetrieval(embeddings=embedder)
+    store.connect(
+        EndpointConfig(
+            type="rasa_context_retrieval.ContextRetrieval",
+            docs=str(index_path / "no-such-folder"),
+            index_path=str(index_path),
+            slot_filters={"plan": "plan", "region": "region"},
+            metadata_fields=[
+                {"name": "plan", "type": "list[string]"},
+                {"name": "region", "type": "list[string]"},
+                {"name": "platform", "type": "list[string]"},
+                {"name": "price_per_month", "type": "float"},
+                {"name": "updated", "type": "date"},
+            ],
+            backend="milvus",
+            milvus={"uri": milvus_uri, "collection": collection, "ingest": "console_only"},
+        )
+    )
+    return store, index_path
 
 
 @pytest.mark.parametrize("conversation", CONVERSATIONS)
@@ -82,6 +121,71 @@ async def test_both_backends_return_the_same_documents_in_the_same_order(stores,
     for mine, theirs in zip(on_milvus.results, on_faiss.results, strict=True):
         assert mine.score == pytest.approx(theirs.score, abs=1e-5)
         assert 0.0 <= mine.score <= 1.0
+
+
+@pytest.mark.parametrize("conversation", CONVERSATIONS)
+async def test_a_replica_without_documents_answers_as_the_writer_does(
+    stores, replica, conversation
+):
+    _, writer = stores
+    on_writer = await writer.search("", conversation, 0.0)
+    on_replica = await replica[0].search("", conversation, 0.0)
+    assert on_replica.metadata["filter"] == on_writer.metadata["filter"]
+    assert [r.text for r in on_replica.results] == [r.text for r in on_writer.results]
+    assert [r.metadata for r in on_replica.results] == [r.metadata for r in on_writer.results]
+    for mine, theirs in zip(on_replica.results, on_writer.results, strict=True):
+        assert mine.score == pytest.approx(theirs.score, abs=1e-6)
+
+
+async def test_a_replica_keeps_nothing_per_chunk(replica):
+    store, index_path = replica
+    assert store.engine.live.index is None
+    assert len(store.engine.live) > 0  # the chunks are in Milvus
+    kept = [p.relative_to(index_path) for p in index_path.rglob("*") if p.is_file()]
+    assert all(path.parts[0] == QUERY_MODEL_FOLDER for path in kept), kept
+
+
+async def test_a_replica_reads_the_filter_vocabulary_from_milvus(stores, replica):
+    _, writer = stores
+    from_milvus = replica[0].engine.known_values()
+    assert from_milvus["plan"] >= {"free", "plus", "premium"}
+    assert from_milvus == writer.engine.known_values()
+
+
+async def test_fused_rankings_are_scored_by_milvus_as_faiss_scores_them(
+    tmp_path: Path,
+    embedder: Any,
+    milvus_uri: str,  # noqa: F811
+    collection: str,
+    stores: tuple[ContextRetrieval, ContextRetrieval],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """With hybrid on, chunks only BM25 found get their cosine relevance from Milvus."""
+    shallow = {"hybrid": True, "candidates": 4}  # BM25 then finds chunks dense search did not
+    faiss_store = store_for(embedder, tmp_path / "faiss", **shallow)
+    writer = store_for(
+        embedder,
+        tmp_path / "writer",
+        **shallow,
+        backend="milvus",
+        milvus={"uri": milvus_uri, "collection": collection},
+    )
+    milvus = writer.engine.live.backend.store
+    scored_by_milvus: list[int] = []
+
+    def relevance(vector: Any, chunk_ids: Any) -> dict[str, float]:
+        scored_by_milvus.append(len(chunk_ids))
+        return original(vector, chunk_ids)
+
+    original = milvus.relevance
+    monkeypatch.setattr(milvus, "relevance", relevance)
+    for conversation in CONVERSATIONS:
+        on_faiss = await faiss_store.search("", conversation, 0.0)
+        on_milvus = await writer.search("", conversation, 0.0)
+        assert [r.text for r in on_milvus.results] == [r.text for r in on_faiss.results]
+        for mine, theirs in zip(on_milvus.results, on_faiss.results, strict=True):
+            assert mine.score == pytest.approx(theirs.score, abs=1e-5)
+    assert scored_by_milvus
 
 
 async def test_thresholds_work_the_same_on_milvus(stores):
@@ -108,13 +212,14 @@ def _write_docs(docs: Path, offline_plan: str) -> None:
     )
 
 
-async def test_a_stale_collection_never_returns_a_chunk_outside_the_filter(
+async def test_a_chunk_whose_filter_fields_disagree_with_its_metadata_is_never_returned(
     tmp_path: Path,
     embedder: Any,
     milvus_uri: str,  # noqa: F811
 ):
-    """The document's metadata changed on disk and Milvus was not re-synced: Milvus still filters
-    on the old metadata, but what search() returns is checked on the metadata it returns."""
+    """Milvus filters on the normal form; a row whose normal form still says basic while its
+    metadata says premium (a stale or damaged row) is selected by Milvus, but what search()
+    returns is checked again on the metadata Milvus returns, so it never leaves the plugin."""
     collection = f"kb_{uuid.uuid4().hex[:8]}"
     docs = tmp_path / "docs"
     _write_docs(docs, "basic")
@@ -139,15 +244,11 @@ async def test_a_stale_collection_never_returns_a_chunk_outside_the_filter(
     before = await writer.search("", question, 0.0)
     assert "offline.md" in [r.metadata["source"] for r in before.results]
 
-    _write_docs(docs, "premium")  # edited on disk; the collection is not re-synced
-    replica = ContextRetrieval(embeddings=embedder)
-    replica.connect(
-        EndpointConfig(
-            **block,
-            index_path=str(tmp_path / "replica"),
-            milvus={"uri": milvus_uri, "collection": collection, "ingest": "console_only"},
-        )
-    )
-    after = await replica.search("", question, 0.0)
+    client = MilvusClient(uri=milvus_uri)
+    [row] = client.query(collection, filter='source == "offline.md"', output_fields=["*"])
+    row["metadata"] = {**row["metadata"], "plan": ["premium"]}  # filterable still says basic
+    client.upsert(collection, [row])
+    client.close()
+    after = await writer.search("", question, 0.0)
     assert [r.metadata["source"] for r in after.results] == ["storage.md"]
     assert all(r.metadata["plan"] == ["basic"] for r in after.results)

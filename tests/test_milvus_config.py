@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from rasa_context_retrieval.config import ConfigurationError, StoreConfig
 from rasa_context_retrieval.milvus.config import MilvusConfig, MilvusConfigError
 
 
@@ -76,3 +77,33 @@ def test_defaults_connect_to_a_local_server_with_exact_search() -> None:
     assert config.index_type == "FLAT"
     assert config.ingest == "auto"
     assert config.client_arguments() == {"uri": "http://localhost:19530", "timeout": 10.0}
+
+
+REPLICA = {"backend": "milvus", "milvus": {"collection": "kb", "ingest": "console_only"}}
+
+
+@pytest.mark.parametrize("docs", [None, "no/such/folder"])
+def test_a_replica_that_never_ingests_needs_no_documents(docs: str | None) -> None:
+    block = {**REPLICA, **({"docs": docs} if docs else {})}
+    config = StoreConfig.from_kwargs(block)
+    assert config.milvus_replica
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ({"backend": "milvus", "milvus": {"collection": "kb"}}, "vector_store.docs: required"),
+        ({"docs": "no/such/folder"}, "vector_store.docs: folder 'no/such/folder' does not exist"),
+    ],
+)
+def test_whoever_ingests_still_needs_the_documents(block: dict, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        StoreConfig.from_kwargs(block)
+
+
+def test_a_replica_refuses_hybrid_search_in_one_message_that_says_why() -> None:
+    with pytest.raises(ConfigurationError) as refused:
+        StoreConfig.from_kwargs({**REPLICA, "hybrid": True})
+    message = str(refused.value)
+    assert message.count("\n") == 1  # the header line and one fault
+    assert "hybrid" in message and "BM25" in message and "Milvus 2.3" in message

@@ -170,6 +170,27 @@ def test_values_of_lists_attribute_values_as_written(store: MilvusChunkStore) ->
     assert store.values_of("unknown") == frozenset()
 
 
+def test_a_replica_serves_its_vocabulary_while_a_stale_one_is_read_again(
+    store: MilvusChunkStore, config: MilvusConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer's new value reaches a replica's vocabulary after the TTL, read in the
+    background: the call that finds it stale still answers at once, with the values it had."""
+    store.sync(knowledge_base(), CountingEmbedder())
+    replica = MilvusChunkStore.connect(config)
+    replica.prefetch_values()
+    assert replica.values_of("plan") == {"Basic", "Premium"}
+    business = Chunk("new.md#0", "Business plan text.", {"source": "new.md", "plan": "Business"})
+    store.sync([*knowledge_base(), business], CountingEmbedder())
+    assert replica.values_of("plan") == {"Basic", "Premium"}  # within the TTL
+    monkeypatch.setattr("rasa_context_retrieval.milvus.store.VOCABULARY_TTL_S", 0.0)
+    assert replica.values_of("plan") == {"Basic", "Premium"}  # stale: served, read again
+    deadline = time.monotonic() + 30
+    while "Business" not in replica.values_of("plan") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert replica.values_of("plan") == {"Basic", "Premium", "Business"}
+    replica.close()
+
+
 def test_searching_before_anything_was_ingested_says_how_to_ingest(milvus_uri: str) -> None:  # noqa: F811
     fresh = MilvusConfig(uri=milvus_uri, collection=f"never_{uuid.uuid4().hex[:10]}")
     store = MilvusChunkStore.connect(fresh)

@@ -92,7 +92,7 @@ def test_a_fine_tuned_copy_named_after_the_bundled_model_is_not_held_to_its_dige
     (docs / "a.md").write_text("Q: Is this indexed?\nA: Yes, with the fine-tuned model.\n")
     config = StoreConfig.from_kwargs({"docs": str(docs), "index_path": str(tmp_path / "index")})
     search = KnowledgeSearch.open(config, embeddings, progress=False)
-    assert len(search.index) == 1
+    assert len(search.live) == 1
 
 
 def test_the_bundled_copy_is_recognised_by_content_whatever_its_folder_is_called(

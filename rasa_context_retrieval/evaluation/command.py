@@ -45,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
     if endpoint is None:
         raise ValueError(f"{args.endpoints} has no vector_store: block")
     config = StoreConfig.from_kwargs(dict(endpoint.kwargs))
+    if config.docs is None or not config.docs.is_dir():
+        raise ValueError(
+            "evaluation checks each case's expected sources against `docs`: point "
+            "vector_store.docs at the knowledge base folder"
+        )
     cases = load_cases(args.file, config.docs)
     session = ConsoleSession(args.config, args.endpoints)
     session.connect()

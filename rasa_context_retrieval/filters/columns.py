@@ -19,8 +19,6 @@ built under a lock and never modified afterwards, so any number of threads may r
 from __future__ import annotations
 
 import datetime as dt
-import numbers
-import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +28,14 @@ import numpy as np
 import structlog
 from numpy.typing import NDArray
 
+from rasa_context_retrieval.filters.values import (  # noqa: F401  (re-exported)
+    normalise_text,
+    parse_instant,
+    parse_number,
+    read_string,
+    stored_value,
+)
+
 logger = structlog.get_logger(__name__)
 
 NO_CODE = -1
@@ -38,46 +44,8 @@ NO_CODE = -1
 SLICED_CODES_MAX = 32
 """Up to this many selected strings, list members are found by slicing the code-ordered pairs."""
 
-_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-_DATE_START = re.compile(r"\d{4}-\d{2}-\d{2}")
-_BOOLEAN_WORDS = {"true": 1, "false": 0}
 _DAY = "datetime64[D]"
 _INSTANT = "datetime64[s]"
-
-
-def normalise_text(text: str) -> str:
-    """The form in which strings are compared: trimmed and casefolded."""
-    return text.strip().casefold()
-
-
-def parse_number(text: str) -> float | None:
-    """A finite number written as decimal text, else ``None``."""
-    text = text.strip()
-    if not _NUMBER.fullmatch(text):
-        return None
-    number = float(text)
-    return number if np.isfinite(number) else None
-
-
-def parse_instant(value: Any) -> dt.datetime | None:
-    """A naive UTC datetime from a date, a datetime or an ISO 8601 string, else ``None``.
-
-    Strings are upper-cased first, so that a casefolded ``2024-03-01t10:00:00z`` still reads.
-    """
-    if isinstance(value, dt.datetime):
-        instant = value
-    elif isinstance(value, dt.date):
-        instant = dt.datetime(value.year, value.month, value.day)
-    elif isinstance(value, str) and _DATE_START.match(value.strip()):
-        try:
-            instant = dt.datetime.fromisoformat(value.strip().upper())
-        except ValueError:
-            return None
-    else:
-        return None
-    if instant.tzinfo is not None:
-        instant = instant.astimezone(dt.UTC).replace(tzinfo=None)
-    return instant
 
 
 @dataclass(frozen=True)
@@ -125,7 +93,7 @@ class AttributeColumn:
 
 @dataclass(frozen=True)
 class _StringReading:
-    """Everything one distinct raw string value means; computed once per distinct value."""
+    """Everything one distinct raw string value means, as column entries."""
 
     text: str
     number: float
@@ -134,15 +102,17 @@ class _StringReading:
 
     @classmethod
     def of(cls, raw: str) -> _StringReading:
-        text = normalise_text(raw)
-        number = parse_number(text)
-        instant = parse_instant(raw)
+        reading = read_string(raw)
         return cls(
-            text=text,
-            number=np.nan if number is None else number,
-            instant=np.datetime64("NaT") if instant is None else np.datetime64(instant, "s"),
-            boolean=_BOOLEAN_WORDS.get(text, -1),
+            text=reading.text,
+            number=np.nan if reading.number is None else reading.number,
+            instant=_instant(reading.instant),
+            boolean=-1 if reading.boolean is None else int(reading.boolean),
         )
+
+
+def _instant(instant: dt.datetime | None) -> np.datetime64:
+    return np.datetime64("NaT") if instant is None else np.datetime64(instant, "s")
 
 
 class _ColumnBuilder:
@@ -166,27 +136,24 @@ class _ColumnBuilder:
         self.booleans: list[int] = []
 
     def add(self, row: int, value: Any) -> None:
-        if isinstance(value, str):
-            if value.strip():
-                self.string_rows.append(row)
-                self.strings.append(value)
-        elif isinstance(value, bool):
+        stored = stored_value(value)
+        if stored is None:
+            return
+        if stored.string is not None:
+            self.string_rows.append(row)
+            self.strings.append(stored.string)
+        elif stored.boolean is not None:
             self.boolean_rows.append(row)
-            self.booleans.append(int(value))
-        elif isinstance(value, numbers.Real):
-            if np.isfinite(float(value)):
-                self.number_rows.append(row)
-                self.numbers.append(float(value))
-        elif isinstance(value, dt.date):
+            self.booleans.append(int(stored.boolean))
+        elif stored.number is not None:
+            self.number_rows.append(row)
+            self.numbers.append(stored.number)
+        elif stored.instant is not None:
             self.instant_rows.append(row)
-            self.instants.append(np.datetime64(parse_instant(value), "s"))
-        elif isinstance(value, list | tuple | set | frozenset):
-            for member in value:
-                if isinstance(member, bool):
-                    member = "true" if member else "false"
-                if isinstance(member, str | numbers.Real) and str(member).strip():
-                    self.member_rows.append(row)
-                    self.members.append(str(member))
+            self.instants.append(_instant(stored.instant))
+        else:
+            self.member_rows.extend([row] * len(stored.members))
+            self.members.extend(stored.members)
 
     def freeze(self) -> AttributeColumn:
         distinct = list(dict.fromkeys([*self.strings, *self.members]))

@@ -1,10 +1,11 @@
-"""``backend: milvus``: dense rankings from a shared Milvus collection, filters run server-side.
+"""``backend: milvus``: a shared Milvus collection answers every search, filters run server-side.
 
-The engine keeps its local view of the knowledge base (chunks, BM25, metadata columns and the
-vectors it embedded once); Milvus holds the same chunks and vectors for every replica and answers
-the dense part of each search with the filter evaluated on the server. Syncing reuses the local
-vectors, so the knowledge base is embedded once per change, not once per backend. With
-``ingest: console_only`` assistants never write: ``rasa-context-retrieval index`` does (CI/CD).
+Milvus holds every chunk's text, metadata, normal form and vector for all replicas; a search gets
+its dense rankings, texts, metadata and relevance scores from it, so a replica needs no local copy
+of the knowledge base. Writing is the job of whoever ingests (``ingest: auto`` replicas under the
+sync lease, or the console's ``index`` command for ``ingest: console_only``): it builds the local
+index from the documents, syncs the collection from it (reusing its vectors, so the knowledge base
+is embedded once per change) and keeps it for BM25 when ``hybrid`` is on.
 """
 
 from __future__ import annotations
@@ -12,50 +13,107 @@ from __future__ import annotations
 import numpy as np
 from langchain_core.structured_query import FilterDirective
 
+from rasa_context_retrieval.access.entitlements import AccessFilter
+from rasa_context_retrieval.filters.conformance import conforming
 from rasa_context_retrieval.knowledge.index import KnowledgeIndex
+from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
-from rasa_context_retrieval.milvus.store import MilvusChunkStore, SyncReport
-from rasa_context_retrieval.retrieve.retriever import DenseRanking
+from rasa_context_retrieval.milvus.store import MilvusChunkStore
+from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
+from rasa_context_retrieval.retrieve.retriever import RetrievalRequest, filter_mask
 
 
 class MilvusBackend:
-    """The Milvus collection as the source of dense rankings, kept in sync with the local index."""
+    """``SearchBackend`` over a Milvus collection; ``local`` is the writer's own index."""
 
-    def __init__(self, store: MilvusChunkStore, config: MilvusConfig) -> None:
+    def __init__(
+        self,
+        store: MilvusChunkStore,
+        *,
+        writes: bool = False,
+        local: KnowledgeIndex | None = None,
+    ) -> None:
         self.store = store
-        self.config = config
+        self.writes = writes
+        """Whether ``publish`` syncs the collection (an ingesting replica or the console)."""
+        self.local = local
+        """The index this process built from the documents and synced (writers only)."""
 
     @classmethod
-    def open(cls, config: MilvusConfig) -> MilvusBackend:
+    def open(cls, config: MilvusConfig, *, writes: bool) -> MilvusBackend:
         """Connect; the block was validated with the rest of ``vector_store:`` (StoreConfig)."""
-        return cls(MilvusChunkStore.connect(config), config)
+        return cls(MilvusChunkStore.connect(config), writes=writes)
 
-    def publish(
-        self, index: KnowledgeIndex, embedder: str, *, force: bool = False
-    ) -> SyncReport | None:
-        """Make the collection hold the index's chunks (unless ingestion is the console's job)."""
-        if self.config.ingest == "console_only" and not force:
-            return None
-        vectors = np.array(index.vectors)
-        by_text = {chunk.text: vectors[row] for row, chunk in enumerate(index.chunks)}
-        return self.store.sync(
-            index.chunks,
-            lambda texts: np.vstack([by_text[text] for text in texts]),
-            embedding_model=embedder,
-        )
+    def publish(self, index: KnowledgeIndex, embedder: str) -> MilvusBackend:
+        """Make the collection hold the index's chunks (when this process writes)."""
+        if self.writes:
+            vectors = np.array(index.vectors)
+            by_text = {chunk.text: vectors[row] for row, chunk in enumerate(index.chunks)}
+            self.store.sync(
+                index.chunks,
+                lambda texts: np.vstack([by_text[text] for text in texts]),
+                embedding_model=embedder,
+            )
+        return MilvusBackend(self.store, writes=self.writes, local=index)
 
-    def ranking(self, index: KnowledgeIndex) -> DenseRanking:
-        """Dense rankings from Milvus as rows of ``index`` (chunks it lacks are skipped)."""
+    def rank(self, request: RetrievalRequest) -> list[ScoredChunk]:
+        rankings = [
+            self.store.search(vector, request.filter, request.candidates)
+            for vector in request.vectors
+        ]
+        if request.hybrid:
+            rankings.append(self._lexical(request))
+        found: dict[str, Chunk] = {}
+        for ranking in rankings:  # the first ranking's copy wins: Milvus' text and metadata
+            for hit in ranking:
+                found.setdefault(hit.chunk.chunk_id, hit.chunk)
+        relevance = {hit.chunk.chunk_id: hit.relevance for hit in rankings[0]}
+        order = _fused([[hit.chunk.chunk_id for hit in ranking] for ranking in rankings])
+        unscored = [chunk_id for chunk_id in order if chunk_id not in relevance]
+        if unscored:  # found by a paraphrase or BM25 only: score against the standalone query
+            relevance.update(self.store.relevance(request.vectors[0], unscored))
+        results = [
+            ScoredChunk(found[chunk_id], relevance[chunk_id])
+            for chunk_id in order
+            if chunk_id in relevance and relevance[chunk_id] >= request.threshold
+        ]
+        return results[: request.top_k]
 
-        def rank(
-            vector: np.ndarray, k: int, directive: FilterDirective | None, _: np.ndarray | None
-        ) -> list[int]:
-            hits = self.store.search(vector, directive, k)
-            return [
-                index.row_of[h.chunk.chunk_id] for h in hits if h.chunk.chunk_id in index.row_of
-            ]
+    def count(self, directive: FilterDirective | None, access: AccessFilter | None) -> int:
+        """Exact up to ``MilvusChunkStore.MAX_MATCHED`` chunks in scope (the engine asks whether
+        any chunk is in scope); every one is re-checked on the metadata Milvus returns."""
+        if directive is None and access is None:
+            return self.store.count()
+        chunks = self.store.matching(directive)
+        return sum(conforming(chunks, directive, access)[0])
 
-        return rank
+    def values_of(self, attribute: str) -> frozenset[str]:
+        if self.local is not None:
+            return self.local.columns.values_of(attribute)
+        return self.store.values_of(attribute)
+
+    def has_attribute(self, attribute: str) -> bool:
+        return self.store.has_attribute(attribute)
+
+    def size(self) -> int:
+        return self.store.count()
 
     def close(self) -> None:
         self.store.close()
+
+    def _lexical(self, request: RetrievalRequest) -> list[ScoredChunk]:
+        index = self.local
+        if index is None:  # refused at start-up (StoreConfig): BM25 would need local chunks
+            raise RuntimeError("hybrid search on Milvus needs the ingesting replica's index")
+        mask = filter_mask(index, request.filter)
+        if mask is not None and not mask.any():
+            return []
+        hits = index.lexical.search(request.texts[0], request.candidates, mask)
+        return [ScoredChunk(index.chunks[row], 0.0) for row, score in hits if score > 0]
+
+
+def _fused(rankings: list[list[str]]) -> list[str]:
+    present = [ranking for ranking in rankings if ranking]
+    if len(present) <= 1:
+        return present[0] if present else []
+    return [chunk_id for chunk_id, _ in reciprocal_rank_fusion(present)]

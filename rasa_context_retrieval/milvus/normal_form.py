@@ -12,18 +12,23 @@ second JSON field, ``filterable``, holding every attribute already normalised th
     filterable["public"] = {"b": true}
 
 An attribute that the FAISS columns count as missing (``None``, empty string, empty list, other
-types) has no entry, so ``exists filterable["x"]`` is exactly "the chunk has the attribute". The
-parsing helpers are imported from the FAISS columns so that both backends read values alike.
+types) has no entry, so ``exists filterable["x"]`` is exactly "the chunk has the attribute". Values
+are read by ``filters.values``, as for the FAISS columns, so both backends read them alike.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from rasa_context_retrieval.filters.columns import normalise_text, parse_instant, parse_number
+from rasa_context_retrieval.filters.values import (
+    epoch_days,
+    epoch_seconds,
+    normalise_text,
+    read_string,
+    stored_value,
+)
 
 FILTERABLE_FIELD = "filterable"
 """Name of the JSON field holding the normal form."""
@@ -43,9 +48,6 @@ BOOLEAN = "b"
 MEMBERS = "l"
 """List members, trimmed and casefolded strings."""
 
-_EPOCH = dt.datetime(1970, 1, 1)
-_BOOLEAN_WORDS = {"true": True, "false": False}
-
 
 def normal_form(metadata: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The ``filterable`` JSON of one chunk: attribute -> normalised facets (see module doc)."""
@@ -57,57 +59,32 @@ def normal_form(metadata: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return form
 
 
-def days_and_seconds(instant: dt.datetime) -> tuple[int, int]:
-    """Whole days and whole seconds since the epoch of a naive UTC datetime."""
-    delta = instant - _EPOCH
-    return delta.days, delta.days * 86_400 + delta.seconds
-
-
 def _facets(value: Any) -> dict[str, Any]:
-    if value is None:
+    stored = stored_value(value)
+    if stored is None:
         return {}
-    if isinstance(value, bool):
-        return {BOOLEAN: value}
-    if isinstance(value, numbers.Real):
-        number = float(value)
-        return {NUMBER: number} if number == number and abs(number) != float("inf") else {}
-    if isinstance(value, dt.date):
-        return _temporal_facets(value)
-    if isinstance(value, str):
-        return _string_facets(value)
-    if isinstance(value, list | tuple | set | frozenset):
-        members = _members(value)
-        return {MEMBERS: members} if members else {}
-    return {}
+    if stored.string is not None:
+        return _string_facets(stored.string)
+    if stored.boolean is not None:
+        return {BOOLEAN: stored.boolean}
+    if stored.number is not None:
+        return {NUMBER: stored.number}
+    if stored.instant is not None:
+        return _temporal_facets(stored.instant)
+    return {MEMBERS: sorted({normalise_text(member) for member in stored.members})}
 
 
-def _string_facets(value: str) -> dict[str, Any]:
-    text = normalise_text(value)
-    if not text:
-        return {}
-    facets: dict[str, Any] = {TEXT: text}
-    number = parse_number(text)
-    if number is not None:
-        facets[NUMBER] = number
-    facets.update(_temporal_facets(value))
-    if text in _BOOLEAN_WORDS:
-        facets[BOOLEAN] = _BOOLEAN_WORDS[text]
+def _string_facets(raw: str) -> dict[str, Any]:
+    reading = read_string(raw)
+    facets: dict[str, Any] = {TEXT: reading.text}
+    if reading.number is not None:
+        facets[NUMBER] = reading.number
+    if reading.instant is not None:
+        facets.update(_temporal_facets(reading.instant))
+    if reading.boolean is not None:
+        facets[BOOLEAN] = reading.boolean
     return facets
 
 
-def _temporal_facets(value: Any) -> dict[str, Any]:
-    instant = parse_instant(value)
-    if instant is None:
-        return {}
-    days, seconds = days_and_seconds(instant)
-    return {DAYS: days, INSTANT: seconds}
-
-
-def _members(values: Any) -> list[str]:
-    members: list[str] = []
-    for member in values:
-        if isinstance(member, bool):
-            member = "true" if member else "false"
-        if isinstance(member, str | numbers.Real) and str(member).strip():
-            members.append(normalise_text(str(member)))
-    return sorted(set(members))
+def _temporal_facets(instant: dt.datetime) -> dict[str, Any]:
+    return {DAYS: epoch_days(instant), INSTANT: epoch_seconds(instant)}

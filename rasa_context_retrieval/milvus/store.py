@@ -17,6 +17,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,8 @@ from langchain_core.structured_query import FilterDirective
 from numpy.typing import NDArray
 from pymilvus import DataType, MilvusClient
 
-from rasa_context_retrieval.filters.columns import normalise_text
+from rasa_context_retrieval.filters.absence import HasAttribute
+from rasa_context_retrieval.filters.values import normalise_text
 from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.expression import MilvusExpressionTranslator, string_literal
@@ -56,12 +58,15 @@ MAX_ID_BYTES = 1_024
 MAX_SOURCE_BYTES = 4_096
 MAX_TOP_K = 16_384
 """Milvus' limit for ``limit`` in one search."""
+MAX_MATCHED = 16_384
+"""Most chunks ``matching`` returns (Milvus' limit for one query)."""
 EMBED_BATCH = 256
 """Chunks embedded and upserted per round trip."""
 SCAN_BATCH = 4_096
 DELETE_BATCH = 1_000
 VOCABULARY_TTL_S = 300.0
-"""How long attribute values are cached; another replica's sync shows up after at most this."""
+"""How long attribute values are served before they are read again (in the background, while
+the old ones keep serving); another writer's sync shows up after at most this plus one scan."""
 
 
 class MilvusCollectionMissing(RuntimeError):
@@ -96,6 +101,7 @@ class MilvusChunkStore:
         self._values_lock = threading.Lock()
         self._spellings: dict[str, frozenset[str]] | None = None
         self._spellings_read_at = 0.0
+        self._reading: Future[dict[str, frozenset[str]]] | None = None
         self._dimension: int | None = None
 
     @classmethod
@@ -242,6 +248,45 @@ class MilvusChunkStore:
         )
         return results
 
+    def relevance(
+        self, query_vector: NDArray[np.floating[Any]], chunk_ids: Sequence[str]
+    ) -> dict[str, float]:
+        """Cosine similarity (clipped to [0, 1]) of ``query_vector`` to each of ``chunk_ids``
+        that the collection holds, computed by Milvus: no vector leaves the server."""
+        if not 1 <= len(chunk_ids) <= MAX_TOP_K:
+            raise ValueError(f"between 1 and {MAX_TOP_K} chunk ids, got {len(chunk_ids)}")
+        literals = ", ".join(string_literal(chunk_id) for chunk_id in chunk_ids)
+        hits = self._client.search(
+            self.collection,
+            data=[np.asarray(query_vector, dtype=np.float32).reshape(-1).tolist()],
+            filter=f"{CHUNK_ID_FIELD} in [{literals}]",
+            limit=len(chunk_ids),
+            output_fields=[],
+            search_params={"metric_type": METRIC, "params": dict(self.config.search_params)},
+        )[0]
+        return {str(hit["id"]): _clipped(hit["distance"]) for hit in hits}
+
+    def matching(self, filter: FilterDirective | None) -> list[Chunk]:
+        """Up to ``MAX_MATCHED`` chunks ``filter`` admits, with their metadata (no text)."""
+        self._require_collection()
+        rows = self._client.query(
+            self.collection,
+            filter=self.expression(filter),
+            output_fields=[METADATA_FIELD],
+            limit=MAX_MATCHED,
+        )
+        return [
+            Chunk(chunk_id=str(row[CHUNK_ID_FIELD]), text="", metadata=row[METADATA_FIELD] or {})
+            for row in rows
+        ]
+
+    def has_attribute(self, attribute: str) -> bool:
+        """Whether some chunk has ``attribute`` (a query that stops at the first one)."""
+        if not attribute or not self._client.has_collection(self.collection):
+            return False
+        expression = HasAttribute(attribute=attribute).accept(self._translator)
+        return bool(self._client.query(self.collection, filter=expression, limit=1))
+
     def expression(self, filter: FilterDirective | None) -> str:
         """The Milvus expression a filter becomes ("" = no filter); for logs and debugging."""
         return "" if filter is None else filter.accept(self._translator)
@@ -260,24 +305,64 @@ class MilvusChunkStore:
     def values_of(self, attribute: str) -> frozenset[str]:
         """Distinct string values of an attribute as written (trimmed), list members included.
 
-        Read in one scan of the collection's metadata, cached for ``VOCABULARY_TTL_S``.
+        Read in one scan of the collection's metadata. The first call waits for that scan (or for
+        the one ``prefetch_values`` started); later ones get the values read last while a stale
+        read (``VOCABULARY_TTL_S``) is refreshed in the background.
         """
         return self._all_spellings().get(attribute, frozenset())
+
+    def prefetch_values(self) -> None:
+        """Start reading attribute values in the background (a replica starting up)."""
+        with self._values_lock:
+            if self._spellings is None:
+                self._read_in_background()
 
     def _vocabulary(self, attribute: str) -> Collection[str]:
         return {normalise_text(spelling) for spelling in self.values_of(attribute)}
 
     def _all_spellings(self) -> dict[str, frozenset[str]]:
         with self._values_lock:
-            fresh = time.monotonic() - self._spellings_read_at < VOCABULARY_TTL_S
-            if self._spellings is None or not fresh:
-                self._spellings = self._read_spellings()
-                self._spellings_read_at = time.monotonic()
-            return self._spellings
+            current = self._spellings
+            stale = time.monotonic() - self._spellings_read_at >= VOCABULARY_TTL_S
+            reading = self._read_in_background() if current is None or stale else None
+        if current is not None:
+            return current
+        assert reading is not None
+        return reading.result()
+
+    def _read_in_background(self) -> Future[dict[str, frozenset[str]]]:
+        """The scan under way, or a new one; call with ``_values_lock`` held."""
+        if self._reading is None or self._reading.done():
+            reading: Future[dict[str, frozenset[str]]] = Future()
+            self._reading = reading
+            threading.Thread(target=self._read_into, args=(reading,), daemon=True).start()
+        return self._reading
+
+    def _read_into(self, reading: Future[dict[str, frozenset[str]]]) -> None:
+        started = time.perf_counter()
+        try:
+            spellings = self._read_spellings()
+        except Exception as error:  # a later call tries again; the first caller sees the error
+            logger.error("milvus.values.read_failed", collection=self.collection, error=str(error))
+            with self._values_lock:  # keep serving the old values; try again after the TTL
+                if self._spellings is not None:
+                    self._spellings_read_at = time.monotonic()
+            reading.set_exception(error)
+            return
+        with self._values_lock:
+            if self._reading is reading:  # not forgotten by a sync meanwhile
+                self._spellings, self._spellings_read_at = spellings, time.monotonic()
+        logger.info(
+            "milvus.values.read",
+            collection=self.collection,
+            attributes=len(spellings),
+            seconds=round(time.perf_counter() - started, 2),
+        )
+        reading.set_result(spellings)
 
     def _forget_values(self) -> None:
         with self._values_lock:
-            self._spellings = None
+            self._spellings, self._reading = None, None
 
     def _read_spellings(self) -> dict[str, frozenset[str]]:
         if not self._client.has_collection(self.collection):
@@ -358,7 +443,11 @@ def _scored(hit: Mapping[str, Any]) -> ScoredChunk:
         text=entity[TEXT_FIELD],
         metadata=dict(entity[METADATA_FIELD] or {}),
     )
-    return ScoredChunk(chunk=chunk, relevance=float(np.clip(hit["distance"], 0.0, 1.0)))
+    return ScoredChunk(chunk=chunk, relevance=_clipped(hit["distance"]))
+
+
+def _clipped(distance: float) -> float:
+    return float(np.clip(distance, 0.0, 1.0))
 
 
 def _checked_vectors(vectors: Any, expected_rows: int) -> NDArray[np.float32]:

@@ -10,7 +10,7 @@ each result is always its cosine relevance to the leading query vector (clipped 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,19 +36,6 @@ class RetrievalRequest:
     hybrid: bool
 
 
-DenseRanking = Callable[[np.ndarray, int, FilterDirective | None, "np.ndarray | None"], list[int]]
-"""(query vector, k, filter, mask) -> rows, best first: where the dense ranking comes from."""
-
-
-def local_dense_ranking(index: KnowledgeIndex) -> DenseRanking:
-    """Dense rankings from the in-process FAISS index, within the mask."""
-
-    def rank(vector: np.ndarray, k: int, _: FilterDirective | None, mask: np.ndarray | None):
-        return [row for row, _ in index.dense.search(vector, k, mask)]
-
-    return rank
-
-
 def filter_mask(index: KnowledgeIndex, directive: FilterDirective | None) -> np.ndarray | None:
     """The rows a filter allows; None when there is no filter."""
     if directive is None:
@@ -57,20 +44,14 @@ def filter_mask(index: KnowledgeIndex, directive: FilterDirective | None) -> np.
     return np.asarray(mask, dtype=bool)
 
 
-def retrieve(
-    index: KnowledgeIndex, request: RetrievalRequest, dense: DenseRanking | None = None
-) -> list[ScoredChunk]:
-    """The best ``top_k`` chunks allowed by the filter, ranked by fused evidence.
-
-    ``dense`` supplies the dense rankings (the local FAISS index unless a backend such as
-    Milvus is given); BM25 and the relevance scores always come from ``index``.
-    """
+def retrieve(index: KnowledgeIndex, request: RetrievalRequest) -> list[ScoredChunk]:
+    """The best ``top_k`` chunks allowed by the filter, ranked by fused evidence."""
     mask = filter_mask(index, request.filter)
     if mask is not None and not mask.any():
         return []
-    rank = dense or local_dense_ranking(index)
     rankings = [
-        rank(vector, request.candidates, request.filter, mask) for vector in request.vectors
+        [row for row, _ in index.dense.search(vector, request.candidates, mask)]
+        for vector in request.vectors
     ]
     if request.hybrid:
         lexical = index.lexical.search(request.texts[0], request.candidates, mask)

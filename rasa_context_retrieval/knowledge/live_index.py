@@ -1,0 +1,198 @@
+"""The index a running assistant serves: opened at start-up, kept fresh, swapped, never mutated.
+
+``LiveIndex`` decides which ``SearchBackend`` serves (FAISS in this process, or a Milvus
+collection) and replaces it when the documents change; the search engine only ever asks it for
+the current backend, so a search under way finishes on the view it started with.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from rasa_context_retrieval.config import ConfigurationError, StoreConfig
+from rasa_context_retrieval.knowledge.builder import IndexSettings, ensure_index
+from rasa_context_retrieval.knowledge.embedding import embedder_identity
+from rasa_context_retrieval.knowledge.index import KnowledgeIndex
+from rasa_context_retrieval.knowledge.loader import IngestProblem
+from rasa_context_retrieval.knowledge.model_integrity import is_bundled_model, verify_bundled_model
+from rasa_context_retrieval.knowledge.withdrawal import without_changed_chunks
+from rasa_context_retrieval.retrieve.backend import SearchBackend
+from rasa_context_retrieval.retrieve.faiss_backend import FaissBackend
+
+logger = structlog.get_logger()
+
+
+class LiveIndex:
+    """The serving backend, the local index it was built from (if any), and their refresh."""
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        embeddings: Any,
+        backend: SearchBackend,
+        index: KnowledgeIndex | None,
+    ) -> None:
+        self.config = config
+        self.embeddings = embeddings
+        self.backend = backend
+        self.index = index
+        """The index built from ``docs`` in this process; None when the backend needs none."""
+        self._settings = index_settings(config) if index is not None else None
+        self._checked_at = time.monotonic()
+        self._refreshing = threading.Lock()
+        self._values: dict[str, frozenset[str]] = {}
+
+    @classmethod
+    def open(
+        cls, config: StoreConfig, embeddings: Any, *, progress: bool = True, ingest: bool = False
+    ) -> LiveIndex:
+        """Load the published index, or build it when the documents changed, and serve it.
+
+        With ``backend: milvus`` the collection is synced too (always when ``ingest``, the
+        console's ``index`` command; otherwise unless its ``ingest`` is ``console_only``).
+        """
+        _check_embedding_model(embeddings)
+        if config.milvus_replica and config.milvus is not None and not ingest:
+            from rasa_context_retrieval.milvus.backend import MilvusBackend
+
+            replica = cls(config, embeddings, MilvusBackend.open(config.milvus, writes=False), None)
+            # Both read the collection; in the background, so start-up does not grow with it.
+            threading.Thread(target=replica._inspect_collection, daemon=True).start()
+            return replica
+        index = ensure_index(index_settings(config), embeddings, progress=progress)
+        live = cls.serving(config, embeddings, index, writes=ingest)
+        live.warn_about_undeclared_attributes()
+        return live
+
+    @classmethod
+    def serving(
+        cls, config: StoreConfig, embeddings: Any, index: KnowledgeIndex, *, writes: bool = False
+    ) -> LiveIndex:
+        """Serve an index built already, on the configured backend."""
+        backend: SearchBackend = FaissBackend(index)
+        if config.backend == "milvus" and config.milvus is not None:
+            from rasa_context_retrieval.milvus.backend import MilvusBackend
+
+            milvus = MilvusBackend.open(
+                config.milvus, writes=writes or config.milvus.ingest != "console_only"
+            )
+            backend = milvus.publish(index, embedder_identity(embeddings))
+        return cls(config, embeddings, backend, index)
+
+    def __len__(self) -> int:
+        return self.backend.size()
+
+    @property
+    def problems(self) -> list[IngestProblem]:
+        """Files the last build skipped, and why."""
+        return list(self.index.problems) if self.index is not None else []
+
+    def known_values(self) -> Mapping[str, frozenset[str]]:
+        """Distinct string values per declared attribute in the served chunks; an attribute
+        declared with ``values`` is not read (planners use the declared values as they are).
+
+        The same mapping object while nothing changed: planners rebuild their vocabulary only
+        when it is a new one.
+        """
+        backend, cached = self.backend, self._values
+        values = {
+            field.name: backend.values_of(field.name)
+            for field in self.config.metadata_fields
+            if field.values is None
+        }
+        if values.keys() == cached.keys() and all(values[k] is cached[k] for k in values):
+            return cached
+        self._values = values
+        return values
+
+    def _inspect_collection(self) -> None:
+        """Warn about absent attributes and read ``known_values`` (a scan of the collection),
+        so that the first search finds them read or being read."""
+        try:
+            self.warn_about_undeclared_attributes()
+            self.known_values()
+        except Exception as error:  # the first search reads them again and reports it
+            logger.warning("knowledge_search.values.read_failed", error=str(error))
+
+    def warn_about_undeclared_attributes(self) -> None:
+        for field_name in sorted(self.config.field_names):
+            if not self.backend.has_attribute(field_name):
+                logger.warning(
+                    "knowledge_search.metadata_field.absent",
+                    attribute=field_name,
+                    event_info=f"no indexed document has the attribute '{field_name}'; "
+                    "filters on it will match nothing",
+                )
+
+    def swap(self, index: KnowledgeIndex) -> None:
+        """Serve ``index`` from now on (published to the backend first)."""
+        self.backend = self.backend.publish(index, embedder_identity(self.embeddings))
+        self.index = index
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def refresh_if_due(self) -> None:
+        """Pick up changed documents: at most every ``refresh_seconds``, in the background.
+
+        The check compares content (the index fingerprint hashes every document's bytes), not
+        names, sizes and modification times, which an edit can leave unchanged; it runs in a
+        thread so that ``connect()`` stays free.
+        """
+        interval = self.config.refresh_seconds
+        if interval <= 0 or time.monotonic() - self._checked_at < interval:
+            return
+        self._checked_at = time.monotonic()
+        if self._settings is None or self.index is None:
+            return  # a Milvus replica: new data arrives in the collection, not in `docs`
+        if not self._refreshing.acquire(blocking=False):
+            return
+        threading.Thread(target=self._refresh, args=(self.index,), daemon=True).start()
+
+    def _refresh(self, served: KnowledgeIndex) -> None:
+        assert self._settings is not None
+        try:
+            if self._settings.fingerprint(self.embeddings) == served.fingerprint:
+                return
+            try:
+                index = ensure_index(self._settings, self.embeddings, progress=False)
+            except Exception as error:  # serve only what the documents still say; report why
+                logger.error("knowledge_search.refresh.failed", error=str(error))
+                index = without_changed_chunks(served, self._settings)
+            self.swap(index)
+            logger.info("knowledge_search.refresh.done", chunks=len(index))
+        except Exception as error:
+            logger.error("knowledge_search.refresh.failed", error=str(error))
+        finally:
+            self._refreshing.release()
+
+
+def index_settings(config: StoreConfig) -> IndexSettings:
+    """How to build the index from ``docs`` (which a writer must have)."""
+    if config.docs is None or not config.docs.is_dir():
+        raise ConfigurationError(
+            f"vector_store.docs: folder '{config.docs}' does not exist; indexing (the console's "
+            "`index` command) reads the knowledge base from it"
+        )
+    return IndexSettings(
+        docs=config.docs,
+        index_path=config.index_path,
+        chunk_size=config.chunk_size,
+        chunk_overlap=config.chunk_overlap,
+        embedding_batch_size=config.embedding_batch_size,
+        exact_search_below=config.exact_search_below,
+        language=config.language,
+    )
+
+
+def _check_embedding_model(embeddings: Any) -> None:
+    """Refuse a corrupt copy of the bundled model before it embeds anything."""
+    model = str(getattr(embeddings, "model", "") or "")
+    if is_bundled_model(model):
+        verify_bundled_model(Path(model))

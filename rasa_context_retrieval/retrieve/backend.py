@@ -1,0 +1,52 @@
+"""The seam between the search engine and where chunks live: one protocol, one class per backend.
+
+The engine (``knowledge_search``) plans a search, hands the backend a ``RetrievalRequest`` and
+checks whatever comes back against the filter (``filters.conformance``); it never learns whether
+FAISS in this process (``retrieve.faiss_backend``) or a Milvus collection (``milvus.backend``)
+answered. The live index (``knowledge.live_index``) decides which backend serves and swaps it when
+the documents change.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from langchain_core.structured_query import FilterDirective
+
+from rasa_context_retrieval.access.entitlements import AccessFilter
+from rasa_context_retrieval.knowledge.index import KnowledgeIndex
+from rasa_context_retrieval.knowledge.models import ScoredChunk
+from rasa_context_retrieval.retrieve.retriever import RetrievalRequest
+
+
+class SearchBackend(Protocol):
+    """Filtered, scored rankings over one knowledge base, and what its metadata holds."""
+
+    def publish(self, index: KnowledgeIndex, embedder: str) -> SearchBackend:
+        """A backend serving ``index``'s chunks (embedded by ``embedder``); this one keeps
+        serving what it served, so searches under way finish on one consistent view."""
+        ...
+
+    def rank(self, request: RetrievalRequest) -> list[ScoredChunk]:
+        """The best ``request.top_k`` chunks ``request.filter`` allows, fused over every query
+        vector (and BM25 when hybrid), each scored by its cosine relevance to the first vector
+        clipped to [0, 1], none below ``request.threshold``."""
+        ...
+
+    def count(self, directive: FilterDirective | None, access: AccessFilter | None) -> int:
+        """Chunks ``directive`` admits whose metadata ``access`` admits exactly."""
+        ...
+
+    def values_of(self, attribute: str) -> frozenset[str]:
+        """Distinct string values of ``attribute`` as written (trimmed), list members included."""
+        ...
+
+    def has_attribute(self, attribute: str) -> bool:
+        """Whether some chunk has ``attribute``."""
+        ...
+
+    def size(self) -> int:
+        """Chunks served."""
+        ...
+
+    def close(self) -> None: ...
