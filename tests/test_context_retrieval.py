@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rasa.core.information_retrieval import InformationRetrievalException
 from rasa.utils.endpoints import EndpointConfig
@@ -260,6 +260,8 @@ slot_values = st.one_of(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(plan=slot_values, region=st.one_of(st.none(), st.sampled_from(["eu", "us", "apac", "EU"])))
+@example(plan=" ", region="eu")  # blank text is an unset slot, as "" is
+@example(plan=[" ", "plus"], region=None)
 async def test_no_result_ever_violates_a_slot_filter(
     store: ContextRetrieval, plan: Any, region: Any
 ):
@@ -276,7 +278,7 @@ async def test_no_result_ever_violates_a_slot_filter(
 
 
 def _wanted(value: Any) -> set[str] | None:
-    if value is None or value == "" or value == []:
-        return None
+    """The documented slot rule: None, blank text and empty lists (or lists of blanks) are unset."""
     values = value if isinstance(value, list) else [value]
-    return {str(v).strip().casefold() for v in values}
+    wanted = {str(v).strip().casefold() for v in values if v is not None and str(v).strip()}
+    return wanted or None
