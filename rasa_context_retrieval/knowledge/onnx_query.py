@@ -26,7 +26,7 @@ import threading
 import uuid
 import warnings
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -212,7 +212,7 @@ class OnnxQueryEncoder:
         # The groups are independent model calls and onnxruntime releases the GIL: the others
         # run beside the first (on a pool of their own, so a caller that is itself a pool worker
         # can never wait on its own pool), as torch would spread one call over the cores.
-        others = [_GROUP_POOL.submit(self._run, [encodings[i] for i in g]) for g in groups[1:]]
+        others = [self._beside([encodings[i] for i in g]) for g in groups[1:]]
         results = [self._run([encodings[i] for i in groups[0]])]
         results += [future.result() for future in others]
         vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(encodings)
@@ -220,6 +220,14 @@ class OnnxQueryEncoder:
             for index, vector in zip(group, found, strict=True):
                 vectors[index] = vector
         return np.stack(vectors)
+
+    def _beside(self, encodings: Sequence[Any]) -> Future[np.ndarray]:
+        try:
+            return _GROUP_POOL.submit(self._run, encodings)
+        except RuntimeError:  # the interpreter is exiting: the pool takes no more work
+            done: Future[np.ndarray] = Future()
+            done.set_result(self._run(encodings))
+            return done
 
     def _run(self, encodings: Sequence[Any]) -> np.ndarray:
         """One model call; padding (id 0, masked out) to the group's longest text."""
