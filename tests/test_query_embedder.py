@@ -199,3 +199,22 @@ def test_two_stores_exporting_at_once_in_one_process_both_get_a_working_export(
     with ThreadPoolExecutor(max_workers=2) as pool:
         exports = list(pool.map(lambda name: cached_export(model, tmp_path / name), ["a", "b"]))
     assert all(path.is_file() and path.stat().st_size > 1_000_000 for path in exports)
+
+
+def test_a_model_saved_by_the_installed_sentence_transformers_gets_the_onnx_path(
+    model_path: Path, tmp_path: Path
+):
+    """sentence-transformers 6 writes new module paths and keeps the sequence length in the
+    tokenizer's config; a user's own saved model must still be recognised and pass the check."""
+    from rasa.shared.utils.llm import embedder_factory
+    from sentence_transformers import SentenceTransformer
+
+    saved = tmp_path / "my-model"
+    SentenceTransformer(str(model_path), device="cpu").save(str(saved))
+    described = LocalModel.describe(saved)
+    assert described.max_seq_length == LocalModel.describe(model_path).max_seq_length
+    client = embedder_factory(
+        {"provider": "huggingface_local", "model": str(saved), "show_progress": False}, {}
+    )
+    opened = open_query_embedder("auto", client, tmp_path / "cache", background=False)
+    assert isinstance(opened, OnnxQueryEmbedder)

@@ -45,9 +45,10 @@ OUTPUT_NAME = "token_mean"
 INTRA_OP_THREADS = 1
 """Concurrency comes from many searches at once (and batching), like FAISS's one thread."""
 LOCK_FILE = ".export.lock"
-TRANSFORMER_MODULE = "sentence_transformers.models.Transformer"
-POOLING_MODULE = "sentence_transformers.models.Pooling"
-NORMALIZE_MODULE = "sentence_transformers.models.Normalize"
+PIPELINE_PACKAGE = "sentence_transformers."
+"""Module types are read by class name within this package: sentence-transformers 6 saves
+``sentence_transformers.base.modules.transformer.Transformer`` where earlier releases saved
+``sentence_transformers.models.Transformer``; both are the same pipeline step."""
 
 
 _GROUP_POOL = ThreadPoolExecutor(
@@ -75,21 +76,24 @@ class LocalModel:
     def describe(cls, directory: Path) -> LocalModel:
         """Read the pipeline from the folder; ExportUnavailable unless Transformer + mean pool."""
         modules = _read_json(directory / "modules.json", "modules.json")
-        kinds = [module.get("type") for module in modules]
-        if kinds[:2] != [TRANSFORMER_MODULE, POOLING_MODULE] or any(
-            kind != NORMALIZE_MODULE for kind in kinds[2:]
-        ):
+        kinds = [str(module.get("type")) for module in modules]
+        steps = [_step(kind) for kind in kinds]
+        if steps[:2] != ["Transformer", "Pooling"] or any(s != "Normalize" for s in steps[2:]):
             raise ExportUnavailable(f"pipeline {kinds} is not Transformer + Pooling (+ Normalize)")
         pooling = _read_json(directory / modules[1]["path"] / "config.json", "pooling config")
-        modes = sorted(key for key, on in pooling.items() if key.startswith("pooling_mode") and on)
-        if modes != ["pooling_mode_mean_tokens"]:
-            raise ExportUnavailable(f"pooling {modes} is not mean pooling")
+        modes = sorted(key for key, on in pooling.items() if key.startswith("pooling_mode_") and on)
+        if modes != ["pooling_mode_mean_tokens"] and pooling.get("pooling_mode") != "mean":
+            raise ExportUnavailable(f"pooling {modes or pooling.get('pooling_mode')} is not mean")
         if not (directory / "tokenizer.json").is_file():
             raise ExportUnavailable("the folder has no fast tokenizer (tokenizer.json)")
         settings = _read_json(directory / "sentence_bert_config.json", "sentence_bert_config")
+        length = settings.get("max_seq_length")
+        if not length:  # sentence-transformers 6 keeps it in the tokenizer's config instead
+            tokenizer = _read_json(directory / "tokenizer_config.json", "tokenizer_config")
+            length = tokenizer.get("model_max_length") or 512
         return cls(
             directory=directory,
-            max_seq_length=int(settings.get("max_seq_length") or 512),
+            max_seq_length=int(length),
             do_lower_case=bool(settings.get("do_lower_case", False)),
         )
 
@@ -278,6 +282,11 @@ def _remove_stale(cache_dir: Path, fingerprint: str) -> None:
     for path in cache_dir.glob("query-*.onnx"):
         if fingerprint not in path.name:
             path.unlink(missing_ok=True)
+
+
+def _step(kind: str) -> str:
+    """The pipeline step a module type names ("" for a type outside sentence-transformers)."""
+    return kind.rsplit(".", 1)[-1] if kind.startswith(PIPELINE_PACKAGE) else ""
 
 
 def _read_json(path: Path, what: str) -> Any:
