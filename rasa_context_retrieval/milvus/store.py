@@ -99,6 +99,7 @@ class MilvusChunkStore:
         self.collection = config.collection
         self._translator = MilvusExpressionTranslator(vocabulary=self._vocabulary)
         self._values_lock = threading.Lock()
+        self._closed = threading.Event()
         self._spellings: dict[str, frozenset[str]] | None = None
         self._spellings_read_at = 0.0
         self._reading: Future[dict[str, frozenset[str]]] | None = None
@@ -124,6 +125,7 @@ class MilvusChunkStore:
         return store
 
     def close(self) -> None:
+        self._closed.set()
         self._client.close()
 
     # ----------------------------------------------------------------------------- sync
@@ -343,7 +345,12 @@ class MilvusChunkStore:
         try:
             spellings = self._read_spellings()
         except Exception as error:  # a later call tries again; the first caller sees the error
-            logger.error("milvus.values.read_failed", collection=self.collection, error=str(error))
+            if self._closed.is_set():  # the store closed under the scan: nothing went wrong
+                logger.debug("milvus.values.read_stopped", collection=self.collection)
+            else:
+                logger.error(
+                    "milvus.values.read_failed", collection=self.collection, error=str(error)
+                )
             with self._values_lock:  # keep serving the old values; try again after the TTL
                 if self._spellings is not None:
                     self._spellings_read_at = time.monotonic()
