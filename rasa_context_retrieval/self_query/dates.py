@@ -49,7 +49,9 @@ DATE_TEXT = (
     rf"(?<![\w-])(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{4}}-\d{{2}}(?![\d-])"
     rf"|(?:{_ANY_MONTH})\.?\s+\d{{1,2}}{_ORDINAL},?\s+{_YEAR}"
     rf"|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?,?\s+{_YEAR}"
-    rf"|(?:{_ANY_MONTH})\.?,?\s+(?:of\s+)?{_YEAR}|{_YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
+    rf"|(?:{_ANY_MONTH})\.?,?\s+(?:of\s+)?{_YEAR}"
+    rf"|(?:{_LONE_MONTH})\s+\d{{1,2}}{_ORDINAL}(?![\d:.])|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_LONE_MONTH})"
+    rf"|{_YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
 )
 
 AFTER_END, FROM_START, BEFORE_START, UNTIL_END, WITHIN = "gt", "gte", "lt", "lte", "in"
@@ -75,6 +77,7 @@ DATE_WORDS = {
     "by": UNTIL_END,
     "no later than": UNTIL_END,
     "in": WITHIN,
+    "on": WITHIN,
     "during": WITHIN,
     "throughout": WITHIN,
     "for": WITHIN,
@@ -124,6 +127,18 @@ RELATIVE = re.compile(
     re.IGNORECASE,
 )
 NEGATED = re.compile(r"\b(?:not|except|excluding)\s*$", re.IGNORECASE)
+# Words of a date field's name or description for things that take place, and for records.
+AHEAD_WORDS = re.compile(
+    r"\b(?:takes?\s+place|happens?|starts?|begins?|scheduled|due|deadline|event|departs?|departure"
+    r"|arrives?|arrival|check[\s-]?in|opens?|available|availability|expires?|expiry|ends?|held"
+    r"|occurs?|upcoming|will|start|from|until)\b",
+    re.IGNORECASE,
+)
+RECORDED_WORDS = re.compile(
+    r"\b(?:was|were|been|published|posted|updated|released|created|added|modified|listed"
+    r"|uploaded|changed|edited|issued|written|sold|joined|founded|born|last)\b",
+    re.IGNORECASE,
+)
 ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 ISO_MONTH = re.compile(r"(\d{4})-(\d{2})")
 YEAR_IN = re.compile(_YEAR)
@@ -162,11 +177,18 @@ class WrittenDate:
             int(day_of_month[1]) if day_of_month else None,
         )
 
-    def period(self, today: dt.date, year_hint: int | None = None) -> Period | None:
-        """The days this date covers; a lone month is the latest one not after today."""
+    def period(
+        self, today: dt.date, year_hint: int | None = None, *, ahead: bool = False
+    ) -> Period | None:
+        """The days this date covers. A month or day without a year is the latest one up to
+        today or, ``ahead`` (for a field of things that take place), the coming one."""
         year = self.year or year_hint
         if year is None and self.month is not None:
-            year = today.year if self.month <= today.month else today.year - 1
+            said, now = (self.month, self.day or 0), (today.month, today.day if self.day else 0)
+            if ahead:
+                year = today.year if said >= now else today.year + 1
+            else:
+                year = today.year if said <= now else today.year - 1
         if year is None:
             return None
         try:
@@ -181,6 +203,14 @@ class WrittenDate:
         except ValueError:
             return None
         return first, first + relativedelta(day=31)
+
+
+def looks_ahead(field: MetadataField) -> bool:
+    """Whether a date field holds when something takes place ("Day the talk takes place", a
+    departure, a deadline) rather than when something was recorded ("Date the article was
+    published"): a month said without a year is then the coming one."""
+    said = f"{field.name.replace('_', ' ')} {field.description}"
+    return bool(AHEAD_WORDS.search(said)) and not RECORDED_WORDS.search(said)
 
 
 def date_value(day: dt.date) -> dict[str, str]:
@@ -212,6 +242,9 @@ class DatePhrases:
         self, fields: Sequence[MetadataField], today: Clock, item_nouns: Collection[str] = ()
     ) -> None:
         self._date_fields = [field.name for field in fields if field.type == "date"]
+        self._ahead = frozenset(
+            field.name for field in fields if field.type == "date" and looks_ahead(field)
+        )
         self._today = today
         self._scope = time_scope(self._date_fields, item_nouns)
 
@@ -225,7 +258,8 @@ class DatePhrases:
         today = self._today()
         found: list[Constraint] = []
         claimed: list[tuple[int, int]] = []
-        for start, end, conditions in self._conditions(text, today):
+        ahead = attribute in self._ahead
+        for start, end, conditions in self._conditions(text, today, ahead):
             # A phrase read as a date claims its words even when it makes no condition
             # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
             if any(start < other_end and other_start < end for other_start, other_end in claimed):
@@ -248,33 +282,37 @@ class DatePhrases:
         ]
         return named[0] if len(named) == 1 else None
 
-    def _conditions(self, text: str, today: dt.date) -> list[tuple[int, int, list[Bound]]]:
+    def _conditions(
+        self, text: str, today: dt.date, ahead: bool
+    ) -> list[tuple[int, int, list[Bound]]]:
         said = []
         for match in RANGE.finditer(text):
             low, high = ("a", "b") if match["a"] else ("c", "d")
-            said.append((match.start(), match.end(), _range(match[low], match[high], today)))
+            said.append((match.start(), match.end(), _range(match[low], match[high], today, ahead)))
         for match in SINGLE.finditer(text):
             word = DATE_WORDS[" ".join(match["word"].lower().split())]
             negated = NEGATED.search(text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()])
-            conditions = [] if negated else _single(word, match["a"], today)
+            conditions = [] if negated else _single(word, match["a"], today, ahead)
             said.append((match.start(), match.end(), conditions))
         for pattern, word in ((LATER, FROM_START), (EARLIER, UNTIL_END)):
             for match in pattern.finditer(text):
-                said.append((match.start(), match.end(), _single(word, match["a"], today)))
+                said.append((match.start(), match.end(), _single(word, match["a"], today, ahead)))
         for match in RELATIVE.finditer(text):
             said.append((match.start(), match.end(), _relative(match, today)))
         return sorted(said, key=lambda condition: (condition[0], -condition[1]))
 
 
-def _single(word: str, text: str, today: dt.date) -> list[Bound]:
+def _single(word: str, text: str, today: dt.date, ahead: bool) -> list[Bound]:
     written = WrittenDate.read(text)
-    period = written.period(today) if written else None
+    period = written.period(today, ahead=ahead) if written else None
     return [] if period is None else _bounds(word, period)
 
 
 def _bounds(word: str, period: Period) -> list[Bound]:
     first, last = period
     if word == WITHIN:
+        if first == last:
+            return [(Comparator.EQ, first)]  # "on March 3": that day
         return [(Comparator.GTE, first), (Comparator.LTE, last)]
     return {
         AFTER_END: [(Comparator.GT, last)],
@@ -284,11 +322,11 @@ def _bounds(word: str, period: Period) -> list[Bound]:
     }[word]
 
 
-def _range(low_text: str, high_text: str, today: dt.date) -> list[Bound]:
+def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[Bound]:
     low, high = WrittenDate.read(low_text), WrittenDate.read(high_text)
     if low is None or high is None:
         return []
-    high_period = high.period(today)
+    high_period = high.period(today, ahead=ahead)
     if high_period is None:
         return []
     # "from November to March 2025": the first month borrows the year and may fall before it.

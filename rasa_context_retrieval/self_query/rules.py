@@ -162,7 +162,7 @@ def build_filter(
 def _value_comparisons(attribute: str, constraints: list[Constraint]) -> list[Comparison]:
     wanted = _distinct(c.value for c in constraints if c.comparator is Comparator.EQ)
     unwanted = _distinct(c.value for c in constraints if c.comparator is Comparator.NE)
-    contradicted = set(wanted) & set(unwanted)
+    contradicted = [value for value in wanted if value in unwanted]
     wanted = [value for value in wanted if value not in contradicted]
     unwanted = [value for value in unwanted if value not in contradicted]
     comparisons = []
@@ -195,7 +195,12 @@ def _one_or_many(
 
 
 def _distinct(values: Any) -> list[Any]:
-    return list(dict.fromkeys(values))
+    """In order, each once; by equality, as a date value is a dict ("on March 3": ``eq``)."""
+    kept: list[Any] = []
+    for value in values:
+        if value not in kept:
+            kept.append(value)
+    return kept
 
 
 def strip_spans(text: str, constraints: Sequence[Constraint]) -> str:

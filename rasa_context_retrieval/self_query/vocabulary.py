@@ -32,6 +32,7 @@ get a strictness of their own, by the same rules.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -56,14 +57,17 @@ from rasa_context_retrieval.self_query.phrases import (
 
 MAX_VALUE_WORDS = 5
 MAX_VALUE_CHARS = 60
-# Inflecting very short words goes wrong more often than right ("us", "ios", "eu" are names).
-MIN_INFLECTED_CHARS = 4
+# Inflecting two-letter words goes wrong more often than right ("us", "eu" are names); three
+# letters are ordinary nouns often enough ("dogs", "reds", "guinea pigs").
+MIN_INFLECTED_CHARS = 3
 # "US", "EU", "APAC": an all-capital value this short is a name, not an ordinary word.
 ACRONYM_MAX_CHARS = 4
 # A surname stands for a full name only when it is this long ("Kon" is too short to be sure).
 MIN_SURNAME_CHARS = 4
 # How far back to look for "not on the" / "plan:" before a value.
 LOOKBEHIND_CHARS = 40
+# Letters past ASCII up to the end of Latin Extended-B may carry accents to fold.
+ASCII_END, LATIN_END = 0x7F, 0x250
 WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
 SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
 
@@ -94,22 +98,44 @@ class _Candidate:
     negated: bool = False
 
 
+def fold_accents(text: str) -> str:
+    """``text`` with accents dropped letter by letter ("rosé" -> "rose", "Müller" -> "Muller"),
+    of the same length, so that positions found in the folded text hold in the original."""
+    return "".join(_FOLDED.get(char, char) if ord(char) > ASCII_END else char for char in text)
+
+
+def _folded(char: str) -> str:
+    bare = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+    return bare if len(bare) == 1 else char
+
+
+_FOLDED = {chr(code): _folded(chr(code)) for code in range(ASCII_END + 1, LATIN_END)}
+
+
 def surface_key(text: str) -> str:
-    """The form every surface is stored and looked up under: case-folded, single spaces."""
-    return " ".join(word for word in WORD_SEPARATORS.split(text.casefold()) if word)
+    """The form every surface is stored and looked up under: case-folded, accents dropped,
+    single spaces."""
+    return " ".join(word for word in WORD_SEPARATORS.split(fold_accents(text).casefold()) if word)
 
 
 def surface_forms(value: str) -> set[str]:
-    """The ways a user may write ``value``: itself and the plural of its last word.
+    """The ways a user may write ``value``: itself, the plural of its last word, and a value of
+    several words written as one ("ebike" for "e-bike", "ebikes"); an all-capital value takes an
+    "s" ("SUVs").
 
     Values are not singularised: "windows" would become "window", an ordinary word.
     """
     key = surface_key(value)
     words = key.split(" ")
     last = words[-1]
-    if len(last) < MIN_INFLECTED_CHARS or not last.isalpha():
-        return {key}
-    return {key, " ".join([*words[:-1], inflection.pluralize(last)])}
+    forms = {key}
+    if value.isupper() and value.isalpha() and len(value) > 1:
+        forms.add(key + "s")
+    elif len(last) >= MIN_INFLECTED_CHARS and last.isalpha():
+        forms.add(" ".join([*words[:-1], inflection.pluralize(last)]))
+    if len(words) > 1:
+        forms |= {form.replace(" ", "") for form in forms}
+    return forms
 
 
 def _is_matchable(value: object) -> bool:
@@ -212,7 +238,7 @@ class ValueVocabulary:
         for written in (value, *aliases):
             if not _is_matchable(written):
                 continue
-            forms = surface_forms(written) if written == value else {surface_key(written)}
+            forms = surface_forms(written)
             self._add_forms(field, value, forms, self._strictness(field, forms, field_name_words))
         surname = _surname(value)
         if surname and not _field_words(field) & TOPIC_FIELD_WORDS:
@@ -244,6 +270,7 @@ class ValueVocabulary:
         """Value filters said in ``text``: ``eq`` for a scoping mention, ``ne`` when negated."""
         if self._pattern is None:
             return []
+        text = fold_accents(text)
         candidates = []
         for match in self._pattern.finditer(text):
             # The regex matches case-insensitively by simple case folding; the rare letter whose
