@@ -134,9 +134,9 @@ class RuleQueryConstructor:
     def constraints(self, text: str) -> list[Constraint]:
         """Every condition found in ``text``, with the span of words that said it."""
         scanned = text[:MAX_SCANNED_CHARS]
-        names_values = bool(self._values.find(scanned, []))
-        found = self._dates.find(scanned, scoped=names_values)
-        found += self._years.find(scanned, found, scoped=names_values)
+        values = self._values.find(scanned, [])
+        found = self._dates.find(scanned, scoped=bool(values))
+        found += self._years.find(scanned, found, scoped=bool(values), values=values)
         found += self._numbers.find(scanned, found)
         found += self._values.find(scanned, found)
         found += self._booleans.find(scanned, found)
