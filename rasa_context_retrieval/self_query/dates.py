@@ -290,9 +290,11 @@ class DatePhrases:
             low, high = ("a", "b") if match["a"] else ("c", "d")
             said.append((match.start(), match.end(), _range(match[low], match[high], today, ahead)))
         for match in SINGLE.finditer(text):
-            word = DATE_WORDS[" ".join(match["word"].lower().split())]
+            said_word = " ".join(match["word"].lower().split())
+            word = DATE_WORDS[said_word]
             negated = NEGATED.search(text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()])
-            conditions = [] if negated else _single(word, match["a"], today, ahead)
+            starting = said_word == "from"
+            conditions = [] if negated else _single(word, match["a"], today, ahead, starting)
             said.append((match.start(), match.end(), conditions))
         for pattern, word in ((LATER, FROM_START), (EARLIER, UNTIL_END)):
             for match in pattern.finditer(text):
@@ -302,10 +304,18 @@ class DatePhrases:
         return sorted(said, key=lambda condition: (condition[0], -condition[1]))
 
 
-def _single(word: str, text: str, today: dt.date, ahead: bool) -> list[Bound]:
+def _single(
+    word: str, text: str, today: dt.date, ahead: bool, starting: bool = False
+) -> list[Bound]:
+    """The bounds of ``word`` and a written date; ``starting``: the word was "from", which is
+    "during" for a year or month ("films from 2020") but "from then on" for a day."""
     written = WrittenDate.read(text)
     period = written.period(today, ahead=ahead) if written else None
-    return [] if period is None else _bounds(word, period)
+    if period is None:
+        return []
+    if starting and period[0] == period[1]:
+        word = FROM_START
+    return _bounds(word, period)
 
 
 def _bounds(word: str, period: Period) -> list[Bound]:

@@ -137,7 +137,7 @@ class RuleQueryConstructor:
         values = self._values.find(scanned, [])
         found = self._dates.find(scanned, scoped=bool(values))
         found += self._years.find(scanned, found, scoped=bool(values), values=values)
-        found += self._numbers.find(scanned, found)
+        found += self._numbers.find(scanned, found, values)
         found += self._values.find(scanned, found)
         found += self._booleans.find(scanned, found)
         return [c for c in found if not told_as_personal_past(scanned, c.start)]
