@@ -156,6 +156,11 @@ DETERMINERS_BEFORE_TOPIC = re.compile(
     re.IGNORECASE,
 )
 
+# A clause that sets values side by side to explain them ("What's the difference between a gravel
+# and a road frame?"): a question about the values, not a filter. ("Compare the top 5
+# smartwatches" is a wish for smartwatches.)
+CONCEPT_QUESTION_BEFORE = re.compile(r"\bdifferences?\s+between\b[^,.;!?]*$", re.IGNORECASE)
+
 # Words directly before a value that belong to the filter phrase and go when it is stripped.
 CUE_BEFORE_VALUE = re.compile(
     r"\b(?:(?:only|just|not|except(?:\s+for)?|excluding|without|other\s+than|apart\s+from)\s+)?"

@@ -44,6 +44,7 @@ from rasa_context_retrieval.schema import STRING_TYPES, MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.items import item_after, words_pattern
 from rasa_context_retrieval.self_query.phrases import (
+    CONCEPT_QUESTION_BEFORE,
     COORDINATION,
     CUE_BEFORE_VALUE,
     CUE_STOPWORDS,
@@ -285,7 +286,11 @@ class ValueVocabulary:
         self._accept_compounds(text, candidates)
         for group in self._coordinated_groups(text, candidates):
             self._share_within(group)
-        return [self._constraint(text, candidate) for candidate in candidates if candidate.chosen]
+        return [
+            self._constraint(text, candidate)
+            for candidate in candidates
+            if candidate.chosen and not CONCEPT_QUESTION_BEFORE.search(text, 0, candidate.start)
+        ]
 
     def _resolve(self, text: str, candidate: _Candidate) -> ValueSense | None:
         anchored = [
