@@ -69,6 +69,13 @@ MIN_SURNAME_CHARS = 4
 LOOKBEHIND_CHARS = 40
 # Letters past ASCII up to the end of Latin Extended-B may carry accents to fold.
 ASCII_END, LATIN_END = 0x7F, 0x250
+# Short forms: "sci-fi", "Sauv Blanc", "Jack Russells"; words of at least two letters, the first
+# of at least three, looked up by the first letters of the first word.
+SHORT_FORM_WORD = re.compile(r"[^\W\d_]{2,}")
+SHORT_FORM_GAP = re.compile(r"[\s-]+")
+CLIP_KEY_CHARS = 3
+MIN_FIRST_CLIPPED_CHARS = 3
+MIN_CLIPPED_CHARS = 2
 WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
 SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
 
@@ -78,6 +85,7 @@ class Strictness(Enum):
     CUED = "cued"
     TOPIC = "topic"
     NAME = "name"
+    INITIALS = "initials"
     ANCHORED = "anchored"
 
 
@@ -155,6 +163,29 @@ def _surname(value: str) -> str | None:
     return last if len(last) >= MIN_SURNAME_CHARS and last.isalpha() else None
 
 
+def _written_in_capitals(text: str, candidate: _Candidate) -> bool:
+    written = text[candidate.start : candidate.end].removesuffix("s")
+    return written.isupper() and not text.isupper()
+
+
+def _is_short_form(said: tuple[str, ...], words: tuple[str, ...]) -> bool:
+    """Whether ``said`` shortens the value ``words``: the same number of words, each a clipped
+    start of the value's ("sci fi"), or the value's first words whole ("jack russells")."""
+    last = said[-1].removesuffix("s") if len(said[-1]) > MIN_CLIPPED_CHARS else said[-1]
+    said = (*said[:-1], last)
+    if len(said) < len(words):
+        return said == words[: len(said)]
+    return (
+        len(said) == len(words)
+        and said != words
+        and len(said[0]) >= MIN_FIRST_CLIPPED_CHARS
+        and all(
+            len(part) >= MIN_CLIPPED_CHARS and word.startswith(part)
+            for part, word in zip(said, words, strict=True)
+        )
+    )
+
+
 def _field_words(field: MetadataField) -> set[str]:
     words = {word for word in WORD_SEPARATORS.split(field.name.lower()) if len(word) > 1}
     return words | {word + "s" for word in words} | {word.removesuffix("s") for word in words}
@@ -177,6 +208,8 @@ class ValueVocabulary:
         field_name_words = set().union(*(_field_words(field) for field in fields))
         string_field_words = set().union(*(_field_words(field) for field in string_fields))
         self._senses: dict[str, list[ValueSense]] = {}
+        # Values of several words by the first letters of their first word, for short forms.
+        self._multiword: dict[str, list[tuple[tuple[str, ...], ValueSense]]] = {}
         self._own_field_after: dict[str, re.Pattern[str]] = {}
         self._own_field_before: dict[str, re.Pattern[str]] = {}
         for field in string_fields:
@@ -244,6 +277,15 @@ class ValueVocabulary:
         surname = _surname(value)
         if surname and not _field_words(field) & TOPIC_FIELD_WORDS:
             self._add_forms(field, value, {surname}, Strictness.NAME)
+        words = surface_key(value).split(" ")
+        if len(words) > 1 and all(word.isalpha() for word in words):
+            # "ML" for "machine learning", "AI" for "artificial intelligence": in capitals only.
+            initials = "".join(word[0] for word in words)
+            self._add_forms(field, value, {initials, initials + "s"}, Strictness.INITIALS)
+            strictness = self._strictness(field, {surface_key(value)}, field_name_words)
+            self._multiword.setdefault(words[0][:CLIP_KEY_CHARS], []).append(
+                (tuple(words), ValueSense(field.name, value, strictness))
+            )
 
     def _add_forms(
         self, field: MetadataField, value: str, forms: set[str], strictness: Strictness
@@ -279,6 +321,8 @@ class ValueVocabulary:
             senses = self._senses.get(surface_key(match[0]))
             if senses and not overlaps_any(match.start(), match.end(), taken):
                 candidates.append(_Candidate(match.start(), match.end(), tuple(senses)))
+        if self._multiword:
+            candidates = self._with_short_forms(text, candidates, taken)
         for candidate in candidates:
             candidate.chosen = self._resolve(text, candidate)
             before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
@@ -291,6 +335,43 @@ class ValueVocabulary:
             for candidate in candidates
             if candidate.chosen and not CONCEPT_QUESTION_BEFORE.search(text, 0, candidate.start)
         ]
+
+    def _with_short_forms(
+        self, text: str, candidates: list[_Candidate], taken: list[Constraint]
+    ) -> list[_Candidate]:
+        """Add the values said shortened: every word clipped ("sci-fi" for "science fiction",
+        "Sauv Blanc") or the first words of a longer one ("Jack Russells" for "Jack Russell
+        Terrier"); two words at least, since one ("German", "Napa") is too often a word of its
+        own. A short form that fits two values of one field says neither."""
+        words = list(SHORT_FORM_WORD.finditer(text))
+        found = list(candidates)
+        for position, first in enumerate(words):
+            if surface_key(first[0])[:CLIP_KEY_CHARS] not in self._multiword:
+                continue
+            for size in range(MAX_VALUE_WORDS, 1, -1):
+                said = words[position : position + size]
+                if len(said) < size or not all(
+                    SHORT_FORM_GAP.fullmatch(text, a.end(), b.start())
+                    for a, b in zip(said, said[1:], strict=False)
+                ):
+                    continue
+                start, end = said[0].start(), said[-1].end()
+                if overlaps_any(start, end, taken) or any(
+                    c.start < end and start < c.end for c in found
+                ):
+                    continue
+                senses = self._shortened(tuple(surface_key(word[0]) for word in said))
+                if senses:
+                    found.append(_Candidate(start, end, senses))
+                    break
+        return sorted(found, key=lambda candidate: candidate.start)
+
+    def _shortened(self, said: tuple[str, ...]) -> tuple[ValueSense, ...]:
+        senses: dict[str, list[ValueSense]] = {}
+        for words, sense in self._multiword.get(said[0][:CLIP_KEY_CHARS], ()):
+            if _is_short_form(said, words):
+                senses.setdefault(sense.attribute, []).append(sense)
+        return tuple(listed[0] for listed in senses.values() if len(listed) == 1)
 
     def _resolve(self, text: str, candidate: _Candidate) -> ValueSense | None:
         anchored = [
@@ -308,6 +389,7 @@ class ValueVocabulary:
             if sense.strictness is Strictness.FREE
             or (sense.strictness is Strictness.CUED and cued)
             or (sense.strictness is Strictness.NAME and capitalised)
+            or (sense.strictness is Strictness.INITIALS and _written_in_capitals(text, candidate))
             or (sense.strictness is Strictness.TOPIC and self._asks_for_kind(text, candidate))
         ]
         return accepted[0] if len(accepted) == 1 else None
