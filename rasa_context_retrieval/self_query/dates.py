@@ -131,7 +131,10 @@ NEGATED = re.compile(r"\b(?:not|except|excluding)\s*$", re.IGNORECASE)
 AHEAD_WORDS = re.compile(
     r"\b(?:takes?\s+place|happens?|starts?|begins?|scheduled|due|deadline|event|departs?|departure"
     r"|arrives?|arrival|check[\s-]?in|opens?|available|availability|expires?|expiry|ends?|held"
-    r"|occurs?|upcoming|will|start|from|until)\b",
+    r"|occurs?|upcoming|will|start|from|until|next"
+    r"|concert|match|game|flight|trip|tour|class|course|session|meeting|appointment|talk"
+    r"|performance|screening|festival|race|workshop|webinar|conference|cruise|booking"
+    r"|reservation|visit|lesson|exam)s?\b",
     re.IGNORECASE,
 )
 RECORDED_WORDS = re.compile(
