@@ -175,6 +175,32 @@ def test_days_and_months_without_a_year_on_a_date_ahead(text: str, wanted: str) 
     assert said(rules(FLATS, FLAT_VALUES), text) == meant(wanted)
 
 
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a day needs no word before it; a bare month or year does
+        (
+            "Nils Frahm concerts March 3rd",
+            'and(eq("artist", "Nils Frahm"), eq("concert_date", "2026-03-03"))',
+        ),
+        (
+            "Nils Frahm concerts in 2019",
+            'and(eq("artist", "Nils Frahm"), gte("concert_date", "2019-01-01"), '
+            'lte("concert_date", "2019-12-31"))',
+        ),
+        ("Nils Frahm, 2019", 'eq("artist", "Nils Frahm")'),
+        # the user says which month: "next March", "last September"
+        (
+            "concerts next March",
+            'and(gte("concert_date", "2026-03-01"), lte("concert_date", "2026-03-31"))',
+        ),
+        ("concerts since last September", 'gte("concert_date", "2024-09-01")'),
+    ],
+)
+def test_a_day_alone_and_which_month(text: str, wanted: str) -> None:
+    assert said(rules(CONCERTS, CONCERT_VALUES), text) == meant(wanted)
+
+
 def test_a_month_without_a_year_is_the_latest_for_a_record_and_the_coming_for_an_event() -> None:
     assert said(rules(BOOKS), "books published in March") == meant(
         'and(gte("published", "2025-03-01"), lte("published", "2025-03-31"))'

@@ -97,8 +97,13 @@ OPEN_ENDED_AFTER = (
     r"(?!\s*(?:onwards?|(?:or|and)\s+(?:later|after|newer|beyond|up|earlier|before|older|prior))"
     r"(?!\w))"
 )
+# "next March", "this past May": the user says which one of a month without a year.
+COMING, GONE = "coming", "gone"
+WHICH_ONE = {"next": COMING, "coming": COMING, "this coming": COMING, "last": GONE, "past": GONE}
+_WHICH_ONE = "|".join(r"\s+".join(words.split()) for words in sorted(WHICH_ONE, key=len)[::-1])
 SINGLE = re.compile(
-    rf"(?<!\w)(?P<word>{_DATE_WORDS})\s+{_FILLER}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}",
+    rf"(?<!\w)(?:(?P<word>{_DATE_WORDS})\s+)?{_FILLER}(?:(?:this\s+)?(?P<which>{_WHICH_ONE})\s+)?"
+    rf"(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}",
     re.IGNORECASE,
 )
 
@@ -293,11 +298,15 @@ class DatePhrases:
             low, high = ("a", "b") if match["a"] else ("c", "d")
             said.append((match.start(), match.end(), _range(match[low], match[high], today, ahead)))
         for match in SINGLE.finditer(text):
-            said_word = " ".join(match["word"].lower().split())
-            word = DATE_WORDS[said_word]
+            said_word = " ".join((match["word"] or "").lower().split())
+            which = WHICH_ONE.get(" ".join((match["which"] or "").lower().split()))
+            if not said_word and not which and not _is_day(match["a"]):
+                continue  # a bare year or month ("2019", "March") needs a word that says how
+            word = DATE_WORDS.get(said_word, WITHIN)
             negated = NEGATED.search(text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()])
             starting = said_word == "from"
-            conditions = [] if negated else _single(word, match["a"], today, ahead, starting)
+            ahead_here = ahead if which is None else which == COMING
+            conditions = [] if negated else _single(word, match["a"], today, ahead_here, starting)
             said.append((match.start(), match.end(), conditions))
         for pattern, word in ((LATER, FROM_START), (EARLIER, UNTIL_END)):
             for match in pattern.finditer(text):
@@ -305,6 +314,11 @@ class DatePhrases:
         for match in RELATIVE.finditer(text):
             said.append((match.start(), match.end(), _relative(match, today)))
         return sorted(said, key=lambda condition: (condition[0], -condition[1]))
+
+
+def _is_day(text: str) -> bool:
+    written = WrittenDate.read(text)
+    return written is not None and written.day is not None
 
 
 def _single(
