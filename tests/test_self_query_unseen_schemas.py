@@ -37,7 +37,7 @@ CARS = (
     ),
 )
 CAR_VALUES = {
-    "make": frozenset(["Toyota", "Škoda", "Volvo"]),
+    "make": frozenset(["Toyota", "Škoda", "Volvo", "Mercedes-Benz"]),
     "model": frozenset(["Land Rover Defender", "Octavia", "Yaris"]),
 }
 FLATS = (
@@ -125,6 +125,9 @@ def meant(text: str | None) -> set[tuple[str, str, Any]]:
         ("Land Rovers from 2015", 'and(eq("model", "Land Rover Defender"), eq("year", 2015))'),
         # one word of it is too often a word of its own
         ("land for sale", None),
+        # the first part of a hyphenated name, capitalised
+        ("a Mercedes sedan", 'and(eq("make", "Mercedes-Benz"), eq("body", "sedan"))'),
+        ("mercedes is a name", None),
     ],
 )
 def test_values_said_in_another_spelling_or_shortened(text: str, wanted: str | None) -> None:
@@ -149,6 +152,32 @@ def test_values_said_in_another_spelling_or_shortened(text: str, wanted: str | N
 )
 def test_book_genres_said_short(text: str, wanted: str | None) -> None:
     assert said(rules(BOOKS), text) == meant(wanted)
+
+
+TOYS = (
+    MetadataField(
+        name="category",
+        type="string",
+        description="Category of the toy",
+        values=("board games", "bath goods", "puzzles", "action figures"),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # the singular of a plural value, with the value's own cue ("a" before a topic value)
+        ("a board game for 4 players", 'eq("category", "board games")'),
+        ("an action figure", 'eq("category", "action figures")'),
+        ("the puzzle of the century", None),
+        # initials that two values share say neither
+        ("BGs for toddlers", None),
+        ("AFs under the tree", 'eq("category", "action figures")'),
+    ],
+)
+def test_singular_forms_and_shared_initials(text: str, wanted: str | None) -> None:
+    assert said(rules(TOYS), text) == meant(wanted)
 
 
 @pytest.mark.parametrize(

@@ -65,6 +65,8 @@ MIN_INFLECTED_CHARS = 3
 ACRONYM_MAX_CHARS = 4
 # A surname stands for a full name only when it is this long ("Kon" is too short to be sure).
 MIN_SURNAME_CHARS = 4
+# A singular this short is too often another word ("new" for "news").
+MIN_SINGULAR_CHARS = 4
 # How far back to look for "not on the" / "plan:" before a value.
 LOOKBEHIND_CHARS = 40
 # Letters past ASCII up to the end of Latin Extended-B may carry accents to fold.
@@ -208,6 +210,7 @@ class ValueVocabulary:
         field_name_words = set().union(*(_field_words(field) for field in fields))
         string_field_words = set().union(*(_field_words(field) for field in string_fields))
         self._senses: dict[str, list[ValueSense]] = {}
+        self._short_forms: dict[str, dict[tuple[str, str], Strictness]] = {}
         # Values of several words by the first letters of their first word, for short forms.
         self._multiword: dict[str, list[tuple[tuple[str, ...], ValueSense]]] = {}
         self._own_field_after: dict[str, re.Pattern[str]] = {}
@@ -225,6 +228,10 @@ class ValueVocabulary:
             values = field.values or tuple(known_values.get(field.name, ()))
             for value in dict.fromkeys([*values, *aliases]):
                 self._add_value(field, value, field_name_words, aliases.get(value, ()))
+        for form, owners in self._short_forms.items():
+            if form not in self._senses and len(owners) == 1:
+                ((attribute, value), strictness), *_ = owners.items()
+                self._senses[form] = [ValueSense(attribute, value, strictness)]
         scope_words = SCOPE_NOUNS | string_field_words
         self._scope_after = re.compile(
             rf"\s*(?:-\s*)?(?:{_words_pattern(scope_words)})(?!\w)", re.IGNORECASE
@@ -278,14 +285,33 @@ class ValueVocabulary:
         if surname and not _field_words(field) & TOPIC_FIELD_WORDS:
             self._add_forms(field, value, {surname}, Strictness.NAME)
         words = surface_key(value).split(" ")
+        strictness = self._strictness(field, {surface_key(value)}, field_name_words)
+        singular = inflection.singularize(words[-1])
+        if len(singular) >= MIN_SINGULAR_CHARS and singular != words[-1]:
+            # "a sneaker" for "sneakers": an ordinary word, so never free.
+            single = " ".join([*words[:-1], singular])
+            loose = Strictness.CUED if strictness is Strictness.FREE else strictness
+            self._add_short(field, value, {single}, loose)
+        parts = value.split("-")
+        if len(parts) > 1 and all(part[:1].isupper() for part in parts):
+            # "Mercedes" for "Mercedes-Benz", "Harley" for "Harley-Davidson": capitalised.
+            first = surface_key(parts[0])
+            if len(first) >= MIN_SURNAME_CHARS and first.isalpha():
+                self._add_short(field, value, {first}, Strictness.NAME)
         if len(words) > 1 and all(word.isalpha() for word in words):
             # "ML" for "machine learning", "AI" for "artificial intelligence": in capitals only.
             initials = "".join(word[0] for word in words)
-            self._add_forms(field, value, {initials, initials + "s"}, Strictness.INITIALS)
-            strictness = self._strictness(field, {surface_key(value)}, field_name_words)
+            self._add_short(field, value, {initials, initials + "s"}, Strictness.INITIALS)
             self._multiword.setdefault(words[0][:CLIP_KEY_CHARS], []).append(
                 (tuple(words), ValueSense(field.name, value, strictness))
             )
+
+    def _add_short(
+        self, field: MetadataField, value: str, forms: set[str], strictness: Strictness
+    ) -> None:
+        """A short form or other word form of a value, kept only if it names no other value."""
+        for form in forms:
+            self._short_forms.setdefault(form, {})[(field.name, value)] = strictness
 
     def _add_forms(
         self, field: MetadataField, value: str, forms: set[str], strictness: Strictness
