@@ -101,11 +101,15 @@ OPEN_ENDED_AFTER = (
 COMING, GONE = "coming", "gone"
 WHICH_ONE = {"next": COMING, "coming": COMING, "this coming": COMING, "last": GONE, "past": GONE}
 _WHICH_ONE = "|".join(r"\s+".join(words.split()) for words in sorted(WHICH_ONE, key=len)[::-1])
+_WHICH = rf"(?:(?:this\s+)?(?P<which>{_WHICH_ONE})\s+)?"
 SINGLE = re.compile(
-    rf"(?<!\w)(?:(?P<word>{_DATE_WORDS})\s+)?{_FILLER}(?:(?:this\s+)?(?P<which>{_WHICH_ONE})\s+)?"
-    rf"(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}",
+    rf"(?<!\w)(?P<word>{_DATE_WORDS})\s+{_FILLER}{_WHICH}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}",
     re.IGNORECASE,
 )
+# A date with no word before it: a day ("concerts March 3rd") or "next March". Messages seldom
+# name a month, so one cheap scan spares the pattern.
+BARE = re.compile(rf"(?<![\w-])(?:the\s+)?{_WHICH}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}", re.I)
+ANY_MONTH = re.compile(rf"(?<!\w)(?:{_ANY_MONTH})(?!\w)", re.IGNORECASE)
 
 
 def open_ended(value: str, before: str = "") -> tuple[re.Pattern[str], re.Pattern[str]]:
@@ -297,8 +301,9 @@ class DatePhrases:
         for match in RANGE.finditer(text):
             low, high = ("a", "b") if match["a"] else ("c", "d")
             said.append((match.start(), match.end(), _range(match[low], match[high], today, ahead)))
-        for match in SINGLE.finditer(text):
-            said_word = " ".join((match["word"] or "").lower().split())
+        bare = BARE.finditer(text) if ANY_MONTH.search(text) else ()
+        for match in [*SINGLE.finditer(text), *bare]:
+            said_word = " ".join((match.groupdict().get("word") or "").lower().split())
             which = WHICH_ONE.get(" ".join((match["which"] or "").lower().split()))
             if not said_word and not which and not _is_day(match["a"]):
                 continue  # a bare year or month ("2019", "March") needs a word that says how

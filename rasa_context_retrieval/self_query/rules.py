@@ -138,7 +138,8 @@ class RuleQueryConstructor:
         found = self._dates.find(scanned, scoped=bool(values))
         found += self._years.find(scanned, found, scoped=bool(values), values=values)
         found += self._numbers.find(scanned, found, values)
-        found += self._values.find(scanned, found)
+        # Values are read again only around what the other kinds took; else the first reading holds.
+        found += self._values.find(scanned, found) if found else values
         found += self._booleans.find(scanned, found)
         return [c for c in found if not told_as_personal_past(scanned, c.start)]
 

@@ -112,6 +112,8 @@ class _Candidate:
 def fold_accents(text: str) -> str:
     """``text`` with accents dropped letter by letter ("rosé" -> "rose", "Müller" -> "Muller"),
     of the same length, so that positions found in the folded text hold in the original."""
+    if text.isascii():
+        return text
     return "".join(_FOLDED.get(char, char) if ord(char) > ASCII_END else char for char in text)
 
 
@@ -228,6 +230,11 @@ class ValueVocabulary:
             values = field.values or tuple(known_values.get(field.name, ()))
             for value in dict.fromkeys([*values, *aliases]):
                 self._add_value(field, value, field_name_words, aliases.get(value, ()))
+        self._short_start = (
+            re.compile(rf"(?<!\w)(?:{_words_pattern(self._multiword)})", re.IGNORECASE)
+            if self._multiword
+            else re.compile(r"(?!x)x")
+        )
         for form, owners in self._short_forms.items():
             if form not in self._senses and len(owners) == 1:
                 ((attribute, value), strictness), *_ = owners.items()
@@ -369,8 +376,10 @@ class ValueVocabulary:
         "Sauv Blanc") or the first words of a longer one ("Jack Russells" for "Jack Russell
         Terrier"); two words at least, since one ("German", "Napa") is too often a word of its
         own. A short form that fits two values of one field says neither."""
-        words = list(SHORT_FORM_WORD.finditer(text))
         found = list(candidates)
+        if not self._short_start.search(text):
+            return found
+        words = list(SHORT_FORM_WORD.finditer(text))
         for position, first in enumerate(words):
             if surface_key(first[0])[:CLIP_KEY_CHARS] not in self._multiword:
                 continue
