@@ -119,6 +119,7 @@ def meant(text: str | None) -> set[tuple[str, str, Any]]:
         # a plural of a short or all-capital value
         ("vans under 20000 euros", 'and(eq("body", "van"), lt("price", 20000))'),
         ("SUVs with a warranty", 'and(eq("body", "SUV"), eq("has_warranty", true))'),
+        ("vans still under warranty", 'and(eq("body", "van"), eq("has_warranty", true))'),
         # written without its accent
         ("a used Skoda", 'eq("make", "Škoda")'),
         # the first words of a longer value, in the plural
@@ -251,8 +252,10 @@ def test_a_month_without_a_year_is_the_latest_for_a_record_and_the_coming_for_an
         ("a 2018 Volvo", 'and(eq("make", "Volvo"), eq("year", 2018))'),
         ("cars from 2015", 'eq("year", 2015)'),
         ("a Toyota, 2019 or newer", 'and(eq("make", "Toyota"), gte("year", 2019))'),
-        # the user's own past, and a year of the user's life: no filter
+        ("2015 or 2016 models", 'in("year", [2015, 2016])'),
+        # the user's own past, a supposition, and a year of the user's life: no filter
         ("my old one was a 2012 Toyota, what do I need to know?", None),
+        ("if it were a 2012 Volvo, would the insurance cost more?", None),
         ("I was born in 1985", None),
     ],
 )

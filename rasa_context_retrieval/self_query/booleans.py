@@ -65,9 +65,9 @@ PREDICATE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 OWNED_BEFORE = re.compile(r"\b(?:my|our)\s+$", re.IGNORECASE)
-# "hotels with a pool": a thing the documents have, ending its noun phrase ("with remote teams"
-# is not about a "remote" field).
-WITH_BEFORE = re.compile(r"\bwith\s+(?:an?\s+)?$", re.IGNORECASE)
+# "hotels with a pool", "cars under warranty", "including breakfast": a thing the documents
+# have, ending its noun phrase ("with remote teams" is not about a "remote" field).
+WITH_BEFORE = re.compile(r"\b(?:with|including|includes?|under)\s+(?:an?\s+)?$", re.IGNORECASE)
 PHRASE_END = re.compile(
     r"\s*(?:$|[,.;:!?)]|(?:and|or|in|on|at|for|from|under|over|that|which|near|please)\b)",
     re.IGNORECASE,

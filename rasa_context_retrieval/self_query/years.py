@@ -90,8 +90,8 @@ class YearPhrases:
             own_words |= nouns | {inflection.pluralize(noun) for noun in nouns}
         self._scope = time_scope([field.name for field in year_fields], own_words)
         self._year_before = re.compile(
-            rf"(?<![\w$€£.,/-])(?P<a>{_YEAR})(?=[\s-]+(?P<next>(?:{words_pattern(frozenset(own_words))})"
-            r"(?!\w))?)",
+            rf"(?<![\w$€£.,/-])(?P<a>{_YEAR})(?=(?P<chain>(?:\s*(?:,|/|\bor\b|\band\b)\s*{_YEAR})*)"
+            rf"[\s-]+(?P<next>(?:{words_pattern(frozenset(own_words))})(?!\w))?)",
             re.IGNORECASE,
         )
 
@@ -120,13 +120,13 @@ class YearPhrases:
         return found
 
     def _named_by_year(self, text: str, values: Sequence[Constraint]) -> list[Said]:
-        """ "a 2020 model", "2015 cars", "a 2015 Bordeaux": a year before the field's or the
-        documents' own noun or a value is that year, in a message about anything."""
+        """ "a 2020 model", "2015 cars", "a 2015 Bordeaux", "2015 or 2016 models": a year before
+        the field's or the documents' own noun or a value is that year, in a message about
+        anything."""
         said: list[Said] = []
         for match in self._year_before.finditer(text):
-            next_start = (
-                match.end() + len(text[match.end() :]) - len(text[match.end() :].lstrip(" -"))
-            )
+            rest = text[match.end("chain") :]
+            next_start = match.end("chain") + len(rest) - len(rest.lstrip(" -"))
             if match["next"] or any(value.start <= next_start < value.end for value in values):
                 said.append((match.start(), match.end(), [(Comparator.EQ, int(match["a"]))]))
         return said
