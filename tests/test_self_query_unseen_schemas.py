@@ -144,8 +144,10 @@ def test_values_said_in_another_spelling_or_shortened(text: str, wanted: str | N
             'and(eq("genre", "science fiction"), gte("published", "2020-01-01"), '
             'lte("published", "2020-12-31"))',
         ),
-        ("YA novels", 'eq("genre", "young adult")'),
+        ("YA books", 'eq("genre", "young adult")'),
         ("ya know any good ones?", None),  # initials count in capitals only
+        ("books on YA", 'eq("genre", "young adult")'),
+        ("YA? OK, thanks", None),  # and only where they name what is wanted
         ("true-crime books", 'eq("genre", "true crime")'),
         ("truecrime books", 'eq("genre", "true crime")'),
         ("What's the difference between poetry and true crime?", None),

@@ -76,6 +76,7 @@ ASCII_END, LATIN_END = 0x7F, 0x250
 SHORT_FORM_WORD = re.compile(r"[^\W\d_]{2,}")
 SHORT_FORM_GAP = re.compile(r"[\s-]+")
 CLIP_KEY_CHARS = 3
+INITIALS_PREPOSITION_BEFORE = re.compile(r"\b(?:on|about|in|for|of)\s+$", re.IGNORECASE)
 MIN_FIRST_CLIPPED_CHARS = 3
 MIN_CLIPPED_CHARS = 2
 WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
@@ -424,10 +425,23 @@ class ValueVocabulary:
             if sense.strictness is Strictness.FREE
             or (sense.strictness is Strictness.CUED and cued)
             or (sense.strictness is Strictness.NAME and capitalised)
-            or (sense.strictness is Strictness.INITIALS and _written_in_capitals(text, candidate))
+            or (sense.strictness is Strictness.INITIALS and self._initials_said(text, candidate))
             or (sense.strictness is Strictness.TOPIC and self._asks_for_kind(text, candidate))
         ]
         return accepted[0] if len(accepted) == 1 else None
+
+    def _initials_said(self, text: str, candidate: _Candidate) -> bool:
+        """Initials ("ML") in capitals that name what is wanted: "ML talks", "a ML course",
+        "talks on ML"; never a capitalised word on its own ("OK, thanks")."""
+        if not _written_in_capitals(text, candidate):
+            return False
+        before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
+        return bool(
+            self._item_after.match(text, candidate.end)
+            or self._scope_after.match(text, candidate.end)
+            or DETERMINERS_BEFORE_TOPIC.search(before)
+            or INITIALS_PREPOSITION_BEFORE.search(before)
+        )
 
     def _asks_for_kind(self, text: str, candidate: _Candidate) -> bool:
         """Whether a topic value names the kind of thing wanted ("laptops", "a thriller")."""
