@@ -227,6 +227,20 @@ def test_days_and_months_without_a_year_on_a_date_ahead(text: str, wanted: str) 
             'and(gte("concert_date", "2026-03-01"), lte("concert_date", "2026-03-31"))',
         ),
         ("concerts since last September", 'gte("concert_date", "2024-09-01")'),
+        # named days, and the periods ahead of things that take place (TODAY is a Sunday)
+        ("concerts tomorrow", 'eq("concert_date", "2025-06-16")'),
+        (
+            "concerts next week",
+            'and(gte("concert_date", "2025-06-16"), lte("concert_date", "2025-06-22"))',
+        ),
+        (
+            "concerts this month",
+            'and(gte("concert_date", "2025-06-01"), lte("concert_date", "2025-06-30"))',
+        ),
+        (
+            "concerts in the next 3 days",
+            'and(gte("concert_date", "2025-06-15"), lte("concert_date", "2025-06-18"))',
+        ),
     ],
 )
 def test_a_day_alone_and_which_month(text: str, wanted: str) -> None:
@@ -240,6 +254,10 @@ def test_a_month_without_a_year_is_the_latest_for_a_record_and_the_coming_for_an
     assert said(rules(BOOKS), "books published on March 3rd") == meant(
         'eq("published", "2025-03-03")'
     )
+    assert said(rules(BOOKS), "books published this month") == meant(
+        'gte("published", "2025-06-01")'
+    )
+    assert said(rules(BOOKS), "books published yesterday") == meant('eq("published", "2025-06-14")')
     assert said(rules(CONCERTS, CONCERT_VALUES), "Nils Frahm concerts in February") == meant(
         'and(eq("artist", "Nils Frahm"), gte("concert_date", "2026-02-01"), '
         'lte("concert_date", "2026-02-28"))'

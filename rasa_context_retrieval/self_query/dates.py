@@ -131,9 +131,13 @@ LATER, EARLIER = open_ended(DATE_TEXT)
 _COUNT = "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS])
 RELATIVE = re.compile(
     rf"(?<!\w)(?:(?P<word>since|from|after|before|in|within|during|over|for)\s+)?"
-    rf"(?P<the>the\s+)?(?P<which>last|past|previous|this|current)\s+"
+    rf"(?P<the>the\s+)?(?P<which>last|past|previous|this|current|next|coming|upcoming)\s+"
     rf"(?:(?P<count>{_COUNT})\s+)?(?P<unit>day|week|month|year)s?(?!\w)",
     re.IGNORECASE,
+)
+NAMED_DAYS = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}
+NAMED_DAY = re.compile(
+    rf"(?<!\w)(?:(?P<word>{_DATE_WORDS})\s+)?(?P<day>{'|'.join(NAMED_DAYS)})(?!\w)", re.IGNORECASE
 )
 NEGATED = re.compile(r"\b(?:not|except|excluding)\s*$", re.IGNORECASE)
 # Words of a date field's name or description for things that take place, and for records.
@@ -317,7 +321,11 @@ class DatePhrases:
             for match in pattern.finditer(text):
                 said.append((match.start(), match.end(), _single(word, match["a"], today, ahead)))
         for match in RELATIVE.finditer(text):
-            said.append((match.start(), match.end(), _relative(match, today)))
+            said.append((match.start(), match.end(), _relative(match, today, ahead)))
+        for match in NAMED_DAY.finditer(text):
+            day = today + dt.timedelta(days=NAMED_DAYS[match["day"].lower()])
+            word = DATE_WORDS.get(" ".join((match["word"] or "in").lower().split()), WITHIN)
+            said.append((match.start(), match.end(), _bounds(word, (day, day))))
         return sorted(said, key=lambda condition: (condition[0], -condition[1]))
 
 
@@ -376,18 +384,32 @@ def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[B
     return [(Comparator.GTE, low_period[0]), (Comparator.LTE, high_period[1])]
 
 
-def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
+def _relative(match: re.Match[str], today: dt.date, ahead: bool = False) -> list[Bound]:
+    """ "the last 6 months", "last year", "this week"; ahead, for things that take place, also
+    "this month" as a whole, "next week" and "the next 3 days"."""
     unit = match["unit"].lower()
     which = match["which"].lower()
     count = (match["count"] or "").lower()
     word = DATE_WORDS.get((match["word"] or "in").lower(), WITHIN)
+    one = relativedelta(**{unit + "s": 1})
     if which in ("this", "current"):
         start = _unit_start(today, unit)
+        if ahead and word == WITHIN:
+            return _bounds(word, (start, _unit_start(today + one, unit) - dt.timedelta(days=1)))
         return (
             [(Comparator.GTE, start)]
             if word in (WITHIN, FROM_START)
             else _bounds(word, (start, today))
         )
+    if which in ("next", "coming", "upcoming"):
+        if count:
+            amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
+            try:
+                return [(Comparator.GTE, today), (Comparator.LTE, today + amount * one)]
+            except (ValueError, OverflowError):
+                return []
+        start = _unit_start(today + one, unit)
+        return _bounds(word, (start, _unit_start(start + one, unit) - dt.timedelta(days=1)))
     if not count and match["the"] is None and which in ("last", "previous"):
         # "last year" is the previous calendar year; "the last year" the past twelve months.
         start = _unit_start(today - relativedelta(**{unit + "s": 1}), unit)
