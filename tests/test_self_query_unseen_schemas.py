@@ -69,6 +69,9 @@ CABINS = (
     MetadataField(name="sleeps", type="integer", description="Number of beds in the cabin"),
     MetadataField(name="kids_allowed", type="boolean", description="Whether children are welcome"),
     MetadataField(name="owner_age", type="integer", description="Age of the owner in years"),
+    MetadataField(
+        name="sauna_included", type="boolean", description="Whether the cabin has a sauna"
+    ),
 )
 CABIN_VALUES = {"region": frozenset(["Lapland", "Tyrol", "Dolomites"])}
 CONCERTS = (
@@ -347,6 +350,15 @@ def test_comparatives_and_plain_amounts(
             'and(eq("region", "Lapland"), eq("kids_allowed", true))',
         ),
         (CABINS, CABIN_VALUES, "child friendly cabins", 'eq("kids_allowed", true)'),
+        # the thing of "<thing>_included", had by the documents
+        (CABINS, CABIN_VALUES, "cabins with a sauna", 'eq("sauna_included", true)'),
+        (
+            CABINS,
+            CABIN_VALUES,
+            "cabins in Lapland without sauna",
+            'and(eq("region", "Lapland"), eq("sauna_included", false))',
+        ),
+        (CABINS, CABIN_VALUES, "how hot should a sauna be?", None),
         (CABINS, CABIN_VALUES, "cabins that are fine with kids", 'eq("kids_allowed", true)'),
         (
             CABINS,

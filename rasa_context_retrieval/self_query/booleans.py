@@ -51,6 +51,7 @@ AUXILIARIES = frozenset(
     ["can", "could", "is", "are", "has", "have", "had", "does", "do", "will", "been", "was", "were"]
 )
 NAME_LEADS = frozenset(["is", "has", "can"])
+ARTICLES = frozenset(["a", "an", "the"])
 NEGATION_BEFORE = re.compile(
     rf"(?:\b(?:{NEGATORS})\s+(?:(?:be|been|being|currently|yet|a|an|[a-z]+ly)\s+){{0,2}}"
     rf"|{NEGATING_PREFIX})$",
@@ -95,6 +96,11 @@ WELCOMED = re.compile(
     re.IGNORECASE,
 )
 GOOD = ("good", "great", "fine", "ok", "okay", "safe")
+# A name "<thing>_<offered>" ("breakfast_included", "parking_available"): the thing alone, had
+# by the documents ("with parking"), says the same.
+OFFERED = frozenset(
+    ["included", "available", "allowed", "provided", "offered", "permitted", "welcome"]
+)
 AROUND = ("with", "around", "for")
 
 
@@ -227,7 +233,8 @@ def _stemmed_words(text: str) -> list[tuple[str, int, int]]:
 def _word_lists(field: MetadataField) -> list[list[str]]:
     """The field's phrases as word lists: its name, and the clause of its description, and
     their plain forms: the verb of an "-able" name ("foldable" -> "fold": "folding bikes",
-    "bikes that fold"), "<thing>-friendly" and "fine around <thing>" for "good with <thing>"."""
+    "bikes that fold"), the thing of "breakfast_included" ("with breakfast"), "<thing>-friendly"
+    and "fine around <thing>" for "good with <thing>"."""
     name_words = WORD.findall(field.name.lower())
     while len(name_words) > 1 and name_words[0] in NAME_LEADS:
         name_words = name_words[1:]
@@ -236,6 +243,8 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
         root = ABLE_SUFFIX.sub("", name_words[0])
         if root != name_words[0] and len(root) >= MIN_ROOT_CHARS:
             word_lists.append([root])
+    if len(name_words) == 2 and name_words[1] in OFFERED:
+        word_lists.append(name_words[:1])  # "breakfast_included": "hotels with breakfast"
     word_lists += _welcomed(f"{' '.join(name_words)}. {field.description}")
     clause = CLAUSE_END.split(field.description.strip())[0]
     described = WORD.findall(DESCRIPTION_LEAD.sub("", clause.lower()))
@@ -243,9 +252,9 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
     if adjective:
         word_lists.append([adjective["word"]])
     elif len(described) <= MAX_PHRASE_WORDS:
-        while described and described[0] in AUXILIARIES:
-            described = described[1:]
-        if len(described) > 1:
+        while described and described[0] in AUXILIARIES | ARTICLES:
+            described = described[1:]  # "has a sauna": "sauna", a thing had, not a phrase
+        if described:
             word_lists.append(described)
     return [words for words in word_lists if words]
 
