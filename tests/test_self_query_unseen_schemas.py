@@ -383,7 +383,7 @@ def test_booleans_said_by_a_form_of_their_name(
         ("I rode out a storm in Lapland, any cabins in Tyrol?", 'eq("region", "Tyrol")', None),
         ("we drove through the Dolomites last year, was it worth it?", None, None),
         ("we are 4 people looking for cabins", None, None),
-        ("my kids loved Lapland, is Tyrol as good?", 'eq("region", "Tyrol")', None),
+        ("we loved Lapland, is Tyrol as good?", 'eq("region", "Tyrol")', None),
         ("two cabins in Lapland", 'eq("region", "Lapland")', 2),
         (
             "cabins in the Dolomites, nothing in Tyrol",
