@@ -21,6 +21,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+import inflection
 import Stemmer
 from langchain_core.structured_query import Comparator
 
@@ -50,6 +51,7 @@ AUXILIARIES = frozenset(
     ["can", "could", "is", "are", "has", "have", "had", "does", "do", "will", "been", "was", "were"]
 )
 NAME_LEADS = frozenset(["is", "has", "can"])
+ARTICLES = frozenset(["a", "an", "the"])
 NEGATION_BEFORE = re.compile(
     rf"(?:\b(?:{NEGATORS})\s+(?:(?:be|been|being|currently|yet|a|an|[a-z]+ly)\s+){{0,2}}"
     rf"|{NEGATING_PREFIX})$",
@@ -59,14 +61,14 @@ NEGATION_BEFORE = re.compile(
 # opening ("Is remote work better?", "what is vegetarian?").
 PREDICATE_BEFORE = re.compile(
     r"(?:\b(?!(?:what|how|why|where|when|who)\b)[a-z]+"
-    r"(?:\s+(?:is|are|be|been|being|was|were)|['’](?:s|re))|\b(?:something|anything))"
-    r"\s+(?:[a-z]+ly\s+)?$",
+    r"(?:\s+(?:is|are|be|been|being|was|were)|['’](?:s|re))|\b(?:something|anything)"
+    r"|\b[a-z]+\s+(?:that|which)(?:\s+(?:can|will))?)\s+(?:[a-z]+ly\s+)?$",
     re.IGNORECASE,
 )
 OWNED_BEFORE = re.compile(r"\b(?:my|our)\s+$", re.IGNORECASE)
-# "hotels with a pool": a thing the documents have, ending its noun phrase ("with remote teams"
-# is not about a "remote" field).
-WITH_BEFORE = re.compile(r"\bwith\s+(?:an?\s+)?$", re.IGNORECASE)
+# "hotels with a pool", "cars under warranty", "including breakfast": a thing the documents
+# have, ending its noun phrase ("with remote teams" is not about a "remote" field).
+WITH_BEFORE = re.compile(r"\b(?:with|including|includes?|under)\s+(?:an?\s+)?$", re.IGNORECASE)
 PHRASE_END = re.compile(
     r"\s*(?:$|[,.;:!?)]|(?:and|or|in|on|at|for|from|under|over|that|which|near|please)\b)",
     re.IGNORECASE,
@@ -82,6 +84,24 @@ NEGATION_WORDS = frozenset(["no", "not", "never", "without", "non"])
 NEGATOR = re.compile(rf"\b(?:{NEGATORS})\b", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(r"[,.;:!?()]")
 _STEMMER = Stemmer.Stemmer("english")
+# "foldable" -> "fold", "washable" -> "wash": a name that says what can be done with the item.
+ABLE_SUFFIX = re.compile(r"(?:able|ible)$")
+MIN_ROOT_CHARS = 3
+# What a field may say is welcome: "good with kids", "suitable for children", "pets allowed",
+# "allows dogs", "dog friendly".
+WELCOMED = re.compile(
+    r"\b(?:(?:good|great|fine|safe|suitable)\s+(?:with|for)\s+(?P<thing>[a-z]{3,})"
+    r"|(?P<thing2>[a-z]{3,})\s+(?:(?:are|is)\s+)?(?:allowed|welcome|friendly)"
+    r"|allows?\s+(?P<thing3>[a-z]{3,}))",
+    re.IGNORECASE,
+)
+GOOD = ("good", "great", "fine", "ok", "okay", "safe")
+# A name "<thing>_<offered>" ("breakfast_included", "parking_available"): the thing alone, had
+# by the documents ("with parking"), says the same.
+OFFERED = frozenset(
+    ["included", "available", "allowed", "provided", "offered", "permitted", "welcome"]
+)
+AROUND = ("with", "around", "for")
 
 
 @dataclass(frozen=True)
@@ -211,22 +231,46 @@ def _stemmed_words(text: str) -> list[tuple[str, int, int]]:
 
 
 def _word_lists(field: MetadataField) -> list[list[str]]:
-    """The field's phrases as word lists: its name, and the clause of its description."""
+    """The field's phrases as word lists: its name, and the clause of its description, and
+    their plain forms: the verb of an "-able" name ("foldable" -> "fold": "folding bikes",
+    "bikes that fold"), the thing of "breakfast_included" ("with breakfast"), "<thing>-friendly"
+    and "fine around <thing>" for "good with <thing>"."""
     name_words = WORD.findall(field.name.lower())
     while len(name_words) > 1 and name_words[0] in NAME_LEADS:
         name_words = name_words[1:]
     word_lists = [name_words]
+    if len(name_words) == 1:
+        root = ABLE_SUFFIX.sub("", name_words[0])
+        if root != name_words[0] and len(root) >= MIN_ROOT_CHARS:
+            word_lists.append([root])
+    if len(name_words) == 2 and name_words[1] in OFFERED:
+        word_lists.append(name_words[:1])  # "breakfast_included": "hotels with breakfast"
+    word_lists += _welcomed(f"{' '.join(name_words)}. {field.description}")
     clause = CLAUSE_END.split(field.description.strip())[0]
     described = WORD.findall(DESCRIPTION_LEAD.sub("", clause.lower()))
     adjective = DESCRIBED_ADJECTIVE.match(" ".join(described))
     if adjective:
         word_lists.append([adjective["word"]])
     elif len(described) <= MAX_PHRASE_WORDS:
-        while described and described[0] in AUXILIARIES:
-            described = described[1:]
-        if len(described) > 1:
+        while described and described[0] in AUXILIARIES | ARTICLES:
+            described = described[1:]  # "has a sauna": "sauna", a thing had, not a phrase
+        if described:
             word_lists.append(described)
     return [words for words in word_lists if words]
+
+
+def _welcomed(said: str) -> list[list[str]]:
+    """ "good with kids", "pets allowed", "allows dogs": the phrases that say the same of the
+    thing welcomed ("kid-friendly", "fine around kids", "dog friendly")."""
+    things = {
+        (match["thing"] or match["thing2"] or match["thing3"]).lower()
+        for match in WELCOMED.finditer(said)
+    } - DESCRIPTION_STOPWORDS
+    forms = things | {inflection.singularize(thing) for thing in things}
+    forms |= {inflection.pluralize(thing) for thing in forms}
+    lists = [[form, "friendly"] for form in sorted(forms)]
+    lists += [[good, way, form] for form in sorted(forms) for good in GOOD for way in AROUND]
+    return lists
 
 
 def _alternatives(patterns: list[str], prefix: str = "") -> re.Pattern[str] | None:

@@ -38,11 +38,16 @@ def overlaps_any(start: int, end: int, taken: list[Constraint]) -> bool:
 
 
 # A first-person clause in the past up to the mention: "I cooked a ...", "we bought a ...", "an
-# article I read in ...". A clause ends at punctuation. "I need" is no past ("-eed"), nor is "I am
-# interested in" (a state, not a story).
+# article I read in ...", "my old one was a ...", and a supposition ("if it were a 2019
+# model"). A clause ends at punctuation. "I need" is no past ("-eed"), nor is "I am interested
+# in" or "is my data stored in" (states, not stories).
 PERSONAL_PAST = re.compile(
-    r"\b(?:I|we)\s+(?:(?!am\b|are\b)\w+\s+)?(?:\w+(?<!e)ed|read|saw|ate|bought|paid|was|were"
-    r"|got|had|did|made|went|heard|wrote|took|met|lost|began|started)\b[^,.;!?]*$",
+    r"(?:\b(?:I|we)\s+(?:(?!am\b|are\b)\w+\s+)?(?:\w+(?<!e)ed|read|saw|ate|drank|bought|sold"
+    r"|paid|was|were|got|had|did|made|went|heard|wrote|took|met|lost|began|started|rode|drove"
+    r"|flew|gave|kept|left|came|ran|spent|found|chose|wore|sang|swam|taught|thought)"
+    r"|\b(?:my|our)\s+(?:[a-z]+\s+){0,2}(?:was|were|had|used\s+to)"
+    r"|\b(?:if|suppose|supposing|imagine)\s+(?:it|they|that|this)\s+(?:was|were|had|would))"
+    r"\b[^,.;!?]*$",
     re.IGNORECASE,
 )
 PERSONAL_LOOKBEHIND_CHARS = 60

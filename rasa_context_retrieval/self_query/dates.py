@@ -49,7 +49,9 @@ DATE_TEXT = (
     rf"(?<![\w-])(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{4}}-\d{{2}}(?![\d-])"
     rf"|(?:{_ANY_MONTH})\.?\s+\d{{1,2}}{_ORDINAL},?\s+{_YEAR}"
     rf"|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?,?\s+{_YEAR}"
-    rf"|(?:{_ANY_MONTH})\.?,?\s+(?:of\s+)?{_YEAR}|{_YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
+    rf"|(?:{_ANY_MONTH})\.?,?\s+(?:of\s+)?{_YEAR}"
+    rf"|(?:{_LONE_MONTH})\s+\d{{1,2}}{_ORDINAL}(?![\d:.])|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_LONE_MONTH})"
+    rf"|{_YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
 )
 
 AFTER_END, FROM_START, BEFORE_START, UNTIL_END, WITHIN = "gt", "gte", "lt", "lte", "in"
@@ -75,6 +77,7 @@ DATE_WORDS = {
     "by": UNTIL_END,
     "no later than": UNTIL_END,
     "in": WITHIN,
+    "on": WITHIN,
     "during": WITHIN,
     "throughout": WITHIN,
     "for": WITHIN,
@@ -94,10 +97,19 @@ OPEN_ENDED_AFTER = (
     r"(?!\s*(?:onwards?|(?:or|and)\s+(?:later|after|newer|beyond|up|earlier|before|older|prior))"
     r"(?!\w))"
 )
+# "next March", "this past May": the user says which one of a month without a year.
+COMING, GONE = "coming", "gone"
+WHICH_ONE = {"next": COMING, "coming": COMING, "this coming": COMING, "last": GONE, "past": GONE}
+_WHICH_ONE = "|".join(r"\s+".join(words.split()) for words in sorted(WHICH_ONE, key=len)[::-1])
+_WHICH = rf"(?:(?:this\s+)?(?P<which>{_WHICH_ONE})\s+)?"
 SINGLE = re.compile(
-    rf"(?<!\w)(?P<word>{_DATE_WORDS})\s+{_FILLER}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}",
+    rf"(?<!\w)(?P<word>{_DATE_WORDS})\s+{_FILLER}{_WHICH}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}",
     re.IGNORECASE,
 )
+# A date with no word before it: a day ("concerts March 3rd") or "next March". Messages seldom
+# name a month, so one cheap scan spares the pattern.
+BARE = re.compile(rf"(?<![\w-])(?:the\s+)?{_WHICH}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}", re.I)
+ANY_MONTH = re.compile(rf"(?<!\w)(?:{_ANY_MONTH})(?!\w)", re.IGNORECASE)
 
 
 def open_ended(value: str, before: str = "") -> tuple[re.Pattern[str], re.Pattern[str]]:
@@ -119,11 +131,30 @@ LATER, EARLIER = open_ended(DATE_TEXT)
 _COUNT = "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS])
 RELATIVE = re.compile(
     rf"(?<!\w)(?:(?P<word>since|from|after|before|in|within|during|over|for)\s+)?"
-    rf"(?P<the>the\s+)?(?P<which>last|past|previous|this|current)\s+"
+    rf"(?P<the>the\s+)?(?P<which>last|past|previous|this|current|next|coming|upcoming)\s+"
     rf"(?:(?P<count>{_COUNT})\s+)?(?P<unit>day|week|month|year)s?(?!\w)",
     re.IGNORECASE,
 )
+NAMED_DAYS = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}
+NAMED_DAY = re.compile(
+    rf"(?<!\w)(?:(?P<word>{_DATE_WORDS})\s+)?(?P<day>{'|'.join(NAMED_DAYS)})(?!\w)", re.IGNORECASE
+)
 NEGATED = re.compile(r"\b(?:not|except|excluding)\s*$", re.IGNORECASE)
+# Words of a date field's name or description for things that take place, and for records.
+AHEAD_WORDS = re.compile(
+    r"\b(?:takes?\s+place|happens?|starts?|begins?|scheduled|due|deadline|event|departs?|departure"
+    r"|arrives?|arrival|check[\s-]?in|opens?|available|availability|expires?|expiry|ends?|held"
+    r"|occurs?|upcoming|will|start|from|until|next"
+    r"|concert|match|game|flight|trip|tour|class|course|session|meeting|appointment|talk"
+    r"|performance|screening|festival|race|workshop|webinar|conference|cruise|booking"
+    r"|reservation|visit|lesson|exam)s?\b",
+    re.IGNORECASE,
+)
+RECORDED_WORDS = re.compile(
+    r"\b(?:was|were|been|published|posted|updated|released|created|added|modified|listed"
+    r"|uploaded|changed|edited|issued|written|sold|joined|founded|born|last)\b",
+    re.IGNORECASE,
+)
 ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 ISO_MONTH = re.compile(r"(\d{4})-(\d{2})")
 YEAR_IN = re.compile(_YEAR)
@@ -162,11 +193,18 @@ class WrittenDate:
             int(day_of_month[1]) if day_of_month else None,
         )
 
-    def period(self, today: dt.date, year_hint: int | None = None) -> Period | None:
-        """The days this date covers; a lone month is the latest one not after today."""
+    def period(
+        self, today: dt.date, year_hint: int | None = None, *, ahead: bool = False
+    ) -> Period | None:
+        """The days this date covers. A month or day without a year is the latest one up to
+        today or, ``ahead`` (for a field of things that take place), the coming one."""
         year = self.year or year_hint
         if year is None and self.month is not None:
-            year = today.year if self.month <= today.month else today.year - 1
+            said, now = (self.month, self.day or 0), (today.month, today.day if self.day else 0)
+            if ahead:
+                year = today.year if said >= now else today.year + 1
+            else:
+                year = today.year if said <= now else today.year - 1
         if year is None:
             return None
         try:
@@ -181,6 +219,14 @@ class WrittenDate:
         except ValueError:
             return None
         return first, first + relativedelta(day=31)
+
+
+def looks_ahead(field: MetadataField) -> bool:
+    """Whether a date field holds when something takes place ("Day the talk takes place", a
+    departure, a deadline) rather than when something was recorded ("Date the article was
+    published"): a month said without a year is then the coming one."""
+    said = f"{field.name.replace('_', ' ')} {field.description}"
+    return bool(AHEAD_WORDS.search(said)) and not RECORDED_WORDS.search(said)
 
 
 def date_value(day: dt.date) -> dict[str, str]:
@@ -212,6 +258,9 @@ class DatePhrases:
         self, fields: Sequence[MetadataField], today: Clock, item_nouns: Collection[str] = ()
     ) -> None:
         self._date_fields = [field.name for field in fields if field.type == "date"]
+        self._ahead = frozenset(
+            field.name for field in fields if field.type == "date" and looks_ahead(field)
+        )
         self._today = today
         self._scope = time_scope(self._date_fields, item_nouns)
 
@@ -225,7 +274,8 @@ class DatePhrases:
         today = self._today()
         found: list[Constraint] = []
         claimed: list[tuple[int, int]] = []
-        for start, end, conditions in self._conditions(text, today):
+        ahead = attribute in self._ahead
+        for start, end, conditions in self._conditions(text, today, ahead):
             # A phrase read as a date claims its words even when it makes no condition
             # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
             if any(start < other_end and other_start < end for other_start, other_end in claimed):
@@ -248,33 +298,61 @@ class DatePhrases:
         ]
         return named[0] if len(named) == 1 else None
 
-    def _conditions(self, text: str, today: dt.date) -> list[tuple[int, int, list[Bound]]]:
+    def _conditions(
+        self, text: str, today: dt.date, ahead: bool
+    ) -> list[tuple[int, int, list[Bound]]]:
         said = []
         for match in RANGE.finditer(text):
             low, high = ("a", "b") if match["a"] else ("c", "d")
-            said.append((match.start(), match.end(), _range(match[low], match[high], today)))
-        for match in SINGLE.finditer(text):
-            word = DATE_WORDS[" ".join(match["word"].lower().split())]
+            said.append((match.start(), match.end(), _range(match[low], match[high], today, ahead)))
+        bare = BARE.finditer(text) if ANY_MONTH.search(text) else ()
+        for match in [*SINGLE.finditer(text), *bare]:
+            said_word = " ".join((match.groupdict().get("word") or "").lower().split())
+            which = WHICH_ONE.get(" ".join((match["which"] or "").lower().split()))
+            if not said_word and not which and not _is_day(match["a"]):
+                continue  # a bare year or month ("2019", "March") needs a word that says how
+            word = DATE_WORDS.get(said_word, WITHIN)
             negated = NEGATED.search(text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()])
-            conditions = [] if negated else _single(word, match["a"], today)
+            starting = said_word == "from"
+            ahead_here = ahead if which is None else which == COMING
+            conditions = [] if negated else _single(word, match["a"], today, ahead_here, starting)
             said.append((match.start(), match.end(), conditions))
         for pattern, word in ((LATER, FROM_START), (EARLIER, UNTIL_END)):
             for match in pattern.finditer(text):
-                said.append((match.start(), match.end(), _single(word, match["a"], today)))
+                said.append((match.start(), match.end(), _single(word, match["a"], today, ahead)))
         for match in RELATIVE.finditer(text):
-            said.append((match.start(), match.end(), _relative(match, today)))
+            said.append((match.start(), match.end(), _relative(match, today, ahead)))
+        for match in NAMED_DAY.finditer(text):
+            day = today + dt.timedelta(days=NAMED_DAYS[match["day"].lower()])
+            word = DATE_WORDS.get(" ".join((match["word"] or "in").lower().split()), WITHIN)
+            said.append((match.start(), match.end(), _bounds(word, (day, day))))
         return sorted(said, key=lambda condition: (condition[0], -condition[1]))
 
 
-def _single(word: str, text: str, today: dt.date) -> list[Bound]:
+def _is_day(text: str) -> bool:
     written = WrittenDate.read(text)
-    period = written.period(today) if written else None
-    return [] if period is None else _bounds(word, period)
+    return written is not None and written.day is not None
+
+
+def _single(
+    word: str, text: str, today: dt.date, ahead: bool, starting: bool = False
+) -> list[Bound]:
+    """The bounds of ``word`` and a written date; ``starting``: the word was "from", which is
+    "during" for a year or month ("films from 2020") but "from then on" for a day."""
+    written = WrittenDate.read(text)
+    period = written.period(today, ahead=ahead) if written else None
+    if period is None:
+        return []
+    if starting and period[0] == period[1]:
+        word = FROM_START
+    return _bounds(word, period)
 
 
 def _bounds(word: str, period: Period) -> list[Bound]:
     first, last = period
     if word == WITHIN:
+        if first == last:
+            return [(Comparator.EQ, first)]  # "on March 3": that day
         return [(Comparator.GTE, first), (Comparator.LTE, last)]
     return {
         AFTER_END: [(Comparator.GT, last)],
@@ -284,11 +362,11 @@ def _bounds(word: str, period: Period) -> list[Bound]:
     }[word]
 
 
-def _range(low_text: str, high_text: str, today: dt.date) -> list[Bound]:
+def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[Bound]:
     low, high = WrittenDate.read(low_text), WrittenDate.read(high_text)
     if low is None or high is None:
         return []
-    high_period = high.period(today)
+    high_period = high.period(today, ahead=ahead)
     if high_period is None:
         return []
     # "from November to March 2025": the first month borrows the year and may fall before it.
@@ -306,18 +384,32 @@ def _range(low_text: str, high_text: str, today: dt.date) -> list[Bound]:
     return [(Comparator.GTE, low_period[0]), (Comparator.LTE, high_period[1])]
 
 
-def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
+def _relative(match: re.Match[str], today: dt.date, ahead: bool = False) -> list[Bound]:
+    """ "the last 6 months", "last year", "this week"; ahead, for things that take place, also
+    "this month" as a whole, "next week" and "the next 3 days"."""
     unit = match["unit"].lower()
     which = match["which"].lower()
     count = (match["count"] or "").lower()
     word = DATE_WORDS.get((match["word"] or "in").lower(), WITHIN)
+    one = relativedelta(**{unit + "s": 1})
     if which in ("this", "current"):
         start = _unit_start(today, unit)
+        if ahead and word == WITHIN:
+            return _bounds(word, (start, _unit_start(today + one, unit) - dt.timedelta(days=1)))
         return (
             [(Comparator.GTE, start)]
             if word in (WITHIN, FROM_START)
             else _bounds(word, (start, today))
         )
+    if which in ("next", "coming", "upcoming"):
+        if count:
+            amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
+            try:
+                return [(Comparator.GTE, today), (Comparator.LTE, today + amount * one)]
+            except (ValueError, OverflowError):
+                return []
+        start = _unit_start(today + one, unit)
+        return _bounds(word, (start, _unit_start(start + one, unit) - dt.timedelta(days=1)))
     if not count and match["the"] is None and which in ("last", "previous"):
         # "last year" is the previous calendar year; "the last year" the past twelve months.
         start = _unit_start(today - relativedelta(**{unit + "s": 1}), unit)

@@ -26,7 +26,11 @@ NAME_WORDS = re.compile(r"[a-z]+")
 
 def item_nouns(fields: Sequence[MetadataField]) -> frozenset[str]:
     """Singular and plural forms of the nouns for the documents of this schema."""
-    field_words = {word for field in fields for word in NAME_WORDS.findall(field.name.lower())}
+    # "The year the movie was released" names the field ``year``; the head noun of a name is
+    # the field's, a word before it may be the documents' ("bike_type": the type of a bike).
+    field_words = {
+        words[-1] for field in fields if (words := NAME_WORDS.findall(field.name.lower()))
+    }
     counts = Counter(
         word
         for field in fields

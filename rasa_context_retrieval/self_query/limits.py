@@ -61,10 +61,13 @@ class LimitPhrases:
         return None
 
     def _counts_documents(self, match: re.Match[str]) -> bool:
-        return any(
-            word in self._plural_items or self._is_plural_value(word)
-            for word in match["words"].lower().split()
-        )
+        words = match["words"].lower().split()
+        if not self._is_document_word(words[0]) and inflection.singularize(words[0]) != words[0]:
+            return False  # "4 people looking for bikes": it counts people
+        return any(self._is_document_word(word) for word in words)
+
+    def _is_document_word(self, word: str) -> bool:
+        return word in self._plural_items or self._is_plural_value(word)
 
 
 def _count(text: str) -> int | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -64,6 +65,8 @@ PREFIX_COMPARATORS: dict[str, Comparator] = {
     "shorter than": Comparator.LT,
     "smaller than": Comparator.LT,
     "beneath": Comparator.LT,
+    "lighter than": Comparator.LT,
+    "younger than": Comparator.LT,
     "<": Comparator.LT,
     "at least": Comparator.GTE,
     "no less than": Comparator.GTE,
@@ -85,16 +88,39 @@ PREFIX_COMPARATORS: dict[str, Comparator] = {
     "bigger than": Comparator.GT,
     "larger than": Comparator.GT,
     "more expensive than": Comparator.GT,
+    "heavier than": Comparator.GT,
+    "older than": Comparator.GT,
     ">": Comparator.GT,
     "exactly": Comparator.EQ,
     "precisely": Comparator.EQ,
     "equal to": Comparator.EQ,
 }
+# The quantity a comparative names, as a cue word for its field ("lighter than" -> weight).
 COMPARATOR_CUES = {
     "cheaper than": "cheap",
     "pricier than": "expensive",
     "more expensive than": "expensive",
+    "lighter than": "weight",
+    "heavier than": "weight",
+    "younger than": "age",
+    "older than": "age",
 }
+# Comparisons that, with no word for any field around them, are about money when the schema
+# has exactly one monetary field ("kids bikes under 300"); a smaller bound is rarely a price.
+PLAIN_AMOUNT_COMPARATORS = frozenset(
+    [
+        "under",
+        "below",
+        "less than",
+        "over",
+        "above",
+        "more than",
+        "up to",
+        "at most",
+        "no more than",
+    ]
+)
+MIN_PLAIN_AMOUNT = 5
 
 _SYMBOLS = re.escape(CURRENCY_SYMBOLS)
 _CURRENCY_WORDS = "|".join(CURRENCY_WORDS)
@@ -154,7 +180,7 @@ RATE_AFTER = re.compile(
     rf"|\s*(?P<adverb>monthly|yearly|annually|weekly|daily)(?!\w)",
     re.IGNORECASE,
 )
-UNIT_AFTER = re.compile(rf"\s*(?P<unit>{_UNITS})(?!\w)(?:\s+long(?!\w))?", re.IGNORECASE)
+UNIT_AFTER = re.compile(rf"\s*(?P<unit>{_UNITS})(?!\w)(?:\s+(?:long|old)(?!\w))?", re.IGNORECASE)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
 DECLARED_UNIT = re.compile(rf"(?:\bin|\()\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORECASE)
 # The cue a said unit of time gives to every field kept in one (not a word a user can write).
@@ -207,20 +233,26 @@ class NumericField:
     """The unit of time the field is kept in ("minute" for "Total cooking time in minutes")."""
     name_words: frozenset[str] = frozenset()
     """The words of its name in the singular ("star" for ``stars``)."""
+    monetary: bool = False
 
     @classmethod
-    def from_field(cls, field: MetadataField) -> NumericField:
+    def from_field(
+        cls, field: MetadataField, item_keys: frozenset[str] = frozenset()
+    ) -> NumericField:
+        """``item_keys``: words that point to no one field: the documents' nouns and the words
+        that several descriptions share ("Weight of the bike", "Model year of the bike")."""
         name_words = _cue_words(field.name.replace("_", " "))
-        description_words = _cue_words(field.description)
+        description_words = _cue_words(field.description) - item_keys
         cues = dict.fromkeys(description_words, DESCRIPTION_CUE_WEIGHT)
         cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
-        if (name_words | description_words) & MONETARY_FIELD_WORDS:
+        monetary = bool((name_words | description_words) & MONETARY_FIELD_WORDS)
+        if monetary:
             cues.update(dict.fromkeys(map(cue_key, MONETARY_CUES), NAME_CUE_WEIGHT))
         unit = _declared_unit(field)
         if unit is not None:
             cues[DURATION_CUE] = NAME_CUE_WEIGHT
         singular = frozenset(map(inflection.singularize, WORD.findall(field.name.lower())))
-        return cls(field.name, field.type == "integer", cues, unit, singular)
+        return cls(field.name, field.type == "integer", cues, unit, singular, monetary)
 
     def score(self, cues: set[str]) -> int:
         return sum(self.cues.get(cue, 0) for cue in cues)
@@ -238,6 +270,8 @@ class _Said:
     end: int
     currency: bool
     comparator_cue: str | None = None
+    plain: bool = False
+    """Said with a comparison that may be about money when nothing else is named ("under")."""
     counted: str | None = None
     """The noun inside the phrase, as "devices" in "5 devices or more"."""
     unit: str | None = None
@@ -250,20 +284,26 @@ class NumberPhrases:
     """Finds numeric comparisons and maps each to the one integer/float field it is about."""
 
     def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
-        self._fields = [
-            NumericField.from_field(field) for field in fields if field.type in NUMERIC_TYPES
-        ]
+        numeric = [field for field in fields if field.type in NUMERIC_TYPES]
+        shared = _shared_words(numeric, item_nouns)
+        self._fields = [NumericField.from_field(field, shared) for field in numeric]
+        monetary = [field for field in self._fields if field.monetary]
+        self._only_monetary = monetary[0] if len(monetary) == 1 else None
         items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
         self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
 
-    def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
+    def find(
+        self, text: str, taken: list[Constraint], values: Sequence[Constraint] = ()
+    ) -> list[Constraint]:
+        """Numeric conditions; ``values`` are the value conditions in ``text``: a plain amount
+        after one ("kids bikes under 300") is a price."""
         if not self._fields or not ANY_NUMBER.search(text):
             return []
         found: list[Constraint] = []
         for said in self._said(text):
             if overlaps_any(said.start, said.end, taken + found):
                 continue
-            found.extend(self._constraints(text, said))
+            found.extend(self._constraints(text, said, values))
         return found
 
     def _said(self, text: str) -> list[_Said]:
@@ -277,7 +317,9 @@ class NumberPhrases:
             phrase = " ".join(match["comparator"].lower().split())
             bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
             cue = COMPARATOR_CUES.get(phrase)
-            said.append(_Said(bounds, match.start(), match.end(), _has_currency(match, "n"), cue))
+            plain = phrase in PLAIN_AMOUNT_COMPARATORS
+            currency = _has_currency(match, "n")
+            said.append(_Said(bounds, match.start(), match.end(), currency, cue, plain))
         for match in POSTFIX.finditer(text):
             comparator = Comparator.LTE if match["at_most"] else Comparator.GTE
             bounds = ((comparator, match["n"]),)
@@ -291,11 +333,18 @@ class NumberPhrases:
         for match in self._compound.finditer(text):
             bounds = ((Comparator.EQ, match["n"]),)
             counted = inflection.singularize(match["noun"].lower())
-            said.append(_Said(bounds, match.start(), match.end(), False, None, counted, named=True))
+            said.append(
+                _Said(bounds, match.start(), match.end(), False, counted=counted, named=True)
+            )
         return said
 
-    def _constraints(self, text: str, said: _Said) -> list[Constraint]:
-        field, end, unit = self._named(said) if said.named else self._field_of(text, said)
+    def _constraints(
+        self, text: str, said: _Said, value_conditions: Sequence[Constraint]
+    ) -> list[Constraint]:
+        if said.named:
+            field, end, unit = self._named(said)
+        else:
+            field, end, unit = self._field_of(text, said, value_conditions)
         if field is None:
             return []
         values = [_parse_number(number) for _, number in said.bounds]
@@ -321,7 +370,9 @@ class NumberPhrases:
             for comparator, value in zip(comparators, sorted(values), strict=True)
         ]
 
-    def _field_of(self, text: str, said: _Said) -> tuple[NumericField | None, int, str | None]:
+    def _field_of(
+        self, text: str, said: _Said, values: Sequence[Constraint]
+    ) -> tuple[NumericField | None, int, str | None]:
         """The field the words around a comparison point to, where its words end, and the unit
         of time said with it."""
         end = said.end
@@ -344,11 +395,24 @@ class NumberPhrases:
         if unit is not None:
             cues.add(DURATION_CUE)
         next_word = WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
-        if next_word and not self._is_cue_or_stopword(cue_key(next_word[0])):
+        if (
+            next_word
+            and not (rate or said_unit)
+            and not self._is_cue_or_stopword(cue_key(next_word[0]))
+        ):
             return None, end, unit  # "more than 3 files": it counts something we do not index.
         after = _clause_words(text[end : end + CONTEXT_CHARS], first=True)
         before = _clause_words(text[max(0, said.start - CONTEXT_CHARS) : said.start], first=False)
-        return self._best_field(cues | set(after) | set(before)), end, unit
+        cues |= set(after) | set(before)
+        if (
+            said.plain
+            and unit is None
+            and _parse_number(said.bounds[0][1]) >= MIN_PLAIN_AMOUNT
+            and not any(field.score(cues) for field in self._fields)
+            and any(_same_clause(text, value.end, said.start) for value in values)
+        ):
+            return self._only_monetary, end, None
+        return self._best_field(cues), end, unit
 
     def _named(self, said: _Said) -> tuple[NumericField | None, int, None]:
         """ "4-star hotels": the one field whose name holds the word."""
@@ -365,6 +429,19 @@ class NumberPhrases:
 
     def _is_cue_or_stopword(self, word: str) -> bool:
         return word in STOP_KEYS or any(field.knows(word) for field in self._fields)
+
+
+def _same_clause(text: str, start: int, end: int) -> bool:
+    return start <= end and not CLAUSE_BREAK.search(text, start, end)
+
+
+def _shared_words(fields: Sequence[MetadataField], item_nouns: Collection[str]) -> frozenset[str]:
+    """The cue words of the documents' nouns and of two or more fields' descriptions, minus the
+    words of any field's name."""
+    counts = Counter(word for field in fields for word in _cue_words(field.description))
+    named = set().union(*(_cue_words(field.name.replace("_", " ")) for field in fields))
+    shared = {word for word, count in counts.items() if count > 1}
+    return frozenset(({cue_key(noun) for noun in item_nouns} | shared) - named)
 
 
 def _has_currency(match: re.Match[str], *tags: str) -> bool:

@@ -97,11 +97,11 @@ TOPIC_FIELD_WORDS = frozenset(
 # Words that announce a value's field as strongly as its name does, for topic fields.
 TOPIC_ANCHOR_WORDS = ("category", "section", "topic", "docs", "articles")
 
-# Words that negate what follows them, for values and booleans alike: "not", "isn't", "except",
-# "excluding", "without", "with no", "other than", "apart from", "outside", "anything but", "any
-# language but", "don't want", "didn't like".
+# Words that negate what follows them, for values and booleans alike: "not", "nothing" (not
+# "nothing but"), "isn't", "except", "excluding", "without", "with no", "other than", "apart
+# from", "outside", "anything but", "any language but", "don't want", "didn't like".
 NEGATORS = (
-    r"not|never|no\s+longer|cannot|\w+n['’]t|(?:is|are|was|were|ca|do|does|did|wo|has|have)nt"
+    r"not|never|no\s+longer|nothing(?!\s+but\b)|cannot|\w+n['’]t|(?:is|are|was|were|ca|do|does|did|wo|has|have)nt"
     r"|except(?:\s+for)?|excluding|exclude|without|with\s+no|other\s+than|apart\s+from"
     r"|outside(?:\s+of)?|(?:any(?:thing)?|every(?:thing)?|all)(?:\s+[a-z]+)?\s+but|but\s+not"
     r"|(?:(?:do|does|did)\s+not|\w+n['’]?t)\s+(?:want|like|need|enjoy)"
@@ -155,6 +155,11 @@ DETERMINERS_BEFORE_TOPIC = re.compile(
     r"(?:\b(?:a|an|any|which|some|another|about|regarding)|\b(?:anything|something|stuff)\s+on)\s+$",
     re.IGNORECASE,
 )
+
+# A clause that sets values side by side to explain them ("What's the difference between a gravel
+# and a road frame?"): a question about the values, not a filter. ("Compare the top 5
+# smartwatches" is a wish for smartwatches.)
+CONCEPT_QUESTION_BEFORE = re.compile(r"\bdifferences?\s+between\b[^,.;!?]*$", re.IGNORECASE)
 
 # Words directly before a value that belong to the filter phrase and go when it is stripped.
 CUE_BEFORE_VALUE = re.compile(

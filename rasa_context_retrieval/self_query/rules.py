@@ -134,11 +134,12 @@ class RuleQueryConstructor:
     def constraints(self, text: str) -> list[Constraint]:
         """Every condition found in ``text``, with the span of words that said it."""
         scanned = text[:MAX_SCANNED_CHARS]
-        names_values = bool(self._values.find(scanned, []))
-        found = self._dates.find(scanned, scoped=names_values)
-        found += self._years.find(scanned, found, scoped=names_values)
-        found += self._numbers.find(scanned, found)
-        found += self._values.find(scanned, found)
+        values = self._values.find(scanned, [])
+        found = self._dates.find(scanned, scoped=bool(values))
+        found += self._years.find(scanned, found, scoped=bool(values), values=values)
+        found += self._numbers.find(scanned, found, values)
+        # Values are read again only around what the other kinds took; else the first reading holds.
+        found += self._values.find(scanned, found) if found else values
         found += self._booleans.find(scanned, found)
         return [c for c in found if not told_as_personal_past(scanned, c.start)]
 
@@ -162,7 +163,7 @@ def build_filter(
 def _value_comparisons(attribute: str, constraints: list[Constraint]) -> list[Comparison]:
     wanted = _distinct(c.value for c in constraints if c.comparator is Comparator.EQ)
     unwanted = _distinct(c.value for c in constraints if c.comparator is Comparator.NE)
-    contradicted = set(wanted) & set(unwanted)
+    contradicted = [value for value in wanted if value in unwanted]
     wanted = [value for value in wanted if value not in contradicted]
     unwanted = [value for value in unwanted if value not in contradicted]
     comparisons = []
@@ -195,7 +196,12 @@ def _one_or_many(
 
 
 def _distinct(values: Any) -> list[Any]:
-    return list(dict.fromkeys(values))
+    """In order, each once; by equality, as a date value is a dict ("on March 3": ``eq``)."""
+    kept: list[Any] = []
+    for value in values:
+        if value not in kept:
+            kept.append(value)
+    return kept
 
 
 def strip_spans(text: str, constraints: Sequence[Constraint]) -> str:

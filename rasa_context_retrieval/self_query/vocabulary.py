@@ -32,6 +32,7 @@ get a strictness of their own, by the same rules.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -43,6 +44,7 @@ from rasa_context_retrieval.schema import STRING_TYPES, MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.items import item_after, words_pattern
 from rasa_context_retrieval.self_query.phrases import (
+    CONCEPT_QUESTION_BEFORE,
     COORDINATION,
     CUE_BEFORE_VALUE,
     CUE_STOPWORDS,
@@ -56,14 +58,27 @@ from rasa_context_retrieval.self_query.phrases import (
 
 MAX_VALUE_WORDS = 5
 MAX_VALUE_CHARS = 60
-# Inflecting very short words goes wrong more often than right ("us", "ios", "eu" are names).
-MIN_INFLECTED_CHARS = 4
+# Inflecting two-letter words goes wrong more often than right ("us", "eu" are names); three
+# letters are ordinary nouns often enough ("dogs", "reds", "guinea pigs").
+MIN_INFLECTED_CHARS = 3
 # "US", "EU", "APAC": an all-capital value this short is a name, not an ordinary word.
 ACRONYM_MAX_CHARS = 4
 # A surname stands for a full name only when it is this long ("Kon" is too short to be sure).
 MIN_SURNAME_CHARS = 4
+# A singular this short is too often another word ("new" for "news").
+MIN_SINGULAR_CHARS = 4
 # How far back to look for "not on the" / "plan:" before a value.
 LOOKBEHIND_CHARS = 40
+# Letters past ASCII up to the end of Latin Extended-B may carry accents to fold.
+ASCII_END, LATIN_END = 0x7F, 0x250
+# Short forms: "sci-fi", "Sauv Blanc", "Jack Russells"; words of at least two letters, the first
+# of at least three, looked up by the first letters of the first word.
+SHORT_FORM_WORD = re.compile(r"[^\W\d_]{2,}")
+SHORT_FORM_GAP = re.compile(r"[\s-]+")
+CLIP_KEY_CHARS = 3
+INITIALS_PREPOSITION_BEFORE = re.compile(r"\b(?:on|about|in|for|of)\s+$", re.IGNORECASE)
+MIN_FIRST_CLIPPED_CHARS = 3
+MIN_CLIPPED_CHARS = 2
 WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
 SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
 
@@ -73,6 +88,7 @@ class Strictness(Enum):
     CUED = "cued"
     TOPIC = "topic"
     NAME = "name"
+    INITIALS = "initials"
     ANCHORED = "anchored"
 
 
@@ -94,22 +110,46 @@ class _Candidate:
     negated: bool = False
 
 
+def fold_accents(text: str) -> str:
+    """``text`` with accents dropped letter by letter ("rosé" -> "rose", "Müller" -> "Muller"),
+    of the same length, so that positions found in the folded text hold in the original."""
+    if text.isascii():
+        return text
+    return "".join(_FOLDED.get(char, char) if ord(char) > ASCII_END else char for char in text)
+
+
+def _folded(char: str) -> str:
+    bare = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+    return bare if len(bare) == 1 else char
+
+
+_FOLDED = {chr(code): _folded(chr(code)) for code in range(ASCII_END + 1, LATIN_END)}
+
+
 def surface_key(text: str) -> str:
-    """The form every surface is stored and looked up under: case-folded, single spaces."""
-    return " ".join(word for word in WORD_SEPARATORS.split(text.casefold()) if word)
+    """The form every surface is stored and looked up under: case-folded, accents dropped,
+    single spaces."""
+    return " ".join(word for word in WORD_SEPARATORS.split(fold_accents(text).casefold()) if word)
 
 
 def surface_forms(value: str) -> set[str]:
-    """The ways a user may write ``value``: itself and the plural of its last word.
+    """The ways a user may write ``value``: itself, the plural of its last word, and a value of
+    several words written as one ("ebike" for "e-bike", "ebikes"); an all-capital value takes an
+    "s" ("SUVs").
 
     Values are not singularised: "windows" would become "window", an ordinary word.
     """
     key = surface_key(value)
     words = key.split(" ")
     last = words[-1]
-    if len(last) < MIN_INFLECTED_CHARS or not last.isalpha():
-        return {key}
-    return {key, " ".join([*words[:-1], inflection.pluralize(last)])}
+    forms = {key}
+    if value.isupper() and value.isalpha() and len(value) > 1:
+        forms.add(key + "s")
+    elif len(last) >= MIN_INFLECTED_CHARS and last.isalpha():
+        forms.add(" ".join([*words[:-1], inflection.pluralize(last)]))
+    if len(words) > 1:
+        forms |= {form.replace(" ", "") for form in forms}
+    return forms
 
 
 def _is_matchable(value: object) -> bool:
@@ -126,6 +166,29 @@ def _surname(value: str) -> str | None:
         return None
     last = surface_key(words[-1])
     return last if len(last) >= MIN_SURNAME_CHARS and last.isalpha() else None
+
+
+def _written_in_capitals(text: str, candidate: _Candidate) -> bool:
+    written = text[candidate.start : candidate.end].removesuffix("s")
+    return written.isupper() and not text.isupper()
+
+
+def _is_short_form(said: tuple[str, ...], words: tuple[str, ...]) -> bool:
+    """Whether ``said`` shortens the value ``words``: the same number of words, each a clipped
+    start of the value's ("sci fi"), or the value's first words whole ("jack russells")."""
+    last = said[-1].removesuffix("s") if len(said[-1]) > MIN_CLIPPED_CHARS else said[-1]
+    said = (*said[:-1], last)
+    if len(said) < len(words):
+        return said == words[: len(said)]
+    return (
+        len(said) == len(words)
+        and said != words
+        and len(said[0]) >= MIN_FIRST_CLIPPED_CHARS
+        and all(
+            len(part) >= MIN_CLIPPED_CHARS and word.startswith(part)
+            for part, word in zip(said, words, strict=True)
+        )
+    )
 
 
 def _field_words(field: MetadataField) -> set[str]:
@@ -150,6 +213,9 @@ class ValueVocabulary:
         field_name_words = set().union(*(_field_words(field) for field in fields))
         string_field_words = set().union(*(_field_words(field) for field in string_fields))
         self._senses: dict[str, list[ValueSense]] = {}
+        self._short_forms: dict[str, dict[tuple[str, str], Strictness]] = {}
+        # Values of several words by the first letters of their first word, for short forms.
+        self._multiword: dict[str, list[tuple[tuple[str, ...], ValueSense]]] = {}
         self._own_field_after: dict[str, re.Pattern[str]] = {}
         self._own_field_before: dict[str, re.Pattern[str]] = {}
         for field in string_fields:
@@ -165,6 +231,15 @@ class ValueVocabulary:
             values = field.values or tuple(known_values.get(field.name, ()))
             for value in dict.fromkeys([*values, *aliases]):
                 self._add_value(field, value, field_name_words, aliases.get(value, ()))
+        self._short_start = (
+            re.compile(rf"(?<!\w)(?:{_words_pattern(self._multiword)})", re.IGNORECASE)
+            if self._multiword
+            else re.compile(r"(?!x)x")
+        )
+        for form, owners in self._short_forms.items():
+            if form not in self._senses and len(owners) == 1:
+                ((attribute, value), strictness), *_ = owners.items()
+                self._senses[form] = [ValueSense(attribute, value, strictness)]
         scope_words = SCOPE_NOUNS | string_field_words
         self._scope_after = re.compile(
             rf"\s*(?:-\s*)?(?:{_words_pattern(scope_words)})(?!\w)", re.IGNORECASE
@@ -212,11 +287,39 @@ class ValueVocabulary:
         for written in (value, *aliases):
             if not _is_matchable(written):
                 continue
-            forms = surface_forms(written) if written == value else {surface_key(written)}
+            forms = surface_forms(written)
             self._add_forms(field, value, forms, self._strictness(field, forms, field_name_words))
         surname = _surname(value)
         if surname and not _field_words(field) & TOPIC_FIELD_WORDS:
             self._add_forms(field, value, {surname}, Strictness.NAME)
+        words = surface_key(value).split(" ")
+        strictness = self._strictness(field, {surface_key(value)}, field_name_words)
+        singular = inflection.singularize(words[-1])
+        if len(singular) >= MIN_SINGULAR_CHARS and singular != words[-1]:
+            # "a sneaker" for "sneakers": an ordinary word, so never free.
+            single = " ".join([*words[:-1], singular])
+            loose = Strictness.CUED if strictness is Strictness.FREE else strictness
+            self._add_short(field, value, {single}, loose)
+        parts = value.split("-")
+        if len(parts) > 1 and all(part[:1].isupper() for part in parts):
+            # "Mercedes" for "Mercedes-Benz", "Harley" for "Harley-Davidson": capitalised.
+            first = surface_key(parts[0])
+            if len(first) >= MIN_SURNAME_CHARS and first.isalpha():
+                self._add_short(field, value, {first}, Strictness.NAME)
+        if len(words) > 1 and all(word.isalpha() for word in words):
+            # "ML" for "machine learning", "AI" for "artificial intelligence": in capitals only.
+            initials = "".join(word[0] for word in words)
+            self._add_short(field, value, {initials, initials + "s"}, Strictness.INITIALS)
+            self._multiword.setdefault(words[0][:CLIP_KEY_CHARS], []).append(
+                (tuple(words), ValueSense(field.name, value, strictness))
+            )
+
+    def _add_short(
+        self, field: MetadataField, value: str, forms: set[str], strictness: Strictness
+    ) -> None:
+        """A short form or other word form of a value, kept only if it names no other value."""
+        for form in forms:
+            self._short_forms.setdefault(form, {})[(field.name, value)] = strictness
 
     def _add_forms(
         self, field: MetadataField, value: str, forms: set[str], strictness: Strictness
@@ -244,6 +347,7 @@ class ValueVocabulary:
         """Value filters said in ``text``: ``eq`` for a scoping mention, ``ne`` when negated."""
         if self._pattern is None:
             return []
+        text = fold_accents(text)
         candidates = []
         for match in self._pattern.finditer(text):
             # The regex matches case-insensitively by simple case folding; the rare letter whose
@@ -251,6 +355,8 @@ class ValueVocabulary:
             senses = self._senses.get(surface_key(match[0]))
             if senses and not overlaps_any(match.start(), match.end(), taken):
                 candidates.append(_Candidate(match.start(), match.end(), tuple(senses)))
+        if self._multiword:
+            candidates = self._with_short_forms(text, candidates, taken)
         for candidate in candidates:
             candidate.chosen = self._resolve(text, candidate)
             before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
@@ -258,7 +364,50 @@ class ValueVocabulary:
         self._accept_compounds(text, candidates)
         for group in self._coordinated_groups(text, candidates):
             self._share_within(group)
-        return [self._constraint(text, candidate) for candidate in candidates if candidate.chosen]
+        return [
+            self._constraint(text, candidate)
+            for candidate in candidates
+            if candidate.chosen and not CONCEPT_QUESTION_BEFORE.search(text, 0, candidate.start)
+        ]
+
+    def _with_short_forms(
+        self, text: str, candidates: list[_Candidate], taken: list[Constraint]
+    ) -> list[_Candidate]:
+        """Add the values said shortened: every word clipped ("sci-fi" for "science fiction",
+        "Sauv Blanc") or the first words of a longer one ("Jack Russells" for "Jack Russell
+        Terrier"); two words at least, since one ("German", "Napa") is too often a word of its
+        own. A short form that fits two values of one field says neither."""
+        found = list(candidates)
+        if not self._short_start.search(text):
+            return found
+        words = list(SHORT_FORM_WORD.finditer(text))
+        for position, first in enumerate(words):
+            if surface_key(first[0])[:CLIP_KEY_CHARS] not in self._multiword:
+                continue
+            for size in range(MAX_VALUE_WORDS, 1, -1):
+                said = words[position : position + size]
+                if len(said) < size or not all(
+                    SHORT_FORM_GAP.fullmatch(text, a.end(), b.start())
+                    for a, b in zip(said, said[1:], strict=False)
+                ):
+                    continue
+                start, end = said[0].start(), said[-1].end()
+                if overlaps_any(start, end, taken) or any(
+                    c.start < end and start < c.end for c in found
+                ):
+                    continue
+                senses = self._shortened(tuple(surface_key(word[0]) for word in said))
+                if senses:
+                    found.append(_Candidate(start, end, senses))
+                    break
+        return sorted(found, key=lambda candidate: candidate.start)
+
+    def _shortened(self, said: tuple[str, ...]) -> tuple[ValueSense, ...]:
+        senses: dict[str, list[ValueSense]] = {}
+        for words, sense in self._multiword.get(said[0][:CLIP_KEY_CHARS], ()):
+            if _is_short_form(said, words):
+                senses.setdefault(sense.attribute, []).append(sense)
+        return tuple(listed[0] for listed in senses.values() if len(listed) == 1)
 
     def _resolve(self, text: str, candidate: _Candidate) -> ValueSense | None:
         anchored = [
@@ -276,9 +425,23 @@ class ValueVocabulary:
             if sense.strictness is Strictness.FREE
             or (sense.strictness is Strictness.CUED and cued)
             or (sense.strictness is Strictness.NAME and capitalised)
+            or (sense.strictness is Strictness.INITIALS and self._initials_said(text, candidate))
             or (sense.strictness is Strictness.TOPIC and self._asks_for_kind(text, candidate))
         ]
         return accepted[0] if len(accepted) == 1 else None
+
+    def _initials_said(self, text: str, candidate: _Candidate) -> bool:
+        """Initials ("ML") in capitals that name what is wanted: "ML talks", "a ML course",
+        "talks on ML"; never a capitalised word on its own ("OK, thanks")."""
+        if not _written_in_capitals(text, candidate):
+            return False
+        before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
+        return bool(
+            self._item_after.match(text, candidate.end)
+            or self._scope_after.match(text, candidate.end)
+            or DETERMINERS_BEFORE_TOPIC.search(before)
+            or INITIALS_PREPOSITION_BEFORE.search(before)
+        )
 
     def _asks_for_kind(self, text: str, candidate: _Candidate) -> bool:
         """Whether a topic value names the kind of thing wanted ("laptops", "a thriller")."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
+import inflection
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.schema import MetadataField
@@ -30,7 +31,11 @@ from rasa_context_retrieval.self_query.dates import (
     open_ended,
     time_scope,
 )
+from rasa_context_retrieval.self_query.items import words_pattern
+from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS
 
+NOUN = re.compile(r"[a-z]{3,}")
+NOT_OWN_WORDS = CUE_STOPWORDS | {"year", "years", "when", "was", "were", "released", "made"}
 YEAR_WORD = re.compile(r"\byears?\b", re.IGNORECASE)
 _YEAR = r"(?:19|20)\d{2}"
 # A century is guessed for "the 90s": this decade digit and above are the 1900s.
@@ -75,21 +80,56 @@ class YearPhrases:
     """Finds year conditions for the schema's one integer year field."""
 
     def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
-        year_fields = [field.name for field in fields if is_year_field(field)]
-        self._attribute = year_fields[0] if len(year_fields) == 1 else None
-        self._scope = time_scope(year_fields, item_nouns)
+        year_fields = [field for field in fields if is_year_field(field)]
+        self._attribute = year_fields[0].name if len(year_fields) == 1 else None
+        # "Model year of the car": "model" and "car(s)" say a year is the documents' one.
+        own_words = set(item_nouns)
+        for field in year_fields:
+            said = f"{field.name.replace('_', ' ')} {field.description}".lower()
+            nouns = {word for word in NOUN.findall(said) if word not in NOT_OWN_WORDS}
+            own_words |= nouns | {inflection.pluralize(noun) for noun in nouns}
+        self._scope = time_scope([field.name for field in year_fields], own_words)
+        self._year_before = re.compile(
+            rf"(?<![\w$€£.,/-])(?P<a>{_YEAR})(?=(?P<chain>(?:\s*(?:,|/|\bor\b|\band\b)\s*{_YEAR})*)"
+            rf"[\s-]+(?P<next>(?:{words_pattern(frozenset(own_words))})(?!\w))?)",
+            re.IGNORECASE,
+        )
 
-    def find(self, text: str, taken: list[Constraint], *, scoped: bool = False) -> list[Constraint]:
-        if self._attribute is None or not (scoped or self._scope.search(text)):
+    def find(
+        self,
+        text: str,
+        taken: list[Constraint],
+        *,
+        scoped: bool = False,
+        values: Sequence[Constraint] = (),
+    ) -> list[Constraint]:
+        """Year conditions; ``values`` are the value conditions found in ``text``: a year right
+        before one is that year ("a 2015 Bordeaux")."""
+        if self._attribute is None:
             return []
+        said = list(self._named_by_year(text, values))
+        if scoped or said or self._scope.search(text):
+            said += self._said(text)
         found: list[Constraint] = []
         claimed = [(constraint.start, constraint.end) for constraint in taken]
-        for start, end, bounds in sorted(self._said(text), key=lambda said: (said[0], -said[1])):
+        for start, end, bounds in sorted(said, key=lambda said: (said[0], -said[1])):
             if any(start < other_end and other_start < end for other_start, other_end in claimed):
                 continue
             claimed.append((start, end))
             found += [Constraint(self._attribute, op, year, start, end) for op, year in bounds]
         return found
+
+    def _named_by_year(self, text: str, values: Sequence[Constraint]) -> list[Said]:
+        """ "a 2020 model", "2015 cars", "a 2015 Bordeaux", "2015 or 2016 models": a year before
+        the field's or the documents' own noun or a value is that year, in a message about
+        anything."""
+        said: list[Said] = []
+        for match in self._year_before.finditer(text):
+            rest = text[match.end("chain") :]
+            next_start = match.end("chain") + len(rest) - len(rest.lstrip(" -"))
+            if match["next"] or any(value.start <= next_start < value.end for value in values):
+                said.append((match.start(), match.end(), [(Comparator.EQ, int(match["a"]))]))
+        return said
 
     def _said(self, text: str) -> list[Said]:
         said: list[Said] = []
