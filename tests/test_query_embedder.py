@@ -122,8 +122,7 @@ def test_concurrent_callers_each_get_their_own_vector(onnx_embedder: OnnxQueryEm
 
 
 LONG_MIX = [
-    "Right-click a file or folder and choose Make available offline, then wait for the sync. "
-    * 4,
+    "Right-click a file or folder and choose Make available offline, then wait for the sync. " * 4,
     "and on Android?",
 ]
 
