@@ -7,7 +7,9 @@ compared with Rasa's own ``huggingface_local`` client.
 from __future__ import annotations
 
 import shutil
+import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -119,6 +121,56 @@ def test_concurrent_callers_each_get_their_own_vector(onnx_embedder: OnnxQueryEm
     assert sum(batcher.batch_sizes) == 3 * len(QUESTIONS)
 
 
+LONG_MIX = [
+    "Right-click a file or folder and choose Make available offline, then wait for the sync. " * 4,
+    "and on Android?",
+]
+
+
+class _InFlight:
+    """Wraps a real ``embed_many`` and records the most calls that were running at once."""
+
+    def __init__(self, embed_many: Any) -> None:
+        self.embed_many = embed_many
+        self.running = 0
+        self.most = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, texts: Any) -> np.ndarray:
+        with self._lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            return np.asarray(self.embed_many(texts))
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+@pytest.mark.parametrize("leaders", [1, 2])
+def test_searches_that_need_the_model_together_run_one_call_per_core_at_once(
+    onnx_embedder: OnnxQueryEmbedder, leaders: int
+):
+    """With one leader, a second search's texts waited for the first search's model call to
+    end while a core stood idle; the model releases the GIL, so calls run side by side, up to
+    ``max_leaders``, and every caller still gets its own vectors."""
+    alone = onnx_embedder.encode(LONG_MIX)
+    calls = _InFlight(onnx_embedder.encode)
+    batcher = QueryBatcher(calls, max_leaders=leaders)
+    start = threading.Barrier(2)
+
+    def search(_: int) -> list[np.ndarray]:
+        start.wait()
+        return [vector for _ in range(8) for vector in batcher.embed_many(LONG_MIX)]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(search, range(2)))
+    assert calls.most == leaders
+    for vectors in results:
+        for found, expected in zip(vectors, [*alone] * 8, strict=True):
+            assert np.allclose(found, expected, atol=1e-5)
+
+
 def _example_config(index_path: Path, **overrides: Any) -> StoreConfig:
     endpoints = yaml.safe_load((REPO_ROOT / "endpoints.yml").read_text(encoding="utf-8"))
     block = {k: v for k, v in endpoints["vector_store"].items() if k != "type"}
@@ -145,6 +197,46 @@ async def test_the_off_switch_and_identical_top_10_on_the_example_knowledge_base
             for search in (fast, rasa)
         ]
         assert top[0] == top[1] and top[0], question
+
+
+async def test_no_text_of_a_conversation_is_embedded_twice(
+    embedder: Any, export_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A follow-up embeds only what is new since the last search: its message, the bot's reply
+    and its rewrite. The previous question and every earlier reply come from the query cache,
+    and a text two views share is embedded once."""
+    shutil.copytree(export_dir, tmp_path / QUERY_MODEL_FOLDER)
+    search = KnowledgeSearch.open(_example_config(tmp_path), embedder, progress=False)
+    assert isinstance(search.query_embedder, PreparingQueryEmbedder)
+    assert search.query_embedder.ready.wait(timeout=120)
+    onnx = search.query_embedder.current
+    assert isinstance(onnx, OnnxQueryEmbedder)
+    embedded: Counter[str] = Counter()
+    encode = onnx.encoder.encode
+
+    def counted(texts: Any) -> np.ndarray:
+        embedded.update(texts)
+        return np.asarray(encode(texts))
+
+    monkeypatch.setattr(onnx.encoder, "encode", counted)
+    turns: tuple[Turn, ...] = ()
+    replies = []
+    for message in [
+        "How do I enable offline files on Android?",
+        "does that work on the free plan?",
+        "how much space do they use?",
+        "and on iOS?",
+    ]:
+        turns = (*turns, Turn("user", message))
+        outcome = await search.search(Conversation(turns=turns))
+        mixed = {part.text for view in outcome.plan.query_views for part in view}
+        assert mixed <= set(embedded), "every text of the mix went through the model"
+        reply = outcome.results[0].chunk.text
+        replies.append(reply)
+        turns = (*turns, Turn("bot", reply))
+    repeated = {text: count for text, count in embedded.items() if count > 1}
+    assert not repeated, repeated
+    assert all(embedded[reply] == 1 for reply in replies[:-1]), "each reply joined a follow-up"
 
 
 def test_other_providers_are_untouched(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):

@@ -1,17 +1,22 @@
-"""Concurrent searches share one embedding call.
+"""Concurrent searches share embedding calls, and keep every core on the model.
 
 Searches run in worker threads (the engine hands retrieval to ``asyncio.to_thread``), so the
-event loop never waits here. The first thread to ask becomes the leader: it embeds everything
-queued, in batches, while the others wait for their own vectors. When the previous batch was
-shared by several searches, the leader first waits up to a few milliseconds for as many searches
-as that batch had. The wait counts searches, not texts: one search's query mix (several texts)
-arrives at once, so a lone search never waits, whatever its number of texts, and batching costs
-an idle assistant nothing. Python's ``concurrent.futures`` has no micro-batching and
-asyncio-based batchers would run on the event loop, hence this small class.
+event loop never waits here. A thread that asks while fewer calls than cores are running becomes
+a leader: it embeds everything queued, in batches, while the others wait for their own vectors.
+When the previous batch was shared by several searches, a leader first waits up to a few
+milliseconds for as many searches as that batch had. The wait counts searches, not texts: one
+search's query mix (several texts) arrives at once, so a lone search never waits, whatever its
+number of texts, and batching costs an idle assistant nothing.
+
+One leader per core, not one in all: a model call is arithmetic that releases the GIL, so with a
+single leader a second search that needs its vectors waited for the first's call to end while a
+core stood idle (bench/results/query_embedding.md). Python's ``concurrent.futures`` has no
+micro-batching and asyncio-based batchers would run on the event loop, hence this small class.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -22,6 +27,8 @@ import numpy as np
 
 DEFAULT_WINDOW_SECONDS = 0.003
 DEFAULT_MAX_BATCH = 32
+DEFAULT_MAX_LEADERS = os.cpu_count() or 1
+"""Model calls at once: each runs on one thread (``onnx_query.INTRA_OP_THREADS``)."""
 RECENT_BATCHES = 1000
 
 EmbedMany = Callable[[Sequence[str]], np.ndarray]
@@ -44,13 +51,15 @@ class QueryBatcher:
         *,
         window_seconds: float = DEFAULT_WINDOW_SECONDS,
         max_batch: int = DEFAULT_MAX_BATCH,
+        max_leaders: int = DEFAULT_MAX_LEADERS,
     ) -> None:
         self._embed_many = embed_many
         self._window = window_seconds
         self._max_batch = max_batch
+        self._max_leaders = max(1, max_leaders)
         self._arrived = threading.Condition()
         self._pending: list[_Request] = []
-        self._leading = False
+        self._leaders = 0
         self._last_batch_searches = 1
         self.batch_sizes: deque[int] = deque(maxlen=RECENT_BATCHES)
         """Texts in each of the latest batches (for tests and benchmarks)."""
@@ -64,8 +73,9 @@ class QueryBatcher:
         with self._arrived:
             self._pending.append(request)
             self._arrived.notify_all()
-            lead = not self._leading
-            self._leading = True
+            lead = self._leaders < self._max_leaders
+            if lead:
+                self._leaders += 1
         if lead:
             self._lead()
         return [future.result() for future in request.futures]
@@ -78,7 +88,7 @@ class QueryBatcher:
             with self._arrived:
                 batch = self._take_batch()
                 if not batch:
-                    self._leading = False
+                    self._leaders -= 1
                     return
                 self._last_batch_searches = len(batch)
             self._run(batch)
