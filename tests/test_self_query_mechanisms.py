@@ -305,3 +305,71 @@ def test_a_form_of_a_name_word_is_no_compound() -> None:
     rules = RuleQueryConstructor([rating, genre], {"genre": ["drama"]}, today=lambda: TODAY)
     said = rules.construct("the 3 rated films")
     assert (said.filter, said.limit) == (None, 3)
+
+
+INSTRUMENTS = (
+    MetadataField(
+        name="instrument",
+        type="string",
+        description="Kind of instrument",
+        values=["guitar", "piano", "violin", "drum kit"],
+    ),
+    MetadataField(name="maker", type="string", description="Who built the instrument"),
+    MetadataField(name="price", type="float", description="Price in euros"),
+    MetadataField(
+        name="refurbished", type="boolean", description="Whether the instrument was refurbished"
+    ),
+)
+INSTRUMENT_VALUES = {"maker": frozenset(["Yamaha", "Fender", "Rangers"])}
+
+
+def instruments() -> RuleQueryConstructor:
+    return RuleQueryConstructor(INSTRUMENTS, INSTRUMENT_VALUES, today=lambda: TODAY)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # someone's own thing, a possessor, a word inside a longer name: no kind wanted
+        ("my guitar keeps going out of tune", None),
+        ("how do I tune our piano?", None),
+        ("why does a violin's bridge lean?", None),
+        ("who won the cup for the Glasgow Rangers?", None),
+        # the same values said as what is wanted still filter
+        ("a guitar under 300 euros", 'and(eq("instrument", "guitar"), lt("price", 300))'),
+        ("violins from Yamaha", 'and(eq("instrument", "violin"), eq("maker", "Yamaha"))'),
+        ("Fender guitars", 'and(eq("instrument", "guitar"), eq("maker", "Fender"))'),
+        ("Rangers drum kits", 'and(eq("instrument", "drum kit"), eq("maker", "Rangers"))'),
+    ],
+)
+def test_a_value_naming_another_thing_is_no_filter(text: str, wanted: str | None) -> None:
+    assert instruments().construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("can an old amp be refurbished to sound new?", None),
+        ("pianos that are refurbished", 'and(eq("instrument", "piano"), eq("refurbished", true))'),
+        ("refurbished violins", 'and(eq("instrument", "violin"), eq("refurbished", true))'),
+    ],
+)
+def test_a_participle_with_the_object_of_its_verb_is_no_state(
+    text: str, wanted: str | None
+) -> None:
+    assert instruments().construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "limit"),
+    [
+        ("tell me more about the first one", None),
+        ("what is the best one?", None),
+        ("I'd like to hear about the first two bands he joined", None),
+        ("the top 3 guitars", 3),
+        ("the first 2 results please", 2),
+        ("best five under 500 euros", 5),
+    ],
+)
+def test_a_rank_counts_documents_only(text: str, limit: int | None) -> None:
+    assert instruments().construct(text).limit == limit

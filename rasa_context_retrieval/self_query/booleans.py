@@ -66,6 +66,9 @@ PREDICATE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 OWNED_BEFORE = re.compile(r"\b(?:my|our)\s+$", re.IGNORECASE)
+# "can it be used [to edit RNA]", "could be used [in many places]": a participle with the
+# object of its verb is something done, not a state of the documents ("bikes that are used").
+VERB_OBJECT_AFTER = re.compile(r"\s+(?:to|for|by|as|in|on|with)\s+\w", re.IGNORECASE)
 # "hotels with a pool", "cars under warranty", "including breakfast": a thing the documents
 # have, ending its noun phrase ("with remote teams" is not about a "remote" field).
 WITH_BEFORE = re.compile(r"\b(?:with|including|includes?|under)\s+(?:an?\s+)?$", re.IGNORECASE)
@@ -185,8 +188,11 @@ class BooleanPhrases:
     ) -> bool:
         if OWNED_BEFORE.search(before):
             return False  # "my remote job is boring": the user's own, not a wish
-        if self._item_after.match(text, end) or PREDICATE_BEFORE.search(before):
+        if self._item_after.match(text, end):
             return True
+        if PREDICATE_BEFORE.search(before):
+            said = text[:end].rsplit(None, 1)[-1].lower()
+            return not (said.endswith(("ed", "en")) and VERB_OBJECT_AFTER.match(text, end))
         if WITH_BEFORE.search(before) and PHRASE_END.match(text, end):
             return True
         gap = len(text[end:]) - len(text[end:].lstrip(" -"))

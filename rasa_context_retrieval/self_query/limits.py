@@ -1,6 +1,7 @@
 """How many results the user asks for: "top 3", "two movies", "show me 5 cheap laptops".
 
-A count is a limit when it follows "top"/"best"/"first", or when it counts the documents
+A count is a limit when it follows "top"/"best"/"first" (unless it counts something else: "the
+first two marriages", or is the pronoun of "the first one"), or when it counts the documents
 themselves: within a few words it is followed by a plural noun for them ("movies", "articles",
 see ``items``) or a plural value ("thrillers", "laptops"). A count of anything else ("3 files",
 "2 devices"), after "I have" or in the user's own past ("I watched two movies") is no limit,
@@ -31,6 +32,11 @@ COUNTED = re.compile(
 )
 OWNED_BEFORE = re.compile(r"\b(?:have|has|had|own|bought|got|my|our)\s+(?:only\s+)?$", re.I)
 LOOKBEHIND_CHARS = 16
+NEXT_WORD = re.compile(r"\s+(?P<word>[a-z][a-z'-]*)", re.IGNORECASE)
+# Nouns for what a search returns, whatever the documents are: "the top 3 results".
+RESULT_NOUNS = frozenset(
+    ["results", "options", "ones", "picks", "suggestions", "recommendations", "matches", "choices"]
+)
 
 
 class LimitPhrases:
@@ -45,7 +51,11 @@ class LimitPhrases:
     def find(self, text: str, taken: list[Constraint]) -> int | None:
         for match in TOP.finditer(text):
             count = _count(match["n"])
-            if count is not None and not overlaps_any(match.start(), match.end(), taken):
+            if (
+                count is not None
+                and not overlaps_any(match.start(), match.end(), taken)
+                and self._ranks_documents(text, match)
+            ):
                 return count
         for match in COUNTED.finditer(text):
             if overlaps_any(match.start(), match.end("n"), taken):
@@ -59,6 +69,18 @@ class LimitPhrases:
             if count is not None:
                 return count
         return None
+
+    def _ranks_documents(self, text: str, match: re.Match[str]) -> bool:
+        """Whether "top 3" / "first two" ranks the documents: not "the first one" (a pronoun for
+        something said before), nor "the first two marriages" (a count of another plural)."""
+        if match["n"].lower() == "one":
+            return False
+        following = NEXT_WORD.match(text, match.end())
+        if following is None:
+            return True
+        word = following["word"].lower()
+        plural = inflection.singularize(word) != word
+        return not plural or word in RESULT_NOUNS or self._is_document_word(word)
 
     def _counts_documents(self, match: re.Match[str]) -> bool:
         words = match["words"].lower().split()

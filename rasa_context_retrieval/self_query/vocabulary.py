@@ -81,6 +81,13 @@ MIN_FIRST_CLIPPED_CHARS = 3
 MIN_CLIPPED_CHARS = 2
 WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
 SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
+# "my dog", "our cat": someone's own thing of a kind is not a wish for documents of that kind
+# ("my Android phone" still scopes a support question: a platform is no kind of document).
+OWNER_BEFORE = re.compile(r"\b(?:my|our|his|their|its)\s+$", re.IGNORECASE)
+# "a cat['s] slow blink": a possessor, not a kind wanted.
+POSSESSIVE_AFTER = re.compile(r"['’]s\b")
+# "Cincinnati [Reds]": a capitalised word right before a capitalised value continues a name.
+CAPITALISED_WORD_BEFORE = re.compile(r"(?<![.!?:;]\s)(?<!^)\b[A-Z][\w’'-]*\s+$")
 
 
 class Strictness(Enum):
@@ -218,6 +225,13 @@ class ValueVocabulary:
         self._multiword: dict[str, list[tuple[tuple[str, ...], ValueSense]]] = {}
         self._own_field_after: dict[str, re.Pattern[str]] = {}
         self._own_field_before: dict[str, re.Pattern[str]] = {}
+        # Fields whose values are kinds of the documents: "category", "Kind of animal".
+        self._kind_fields = frozenset(
+            field.name
+            for field in string_fields
+            if (_field_words(field) | set(WORD_SEPARATORS.split(field.description.lower())))
+            & TOPIC_FIELD_WORDS
+        )
         for field in string_fields:
             anchors = self._anchor_words(field)
             self._own_field_after[field.name] = re.compile(
@@ -358,7 +372,8 @@ class ValueVocabulary:
         if self._multiword:
             candidates = self._with_short_forms(text, candidates, taken)
         for candidate in candidates:
-            candidate.chosen = self._resolve(text, candidate)
+            if not self._names_another_thing(text, candidate, candidates):
+                candidate.chosen = self._resolve(text, candidate)
             before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
             candidate.negated = bool(NEGATION_BEFORE_VALUE.search(before))
         self._accept_compounds(text, candidates)
@@ -429,6 +444,26 @@ class ValueVocabulary:
             or (sense.strictness is Strictness.TOPIC and self._asks_for_kind(text, candidate))
         ]
         return accepted[0] if len(accepted) == 1 else None
+
+    def _names_another_thing(
+        self, text: str, candidate: _Candidate, candidates: list[_Candidate]
+    ) -> bool:
+        """Whether the value, where it is said, names something other than the documents:
+        someone's own of a kind ("my dog"), a possessor ("a cat's blink") or part of a longer name
+        ("Cincinnati Reds")."""
+        before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
+        if OWNER_BEFORE.search(before) and all(
+            sense.attribute in self._kind_fields for sense in candidate.senses
+        ):
+            return True
+        written = text[candidate.start : candidate.end]
+        if POSSESSIVE_AFTER.match(text, candidate.end) and written.islower():
+            return True
+        if written[:1].isupper() and CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start):
+            previous = [c for c in candidates if c.end <= candidate.start]
+            if not previous or text[previous[-1].end : candidate.start].strip():
+                return True
+        return False
 
     def _initials_said(self, text: str, candidate: _Candidate) -> bool:
         """Initials ("ML") in capitals that name what is wanted: "ML talks", "a ML course",
