@@ -373,3 +373,35 @@ def test_a_participle_with_the_object_of_its_verb_is_no_state(
 )
 def test_a_rank_counts_documents_only(text: str, limit: int | None) -> None:
     assert instruments().construct(text).limit == limit
+
+
+def test_a_singular_noun_in_s_takes_es_in_the_plural() -> None:
+    canvas = (
+        MetadataField(name="style", type="string", description="Kind of painting on the canvas"),
+        MetadataField(name="width_cm", type="integer", description="Width of the canvas"),
+        MetadataField(name="framed", type="boolean", description="Whether the canvas is framed"),
+    )
+    rules = RuleQueryConstructor(canvas, {"style": ["abstract", "portrait"]}, today=lambda: TODAY)
+    assert rules.construct("abstract canvases").filter == expected('eq("style", "abstract")')
+
+
+WHISKIES = (
+    MetadataField(name="age", type="integer", description="Age of the whisky in years"),
+    MetadataField(name="bottled", type="integer", description="Year the whisky was bottled"),
+    MetadataField(name="tasting_time", type="integer", description="Tasting length in minutes"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # an age kept in years is no calendar year field: "bottled" is the one
+        ("whiskies bottled after 2015", 'gt("bottled", 2015)'),
+        ("a whisky from 2012", 'eq("bottled", 2012)'),
+        # minutes do not convert to an age in years: the duration in minutes is the one
+        ("tastings of 30 minutes or less", 'lte("tasting_time", 30)'),
+    ],
+)
+def test_a_field_in_years_is_a_duration_not_a_calendar_year(text: str, wanted: str) -> None:
+    rules = RuleQueryConstructor(WHISKIES, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

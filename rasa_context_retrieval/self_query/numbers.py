@@ -412,15 +412,22 @@ class NumberPhrases:
             and any(_same_clause(text, value.end, said.start) for value in values)
         ):
             return self._only_monetary, end, None
-        return self._best_field(cues), end, unit
+        return self._best_field(cues, unit), end, unit
 
     def _named(self, said: _Said) -> tuple[NumericField | None, int, None]:
         """ "4-star hotels": the one field whose name holds the word."""
         named = [field for field in self._fields if said.counted in field.name_words]
         return (named[0] if len(named) == 1 else None), said.end, None
 
-    def _best_field(self, cues: set[str]) -> NumericField | None:
-        scored = sorted(((field.score(cues), field) for field in self._fields), key=lambda s: -s[0])
+    def _best_field(self, cues: set[str], unit: str | None = None) -> NumericField | None:
+        """The field the cues point to most, if one does; a unit of time said ("20 minutes")
+        leaves out the fields kept in a unit it does not convert to (an age in years)."""
+        fields = [
+            field
+            for field in self._fields
+            if unit is None or field.unit is None or _conversion(unit, field.unit) is not None
+        ]
+        scored = sorted(((field.score(cues), field) for field in fields), key=lambda s: -s[0])
         if not scored or scored[0][0] == 0:
             return None
         if len(scored) > 1 and scored[1][0] == scored[0][0]:
