@@ -405,3 +405,34 @@ WHISKIES = (
 def test_a_field_in_years_is_a_duration_not_a_calendar_year(text: str, wanted: str) -> None:
     rules = RuleQueryConstructor(WHISKIES, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+FERRIES = (
+    MetadataField(name="port", type="string", description="Port the ferry leaves from"),
+    MetadataField(name="sailing", type="date", description="Day the ferry sails"),
+    MetadataField(name="seats", type="integer", description="Seats left on the ferry"),
+)
+FERRY_VALUES = {"port": frozenset(["Split", "Ancona", "Bari"])}
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted", "limit"),
+    [
+        # a name in lowercase where a verb goes is that verb
+        ("can we split the fare?", None, None),
+        ("should I split the trip in two?", None, None),
+        ("ferries from split", 'eq("port", "Split")', None),
+        ("ferries leaving Split", 'eq("port", "Split")', None),
+        # a count after a preposition is part of the question, not a number of results
+        ("how do I share a cabin between two ferries?", None, None),
+        ("two ferries from Bari", 'eq("port", "Bari")', 2),
+        # "from" a month, for things that take place, is from then on
+        ("ferries from July", 'gte("sailing", "2025-07-01")', None),
+        # more of the user's own past
+        ("I caught a ferry from Ancona in May, which ones go further?", None, None),
+    ],
+)
+def test_words_that_are_no_wish(text: str, wanted: str | None, limit: int | None) -> None:
+    rules = RuleQueryConstructor(FERRIES, FERRY_VALUES, today=lambda: TODAY)
+    said = rules.construct(text)
+    assert (said.filter, said.limit) == (expected(wanted), limit)

@@ -4,8 +4,9 @@ A count is a limit when it follows "top"/"best"/"first" (unless it counts someth
 first two marriages", or is the pronoun of "the first one"), or when it counts the documents
 themselves: within a few words it is followed by a plural noun for them ("movies", "articles",
 see ``items``) or a plural value ("thrillers", "laptops"). A count of anything else ("3 files",
-"2 devices"), after "I have" or in the user's own past ("I watched two movies") is no limit,
-and numbers already read as a filter are skipped.
+"2 devices"), after "I have" or a preposition ("split between two boats") or in the user's
+own past ("I watched two movies") is no limit, and numbers already read as a filter are
+skipped.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ COUNTED = re.compile(
     rf"(?<![\w$€£.,/-])(?P<n>{_COUNT})(?P<words>(?:\s+[a-z][a-z'-]*){{1,4}})", re.IGNORECASE
 )
 OWNED_BEFORE = re.compile(r"\b(?:have|has|had|own|bought|got|my|our)\s+(?:only\s+)?$", re.I)
+# "split between two boats", "on 3 bikes": a count after a preposition is part of the question.
+PREPOSITION_BEFORE = re.compile(r"\b(?:between|among|across|per|each|of|with|on|into)\s+$", re.I)
 LOOKBEHIND_CHARS = 16
 NEXT_WORD = re.compile(r"\s+(?P<word>[a-z][a-z'-]*)", re.IGNORECASE)
 # Nouns for what a search returns, whatever the documents are: "the top 3 results".
@@ -61,7 +64,9 @@ class LimitPhrases:
             if overlaps_any(match.start(), match.end("n"), taken):
                 continue
             before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
-            if OWNED_BEFORE.search(before) or not self._counts_documents(match):
+            if OWNED_BEFORE.search(before) or PREPOSITION_BEFORE.search(before):
+                continue
+            if not self._counts_documents(match):
                 continue
             if told_as_personal_past(text, match.start()):
                 continue  # "I watched two movies last week": a story, not a number wanted

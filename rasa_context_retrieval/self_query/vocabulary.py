@@ -84,6 +84,12 @@ SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
 # "my dog", "our cat": someone's own thing of a kind is not a wish for documents of that kind
 # ("my Android phone" still scopes a support question: a platform is no kind of document).
 OWNER_BEFORE = re.compile(r"\b(?:my|our|his|their|its)\s+$", re.IGNORECASE)
+# "can we [split] the cost": a name written in lowercase where a verb goes is that verb.
+VERB_SLOT_BEFORE = re.compile(
+    r"\b(?:i|we|you|they|he|she|can|could|will|would|should|must|might|may|let['’]?s|please"
+    r"|\w+n['’]t)\s+$",
+    re.IGNORECASE,
+)
 # "a cat['s] slow blink": a possessor, not a kind wanted.
 POSSESSIVE_AFTER = re.compile(r"['’]s\b")
 # "Cincinnati [Reds]": a capitalised word right before a capitalised value continues a name.
@@ -449,7 +455,8 @@ class ValueVocabulary:
         self, text: str, candidate: _Candidate, candidates: list[_Candidate]
     ) -> bool:
         """Whether the value, where it is said, names something other than the documents:
-        someone's own of a kind ("my dog"), a possessor ("a cat's blink") or part of a longer name
+        someone's own of a kind ("my dog"), a name in lowercase where a verb goes ("can we
+        split the bill" for ``Split``), a possessor ("a cat's blink") or part of a longer name
         ("Cincinnati Reds")."""
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
         if OWNER_BEFORE.search(before) and all(
@@ -457,6 +464,12 @@ class ValueVocabulary:
         ):
             return True
         written = text[candidate.start : candidate.end]
+        if (
+            written.islower()
+            and all(sense.value[:1].isupper() for sense in candidate.senses)
+            and VERB_SLOT_BEFORE.search(before)
+        ):
+            return True
         if POSSESSIVE_AFTER.match(text, candidate.end) and written.islower():
             return True
         if written[:1].isupper() and CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start):
