@@ -436,3 +436,29 @@ def test_words_that_are_no_wish(text: str, wanted: str | None, limit: int | None
     rules = RuleQueryConstructor(FERRIES, FERRY_VALUES, today=lambda: TODAY)
     said = rules.construct(text)
     assert (said.filter, said.limit) == (expected(wanted), limit)
+
+
+STUDIOS = (
+    MetadataField(name="room", type="string", description="Kind of studio room"),
+    MetadataField(
+        name="deposit_required", type="boolean", description="Whether a deposit is taken"
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("studios that need a deposit", 'eq("deposit_required", true)'),
+        ("studios requiring a deposit", 'eq("deposit_required", true)'),
+        ("studios without a deposit", 'eq("deposit_required", false)'),
+        ("a studio that doesn't need a deposit", 'eq("deposit_required", false)'),
+        ("no deposit needed", 'eq("deposit_required", false)'),
+        ("deposit-free studios", 'eq("deposit_required", false)'),
+        # the user's own need is a question, not a filter
+        ("do I need a deposit to book?", None),
+    ],
+)
+def test_a_required_thing_is_said_needed_or_denied(text: str, wanted: str | None) -> None:
+    rules = RuleQueryConstructor(STUDIOS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

@@ -66,6 +66,10 @@ PREDICATE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 OWNED_BEFORE = re.compile(r"\b(?:my|our)\s+$", re.IGNORECASE)
+# "do I need a licence?", "we need a deposit": the user's own need, not the documents'.
+USER_SUBJECT_BEFORE = re.compile(
+    r"\b(?:i|we|you)\s+(?:(?:do|does|did|really|still|also|not|\w+n['’]t)\s+){0,2}$", re.I
+)
 # "can it be used [to edit RNA]", "could be used [in many places]": a participle with the
 # object of its verb is something done, not a state of the documents ("bikes that are used").
 VERB_OBJECT_AFTER = re.compile(r"\s+(?:to|for|by|as|in|on|with)\s+\w", re.IGNORECASE)
@@ -105,6 +109,9 @@ OFFERED = frozenset(
     ["included", "available", "allowed", "provided", "offered", "permitted", "welcome"]
 )
 AROUND = ("with", "around", "for")
+# A name "<thing>_required" ("licence_required", "deposit_needed"): "needs a licence" says it,
+# "without a licence", "no licence needed" and "licence-free" deny it.
+REQUIRED = frozenset(["required", "needed", "mandatory", "necessary"])
 
 
 @dataclass(frozen=True)
@@ -175,6 +182,8 @@ class BooleanPhrases:
                 if overlaps_any(start, end, taken):
                     continue
                 before = text[max(0, start - LOOKBEHIND_CHARS) : start]
+                if pattern is field.phrase and USER_SUBJECT_BEFORE.search(before):
+                    continue
                 negated = bool(NEGATION_BEFORE.search(before)) != bool(match.groupdict().get("un"))
                 if pattern is field.word and not (
                     negated or self._describes_documents(text, before, end, taken)
@@ -209,6 +218,13 @@ def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
     if len(name_words) > 1 and name_words[0] == "in":
         rest = r"[\s-]+".join(map(re.escape, name_words[1:]))
         denied = re.compile(rf"(?<!\w)out[\s-]+of[\s-]+{rest}(?!\w)", re.IGNORECASE)
+    if len(name_words) == 2 and name_words[1] in REQUIRED:
+        thing = re.escape(name_words[0])
+        denied = re.compile(
+            rf"(?<!\w)(?:(?:without|with\s+no)\s+(?:an?\s+)?{thing}|{thing}[\s-]+free"
+            rf"|no\s+{thing}[\s-]+(?:{'|'.join(sorted(REQUIRED))}))(?!\w)",
+            re.IGNORECASE,
+        )
     return _BooleanField(
         field.name,
         _alternatives(phrases),
@@ -239,7 +255,8 @@ def _stemmed_words(text: str) -> list[tuple[str, int, int]]:
 def _word_lists(field: MetadataField) -> list[list[str]]:
     """The field's phrases as word lists: its name, and the clause of its description, and
     their plain forms: the verb of an "-able" name ("foldable" -> "fold": "folding bikes",
-    "bikes that fold"), the thing of "breakfast_included" ("with breakfast"), "<thing>-friendly"
+    "bikes that fold"), the thing of "breakfast_included" ("with breakfast"), "needs a <thing>"
+    and "<thing> needed" for "<thing>_required", "<thing>-friendly"
     and "fine around <thing>" for "good with <thing>"."""
     name_words = WORD.findall(field.name.lower())
     while len(name_words) > 1 and name_words[0] in NAME_LEADS:
@@ -251,6 +268,11 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
             word_lists.append([root])
     if len(name_words) == 2 and name_words[1] in OFFERED:
         word_lists.append(name_words[:1])  # "breakfast_included": "hotels with breakfast"
+    if len(name_words) == 2 and name_words[1] in REQUIRED:
+        thing = name_words[0]
+        article = "an" if thing[:1] in "aeiou" else "a"
+        word_lists += [[verb, article, thing] for verb in ("need", "require")]
+        word_lists += [[thing, word] for word in sorted(REQUIRED)]
     word_lists += _welcomed(f"{' '.join(name_words)}. {field.description}")
     clause = CLAUSE_END.split(field.description.strip())[0]
     described = WORD.findall(DESCRIPTION_LEAD.sub("", clause.lower()))
