@@ -462,3 +462,28 @@ STUDIOS = (
 def test_a_required_thing_is_said_needed_or_denied(text: str, wanted: str | None) -> None:
     rules = RuleQueryConstructor(STUDIOS, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+CABINS_TO_RENT = (
+    MetadataField(name="sleeps", type="integer", description="Most guests the cabin sleeps"),
+    MetadataField(name="bedrooms", type="integer", description="Bedrooms in the cabin"),
+    MetadataField(name="price", type="float", description="Price per night in euros"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a party that must fit goes to the field of the most allowed
+        ("a cabin for 6 guests", 'gte("sleeps", 6)'),
+        ("cabins for 4 guests under 200 euros", 'and(gte("sleeps", 4), lt("price", 200))'),
+        # a field that is no maximum does not take it
+        ("a cabin for 3 bedrooms", None),
+        ("cabins for 2 nights", None),
+    ],
+)
+def test_a_party_that_must_fit_is_a_lower_bound_on_the_most_allowed(
+    text: str, wanted: str | None
+) -> None:
+    rules = RuleQueryConstructor(CABINS_TO_RENT, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

@@ -174,6 +174,15 @@ COMPOUND = (
     + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
     + r")[\s-](?P<noun>[a-z]+)(?=[\s-]+(?:{items})(?!\w))"
 )
+# "for 10 people": a party that must fit, against a field of the most allowed ("Most people
+# allowed on board", ``max_players``, ``capacity``). "for up to 6" is left to "up to".
+FOR_PARTY = re.compile(
+    r"(?<![\w-])for\s+(?P<n>\d{1,3}|"
+    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    + r")\s+(?P<noun>(?!(?:or|and|to|of)\b)[a-z]{3,})(?!\w)",
+    re.IGNORECASE,
+)
+MAXIMUM_WORDS = frozenset(["max", "maximum", "most", "capacity", "largest"])
 _PERIOD = "|".join(sorted(PERIOD_WORDS, key=len, reverse=True))
 RATE_AFTER = re.compile(
     rf"\s*(?:(?:a|an|per|each|every)\s+|/\s*)(?P<period>{_PERIOD})(?!\w)"
@@ -234,6 +243,8 @@ class NumericField:
     name_words: frozenset[str] = frozenset()
     """The words of its name in the singular ("star" for ``stars``)."""
     monetary: bool = False
+    maximum: bool = False
+    """It keeps the most of something allowed ("Most people allowed on board")."""
 
     @classmethod
     def from_field(
@@ -252,7 +263,9 @@ class NumericField:
         if unit is not None:
             cues[DURATION_CUE] = NAME_CUE_WEIGHT
         singular = frozenset(map(inflection.singularize, WORD.findall(field.name.lower())))
-        return cls(field.name, field.type == "integer", cues, unit, singular, monetary)
+        said = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
+        maximum = bool(MAXIMUM_WORDS.intersection(said))
+        return cls(field.name, field.type == "integer", cues, unit, singular, monetary, maximum)
 
     def score(self, cues: set[str]) -> int:
         return sum(self.cues.get(cue, 0) for cue in cues)
@@ -278,6 +291,8 @@ class _Said:
     """The unit of time inside the phrase, as "hour" in "2 hours or less"."""
     named: bool = False
     """The phrase names its field itself, as "star" in "4-star hotels"."""
+    party: bool = False
+    """A party that must fit ("for 10 people"): only a field of the most allowed takes it."""
 
 
 class NumberPhrases:
@@ -330,6 +345,12 @@ class NumberPhrases:
             said.append(
                 _Said(bounds, match.start(), match.end(), currency, counted=counted, unit=unit)
             )
+        for match in FOR_PARTY.finditer(text):
+            bounds = ((Comparator.GTE, match["n"]),)
+            counted = cue_key(match["noun"].lower())
+            said.append(
+                _Said(bounds, match.start(), match.end(), False, counted=counted, party=True)
+            )
         for match in self._compound.finditer(text):
             bounds = ((Comparator.EQ, match["n"]),)
             counted = inflection.singularize(match["noun"].lower())
@@ -345,7 +366,7 @@ class NumberPhrases:
             field, end, unit = self._named(said)
         else:
             field, end, unit = self._field_of(text, said, value_conditions)
-        if field is None:
+        if field is None or (said.party and not field.maximum):
             return []
         values = [_parse_number(number) for _, number in said.bounds]
         if unit is not None:
