@@ -487,3 +487,29 @@ def test_a_party_that_must_fit_is_a_lower_bound_on_the_most_allowed(
 ) -> None:
     rules = RuleQueryConstructor(CABINS_TO_RENT, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+AQUARIUMS = (
+    MetadataField(name="volume_l", type="integer", description="Water volume of the tank"),
+    MetadataField(name="height_cm", type="integer", description="Height of the tank"),
+    MetadataField(name="glass_mm", type="integer", description="Thickness of the glass"),
+    MetadataField(name="length_m", type="float", description="Length of the cabinet"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a unit of measure said in full or written onto the number names the field kept in it
+        ("tanks of more than 200 litres", 'gt("volume_l", 200)'),
+        ("tanks over 200l", 'gt("volume_l", 200)'),
+        ("tanks taller than 60 centimetres", 'gt("height_cm", 60)'),
+        ("glass of at least 8mm", 'gte("glass_mm", 8)'),
+        ("tanks taller than 60", 'gt("height_cm", 60)'),
+        # the letter after an apostrophe is no unit
+        ("I'm after tanks over 2", None),
+    ],
+)
+def test_a_unit_of_measure_names_the_field_kept_in_it(text: str, wanted: str | None) -> None:
+    rules = RuleQueryConstructor(AQUARIUMS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

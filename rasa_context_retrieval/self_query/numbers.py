@@ -85,6 +85,8 @@ PREFIX_COMPARATORS: dict[str, Comparator] = {
     "beyond": Comparator.GT,
     "pricier than": Comparator.GT,
     "longer than": Comparator.GT,
+    "taller than": Comparator.GT,
+    "wider than": Comparator.GT,
     "bigger than": Comparator.GT,
     "larger than": Comparator.GT,
     "more expensive than": Comparator.GT,
@@ -104,6 +106,8 @@ COMPARATOR_CUES = {
     "heavier than": "weight",
     "younger than": "age",
     "older than": "age",
+    "taller than": "height",
+    "wider than": "width",
 }
 # Comparisons that, with no word for any field around them, are about money when the schema
 # has exactly one monetary field ("kids bikes under 300"); a smaller bound is rarely a price.
@@ -135,11 +139,28 @@ _NUMBER = (
 NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
 
 
+# Units of measure as fields abbreviate them in their names (``height_cm``, ``weight_g``): a
+# user's "centimetres" is a cue for the one, and the short forms may be written onto the number.
+MEASURE_ABBREVIATIONS = {
+    **dict.fromkeys(["centimetre", "centimetres", "centimeter", "centimeters"], "cm"),
+    **dict.fromkeys(["millimetre", "millimetres", "millimeter", "millimeters"], "mm"),
+    **dict.fromkeys(["metre", "metres", "meter", "meters"], "m"),
+    **dict.fromkeys(["kilometre", "kilometres", "kilometer", "kilometers"], "km"),
+    **dict.fromkeys(["gram", "grams", "gramme", "grammes"], "g"),
+    **dict.fromkeys(["kilogram", "kilograms", "kilo", "kilos"], "kg"),
+    **dict.fromkeys(["litre", "litres", "liter", "liters"], "l"),
+    **dict.fromkeys(["millilitre", "millilitres", "milliliter", "milliliters"], "ml"),
+}
+_GLUED_UNITS = "|".join(sorted(set(MEASURE_ABBREVIATIONS.values()), key=len, reverse=True))
+
+
 def _amount(tag: str) -> str:
-    """A number with optional currency before or after it; ``2FA`` and ``v2`` are not amounts."""
+    """A number with optional currency before or after it, or a unit of measure written onto it
+    ("200mm", "500g"); ``2FA`` and ``v2`` are not amounts."""
     return (
         rf"(?P<{tag}_pre>[{_SYMBOLS}]\s?)?(?<![\w.,])(?P<{tag}>{_NUMBER})"
-        rf"(?:\s?(?P<{tag}_post>[{_SYMBOLS}]|(?:{_CURRENCY_WORDS})(?!\w))|(?!\w|[.,]\d))"
+        rf"(?:\s?(?P<{tag}_post>[{_SYMBOLS}]|(?:{_CURRENCY_WORDS})(?!\w))|(?!\w|[.,]\d)"
+        rf"|(?=(?:{_GLUED_UNITS})\b))"
     )
 
 
@@ -195,6 +216,8 @@ DECLARED_UNIT = re.compile(rf"(?:\bin|\()\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORE
 # The cue a said unit of time gives to every field kept in one (not a word a user can write).
 DURATION_CUE = "<duration>"
 WORD = re.compile(r"[a-z]+")
+# "I'm", "it's": the letters after the apostrophe are no word ("m" would be a unit).
+CONTRACTION = re.compile(r"['’](?:m|s|re|ve|ll|d|t)\b")
 # "nothing rated below 7", "no phones over $500": the comparison says what is not wanted.
 NEGATED_BEFORE = re.compile(r"\b(?:nothing|none|no|not)\s+(?:[a-z]+\s+)?$", re.IGNORECASE)
 OPPOSITE = {
@@ -221,6 +244,7 @@ def cue_key(word: str) -> str:
     The Snowball stem (PyStemmer, which BM25 already uses) makes "rated" a cue for a ``rating``
     field and "minutes" for "Reading time in minutes"; both sides go through it.
     """
+    word = MEASURE_ABBREVIATIONS.get(word, word)
     return str(_STEMMER.stemWord(PERIOD_WORDS.get(word, word)))
 
 
@@ -485,7 +509,7 @@ def _clause_words(text: str, *, first: bool) -> list[str]:
     clause = pieces[0] if first else pieces[-1]
     if not first and len(pieces) > 1 and text[-len(clause) - 1 : len(text) - len(clause)].isdigit():
         return []
-    words = [cue_key(word) for word in WORD.findall(clause.lower())]
+    words = [cue_key(word) for word in WORD.findall(CONTRACTION.sub("", clause.lower()))]
     words = [word for word in words if word not in STOP_KEYS]
     return words[:CONTEXT_WORDS] if first else words[-CONTEXT_WORDS:]
 
