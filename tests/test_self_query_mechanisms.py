@@ -513,3 +513,17 @@ AQUARIUMS = (
 def test_a_unit_of_measure_names_the_field_kept_in_it(text: str, wanted: str | None) -> None:
     rules = RuleQueryConstructor(AQUARIUMS, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+def test_a_short_form_may_keep_a_one_letter_word_whole() -> None:
+    system = MetadataField(
+        name="system",
+        type="string",
+        description="Camera system",
+        values=["Hasselblad X", "Hasselblad H"],
+    )
+    rules = RuleQueryConstructor([system], {}, today=lambda: TODAY)
+    assert rules.construct("lenses for the Hassel X").filter == expected(
+        'eq("system", "Hasselblad X")'
+    )
+    assert rules.construct("lenses for the Hassel Z").filter is None

@@ -71,9 +71,10 @@ MIN_SINGULAR_CHARS = 4
 LOOKBEHIND_CHARS = 40
 # Letters past ASCII up to the end of Latin Extended-B may carry accents to fold.
 ASCII_END, LATIN_END = 0x7F, 0x250
-# Short forms: "sci-fi", "Sauv Blanc", "Jack Russells"; words of at least two letters, the first
-# of at least three, looked up by the first letters of the first word.
-SHORT_FORM_WORD = re.compile(r"[^\W\d_]{2,}")
+# Short forms: "sci-fi", "Sauv Blanc", "Jack Russells", "Fuji X"; clipped words of at least two
+# letters (one only when it is the value's own word), the first of at least three, looked up by
+# the first letters of the first word.
+SHORT_FORM_WORD = re.compile(r"[^\W\d_]+")
 SHORT_FORM_GAP = re.compile(r"[\s-]+")
 CLIP_KEY_CHARS = 3
 INITIALS_PREPOSITION_BEFORE = re.compile(r"\b(?:on|about|in|for|of)\s+$", re.IGNORECASE)
@@ -188,7 +189,8 @@ def _written_in_capitals(text: str, candidate: _Candidate) -> bool:
 
 def _is_short_form(said: tuple[str, ...], words: tuple[str, ...]) -> bool:
     """Whether ``said`` shortens the value ``words``: the same number of words, each a clipped
-    start of the value's ("sci fi"), or the value's first words whole ("jack russells")."""
+    start of the value's or the word itself ("sci fi", "Fuji X"), or the value's first words
+    whole ("jack russells")."""
     last = said[-1].removesuffix("s") if len(said[-1]) > MIN_CLIPPED_CHARS else said[-1]
     said = (*said[:-1], last)
     if len(said) < len(words):
@@ -198,7 +200,7 @@ def _is_short_form(said: tuple[str, ...], words: tuple[str, ...]) -> bool:
         and said != words
         and len(said[0]) >= MIN_FIRST_CLIPPED_CHARS
         and all(
-            len(part) >= MIN_CLIPPED_CHARS and word.startswith(part)
+            part == word or (len(part) >= MIN_CLIPPED_CHARS and word.startswith(part))
             for part, word in zip(said, words, strict=True)
         )
     )
