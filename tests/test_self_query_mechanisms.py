@@ -527,3 +527,20 @@ def test_a_short_form_may_keep_a_one_letter_word_whole() -> None:
         'eq("system", "Hasselblad X")'
     )
     assert rules.construct("lenses for the Hassel Z").filter is None
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("tents with insulation", 'eq("insulated", true)'),
+        ("a tent without insulation", 'eq("insulated", false)'),
+        ("what insulation do I need for winter?", None),
+    ],
+)
+def test_the_noun_of_a_one_word_name_is_had_or_lacked(text: str, wanted: str | None) -> None:
+    tents = (
+        MetadataField(name="insulated", type="boolean", description="Whether the tent is lined"),
+        MetadataField(name="berths", type="integer", description="Sleeping places in the tent"),
+    )
+    rules = RuleQueryConstructor(tents, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

@@ -93,6 +93,9 @@ CLAUSE_BREAK = re.compile(r"[,.;:!?()]")
 _STEMMER = Stemmer.Stemmer("english")
 # "foldable" -> "fold", "washable" -> "wash": a name that says what can be done with the item.
 ABLE_SUFFIX = re.compile(r"(?:able|ible)$")
+# The nouns of a one-word name's verb ("stabilized" -> "stabilization", "heated" -> "heating"),
+# said of what the documents have ("with stabilization") or lack ("without heating").
+NOUN_SUFFIXES = r"i[sz]ation|ation|ication|cation|ment|ing"
 MIN_ROOT_CHARS = 3
 # What a field may say is welcome: "good with kids", "suitable for children", "pets allowed",
 # "allows dogs", "dog friendly".
@@ -214,6 +217,11 @@ def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
     for word_list in _word_lists(field):
         (phrases if len(word_list) > 1 else words).append(_pattern(word_list))
     name_words = WORD.findall(field.name.lower())
+    if len(name_words) == 1:
+        stem = _STEMMER.stemWord(name_words[0])
+        if len(stem) >= MIN_ROOT_CHARS:
+            # "stabilized": "with stabilization"; "heated": "with heating"
+            words.append(rf"{re.escape(stem)}(?:{NOUN_SUFFIXES})")
     denied = None
     if len(name_words) > 1 and name_words[0] == "in":
         rest = r"[\s-]+".join(map(re.escape, name_words[1:]))
