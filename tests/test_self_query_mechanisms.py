@@ -544,3 +544,28 @@ def test_the_noun_of_a_one_word_name_is_had_or_lacked(text: str, wanted: str | N
     )
     rules = RuleQueryConstructor(tents, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+ROOMS = (
+    MetadataField(
+        name="family_safe", type="boolean", description="Whether the room is safe for kids and pets"
+    ),
+    MetadataField(name="heated", type="boolean", description="Whether the pool is warmed outdoors"),
+    MetadataField(name="floor", type="integer", description="Floor of the room"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # each thing of "safe for kids and pets" says the field
+        ("rooms that are safe for pets", 'eq("family_safe", true)'),
+        ("rooms safe for kids", 'eq("family_safe", true)'),
+        # an adverb of place is no word the user must repeat
+        ("a pool that is warmed", 'eq("heated", true)'),
+        ("how warm is the sea in June?", None),
+    ],
+)
+def test_welcomed_things_and_setting_adverbs(text: str, wanted: str | None) -> None:
+    rules = RuleQueryConstructor(ROOMS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

@@ -86,7 +86,14 @@ PHRASE_END = re.compile(
 DESCRIBED_WINDOW_WORDS = 6
 HINT_CHARS = 3
 MIN_DESCRIBED_WORDS, MAX_DESCRIBED_WORDS = 2, 3
-DESCRIPTION_STOPWORDS = CUE_STOPWORDS | AUXILIARIES | {"whether", "if", "when", "true"}
+# Adverbs of place and time say where or when, not what: "survives frost outdoors" is said as
+# "survive frost".
+SETTING_ADVERBS = frozenset(
+    ["outdoors", "indoors", "outside", "inside", "online", "today", "now", "currently", "always"]
+)
+DESCRIPTION_STOPWORDS = (
+    CUE_STOPWORDS | AUXILIARIES | SETTING_ADVERBS | {"whether", "if", "when", "true"}
+)
 NEGATION_WORDS = frozenset(["no", "not", "never", "without", "non"])
 NEGATOR = re.compile(rf"\b(?:{NEGATORS})\b", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(r"[,.;:!?()]")
@@ -97,10 +104,11 @@ ABLE_SUFFIX = re.compile(r"(?:able|ible)$")
 # said of what the documents have ("with stabilization") or lack ("without heating").
 NOUN_SUFFIXES = r"i[sz]ation|ation|ication|cation|ment|ing"
 MIN_ROOT_CHARS = 3
-# What a field may say is welcome: "good with kids", "suitable for children", "pets allowed",
-# "allows dogs", "dog friendly".
+# What a field may say is welcome: "good with kids", "suitable for children", "safe for cats and
+# dogs" (each), "pets allowed", "allows dogs", "dog friendly".
 WELCOMED = re.compile(
     r"\b(?:(?:good|great|fine|safe|suitable)\s+(?:with|for)\s+(?P<thing>[a-z]{3,})"
+    r"(?:\s+(?:and|or)\s+(?P<more>[a-z]{3,}))?"
     r"|(?P<thing2>[a-z]{3,})\s+(?:(?:are|is)\s+)?(?:allowed|welcome|friendly)"
     r"|allows?\s+(?P<thing3>[a-z]{3,}))",
     re.IGNORECASE,
@@ -299,8 +307,10 @@ def _welcomed(said: str) -> list[list[str]]:
     """ "good with kids", "pets allowed", "allows dogs": the phrases that say the same of the
     thing welcomed ("kid-friendly", "fine around kids", "dog friendly")."""
     things = {
-        (match["thing"] or match["thing2"] or match["thing3"]).lower()
+        thing.lower()
         for match in WELCOMED.finditer(said)
+        for thing in (match["thing"] or match["thing2"] or match["thing3"], match["more"])
+        if thing
     } - DESCRIPTION_STOPWORDS
     forms = things | {inflection.singularize(thing) for thing in things}
     forms |= {inflection.pluralize(thing) for thing in forms}
