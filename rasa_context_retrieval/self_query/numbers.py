@@ -195,15 +195,19 @@ COMPOUND = (
     + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
     + r")[\s-](?P<noun>[a-z]+)(?=[\s-]+(?:{items})(?!\w))"
 )
-# "for 10 people": a party that must fit, against a field of the most allowed ("Most people
-# allowed on board", ``max_players``, ``capacity``). "for up to 6" is left to "up to".
+# "for 10 people", "for 8 year olds": a party that must fit, a lower bound on a field of the most
+# allowed ("Most people allowed on board", ``max_players``, ``capacity``) and an upper bound on
+# a field of the least required ("Youngest recommended age", ``min_age``). "for up to 6" is
+# left to "up to".
 FOR_PARTY = re.compile(
     r"(?<![\w-])for\s+(?P<n>\d{1,3}|"
     + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
-    + r")\s+(?P<noun>(?!(?:or|and|to|of)\b)[a-z]{3,})(?!\w)",
+    + r")[\s-]+(?:(?P<aged>years?[\s-]+olds?)|(?P<noun>(?!(?:or|and|to|of)\b)[a-z]{3,}))(?!\w)",
     re.IGNORECASE,
 )
+AGE_CUE = "age"
 MAXIMUM_WORDS = frozenset(["max", "maximum", "most", "capacity", "largest"])
+MINIMUM_WORDS = frozenset(["min", "minimum", "least", "fewest", "youngest", "smallest"])
 _PERIOD = "|".join(sorted(PERIOD_WORDS, key=len, reverse=True))
 RATE_AFTER = re.compile(
     rf"\s*(?:(?:a|an|per|each|every)\s+|/\s*)(?P<period>{_PERIOD})(?!\w)"
@@ -269,6 +273,8 @@ class NumericField:
     monetary: bool = False
     maximum: bool = False
     """It keeps the most of something allowed ("Most people allowed on board")."""
+    minimum: bool = False
+    """It keeps the least of something required ("Youngest recommended age")."""
 
     @classmethod
     def from_field(
@@ -289,7 +295,10 @@ class NumericField:
         singular = frozenset(map(inflection.singularize, WORD.findall(field.name.lower())))
         said = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
         maximum = bool(MAXIMUM_WORDS.intersection(said))
-        return cls(field.name, field.type == "integer", cues, unit, singular, monetary, maximum)
+        minimum = bool(MINIMUM_WORDS.intersection(said)) and not maximum
+        return cls(
+            field.name, field.type == "integer", cues, unit, singular, monetary, maximum, minimum
+        )
 
     def score(self, cues: set[str]) -> int:
         return sum(self.cues.get(cue, 0) for cue in cues)
@@ -316,7 +325,8 @@ class _Said:
     named: bool = False
     """The phrase names its field itself, as "star" in "4-star hotels"."""
     party: bool = False
-    """A party that must fit ("for 10 people"): only a field of the most allowed takes it."""
+    """A party that must fit ("for 10 people"): only a field of the most allowed or the least
+    required takes it."""
 
 
 class NumberPhrases:
@@ -371,7 +381,7 @@ class NumberPhrases:
             )
         for match in FOR_PARTY.finditer(text):
             bounds = ((Comparator.GTE, match["n"]),)
-            counted = cue_key(match["noun"].lower())
+            counted = AGE_CUE if match["aged"] else cue_key(match["noun"].lower())
             said.append(
                 _Said(bounds, match.start(), match.end(), False, counted=counted, party=True)
             )
@@ -390,7 +400,7 @@ class NumberPhrases:
             field, end, unit = self._named(said)
         else:
             field, end, unit = self._field_of(text, said, value_conditions)
-        if field is None or (said.party and not field.maximum):
+        if field is None or (said.party and not (field.maximum or field.minimum)):
             return []
         values = [_parse_number(number) for _, number in said.bounds]
         if unit is not None:
@@ -404,6 +414,8 @@ class NumberPhrases:
         if field.integer and any(value != int(value) for value in values):
             return []
         comparators = [comparator for comparator, _ in said.bounds]
+        if said.party and field.minimum:
+            comparators = [Comparator.LTE]  # "for 8 year olds": a youngest age of 8 or less
         if NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start]):
             if len(comparators) > 1:
                 return []  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
