@@ -415,6 +415,8 @@ class NumberPhrases:
             return []
         comparators = [comparator for comparator, _ in said.bounds]
         if said.party and field.minimum:
+            if said.counted != AGE_CUE and field.knows(AGE_CUE):
+                return []  # "for 12 climbers" counts people, not the youngest climber's age
             comparators = [Comparator.LTE]  # "for 8 year olds": a youngest age of 8 or less
         if NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start]):
             if len(comparators) > 1:
