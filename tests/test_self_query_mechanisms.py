@@ -593,3 +593,15 @@ def test_a_party_that_must_fit_bounds_the_least_required_from_above(
 ) -> None:
     rules = RuleQueryConstructor(CLIMBING_WALLS, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("Guitars By Fender", 'and(eq("instrument", "guitar"), eq("maker", "Fender"))'),
+        ("Is A Yamaha Piano Worth It", 'and(eq("instrument", "piano"), eq("maker", "Yamaha"))'),
+        ("what do the Glasgow Rangers play?", None),
+    ],
+)
+def test_title_case_is_no_longer_name(text: str, wanted: str | None) -> None:
+    assert instruments().construct(text).filter == expected(wanted)

@@ -94,7 +94,10 @@ VERB_SLOT_BEFORE = re.compile(
 # "a cat['s] slow blink": a possessor, not a kind wanted.
 POSSESSIVE_AFTER = re.compile(r"['’]s\b")
 # "Cincinnati [Reds]": a capitalised word right before a capitalised value continues a name.
-CAPITALISED_WORD_BEFORE = re.compile(r"(?<![.!?:;]\s)(?<!^)\b[A-Z][\w’'-]*\s+$")
+CAPITALISED_WORD_BEFORE = re.compile(r"(?<![.!?:;]\s)(?<!^)\b(?P<word>[A-Z][\w’'-]*)\s+$")
+# "Best Sci-Fi Movies By Nolan": in title case every word has a capital.
+LONG_WORD = re.compile(r"[^\W\d_]{4,}")
+MIN_TITLE_WORDS = 3
 
 
 class Strictness(Enum):
@@ -164,6 +167,11 @@ def surface_forms(value: str) -> set[str]:
     if len(words) > 1:
         forms |= {form.replace(" ", "") for form in forms}
     return forms
+
+
+def _in_title_case(text: str) -> bool:
+    words = LONG_WORD.findall(text)
+    return len(words) >= MIN_TITLE_WORDS and all(word[0].isupper() for word in words)
 
 
 def _is_matchable(value: object) -> bool:
@@ -474,7 +482,13 @@ class ValueVocabulary:
             return True
         if POSSESSIVE_AFTER.match(text, candidate.end) and written.islower():
             return True
-        if written[:1].isupper() and CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start):
+        name_before = CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start)
+        if (
+            written[:1].isupper()
+            and name_before
+            and name_before["word"].lower() not in CUE_STOPWORDS
+            and not _in_title_case(text)
+        ):
             previous = [c for c in candidates if c.end <= candidate.start]
             if not previous or text[previous[-1].end : candidate.start].strip():
                 return True
