@@ -605,3 +605,11 @@ def test_a_party_that_must_fit_bounds_the_least_required_from_above(
 )
 def test_title_case_is_no_longer_name(text: str, wanted: str | None) -> None:
     assert instruments().construct(text).filter == expected(wanted)
+
+
+def test_a_value_naming_another_thing_stays_so_next_to_other_values() -> None:
+    # "guitar" is the user's own even after another value; the maker alone may still scope it
+    said = instruments().construct("my Fender guitar hums, what can I do?")
+    assert said.filter == expected('eq("maker", "Fender")')
+    said = instruments().construct("my guitar and piano need tuning")
+    assert said.filter is None

@@ -125,6 +125,8 @@ class _Candidate:
     senses: tuple[ValueSense, ...]
     chosen: ValueSense | None = None
     negated: bool = False
+    elsewhere: bool = False
+    """It names something other than the documents ("my dog"): no neighbour makes it a filter."""
 
 
 def fold_accents(text: str) -> str:
@@ -388,7 +390,8 @@ class ValueVocabulary:
         if self._multiword:
             candidates = self._with_short_forms(text, candidates, taken)
         for candidate in candidates:
-            if not self._names_another_thing(text, candidate, candidates):
+            candidate.elsewhere = self._names_another_thing(text, candidate, candidates)
+            if not candidate.elsewhere:
                 candidate.chosen = self._resolve(text, candidate)
             before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
             candidate.negated = bool(NEGATION_BEFORE_VALUE.search(before))
@@ -469,7 +472,7 @@ class ValueVocabulary:
         split the bill" for ``Split``), a possessor ("a cat's blink") or part of a longer name
         ("Cincinnati Reds")."""
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
-        if OWNER_BEFORE.search(before) and all(
+        if OWNER_BEFORE.search(self._phrase_before(text, candidate, candidates)) and all(
             sense.attribute in self._kind_fields for sense in candidate.senses
         ):
             return True
@@ -493,6 +496,16 @@ class ValueVocabulary:
             if not previous or text[previous[-1].end : candidate.start].strip():
                 return True
         return False
+
+    @staticmethod
+    def _phrase_before(text: str, candidate: _Candidate, candidates: list[_Candidate]) -> str:
+        """The text before the values said right before ``candidate`` ("my [Tamron zoom]")."""
+        start = candidate.start
+        for previous in reversed([c for c in candidates if c.end <= candidate.start]):
+            if text[previous.end : start].strip():
+                break
+            start = previous.start
+        return text[max(0, start - LOOKBEHIND_CHARS) : start]
 
     def _initials_said(self, text: str, candidate: _Candidate) -> bool:
         """Initials ("ML") in capitals that name what is wanted: "ML talks", "a ML course",
@@ -520,7 +533,7 @@ class ValueVocabulary:
     def _accept_compounds(text: str, candidates: list[_Candidate]) -> None:
         """A topic value right after a chosen value of another field: "a Samsung tablet"."""
         for previous, candidate in zip(candidates, candidates[1:], strict=False):
-            if candidate.chosen is not None or previous.chosen is None:
+            if candidate.chosen is not None or previous.chosen is None or candidate.elsewhere:
                 continue
             if text[previous.end : candidate.start].strip():
                 continue
@@ -567,8 +580,12 @@ class ValueVocabulary:
 
     @staticmethod
     def _share_within(group: list[_Candidate]) -> None:
-        """Members of "free, plus or premium plans" share the field one of them was given, and
-        "except android and ios" shares its negation."""
+        """Members of "free, plus or premium plans" share the field one of them was given,
+        "except android and ios" shares its negation and "my guitar and piano" its owner."""
+        if group[0].elsewhere:
+            for candidate in group:
+                candidate.elsewhere, candidate.chosen = True, None
+            return
         if group[0].negated:
             for candidate in group:
                 candidate.negated = True
@@ -577,7 +594,7 @@ class ValueVocabulary:
             return
         (attribute,) = attributes
         for candidate in group:
-            if candidate.chosen is None:
+            if candidate.chosen is None and not candidate.elsewhere:
                 same_field = [sense for sense in candidate.senses if sense.attribute == attribute]
                 candidate.chosen = same_field[0] if same_field else None
 
