@@ -305,3 +305,311 @@ def test_a_form_of_a_name_word_is_no_compound() -> None:
     rules = RuleQueryConstructor([rating, genre], {"genre": ["drama"]}, today=lambda: TODAY)
     said = rules.construct("the 3 rated films")
     assert (said.filter, said.limit) == (None, 3)
+
+
+INSTRUMENTS = (
+    MetadataField(
+        name="instrument",
+        type="string",
+        description="Kind of instrument",
+        values=["guitar", "piano", "violin", "drum kit"],
+    ),
+    MetadataField(name="maker", type="string", description="Who built the instrument"),
+    MetadataField(name="price", type="float", description="Price in euros"),
+    MetadataField(
+        name="refurbished", type="boolean", description="Whether the instrument was refurbished"
+    ),
+)
+INSTRUMENT_VALUES = {"maker": frozenset(["Yamaha", "Fender", "Rangers"])}
+
+
+def instruments() -> RuleQueryConstructor:
+    return RuleQueryConstructor(INSTRUMENTS, INSTRUMENT_VALUES, today=lambda: TODAY)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # someone's own thing, a possessor, a word inside a longer name: no kind wanted
+        ("my guitar keeps going out of tune", None),
+        ("how do I tune our piano?", None),
+        ("why does a violin's bridge lean?", None),
+        ("who won the cup for the Glasgow Rangers?", None),
+        # the same values said as what is wanted still filter
+        ("a guitar under 300 euros", 'and(eq("instrument", "guitar"), lt("price", 300))'),
+        ("violins from Yamaha", 'and(eq("instrument", "violin"), eq("maker", "Yamaha"))'),
+        ("Fender guitars", 'and(eq("instrument", "guitar"), eq("maker", "Fender"))'),
+        ("Rangers drum kits", 'and(eq("instrument", "drum kit"), eq("maker", "Rangers"))'),
+    ],
+)
+def test_a_value_naming_another_thing_is_no_filter(text: str, wanted: str | None) -> None:
+    assert instruments().construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("can an old amp be refurbished to sound new?", None),
+        ("pianos that are refurbished", 'and(eq("instrument", "piano"), eq("refurbished", true))'),
+        ("refurbished violins", 'and(eq("instrument", "violin"), eq("refurbished", true))'),
+    ],
+)
+def test_a_participle_with_the_object_of_its_verb_is_no_state(
+    text: str, wanted: str | None
+) -> None:
+    assert instruments().construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "limit"),
+    [
+        ("tell me more about the first one", None),
+        ("what is the best one?", None),
+        ("I'd like to hear about the first two bands he joined", None),
+        ("the top 3 guitars", 3),
+        ("the first 2 results please", 2),
+        ("best five under 500 euros", 5),
+    ],
+)
+def test_a_rank_counts_documents_only(text: str, limit: int | None) -> None:
+    assert instruments().construct(text).limit == limit
+
+
+def test_a_singular_noun_in_s_takes_es_in_the_plural() -> None:
+    canvas = (
+        MetadataField(name="style", type="string", description="Kind of painting on the canvas"),
+        MetadataField(name="width_cm", type="integer", description="Width of the canvas"),
+        MetadataField(name="framed", type="boolean", description="Whether the canvas is framed"),
+    )
+    rules = RuleQueryConstructor(canvas, {"style": ["abstract", "portrait"]}, today=lambda: TODAY)
+    assert rules.construct("abstract canvases").filter == expected('eq("style", "abstract")')
+
+
+WHISKIES = (
+    MetadataField(name="age", type="integer", description="Age of the whisky in years"),
+    MetadataField(name="bottled", type="integer", description="Year the whisky was bottled"),
+    MetadataField(name="tasting_time", type="integer", description="Tasting length in minutes"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # an age kept in years is no calendar year field: "bottled" is the one
+        ("whiskies bottled after 2015", 'gt("bottled", 2015)'),
+        ("a whisky from 2012", 'eq("bottled", 2012)'),
+        # minutes do not convert to an age in years: the duration in minutes is the one
+        ("tastings of 30 minutes or less", 'lte("tasting_time", 30)'),
+    ],
+)
+def test_a_field_in_years_is_a_duration_not_a_calendar_year(text: str, wanted: str) -> None:
+    rules = RuleQueryConstructor(WHISKIES, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
+
+
+FERRIES = (
+    MetadataField(name="port", type="string", description="Port the ferry leaves from"),
+    MetadataField(name="sailing", type="date", description="Day the ferry sails"),
+    MetadataField(name="seats", type="integer", description="Seats left on the ferry"),
+)
+FERRY_VALUES = {"port": frozenset(["Split", "Ancona", "Bari"])}
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted", "limit"),
+    [
+        # a name in lowercase where a verb goes is that verb
+        ("can we split the fare?", None, None),
+        ("should I split the trip in two?", None, None),
+        ("ferries from split", 'eq("port", "Split")', None),
+        ("ferries leaving Split", 'eq("port", "Split")', None),
+        # a count after a preposition is part of the question, not a number of results
+        ("how do I share a cabin between two ferries?", None, None),
+        ("two ferries from Bari", 'eq("port", "Bari")', 2),
+        # "from" a month, for things that take place, is from then on
+        ("ferries from July", 'gte("sailing", "2025-07-01")', None),
+        # more of the user's own past
+        ("I caught a ferry from Ancona in May, which ones go further?", None, None),
+    ],
+)
+def test_words_that_are_no_wish(text: str, wanted: str | None, limit: int | None) -> None:
+    rules = RuleQueryConstructor(FERRIES, FERRY_VALUES, today=lambda: TODAY)
+    said = rules.construct(text)
+    assert (said.filter, said.limit) == (expected(wanted), limit)
+
+
+STUDIOS = (
+    MetadataField(name="room", type="string", description="Kind of studio room"),
+    MetadataField(
+        name="deposit_required", type="boolean", description="Whether a deposit is taken"
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("studios that need a deposit", 'eq("deposit_required", true)'),
+        ("studios requiring a deposit", 'eq("deposit_required", true)'),
+        ("studios without a deposit", 'eq("deposit_required", false)'),
+        ("a studio that doesn't need a deposit", 'eq("deposit_required", false)'),
+        ("no deposit needed", 'eq("deposit_required", false)'),
+        ("deposit-free studios", 'eq("deposit_required", false)'),
+        # the user's own need is a question, not a filter
+        ("do I need a deposit to book?", None),
+    ],
+)
+def test_a_required_thing_is_said_needed_or_denied(text: str, wanted: str | None) -> None:
+    rules = RuleQueryConstructor(STUDIOS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
+
+
+CABINS_TO_RENT = (
+    MetadataField(name="sleeps", type="integer", description="Most guests the cabin sleeps"),
+    MetadataField(name="bedrooms", type="integer", description="Bedrooms in the cabin"),
+    MetadataField(name="price", type="float", description="Price per night in euros"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a party that must fit goes to the field of the most allowed
+        ("a cabin for 6 guests", 'gte("sleeps", 6)'),
+        ("cabins for 4 guests under 200 euros", 'and(gte("sleeps", 4), lt("price", 200))'),
+        # a field that is no maximum does not take it
+        ("a cabin for 3 bedrooms", None),
+        ("cabins for 2 nights", None),
+    ],
+)
+def test_a_party_that_must_fit_is_a_lower_bound_on_the_most_allowed(
+    text: str, wanted: str | None
+) -> None:
+    rules = RuleQueryConstructor(CABINS_TO_RENT, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
+
+
+AQUARIUMS = (
+    MetadataField(name="volume_l", type="integer", description="Water volume of the tank"),
+    MetadataField(name="height_cm", type="integer", description="Height of the tank"),
+    MetadataField(name="glass_mm", type="integer", description="Thickness of the glass"),
+    MetadataField(name="length_m", type="float", description="Length of the cabinet"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a unit of measure said in full or written onto the number names the field kept in it
+        ("tanks of more than 200 litres", 'gt("volume_l", 200)'),
+        ("tanks over 200l", 'gt("volume_l", 200)'),
+        ("tanks taller than 60 centimetres", 'gt("height_cm", 60)'),
+        ("glass of at least 8mm", 'gte("glass_mm", 8)'),
+        ("tanks taller than 60", 'gt("height_cm", 60)'),
+        # the letter after an apostrophe is no unit
+        ("I'm after tanks over 2", None),
+    ],
+)
+def test_a_unit_of_measure_names_the_field_kept_in_it(text: str, wanted: str | None) -> None:
+    rules = RuleQueryConstructor(AQUARIUMS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
+
+
+def test_a_short_form_may_keep_a_one_letter_word_whole() -> None:
+    system = MetadataField(
+        name="system",
+        type="string",
+        description="Camera system",
+        values=["Hasselblad X", "Hasselblad H"],
+    )
+    rules = RuleQueryConstructor([system], {}, today=lambda: TODAY)
+    assert rules.construct("lenses for the Hassel X").filter == expected(
+        'eq("system", "Hasselblad X")'
+    )
+    assert rules.construct("lenses for the Hassel Z").filter is None
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("tents with insulation", 'eq("insulated", true)'),
+        ("a tent without insulation", 'eq("insulated", false)'),
+        ("what insulation do I need for winter?", None),
+    ],
+)
+def test_the_noun_of_a_one_word_name_is_had_or_lacked(text: str, wanted: str | None) -> None:
+    tents = (
+        MetadataField(name="insulated", type="boolean", description="Whether the tent is lined"),
+        MetadataField(name="berths", type="integer", description="Sleeping places in the tent"),
+    )
+    rules = RuleQueryConstructor(tents, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
+
+
+ROOMS = (
+    MetadataField(
+        name="family_safe", type="boolean", description="Whether the room is safe for kids and pets"
+    ),
+    MetadataField(name="heated", type="boolean", description="Whether the pool is warmed outdoors"),
+    MetadataField(name="floor", type="integer", description="Floor of the room"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # each thing of "safe for kids and pets" says the field
+        ("rooms that are safe for pets", 'eq("family_safe", true)'),
+        ("rooms safe for kids", 'eq("family_safe", true)'),
+        # an adverb of place is no word the user must repeat
+        ("a pool that is warmed", 'eq("heated", true)'),
+        ("how warm is the sea in June?", None),
+    ],
+)
+def test_welcomed_things_and_setting_adverbs(text: str, wanted: str | None) -> None:
+    rules = RuleQueryConstructor(ROOMS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
+
+
+CLIMBING_WALLS = (
+    MetadataField(name="min_age", type="integer", description="Youngest climber allowed, in years"),
+    MetadataField(name="max_group", type="integer", description="Most people in one group"),
+    MetadataField(name="opened", type="integer", description="Year the centre opened"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("walls for 8 year olds", 'lte("min_age", 8)'),
+        ("a wall for 12 people", 'gte("max_group", 12)'),
+        ("walls for 6-year-olds", 'lte("min_age", 6)'),
+        # a count of people is no youngest age
+        ("a wall for 12 climbers", None),
+    ],
+)
+def test_a_party_that_must_fit_bounds_the_least_required_from_above(
+    text: str, wanted: str | None
+) -> None:
+    rules = RuleQueryConstructor(CLIMBING_WALLS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("Guitars By Fender", 'and(eq("instrument", "guitar"), eq("maker", "Fender"))'),
+        ("Is A Yamaha Piano Worth It", 'and(eq("instrument", "piano"), eq("maker", "Yamaha"))'),
+        ("what do the Glasgow Rangers play?", None),
+    ],
+)
+def test_title_case_is_no_longer_name(text: str, wanted: str | None) -> None:
+    assert instruments().construct(text).filter == expected(wanted)
+
+
+def test_a_value_naming_another_thing_stays_so_next_to_other_values() -> None:
+    # "guitar" is the user's own even after another value; the maker alone may still scope it
+    said = instruments().construct("my Fender guitar hums, what can I do?")
+    assert said.filter == expected('eq("maker", "Fender")')
+    said = instruments().construct("my guitar and piano need tuning")
+    assert said.filter is None

@@ -130,7 +130,8 @@ PHRASINGS: list[tuple[str, str | None]] = [
     ("sync stopped working over 2 months ago", None),
     ("how much does it cost?", None),
     ("under 20", None),
-    ("plans under 20 for 3 devices", None),
+    # "under 20" alone names no field; "for 3 devices" is a party that must fit
+    ("plans under 20 for 3 devices", 'gte("max_devices", 3)'),
     ("what changed from 2025 to 2022", None),
     ("what changed, not in 2023", None),
 ]

@@ -66,6 +66,13 @@ PREDICATE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 OWNED_BEFORE = re.compile(r"\b(?:my|our)\s+$", re.IGNORECASE)
+# "do I need a licence?", "we need a deposit": the user's own need, not the documents'.
+USER_SUBJECT_BEFORE = re.compile(
+    r"\b(?:i|we|you)\s+(?:(?:do|does|did|really|still|also|not|\w+n['’]t)\s+){0,2}$", re.I
+)
+# "can it be used [to edit RNA]", "could be used [in many places]": a participle with the
+# object of its verb is something done, not a state of the documents ("bikes that are used").
+VERB_OBJECT_AFTER = re.compile(r"\s+(?:to|for|by|as|in|on|with)\s+\w", re.IGNORECASE)
 # "hotels with a pool", "cars under warranty", "including breakfast": a thing the documents
 # have, ending its noun phrase ("with remote teams" is not about a "remote" field).
 WITH_BEFORE = re.compile(r"\b(?:with|including|includes?|under)\s+(?:an?\s+)?$", re.IGNORECASE)
@@ -79,18 +86,29 @@ PHRASE_END = re.compile(
 DESCRIBED_WINDOW_WORDS = 6
 HINT_CHARS = 3
 MIN_DESCRIBED_WORDS, MAX_DESCRIBED_WORDS = 2, 3
-DESCRIPTION_STOPWORDS = CUE_STOPWORDS | AUXILIARIES | {"whether", "if", "when", "true"}
+# Adverbs of place and time say where or when, not what: "survives frost outdoors" is said as
+# "survive frost".
+SETTING_ADVERBS = frozenset(
+    ["outdoors", "indoors", "outside", "inside", "online", "today", "now", "currently", "always"]
+)
+DESCRIPTION_STOPWORDS = (
+    CUE_STOPWORDS | AUXILIARIES | SETTING_ADVERBS | {"whether", "if", "when", "true"}
+)
 NEGATION_WORDS = frozenset(["no", "not", "never", "without", "non"])
 NEGATOR = re.compile(rf"\b(?:{NEGATORS})\b", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(r"[,.;:!?()]")
 _STEMMER = Stemmer.Stemmer("english")
 # "foldable" -> "fold", "washable" -> "wash": a name that says what can be done with the item.
 ABLE_SUFFIX = re.compile(r"(?:able|ible)$")
+# The nouns of a one-word name's verb ("stabilized" -> "stabilization", "heated" -> "heating"),
+# said of what the documents have ("with stabilization") or lack ("without heating").
+NOUN_SUFFIXES = r"i[sz]ation|ation|ication|cation|ment|ing"
 MIN_ROOT_CHARS = 3
-# What a field may say is welcome: "good with kids", "suitable for children", "pets allowed",
-# "allows dogs", "dog friendly".
+# What a field may say is welcome: "good with kids", "suitable for children", "safe for cats and
+# dogs" (each), "pets allowed", "allows dogs", "dog friendly".
 WELCOMED = re.compile(
     r"\b(?:(?:good|great|fine|safe|suitable)\s+(?:with|for)\s+(?P<thing>[a-z]{3,})"
+    r"(?:\s+(?:and|or)\s+(?P<more>[a-z]{3,}))?"
     r"|(?P<thing2>[a-z]{3,})\s+(?:(?:are|is)\s+)?(?:allowed|welcome|friendly)"
     r"|allows?\s+(?P<thing3>[a-z]{3,}))",
     re.IGNORECASE,
@@ -102,6 +120,9 @@ OFFERED = frozenset(
     ["included", "available", "allowed", "provided", "offered", "permitted", "welcome"]
 )
 AROUND = ("with", "around", "for")
+# A name "<thing>_required" ("licence_required", "deposit_needed"): "needs a licence" says it,
+# "without a licence", "no licence needed" and "licence-free" deny it.
+REQUIRED = frozenset(["required", "needed", "mandatory", "necessary"])
 
 
 @dataclass(frozen=True)
@@ -172,6 +193,8 @@ class BooleanPhrases:
                 if overlaps_any(start, end, taken):
                     continue
                 before = text[max(0, start - LOOKBEHIND_CHARS) : start]
+                if pattern is field.phrase and USER_SUBJECT_BEFORE.search(before):
+                    continue
                 negated = bool(NEGATION_BEFORE.search(before)) != bool(match.groupdict().get("un"))
                 if pattern is field.word and not (
                     negated or self._describes_documents(text, before, end, taken)
@@ -185,8 +208,11 @@ class BooleanPhrases:
     ) -> bool:
         if OWNED_BEFORE.search(before):
             return False  # "my remote job is boring": the user's own, not a wish
-        if self._item_after.match(text, end) or PREDICATE_BEFORE.search(before):
+        if self._item_after.match(text, end):
             return True
+        if PREDICATE_BEFORE.search(before):
+            said = text[:end].rsplit(None, 1)[-1].lower()
+            return not (said.endswith(("ed", "en")) and VERB_OBJECT_AFTER.match(text, end))
         if WITH_BEFORE.search(before) and PHRASE_END.match(text, end):
             return True
         gap = len(text[end:]) - len(text[end:].lstrip(" -"))
@@ -199,10 +225,22 @@ def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
     for word_list in _word_lists(field):
         (phrases if len(word_list) > 1 else words).append(_pattern(word_list))
     name_words = WORD.findall(field.name.lower())
+    if len(name_words) == 1:
+        stem = _STEMMER.stemWord(name_words[0])
+        if len(stem) >= MIN_ROOT_CHARS:
+            # "stabilized": "with stabilization"; "heated": "with heating"
+            words.append(rf"{re.escape(stem)}(?:{NOUN_SUFFIXES})")
     denied = None
     if len(name_words) > 1 and name_words[0] == "in":
         rest = r"[\s-]+".join(map(re.escape, name_words[1:]))
         denied = re.compile(rf"(?<!\w)out[\s-]+of[\s-]+{rest}(?!\w)", re.IGNORECASE)
+    if len(name_words) == 2 and name_words[1] in REQUIRED:
+        thing = re.escape(name_words[0])
+        denied = re.compile(
+            rf"(?<!\w)(?:(?:without|with\s+no)\s+(?:an?\s+)?{thing}|{thing}[\s-]+free"
+            rf"|no\s+{thing}[\s-]+(?:{'|'.join(sorted(REQUIRED))}))(?!\w)",
+            re.IGNORECASE,
+        )
     return _BooleanField(
         field.name,
         _alternatives(phrases),
@@ -233,7 +271,8 @@ def _stemmed_words(text: str) -> list[tuple[str, int, int]]:
 def _word_lists(field: MetadataField) -> list[list[str]]:
     """The field's phrases as word lists: its name, and the clause of its description, and
     their plain forms: the verb of an "-able" name ("foldable" -> "fold": "folding bikes",
-    "bikes that fold"), the thing of "breakfast_included" ("with breakfast"), "<thing>-friendly"
+    "bikes that fold"), the thing of "breakfast_included" ("with breakfast"), "needs a <thing>"
+    and "<thing> needed" for "<thing>_required", "<thing>-friendly"
     and "fine around <thing>" for "good with <thing>"."""
     name_words = WORD.findall(field.name.lower())
     while len(name_words) > 1 and name_words[0] in NAME_LEADS:
@@ -245,6 +284,11 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
             word_lists.append([root])
     if len(name_words) == 2 and name_words[1] in OFFERED:
         word_lists.append(name_words[:1])  # "breakfast_included": "hotels with breakfast"
+    if len(name_words) == 2 and name_words[1] in REQUIRED:
+        thing = name_words[0]
+        article = "an" if thing[:1] in "aeiou" else "a"
+        word_lists += [[verb, article, thing] for verb in ("need", "require")]
+        word_lists += [[thing, word] for word in sorted(REQUIRED)]
     word_lists += _welcomed(f"{' '.join(name_words)}. {field.description}")
     clause = CLAUSE_END.split(field.description.strip())[0]
     described = WORD.findall(DESCRIPTION_LEAD.sub("", clause.lower()))
@@ -263,8 +307,10 @@ def _welcomed(said: str) -> list[list[str]]:
     """ "good with kids", "pets allowed", "allows dogs": the phrases that say the same of the
     thing welcomed ("kid-friendly", "fine around kids", "dog friendly")."""
     things = {
-        (match["thing"] or match["thing2"] or match["thing3"]).lower()
+        thing.lower()
         for match in WELCOMED.finditer(said)
+        for thing in (match["thing"] or match["thing2"] or match["thing3"], match["more"])
+        if thing
     } - DESCRIPTION_STOPWORDS
     forms = things | {inflection.singularize(thing) for thing in things}
     forms |= {inflection.pluralize(thing) for thing in forms}

@@ -44,7 +44,8 @@ def overlaps_any(start: int, end: int, taken: list[Constraint]) -> bool:
 PERSONAL_PAST = re.compile(
     r"(?:\b(?:I|we)\s+(?:(?!am\b|are\b)\w+\s+)?(?:\w+(?<!e)ed|read|saw|ate|drank|bought|sold"
     r"|paid|was|were|got|had|did|made|went|heard|wrote|took|met|lost|began|started|rode|drove"
-    r"|flew|gave|kept|left|came|ran|spent|found|chose|wore|sang|swam|taught|thought)"
+    r"|flew|gave|kept|left|came|ran|spent|found|chose|wore|sang|swam|taught|thought|shot"
+    r"|brought|caught|sent|built|felt|held|told|won|lent|sat|slept|fell|broke|grew|knew|threw)"
     r"|\b(?:my|our)\s+(?:[a-z]+\s+){0,2}(?:was|were|had|used\s+to)"
     r"|\b(?:if|suppose|supposing|imagine)\s+(?:it|they|that|this)\s+(?:was|were|had|would))"
     r"\b[^,.;!?]*$",

@@ -143,6 +143,7 @@ NEGATED = re.compile(r"\b(?:not|except|excluding)\s*$", re.IGNORECASE)
 # Words of a date field's name or description for things that take place, and for records.
 AHEAD_WORDS = re.compile(
     r"\b(?:takes?\s+place|happens?|starts?|begins?|scheduled|due|deadline|event|departs?|departure"
+    r"|sails?|sailing|leaves|boarding"
     r"|arrives?|arrival|check[\s-]?in|opens?|available|availability|expires?|expiry|ends?|held"
     r"|occurs?|upcoming|will|start|from|until|next"
     r"|concert|match|game|flight|trip|tour|class|course|session|meeting|appointment|talk"
@@ -338,12 +339,13 @@ def _single(
     word: str, text: str, today: dt.date, ahead: bool, starting: bool = False
 ) -> list[Bound]:
     """The bounds of ``word`` and a written date; ``starting``: the word was "from", which is
-    "during" for a year or month ("films from 2020") but "from then on" for a day."""
+    "during" for a year or month of a record ("films from 2020") but "from then on" for a day
+    and for a date of things that take place or open ("boats available from July")."""
     written = WrittenDate.read(text)
     period = written.period(today, ahead=ahead) if written else None
     if period is None:
         return []
-    if starting and period[0] == period[1]:
+    if starting and (ahead or period[0] == period[1]):
         word = FROM_START
     return _bounds(word, period)
 

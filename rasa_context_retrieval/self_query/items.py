@@ -42,9 +42,14 @@ def item_nouns(fields: Sequence[MetadataField]) -> frozenset[str]:
         if count >= MIN_DESCRIPTIONS_NAMING_ITEM and word not in field_words
     }
     singular = ITEM_NOUNS | described
-    return frozenset(
-        singular | {inflection.pluralize(noun) for noun in singular} | PLURAL_ITEM_NOUNS
-    )
+    return frozenset(singular | {plural(noun) for noun in singular} | PLURAL_ITEM_NOUNS)
+
+
+def plural(noun: str) -> str:
+    """The plural of a singular noun; ``inflection`` takes a singular in -s for a plural already
+    ("lens" -> "lens"), so those take -es ("lenses", "canvases")."""
+    form = inflection.pluralize(noun)
+    return noun + "es" if form == noun and noun.endswith("s") else form
 
 
 def item_after(nouns: Collection[str]) -> re.Pattern[str]:

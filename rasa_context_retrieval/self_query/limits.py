@@ -1,10 +1,12 @@
 """How many results the user asks for: "top 3", "two movies", "show me 5 cheap laptops".
 
-A count is a limit when it follows "top"/"best"/"first", or when it counts the documents
+A count is a limit when it follows "top"/"best"/"first" (unless it counts something else: "the
+first two marriages", or is the pronoun of "the first one"), or when it counts the documents
 themselves: within a few words it is followed by a plural noun for them ("movies", "articles",
 see ``items``) or a plural value ("thrillers", "laptops"). A count of anything else ("3 files",
-"2 devices"), after "I have" or in the user's own past ("I watched two movies") is no limit,
-and numbers already read as a filter are skipped.
+"2 devices"), after "I have" or a preposition ("split between two boats") or in the user's
+own past ("I watched two movies") is no limit, and numbers already read as a filter are
+skipped.
 """
 
 from __future__ import annotations
@@ -30,7 +32,14 @@ COUNTED = re.compile(
     rf"(?<![\w$€£.,/-])(?P<n>{_COUNT})(?P<words>(?:\s+[a-z][a-z'-]*){{1,4}})", re.IGNORECASE
 )
 OWNED_BEFORE = re.compile(r"\b(?:have|has|had|own|bought|got|my|our)\s+(?:only\s+)?$", re.I)
+# "split between two boats", "on 3 bikes": a count after a preposition is part of the question.
+PREPOSITION_BEFORE = re.compile(r"\b(?:between|among|across|per|each|of|with|on|into)\s+$", re.I)
 LOOKBEHIND_CHARS = 16
+NEXT_WORD = re.compile(r"\s+(?P<word>[a-z][a-z'-]*)", re.IGNORECASE)
+# Nouns for what a search returns, whatever the documents are: "the top 3 results".
+RESULT_NOUNS = frozenset(
+    ["results", "options", "ones", "picks", "suggestions", "recommendations", "matches", "choices"]
+)
 
 
 class LimitPhrases:
@@ -45,13 +54,19 @@ class LimitPhrases:
     def find(self, text: str, taken: list[Constraint]) -> int | None:
         for match in TOP.finditer(text):
             count = _count(match["n"])
-            if count is not None and not overlaps_any(match.start(), match.end(), taken):
+            if (
+                count is not None
+                and not overlaps_any(match.start(), match.end(), taken)
+                and self._ranks_documents(text, match)
+            ):
                 return count
         for match in COUNTED.finditer(text):
             if overlaps_any(match.start(), match.end("n"), taken):
                 continue
             before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
-            if OWNED_BEFORE.search(before) or not self._counts_documents(match):
+            if OWNED_BEFORE.search(before) or PREPOSITION_BEFORE.search(before):
+                continue
+            if not self._counts_documents(match):
                 continue
             if told_as_personal_past(text, match.start()):
                 continue  # "I watched two movies last week": a story, not a number wanted
@@ -59,6 +74,18 @@ class LimitPhrases:
             if count is not None:
                 return count
         return None
+
+    def _ranks_documents(self, text: str, match: re.Match[str]) -> bool:
+        """Whether "top 3" / "first two" ranks the documents: not "the first one" (a pronoun for
+        something said before), nor "the first two marriages" (a count of another plural)."""
+        if match["n"].lower() == "one":
+            return False
+        following = NEXT_WORD.match(text, match.end())
+        if following is None:
+            return True
+        word = following["word"].lower()
+        plural = inflection.singularize(word) != word
+        return not plural or word in RESULT_NOUNS or self._is_document_word(word)
 
     def _counts_documents(self, match: re.Match[str]) -> bool:
         words = match["words"].lower().split()

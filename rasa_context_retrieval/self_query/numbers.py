@@ -85,6 +85,8 @@ PREFIX_COMPARATORS: dict[str, Comparator] = {
     "beyond": Comparator.GT,
     "pricier than": Comparator.GT,
     "longer than": Comparator.GT,
+    "taller than": Comparator.GT,
+    "wider than": Comparator.GT,
     "bigger than": Comparator.GT,
     "larger than": Comparator.GT,
     "more expensive than": Comparator.GT,
@@ -104,6 +106,8 @@ COMPARATOR_CUES = {
     "heavier than": "weight",
     "younger than": "age",
     "older than": "age",
+    "taller than": "height",
+    "wider than": "width",
 }
 # Comparisons that, with no word for any field around them, are about money when the schema
 # has exactly one monetary field ("kids bikes under 300"); a smaller bound is rarely a price.
@@ -135,11 +139,28 @@ _NUMBER = (
 NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
 
 
+# Units of measure as fields abbreviate them in their names (``height_cm``, ``weight_g``): a
+# user's "centimetres" is a cue for the one, and the short forms may be written onto the number.
+MEASURE_ABBREVIATIONS = {
+    **dict.fromkeys(["centimetre", "centimetres", "centimeter", "centimeters"], "cm"),
+    **dict.fromkeys(["millimetre", "millimetres", "millimeter", "millimeters"], "mm"),
+    **dict.fromkeys(["metre", "metres", "meter", "meters"], "m"),
+    **dict.fromkeys(["kilometre", "kilometres", "kilometer", "kilometers"], "km"),
+    **dict.fromkeys(["gram", "grams", "gramme", "grammes"], "g"),
+    **dict.fromkeys(["kilogram", "kilograms", "kilo", "kilos"], "kg"),
+    **dict.fromkeys(["litre", "litres", "liter", "liters"], "l"),
+    **dict.fromkeys(["millilitre", "millilitres", "milliliter", "milliliters"], "ml"),
+}
+_GLUED_UNITS = "|".join(sorted(set(MEASURE_ABBREVIATIONS.values()), key=len, reverse=True))
+
+
 def _amount(tag: str) -> str:
-    """A number with optional currency before or after it; ``2FA`` and ``v2`` are not amounts."""
+    """A number with optional currency before or after it, or a unit of measure written onto it
+    ("200mm", "500g"); ``2FA`` and ``v2`` are not amounts."""
     return (
         rf"(?P<{tag}_pre>[{_SYMBOLS}]\s?)?(?<![\w.,])(?P<{tag}>{_NUMBER})"
-        rf"(?:\s?(?P<{tag}_post>[{_SYMBOLS}]|(?:{_CURRENCY_WORDS})(?!\w))|(?!\w|[.,]\d))"
+        rf"(?:\s?(?P<{tag}_post>[{_SYMBOLS}]|(?:{_CURRENCY_WORDS})(?!\w))|(?!\w|[.,]\d)"
+        rf"|(?=(?:{_GLUED_UNITS})\b))"
     )
 
 
@@ -174,6 +195,19 @@ COMPOUND = (
     + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
     + r")[\s-](?P<noun>[a-z]+)(?=[\s-]+(?:{items})(?!\w))"
 )
+# "for 10 people", "for 8 year olds": a party that must fit, a lower bound on a field of the most
+# allowed ("Most people allowed on board", ``max_players``, ``capacity``) and an upper bound on
+# a field of the least required ("Youngest recommended age", ``min_age``). "for up to 6" is
+# left to "up to".
+FOR_PARTY = re.compile(
+    r"(?<![\w-])for\s+(?P<n>\d{1,3}|"
+    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    + r")[\s-]+(?:(?P<aged>years?[\s-]+olds?)|(?P<noun>(?!(?:or|and|to|of)\b)[a-z]{3,}))(?!\w)",
+    re.IGNORECASE,
+)
+AGE_CUE = "age"
+MAXIMUM_WORDS = frozenset(["max", "maximum", "most", "capacity", "largest"])
+MINIMUM_WORDS = frozenset(["min", "minimum", "least", "fewest", "youngest", "smallest"])
 _PERIOD = "|".join(sorted(PERIOD_WORDS, key=len, reverse=True))
 RATE_AFTER = re.compile(
     rf"\s*(?:(?:a|an|per|each|every)\s+|/\s*)(?P<period>{_PERIOD})(?!\w)"
@@ -186,6 +220,8 @@ DECLARED_UNIT = re.compile(rf"(?:\bin|\()\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORE
 # The cue a said unit of time gives to every field kept in one (not a word a user can write).
 DURATION_CUE = "<duration>"
 WORD = re.compile(r"[a-z]+")
+# "I'm", "it's": the letters after the apostrophe are no word ("m" would be a unit).
+CONTRACTION = re.compile(r"['’](?:m|s|re|ve|ll|d|t)\b")
 # "nothing rated below 7", "no phones over $500": the comparison says what is not wanted.
 NEGATED_BEFORE = re.compile(r"\b(?:nothing|none|no|not)\s+(?:[a-z]+\s+)?$", re.IGNORECASE)
 OPPOSITE = {
@@ -212,6 +248,7 @@ def cue_key(word: str) -> str:
     The Snowball stem (PyStemmer, which BM25 already uses) makes "rated" a cue for a ``rating``
     field and "minutes" for "Reading time in minutes"; both sides go through it.
     """
+    word = MEASURE_ABBREVIATIONS.get(word, word)
     return str(_STEMMER.stemWord(PERIOD_WORDS.get(word, word)))
 
 
@@ -234,6 +271,10 @@ class NumericField:
     name_words: frozenset[str] = frozenset()
     """The words of its name in the singular ("star" for ``stars``)."""
     monetary: bool = False
+    maximum: bool = False
+    """It keeps the most of something allowed ("Most people allowed on board")."""
+    minimum: bool = False
+    """It keeps the least of something required ("Youngest recommended age")."""
 
     @classmethod
     def from_field(
@@ -252,7 +293,12 @@ class NumericField:
         if unit is not None:
             cues[DURATION_CUE] = NAME_CUE_WEIGHT
         singular = frozenset(map(inflection.singularize, WORD.findall(field.name.lower())))
-        return cls(field.name, field.type == "integer", cues, unit, singular, monetary)
+        said = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
+        maximum = bool(MAXIMUM_WORDS.intersection(said))
+        minimum = bool(MINIMUM_WORDS.intersection(said)) and not maximum
+        return cls(
+            field.name, field.type == "integer", cues, unit, singular, monetary, maximum, minimum
+        )
 
     def score(self, cues: set[str]) -> int:
         return sum(self.cues.get(cue, 0) for cue in cues)
@@ -278,6 +324,9 @@ class _Said:
     """The unit of time inside the phrase, as "hour" in "2 hours or less"."""
     named: bool = False
     """The phrase names its field itself, as "star" in "4-star hotels"."""
+    party: bool = False
+    """A party that must fit ("for 10 people"): only a field of the most allowed or the least
+    required takes it."""
 
 
 class NumberPhrases:
@@ -330,6 +379,12 @@ class NumberPhrases:
             said.append(
                 _Said(bounds, match.start(), match.end(), currency, counted=counted, unit=unit)
             )
+        for match in FOR_PARTY.finditer(text):
+            bounds = ((Comparator.GTE, match["n"]),)
+            counted = AGE_CUE if match["aged"] else cue_key(match["noun"].lower())
+            said.append(
+                _Said(bounds, match.start(), match.end(), False, counted=counted, party=True)
+            )
         for match in self._compound.finditer(text):
             bounds = ((Comparator.EQ, match["n"]),)
             counted = inflection.singularize(match["noun"].lower())
@@ -345,7 +400,7 @@ class NumberPhrases:
             field, end, unit = self._named(said)
         else:
             field, end, unit = self._field_of(text, said, value_conditions)
-        if field is None:
+        if field is None or (said.party and not (field.maximum or field.minimum)):
             return []
         values = [_parse_number(number) for _, number in said.bounds]
         if unit is not None:
@@ -359,6 +414,10 @@ class NumberPhrases:
         if field.integer and any(value != int(value) for value in values):
             return []
         comparators = [comparator for comparator, _ in said.bounds]
+        if said.party and field.minimum:
+            if said.counted != AGE_CUE and field.knows(AGE_CUE):
+                return []  # "for 12 climbers" counts people, not the youngest climber's age
+            comparators = [Comparator.LTE]  # "for 8 year olds": a youngest age of 8 or less
         if NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start]):
             if len(comparators) > 1:
                 return []  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
@@ -412,15 +471,22 @@ class NumberPhrases:
             and any(_same_clause(text, value.end, said.start) for value in values)
         ):
             return self._only_monetary, end, None
-        return self._best_field(cues), end, unit
+        return self._best_field(cues, unit), end, unit
 
     def _named(self, said: _Said) -> tuple[NumericField | None, int, None]:
         """ "4-star hotels": the one field whose name holds the word."""
         named = [field for field in self._fields if said.counted in field.name_words]
         return (named[0] if len(named) == 1 else None), said.end, None
 
-    def _best_field(self, cues: set[str]) -> NumericField | None:
-        scored = sorted(((field.score(cues), field) for field in self._fields), key=lambda s: -s[0])
+    def _best_field(self, cues: set[str], unit: str | None = None) -> NumericField | None:
+        """The field the cues point to most, if one does; a unit of time said ("20 minutes")
+        leaves out the fields kept in a unit it does not convert to (an age in years)."""
+        fields = [
+            field
+            for field in self._fields
+            if unit is None or field.unit is None or _conversion(unit, field.unit) is not None
+        ]
+        scored = sorted(((field.score(cues), field) for field in fields), key=lambda s: -s[0])
         if not scored or scored[0][0] == 0:
             return None
         if len(scored) > 1 and scored[1][0] == scored[0][0]:
@@ -457,7 +523,7 @@ def _clause_words(text: str, *, first: bool) -> list[str]:
     clause = pieces[0] if first else pieces[-1]
     if not first and len(pieces) > 1 and text[-len(clause) - 1 : len(text) - len(clause)].isdigit():
         return []
-    words = [cue_key(word) for word in WORD.findall(clause.lower())]
+    words = [cue_key(word) for word in WORD.findall(CONTRACTION.sub("", clause.lower()))]
     words = [word for word in words if word not in STOP_KEYS]
     return words[:CONTEXT_WORDS] if first else words[-CONTEXT_WORDS:]
 

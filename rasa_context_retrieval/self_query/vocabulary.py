@@ -71,9 +71,10 @@ MIN_SINGULAR_CHARS = 4
 LOOKBEHIND_CHARS = 40
 # Letters past ASCII up to the end of Latin Extended-B may carry accents to fold.
 ASCII_END, LATIN_END = 0x7F, 0x250
-# Short forms: "sci-fi", "Sauv Blanc", "Jack Russells"; words of at least two letters, the first
-# of at least three, looked up by the first letters of the first word.
-SHORT_FORM_WORD = re.compile(r"[^\W\d_]{2,}")
+# Short forms: "sci-fi", "Sauv Blanc", "Jack Russells", "Fuji X"; clipped words of at least two
+# letters (one only when it is the value's own word), the first of at least three, looked up by
+# the first letters of the first word.
+SHORT_FORM_WORD = re.compile(r"[^\W\d_]+")
 SHORT_FORM_GAP = re.compile(r"[\s-]+")
 CLIP_KEY_CHARS = 3
 INITIALS_PREPOSITION_BEFORE = re.compile(r"\b(?:on|about|in|for|of)\s+$", re.IGNORECASE)
@@ -81,6 +82,22 @@ MIN_FIRST_CLIPPED_CHARS = 3
 MIN_CLIPPED_CHARS = 2
 WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
 SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
+# "my dog", "our cat": someone's own thing of a kind is not a wish for documents of that kind
+# ("my Android phone" still scopes a support question: a platform is no kind of document).
+OWNER_BEFORE = re.compile(r"\b(?:my|our|his|their|its)\s+$", re.IGNORECASE)
+# "can we [split] the cost": a name written in lowercase where a verb goes is that verb.
+VERB_SLOT_BEFORE = re.compile(
+    r"\b(?:i|we|you|they|he|she|can|could|will|would|should|must|might|may|let['’]?s|please"
+    r"|\w+n['’]t)\s+$",
+    re.IGNORECASE,
+)
+# "a cat['s] slow blink": a possessor, not a kind wanted.
+POSSESSIVE_AFTER = re.compile(r"['’]s\b")
+# "Cincinnati [Reds]": a capitalised word right before a capitalised value continues a name.
+CAPITALISED_WORD_BEFORE = re.compile(r"(?<![.!?:;]\s)(?<!^)\b(?P<word>[A-Z][\w’'-]*)\s+$")
+# "Best Sci-Fi Movies By Nolan": in title case every word has a capital.
+LONG_WORD = re.compile(r"[^\W\d_]{4,}")
+MIN_TITLE_WORDS = 3
 
 
 class Strictness(Enum):
@@ -108,6 +125,8 @@ class _Candidate:
     senses: tuple[ValueSense, ...]
     chosen: ValueSense | None = None
     negated: bool = False
+    elsewhere: bool = False
+    """It names something other than the documents ("my dog"): no neighbour makes it a filter."""
 
 
 def fold_accents(text: str) -> str:
@@ -152,6 +171,11 @@ def surface_forms(value: str) -> set[str]:
     return forms
 
 
+def _in_title_case(text: str) -> bool:
+    words = LONG_WORD.findall(text)
+    return len(words) >= MIN_TITLE_WORDS and all(word[0].isupper() for word in words)
+
+
 def _is_matchable(value: object) -> bool:
     if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
         return False
@@ -175,7 +199,8 @@ def _written_in_capitals(text: str, candidate: _Candidate) -> bool:
 
 def _is_short_form(said: tuple[str, ...], words: tuple[str, ...]) -> bool:
     """Whether ``said`` shortens the value ``words``: the same number of words, each a clipped
-    start of the value's ("sci fi"), or the value's first words whole ("jack russells")."""
+    start of the value's or the word itself ("sci fi", "Fuji X"), or the value's first words
+    whole ("jack russells")."""
     last = said[-1].removesuffix("s") if len(said[-1]) > MIN_CLIPPED_CHARS else said[-1]
     said = (*said[:-1], last)
     if len(said) < len(words):
@@ -185,7 +210,7 @@ def _is_short_form(said: tuple[str, ...], words: tuple[str, ...]) -> bool:
         and said != words
         and len(said[0]) >= MIN_FIRST_CLIPPED_CHARS
         and all(
-            len(part) >= MIN_CLIPPED_CHARS and word.startswith(part)
+            part == word or (len(part) >= MIN_CLIPPED_CHARS and word.startswith(part))
             for part, word in zip(said, words, strict=True)
         )
     )
@@ -218,6 +243,13 @@ class ValueVocabulary:
         self._multiword: dict[str, list[tuple[tuple[str, ...], ValueSense]]] = {}
         self._own_field_after: dict[str, re.Pattern[str]] = {}
         self._own_field_before: dict[str, re.Pattern[str]] = {}
+        # Fields whose values are kinds of the documents: "category", "Kind of animal".
+        self._kind_fields = frozenset(
+            field.name
+            for field in string_fields
+            if (_field_words(field) | set(WORD_SEPARATORS.split(field.description.lower())))
+            & TOPIC_FIELD_WORDS
+        )
         for field in string_fields:
             anchors = self._anchor_words(field)
             self._own_field_after[field.name] = re.compile(
@@ -358,7 +390,9 @@ class ValueVocabulary:
         if self._multiword:
             candidates = self._with_short_forms(text, candidates, taken)
         for candidate in candidates:
-            candidate.chosen = self._resolve(text, candidate)
+            candidate.elsewhere = self._names_another_thing(text, candidate, candidates)
+            if not candidate.elsewhere:
+                candidate.chosen = self._resolve(text, candidate)
             before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
             candidate.negated = bool(NEGATION_BEFORE_VALUE.search(before))
         self._accept_compounds(text, candidates)
@@ -430,6 +464,49 @@ class ValueVocabulary:
         ]
         return accepted[0] if len(accepted) == 1 else None
 
+    def _names_another_thing(
+        self, text: str, candidate: _Candidate, candidates: list[_Candidate]
+    ) -> bool:
+        """Whether the value, where it is said, names something other than the documents:
+        someone's own of a kind ("my dog"), a name in lowercase where a verb goes ("can we
+        split the bill" for ``Split``), a possessor ("a cat's blink") or part of a longer name
+        ("Cincinnati Reds")."""
+        before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
+        if OWNER_BEFORE.search(self._phrase_before(text, candidate, candidates)) and all(
+            sense.attribute in self._kind_fields for sense in candidate.senses
+        ):
+            return True
+        written = text[candidate.start : candidate.end]
+        if (
+            written.islower()
+            and all(sense.value[:1].isupper() for sense in candidate.senses)
+            and VERB_SLOT_BEFORE.search(before)
+        ):
+            return True
+        if POSSESSIVE_AFTER.match(text, candidate.end) and written.islower():
+            return True
+        name_before = CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start)
+        if (
+            written[:1].isupper()
+            and name_before
+            and name_before["word"].lower() not in CUE_STOPWORDS
+            and not _in_title_case(text)
+        ):
+            previous = [c for c in candidates if c.end <= candidate.start]
+            if not previous or text[previous[-1].end : candidate.start].strip():
+                return True
+        return False
+
+    @staticmethod
+    def _phrase_before(text: str, candidate: _Candidate, candidates: list[_Candidate]) -> str:
+        """The text before the values said right before ``candidate`` ("my [Tamron zoom]")."""
+        start = candidate.start
+        for previous in reversed([c for c in candidates if c.end <= candidate.start]):
+            if text[previous.end : start].strip():
+                break
+            start = previous.start
+        return text[max(0, start - LOOKBEHIND_CHARS) : start]
+
     def _initials_said(self, text: str, candidate: _Candidate) -> bool:
         """Initials ("ML") in capitals that name what is wanted: "ML talks", "a ML course",
         "talks on ML"; never a capitalised word on its own ("OK, thanks")."""
@@ -456,7 +533,7 @@ class ValueVocabulary:
     def _accept_compounds(text: str, candidates: list[_Candidate]) -> None:
         """A topic value right after a chosen value of another field: "a Samsung tablet"."""
         for previous, candidate in zip(candidates, candidates[1:], strict=False):
-            if candidate.chosen is not None or previous.chosen is None:
+            if candidate.chosen is not None or previous.chosen is None or candidate.elsewhere:
                 continue
             if text[previous.end : candidate.start].strip():
                 continue
@@ -503,8 +580,12 @@ class ValueVocabulary:
 
     @staticmethod
     def _share_within(group: list[_Candidate]) -> None:
-        """Members of "free, plus or premium plans" share the field one of them was given, and
-        "except android and ios" shares its negation."""
+        """Members of "free, plus or premium plans" share the field one of them was given,
+        "except android and ios" shares its negation and "my guitar and piano" its owner."""
+        if group[0].elsewhere:
+            for candidate in group:
+                candidate.elsewhere, candidate.chosen = True, None
+            return
         if group[0].negated:
             for candidate in group:
                 candidate.negated = True
@@ -513,7 +594,7 @@ class ValueVocabulary:
             return
         (attribute,) = attributes
         for candidate in group:
-            if candidate.chosen is None:
+            if candidate.chosen is None and not candidate.elsewhere:
                 same_field = [sense for sense in candidate.senses if sense.attribute == attribute]
                 candidate.chosen = same_field[0] if same_field else None
 

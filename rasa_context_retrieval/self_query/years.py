@@ -37,6 +37,7 @@ from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS
 NOUN = re.compile(r"[a-z]{3,}")
 NOT_OWN_WORDS = CUE_STOPWORDS | {"year", "years", "when", "was", "were", "released", "made"}
 YEAR_WORD = re.compile(r"\byears?\b", re.IGNORECASE)
+DURATION_IN_YEARS = re.compile(r"\bin\s+years\b|\byears\s+(?:of|old)\b|\bage\b", re.IGNORECASE)
 _YEAR = r"(?:19|20)\d{2}"
 # A century is guessed for "the 90s": this decade digit and above are the 1900s.
 LAST_CENTURY_FROM_DECADE = 3
@@ -71,8 +72,14 @@ Said = tuple[int, int, list[tuple[Comparator, int]]]
 
 
 def is_year_field(field: MetadataField) -> bool:
-    return field.type == "integer" and bool(
-        YEAR_WORD.search(field.name.replace("_", " ")) or YEAR_WORD.search(field.description)
+    """An integer field of calendar years ("Year the game was first published"); "in years"
+    or "Years of experience" keep a duration or an age, not a year."""
+    return (
+        field.type == "integer"
+        and bool(
+            YEAR_WORD.search(field.name.replace("_", " ")) or YEAR_WORD.search(field.description)
+        )
+        and not DURATION_IN_YEARS.search(f"{field.name.replace('_', ' ')} {field.description}")
     )
 
 
