@@ -2,7 +2,11 @@
 
 The FAISS translator's docstring is the specification; every case here runs the same filter
 through both backends over the same chunks and also states the expected chunks, so a mistake
-shared by both would still fail.
+shared by both would still fail. Each test runs on two collections: one where every attribute is
+in the JSON field (the previous release's layout), one where the attributes are declared and held
+in typed fields, including values a typed field cannot hold ("n/a" in an integer field, 2.5 in an
+integer field, "abc" in a float field, a year number in a date field), which the layout keeps in
+the overflow JSON.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
+from rasa_context_retrieval.schema import MetadataField
 from tests.milvus_server import milvus_uri  # noqa: F401
 
 pytestmark = pytest.mark.milvus
@@ -48,6 +53,7 @@ CHUNKS = [
             "platform": ["android", "iOS"],
             "public": True,
             "title": "Reset your password",
+            "rank": 3,
         },
     ),
     Chunk(
@@ -60,6 +66,7 @@ CHUNKS = [
             "platform": ["web"],
             "public": False,
             "title": "Password policy",
+            "rank": "7",
         },
     ),
     Chunk(
@@ -72,6 +79,7 @@ CHUNKS = [
             "platform": [],
             "public": "true",
             "title": "Two-factor setup",
+            "rank": "n/a",
         },
     ),
     Chunk(
@@ -83,6 +91,7 @@ CHUNKS = [
             "updated": dt.datetime(2024, 1, 1, 12, 0),
             "platform": "android",
             "title": "Sync_folders 100%",
+            "rank": 2.5,
         },
     ),
     Chunk(
@@ -93,11 +102,23 @@ CHUNKS = [
             "price": "abc",
             "tags": [1, "Two", True],
             "title": 'Quote " and \\ backslash) or (x',
+            "rank": " 12 ",
         },
     ),
     Chunk("f", "f", {"updated": 2024, "title": "Ünïcode 😀 title", "plan": "premium "}),
 ]
 IDS = {chunk.chunk_id for chunk in CHUNKS}
+DECLARED = [
+    MetadataField(name="plan", type="string"),
+    MetadataField(name="price", type="float"),
+    MetadataField(name="updated", type="date"),
+    MetadataField(name="platform", type="list[string]"),
+    MetadataField(name="public", type="boolean"),
+    MetadataField(name="tags", type="list[string]"),
+    MetadataField(name="title", type="string"),
+    MetadataField(name="rank", type="integer"),
+]
+"""Typed fields for every attribute but "unknown"; "tags" holds numbers and bools as members."""
 
 
 def fake_embed(texts: list[str]) -> np.ndarray:
@@ -105,10 +126,10 @@ def fake_embed(texts: list[str]) -> np.ndarray:
     return np.stack([np.random.default_rng(seed).normal(size=DIMENSION) for seed in seeds])
 
 
-@pytest.fixture(scope="module")
-def store(milvus_uri: str) -> Iterator[MilvusChunkStore]:  # noqa: F811
+@pytest.fixture(scope="module", params=["json_fields", "typed_fields"])
+def store(milvus_uri: str, request: pytest.FixtureRequest) -> Iterator[MilvusChunkStore]:  # noqa: F811
     config = MilvusConfig(uri=milvus_uri, collection=f"semantics_{uuid.uuid4().hex[:8]}")
-    store = MilvusChunkStore.connect(config)
+    store = MilvusChunkStore.connect(config, DECLARED if request.param == "typed_fields" else ())
     store.sync(CHUNKS, fake_embed)
     yield store
     store.close()
@@ -172,6 +193,23 @@ CASES = [
     ('and(eq("plan", "premium"), gt("price", 10))', "a"),
     ('or(eq("plan", "basic"), eq("platform", "android"))', "abd"),
     ('and(not(eq("plan", "premium")), ne("price", "abc"))', "bd"),
+    ('eq("rank", 3)', "a"),
+    ('eq("rank", "7.0")', "b"),
+    ('ne("rank", 3)', "bcde"),
+    ('gt("rank", 2.5)', "abe"),
+    ('gte("rank", 2.5)', "abde"),
+    ('lt("rank", 7)', "ad"),
+    ('lte("rank", 6.5)', "ad"),
+    ('eq("rank", "n/a")', "c"),
+    ('like("rank", "n%")', "c"),
+    ('in("rank", [2.5, 12])', "de"),
+    ('not(eq("rank", "n/a"))', "abdef"),
+    ('eq("rank", 2)', ""),
+    ('gt("rank", 1e300)', ""),
+    ('gt("rank", -1e300)', "abde"),
+    ('eq("public", false)', "b"),
+    ('in("public", [true, false])', "abc"),
+    ('ne("updated", 2024)', "abc"),
 ]
 
 
@@ -197,7 +235,7 @@ def test_date_values_as_the_query_constructor_writes_them(store: MilvusChunkStor
     assert milvus_ids(store, at_instant) == faiss_ids(at_instant) == {"b"}
 
 
-ATTRIBUTES = ["plan", "price", "updated", "platform", "public", "tags", "title", "unknown"]
+ATTRIBUTES = ["plan", "price", "updated", "platform", "public", "tags", "title", "rank", "unknown"]
 VALUES = st.one_of(
     st.sampled_from(
         [
@@ -217,6 +255,8 @@ VALUES = st.one_of(
             "",
             "abc",
             "web",
+            "n/a",
+            "12",
         ]
     ),
     st.integers(min_value=-5, max_value=2030),
@@ -343,3 +383,15 @@ def test_any_filter_with_absent_means_all_selects_the_same_chunks_on_both_backen
     rewritten = include_documents_lacking(directive, flagged)
     assert rewritten is not None
     assert milvus_ids(store, rewritten) == faiss_ids(rewritten), store.expression(rewritten)
+
+
+def test_declared_attributes_are_filtered_on_typed_fields(store: MilvusChunkStore) -> None:
+    """The typed collection reads declared attributes from typed fields: from the JSON only where
+    a value did not fit (overflow), and never from the JSON field of undeclared attributes."""
+    if not store.planned.typed:
+        pytest.skip("the JSON-field collection")
+    plan = store.expression(parse_filter('eq("plan", "premium")'))
+    rank = store.expression(parse_filter('gt("rank", 2)'))
+    assert "filterable" not in plan and "overflow" not in plan, plan
+    assert "overflow" in rank and "filterable" not in rank, rank
+    assert "filterable" in store.expression(parse_filter('eq("unknown", "x")'))
