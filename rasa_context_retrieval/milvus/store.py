@@ -133,6 +133,7 @@ class MilvusChunkStore:
         self._version_lock = threading.Lock()
         self._version: CollectionVersion | None = None
         self._version_read_at = -POINTER_TTL_S
+        self._version_refreshing = False
         self._values_lock = threading.Lock()
         self._closed = threading.Event()
         self._spellings: dict[str, frozenset[str]] | None = None
@@ -181,7 +182,7 @@ class MilvusChunkStore:
         wanted = {chunk.chunk_id: chunk for chunk in chunks}
         hashes = {chunk.chunk_id: content_hash(chunk, embedding_model) for chunk in chunks}
         with SyncLease(self._client, self.collection, ttl_s=self.config.lease_ttl_s):
-            current = self._read_version(strong=True)
+            current = self.read_version()
             target = self._target_version(current, chunks)
             stored = self._stored_hashes_and_sources(target)
             changed = [wanted[i] for i, h in hashes.items() if stored.get(i, ("", ""))[0] != h]
@@ -311,20 +312,35 @@ class MilvusChunkStore:
     # ------------------------------------------------------------------------- versions
 
     def served(self) -> CollectionVersion | None:
-        """The version searches use; the pointer is read again every ``POINTER_TTL_S``."""
+        """The version searches use. Once ``POINTER_TTL_S`` old, the pointer is read again in
+        the background while the version read last keeps serving."""
         with self._version_lock:
-            stale = time.monotonic() - self._version_read_at >= POINTER_TTL_S
-        if stale:
-            try:
-                return self._read_version(strong=False)
-            except Exception as error:  # keep searching the version read last
+            version = self._version
+            due = time.monotonic() - self._version_read_at >= POINTER_TTL_S
+            if due and version is not None and not self._version_refreshing:
+                self._version_refreshing = True
+                threading.Thread(target=self._refresh_version, daemon=True).start()
+        if version is None and due:  # nothing served yet: nothing to keep serving meanwhile
+            return self.read_version()
+        return version
+
+    def _refresh_version(self) -> None:
+        try:
+            self.read_version()
+        except Exception as error:  # keep searching the version read last; retry after the TTL
+            if not self._closed.is_set():
                 logger.warning(
                     "milvus.version.read_failed", collection=self.collection, error=str(error)
                 )
-        return self._version
+            with self._version_lock:
+                self._version_read_at = time.monotonic()
+        finally:
+            with self._version_lock:
+                self._version_refreshing = False
 
-    def _read_version(self, *, strong: bool) -> CollectionVersion | None:
-        name = self._pointer.read(strong=strong)
+    def read_version(self) -> CollectionVersion | None:
+        """Read the pointer now (``Strong``) and serve the version it names."""
+        name = self._pointer.read()
         if name is None and self._client.has_collection(self.collection):
             name = self.collection  # the previous release's collection
         with self._version_lock:

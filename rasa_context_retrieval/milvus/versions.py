@@ -4,8 +4,8 @@ A layout change (a newly declared attribute, a first value that needs the overfl
 be applied to a Milvus 2.3 collection in place: fields cannot be added. So the writer builds a
 new collection, ``<collection>__v<layout digest>``, fills it while replicas keep searching the
 old one, and then publishes its name here, in ``<collection>__current`` (one row). Replicas read
-the pointer again at most every ``POINTER_TTL_S`` and switch; the version they leave stays in
-place until the one after it is published, so a search under way finishes on it.
+the pointer again (in the background) every ``POINTER_TTL_S`` and switch; the version they leave
+stays in place until the one after it is published, so a search under way finishes on it.
 
 A Milvus alias would switch every replica at once, but a replica builds its expressions from
 the layout of the version it searches (``milvus.layout``); with an alias the version behind the
@@ -45,19 +45,15 @@ class VersionPointer:
         self.collection = collection
         self._name = collection + POINTER_SUFFIX
 
-    def read(self, *, strong: bool = False) -> str | None:
-        """The published version's collection name; ``None`` before the first publication.
-
-        Replicas read with ``Bounded`` consistency (no wait for the next time tick); writers
-        read ``Strong``.
-        """
+    def read(self) -> str | None:
+        """The published version's collection name; ``None`` before the first publication."""
         if not self._client.has_collection(self._name):
             return None
         rows = self._client.query(
             self._name,
             filter=f'{_KEY_FIELD} == "{_KEY}"',
             output_fields=[_VERSION_FIELD],
-            consistency_level="Strong" if strong else "Bounded",
+            consistency_level="Strong",
         )
         return str(rows[0][_VERSION_FIELD]) if rows else None
 
