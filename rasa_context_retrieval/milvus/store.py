@@ -78,6 +78,9 @@ EMBED_BATCH = 256
 """Chunks embedded and upserted per round trip."""
 SCAN_BATCH = 4_096
 DELETE_BATCH = 1_000
+INDEX_WAIT_S = 300.0
+"""Longest wait for a new version's indexes before it is published."""
+INDEX_POLL_S = 0.5
 VOCABULARY_TTL_S = 300.0
 """How long attribute values are served before they are read again (in the background, while
 the old ones keep serving); another writer's sync shows up after at most this plus one scan."""
@@ -241,12 +244,24 @@ class MilvusChunkStore:
         # A new version is searched from now on: flush once, so its rows are in sealed,
         # indexed segments rather than growing ones (bench/results/milvus.md).
         self._client.flush(version.name)
+        self._wait_for_indexes(version.name)
         self._pointer.publish(version.name)
         kept = {version.name} | ({previous.name} if previous else set())
         self._pointer.drop_all_but(kept)
         with self._version_lock:
             self._version, self._version_read_at = version, time.monotonic()
         self._forget_values()
+
+    def _wait_for_indexes(self, collection: str) -> None:
+        """Let Milvus index the flushed segments before replicas switch (searches would work
+        meanwhile, but scan raw data); at most ``INDEX_WAIT_S``, then publish anyway."""
+        deadline = time.monotonic() + INDEX_WAIT_S
+        for index in self._client.list_indexes(collection):
+            while self._client.describe_index(collection, index).get("pending_index_rows", 0):
+                if time.monotonic() > deadline:
+                    logger.warning("milvus.version.index_pending", version=collection, index=index)
+                    return
+                time.sleep(INDEX_POLL_S)
 
     def _write(
         self,
