@@ -395,3 +395,112 @@ def test_declared_attributes_are_filtered_on_typed_fields(store: MilvusChunkStor
     assert "filterable" not in plan and "overflow" not in plan, plan
     assert "overflow" in rank and "filterable" not in rank, rank
     assert "filterable" in store.expression(parse_filter('eq("unknown", "x")'))
+
+
+MIXED_ATTRIBUTES = {
+    "plan": "string",
+    "platform": "list[string]",
+    "price": "float",
+    "rank": "integer",
+    "updated": "date",
+    "public": "boolean",
+}
+MIXED_VALUES: list[object] = [
+    None,
+    "",
+    "  ",
+    "Premium",
+    " premium ",
+    "n/a",
+    "19.99",
+    "5",
+    "010",
+    "-1.5",
+    "2024",
+    "2024-03-01",
+    "2023-12-31",
+    "2024-03-01T10:00:00",
+    "true",
+    "False",
+    "x" * 2000,
+    5,
+    0,
+    -1.5,
+    19.99,
+    2024,
+    2**60,
+    True,
+    False,
+    dt.date(2024, 3, 1),
+    dt.datetime(2024, 1, 1, 12, 0),
+    [],
+    ["android", "iOS"],
+    ["web"],
+    [1, "Two", True],
+    ["a"] * 3 + [f"m{i}" for i in range(200)],
+]
+"""Every kind of value in every attribute: most do not fit the declared type, so the typed
+collection holds them in the overflow JSON, next to rows whose values fit."""
+
+
+def mixed_chunks(count: int = 90) -> list[Chunk]:
+    rng = np.random.default_rng(20261123)
+    chunks = []
+    for row in range(count):
+        metadata = {}
+        for attribute in MIXED_ATTRIBUTES:
+            if rng.random() < 0.8:
+                metadata[attribute] = MIXED_VALUES[int(rng.integers(len(MIXED_VALUES)))]
+        chunks.append(Chunk(f"m{row}", f"m{row}", metadata))
+    return chunks
+
+
+MIXED = mixed_chunks()
+MIXED_FAISS = FaissTranslator(MetadataColumns([chunk.metadata for chunk in MIXED]))
+
+
+@pytest.fixture(scope="module")
+def mixed_store(milvus_uri: str) -> Iterator[MilvusChunkStore]:  # noqa: F811
+    config = MilvusConfig(uri=milvus_uri, collection=f"mixed_{uuid.uuid4().hex[:8]}")
+    declared = [MetadataField(name=name, type=kind) for name, kind in MIXED_ATTRIBUTES.items()]  # type: ignore[arg-type]
+    store = MilvusChunkStore.connect(config, declared)
+    store.sync(MIXED, fake_embed)
+    yield store
+    store.close()
+
+
+MIXED_FILTERS = st.recursive(
+    st.one_of(
+        st.builds(
+            Comparison,
+            comparator=st.sampled_from(list(Comparator)),
+            attribute=st.sampled_from([*MIXED_ATTRIBUTES, "unknown"]),
+            value=st.one_of(
+                VALUES, st.sampled_from(MIXED_VALUES[:17]), st.lists(VALUES, max_size=3)
+            ),
+        ),
+    ),
+    lambda children: st.builds(
+        Operation,
+        operator=st.sampled_from(list(Operator)),
+        arguments=st.lists(children, max_size=3),
+    ),
+    max_leaves=5,
+)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(directive=MIXED_FILTERS, flagged=st.sets(st.sampled_from(list(MIXED_ATTRIBUTES))))
+def test_typed_fields_with_values_of_every_kind_select_what_faiss_selects(
+    mixed_store: MilvusChunkStore, directive: FilterDirective, flagged: set[str]
+) -> None:
+    version = mixed_store.served()
+    assert version is not None and version.layout.overflow, "no value needed the overflow"
+    for candidate in (directive, include_documents_lacking(directive, flagged)):
+        assert candidate is not None
+        hits = mixed_store.search(np.ones(DIMENSION), candidate, k=len(MIXED))
+        mask = candidate.accept(MIXED_FAISS)
+        expected = {chunk.chunk_id for chunk, allowed in zip(MIXED, mask, strict=True) if allowed}
+        assert {hit.chunk.chunk_id for hit in hits} == expected, mixed_store.expression(candidate)

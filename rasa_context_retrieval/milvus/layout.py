@@ -270,9 +270,15 @@ class CollectionLayout:
         """Typed attributes some of these chunks hold a value of that the typed fields cannot."""
         needed: set[str] = set()
         for typed in self.typed:
+            fitting: dict[tuple[str, str], bool] = {}  # values repeat: read each distinct once
             for metadata in metadatas:
-                facets = attribute_facets(metadata.get(typed.attribute))
-                if facets and not typed.fits(facets):
+                value = metadata.get(typed.attribute)
+                key = (type(value).__name__, repr(value))
+                fits = fitting.get(key)
+                if fits is None:
+                    facets = attribute_facets(value)
+                    fits = fitting[key] = not facets or typed.fits(facets)
+                if not fits:
                     needed.add(typed.attribute)
                     break
         return frozenset(needed)

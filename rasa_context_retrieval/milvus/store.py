@@ -186,9 +186,12 @@ class MilvusChunkStore:
         hashes = {chunk.chunk_id: content_hash(chunk, embedding_model) for chunk in chunks}
         with SyncLease(self._client, self.collection, ttl_s=self.config.lease_ttl_s):
             current = self.read_version()
-            target = self._target_version(current, chunks)
-            stored = self._stored_hashes_and_sources(target)
+            stored = self._stored_hashes_and_sources(current)
             changed = [wanted[i] for i, h in hashes.items() if stored.get(i, ("", ""))[0] != h]
+            target = self._target_version(current, chunks, changed)
+            if target is not current:
+                stored = self._stored_hashes_and_sources(target)
+                changed = [wanted[i] for i, h in hashes.items() if stored.get(i, ("", ""))[0] != h]
             stale = sorted(set(stored) - set(wanted))
             # No flush: Strong and Session reads see unflushed rows, and Milvus seals segments
             # (and builds their index) by itself; a flush would add seconds to every sync.
@@ -209,20 +212,31 @@ class MilvusChunkStore:
         logger.info("milvus.sync.done", collection=self.collection, **report.__dict__)
         return report
 
-    def _stored_hashes_and_sources(self, version: CollectionVersion) -> dict[str, tuple[str, str]]:
-        if not self._client.has_collection(version.name):
+    def _stored_hashes_and_sources(
+        self, version: CollectionVersion | None
+    ) -> dict[str, tuple[str, str]]:
+        if version is None or not self._client.has_collection(version.name):
             return {}
         rows = self._scan(version.name, [CHUNK_ID_FIELD, HASH_FIELD, SOURCE_FIELD])
         return {row[CHUNK_ID_FIELD]: (row[HASH_FIELD], row[SOURCE_FIELD]) for row in rows}
 
     def _target_version(
-        self, current: CollectionVersion | None, chunks: Sequence[Chunk]
+        self,
+        current: CollectionVersion | None,
+        chunks: Sequence[Chunk],
+        changed: Sequence[Chunk],
     ) -> CollectionVersion:
-        """The served version when its layout holds these chunks' values, else a new one."""
+        """The served version when its layout holds these chunks' values, else a new one.
+
+        The unchanged chunks are in ``current`` already, so when it has the planned typed
+        fields only the changed ones can need more overflow than it admits.
+        """
+        if current is not None and current.layout.serves(self.planned):
+            needed = self.planned.needed_overflow([chunk.metadata for chunk in changed])
+            if current.layout.serves(self.planned.with_overflow(needed)):
+                return current
         needed = self.planned.needed_overflow([chunk.metadata for chunk in chunks])
         wanted = self.planned.with_overflow(needed)
-        if current is not None and current.layout.serves(wanted):
-            return current
         version = self._version_of(wanted.version_name(self.collection), wanted)
         logger.info(
             "milvus.version.building",
