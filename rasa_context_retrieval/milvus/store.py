@@ -346,7 +346,8 @@ class MilvusChunkStore:
         with self._version_lock:
             version = self._version
             due = time.monotonic() - self._version_read_at >= POINTER_TTL_S
-            if due and version is not None and not self._version_refreshing:
+            closed = self._closed.is_set()
+            if due and version is not None and not self._version_refreshing and not closed:
                 self._version_refreshing = True
                 threading.Thread(target=self._refresh_version, daemon=True).start()
         if version is None and due:  # nothing served yet: nothing to keep serving meanwhile
