@@ -12,9 +12,10 @@ declared in ``metadata_fields`` (typed scalar fields, ``milvus.layout``).
 Measured, one run, printed as Markdown tables:
 * ingest: ``MilvusChunkStore.sync`` of every chunk into each collection, then a second sync;
 * filtered search, k=10, p50/p95 over ``--queries`` queries per filter, the three searches of
-  each query interleaved: JSON-field Milvus, typed Milvus, FAISS ``IndexFlatIP`` restricted by an
-  ``IDSelectorBitmap`` built from the FAISS translator's mask (mask time included, as the FAISS
-  backend pays it); ratios; top-10 agreement (share of one side's ten ids the other returns);
+  each query interleaved, their order rotating from query to query: JSON-field Milvus, typed
+  Milvus, FAISS ``IndexFlatIP`` restricted by an ``IDSelectorBitmap`` built from the FAISS
+  translator's mask (mask time included, as the FAISS backend pays it); ratios; top-10
+  agreement (share of one side's ten ids the other returns);
 * the filter alone: a ``count(*)`` query with the same expression on each collection (no
   vector scan), to tell filter evaluation from the FLAT scan.
 
@@ -34,7 +35,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import faiss
 import numpy as np
@@ -213,16 +214,18 @@ def _search_table(
         matching = total if directive is None else int(directive.accept(translator).sum())
         times: dict[str, list[float]] = {"json": [], "typed": [], "faiss": []}
         same_as_json, same_as_faiss = [], []
-        for query in queries:
-            started = time.perf_counter()
-            json_hits = json_store.search(query, directive, K)
-            times["json"].append(time.perf_counter() - started)
-            started = time.perf_counter()
-            typed_hits = typed_store.search(query, directive, K)
-            times["typed"].append(time.perf_counter() - started)
-            started = time.perf_counter()
-            rows = faiss_search(index, translator, query, directive)
-            times["faiss"].append(time.perf_counter() - started)
+        for number, query in enumerate(queries):
+            searches: list[tuple[str, Callable[[], list[Any]]]] = [
+                ("json", partial(json_store.search, query, directive, K)),
+                ("typed", partial(typed_store.search, query, directive, K)),
+                ("faiss", partial(faiss_search, index, translator, query, directive)),
+            ]
+            shift = number % len(searches)  # each goes first, second and third equally often
+            found: dict[str, list[Any]] = {}
+            for kind, search in searches[shift:] + searches[:shift]:
+                seconds, found[kind] = timed(search)
+                times[kind].append(seconds)
+            json_hits, typed_hits, rows = found["json"], found["typed"], found["faiss"]
             typed_ids = [hit.chunk.chunk_id for hit in typed_hits]
             same_as_json.append(typed_ids == [hit.chunk.chunk_id for hit in json_hits])
             same_as_faiss.append(set(typed_ids) == {chunks[row].chunk_id for row in rows})
