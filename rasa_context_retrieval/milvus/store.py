@@ -137,6 +137,8 @@ class MilvusChunkStore:
         self._version: CollectionVersion | None = None
         self._version_read_at = -POINTER_TTL_S
         self._version_refreshing = False
+        self._published = 0
+        """Versions this store published; a pointer read that began before one is discarded."""
         self._values_lock = threading.Lock()
         self._closed = threading.Event()
         self._spellings: dict[str, frozenset[str]] | None = None
@@ -264,6 +266,7 @@ class MilvusChunkStore:
         self._pointer.drop_all_but(kept)
         with self._version_lock:
             self._version, self._version_read_at = version, time.monotonic()
+            self._published += 1
         self._forget_values()
 
     def _wait_for_indexes(self, collection: str) -> None:
@@ -370,18 +373,25 @@ class MilvusChunkStore:
 
     def read_version(self) -> CollectionVersion | None:
         """Read the pointer now (``Strong``) and serve the version it names."""
+        with self._version_lock:
+            published = self._published  # a publication meanwhile outdates what is read here
         name = self._pointer.read()
         if name is None and self._client.has_collection(self.collection):
             name = self.collection  # the previous release's collection
         with self._version_lock:
             self._version_read_at = time.monotonic()
-            if name is None or (self._version is not None and self._version.name == name):
-                if name is None:
-                    self._version = None
+            if published != self._published or (
+                self._version is not None and self._version.name == name
+            ):
                 return self._version
+            if name is None:
+                self._version = None
+                return None
         description = self._client.describe_collection(name).get("description", "")
         version = self._version_of(name, CollectionLayout.described(description))
         with self._version_lock:
+            if published != self._published:
+                return self._version
             self._version = version
         self._forget_values()
         logger.info(
