@@ -8,7 +8,8 @@ oracle does not admit, or one outside the slot scope).
 
 FAISS: every example is a new knowledge base with ``--per-knowledge-base`` conversations.
 Milvus: ``--milvus-knowledge-bases`` knowledge bases are synced once each (collections are
-reused), then conversations are drawn against them.
+reused), then conversations are drawn against them; the access attributes are declared, so they
+are held in typed fields (hostile values that do not fit in the overflow JSON field).
 
 LLM over HTTP: ``--llm-cases`` conversations go through the real LLM self-query path (Rasa's LLM
 client, LangChain's parser, our validation) against a local OpenAI-compatible server that answers
@@ -136,7 +137,9 @@ def run_milvus(total: int, knowledge_bases_count: int, uri: str, docs: Path) -> 
     engines = []
     for knowledge_base in pool:
         block = {"uri": uri, "collection": f"fuzz_{uuid.uuid4().hex[:10]}"}
-        config = store_config(docs, backend="milvus", milvus=block)
+        # Declared: the access attributes live in typed fields (and hostile values that do not
+        # fit their type in the overflow JSON), the layout a configured assistant gets.
+        config = store_config(docs, backend="milvus", milvus=block, metadata_fields=FIELDS)
         index = build_index(knowledge_base)
         llm = HostileLLM()
         engine = engine_for(config, index, llm, writes=True)
@@ -157,7 +160,10 @@ def run_milvus(total: int, knowledge_bases_count: int, uri: str, docs: Path) -> 
 
     search_one()
     for _, _, backend in engines:
-        backend.store._client.drop_collection(backend.store.collection)  # noqa: SLF001
+        client = backend.store._client  # noqa: SLF001
+        for name in client.list_collections():  # its versions, pointer and lease
+            if name.startswith(backend.store.collection):
+                client.drop_collection(name)
         backend.close()
     loop.close()
     return tally

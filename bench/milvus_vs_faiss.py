@@ -1,15 +1,23 @@
-"""Milvus (packaged standalone server, FLAT/COSINE) vs plain FAISS exact search on the same data.
+"""Milvus with JSON-field metadata, Milvus with typed fields and FAISS exact search, side by side.
 
 Synthetic knowledge base: ``--chunks`` chunks with 384-d unit vectors (all-MiniLM-L6-v2's size)
 and front-matter-like metadata (plan, regions list, category, price as text, updated date). The
 "embedder" returns the precomputed vectors, so ingest numbers measure the store, not a model.
 
+Two collections of the same chunks, both FLAT/COSINE (exact), both flushed and indexed by the
+store before they are published: one with no declared attributes (every attribute in the
+``filterable`` JSON field, the previous release's layout) and one with the five attributes
+declared in ``metadata_fields`` (typed scalar fields, ``milvus.layout``).
+
 Measured, one run, printed as Markdown tables:
-* ingest: ``MilvusChunkStore.sync`` of every chunk, then a second sync (nothing to embed);
-* filtered search, k=10, p50/p95 over ``--queries`` queries per filter: Milvus with the filter as
-  a server-side expression vs FAISS ``IndexFlatIP`` restricted by an ``IDSelectorBitmap`` built
-  from the FAISS translator's mask (mask time included, as the FAISS backend pays it);
-* agreement: share of Milvus' top-10 ids that FAISS also returns.
+* ingest: ``MilvusChunkStore.sync`` of every chunk into each collection, then a second sync;
+* filtered search, k=10, p50/p95 over ``--queries`` queries per filter, the three searches of
+  each query interleaved, their order rotating from query to query: JSON-field Milvus, typed
+  Milvus, FAISS ``IndexFlatIP`` restricted by an ``IDSelectorBitmap`` built from the FAISS
+  translator's mask (mask time included, as the FAISS backend pays it); ratios; top-10
+  agreement (share of one side's ten ids the other returns);
+* the filter alone: a ``count(*)`` query with the same expression on each collection (no
+  vector scan), to tell filter evaluation from the FLAT scan.
 
 Usage: ``python bench/milvus_vs_faiss.py --chunks 100000`` (starts a loopback server in a temp
 dir and stops it), or ``--uri http://host:19530`` for a running server.
@@ -26,7 +34,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from functools import partial
+from typing import Any, TypeVar
 
 import faiss
 import numpy as np
@@ -39,6 +48,7 @@ from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
+from rasa_context_retrieval.schema import MetadataField
 
 T = TypeVar("T")
 DIMENSION = 384
@@ -53,7 +63,16 @@ FILTERS = {
     "region list (~1/3)": 'in("regions", ["uk", "apac"])',
     "category + date (~2%)": 'and(eq("category", "category-07"), gte("updated", "2024-01-01"))',
     "price range + not (~8%)": 'and(lt("price", 20), not(eq("plan", "basic")))',
+    "access shape (2/3)": 'not(nin("plan", ["premium", "business"]))',
 }
+DECLARED = [
+    MetadataField(name="plan", type="string"),
+    MetadataField(name="regions", type="list[string]"),
+    MetadataField(name="category", type="string"),
+    MetadataField(name="price", type="float"),
+    MetadataField(name="updated", type="date"),
+]
+COUNT_REPEATS = 30
 
 
 def synthetic_knowledge_base(n: int, rng: np.random.Generator) -> tuple[list[Chunk], np.ndarray]:
@@ -136,64 +155,112 @@ def main() -> None:
     def embed(texts: list[str]) -> np.ndarray:
         return vectors[[row_of[text] for text in texts]]
 
-    print(f"# Milvus vs FAISS, {args.chunks:,} chunks, {DIMENSION}-d, k={K}")
+    print(f"# Milvus JSON fields vs typed fields vs FAISS, {args.chunks:,} chunks, {DIMENSION}-d")
     print(
         f"{platform.platform()}, {platform.processor() or platform.machine()}, "
-        f"faiss {faiss.__version__}, {dt.date.today().isoformat()}\n"
+        f"faiss {faiss.__version__}, {dt.date.today().isoformat()}, k={K}\n"
     )
-
     started = time.perf_counter()
     index = _faiss_index(vectors)
     faiss_build_s = time.perf_counter() - started
     translator = FaissTranslator(MetadataColumns([chunk.metadata for chunk in chunks]))
 
     with milvus_server(args.uri) as uri:
-        store = MilvusChunkStore.connect(
-            MilvusConfig(uri=uri, collection=f"bench_{uuid.uuid4().hex[:8]}")
-        )
-        first_s, first = timed(lambda: store.sync(chunks, embed))
-        second_s, second = timed(lambda: store.sync(chunks, embed))
-        values_s, _ = timed(lambda: store.values_of("category"))
+        stores = {
+            "JSON fields": MilvusChunkStore.connect(_config(uri, "json")),
+            "typed fields": MilvusChunkStore.connect(_config(uri, "typed"), DECLARED),
+        }
         print("| ingest | seconds | chunks/s |\n|---|---:|---:|")
-        print(f"| Milvus first sync (upsert all) | {first_s:.1f} | {args.chunks / first_s:,.0f} |")
-        print(
-            f"| Milvus second sync (unchanged; embedded {second.embedded}) | "
-            f"{second_s:.1f} | {args.chunks / second_s:,.0f} |"
-        )
-        print(
-            f"| FAISS IndexFlatIP add | {faiss_build_s:.2f} | {args.chunks / faiss_build_s:,.0f} |"
-        )
-        print(
-            f"\nMilvus `values_of` (one metadata scan, then cached): {values_s:.1f} s; "
-            f"first sync embedded {first.embedded}.\n"
-        )
-
-        print(
-            "| filter | matching | Milvus p50 ms | Milvus p95 ms | FAISS p50 ms | FAISS p95 ms "
-            "| top-10 agreement |"
-        )
-        print("|---|---:|---:|---:|---:|---:|---:|")
-        for name, text in FILTERS.items():
-            directive = None if text is None else parse_filter(text)
-            matching = args.chunks if directive is None else int(directive.accept(translator).sum())
-            milvus_times, faiss_times, agreement = [], [], []
-            for query in queries:
-                started = time.perf_counter()
-                hits = store.search(query, directive, K)
-                milvus_times.append(time.perf_counter() - started)
-                started = time.perf_counter()
-                rows = faiss_search(index, translator, query, directive)
-                faiss_times.append(time.perf_counter() - started)
-                milvus_ids = {hit.chunk.chunk_id for hit in hits}
-                faiss_ids = {chunks[row].chunk_id for row in rows}
-                agreement.append(len(milvus_ids & faiss_ids) / max(1, len(faiss_ids)))
-            m50, m95 = percentiles(milvus_times)
-            f50, f95 = percentiles(faiss_times)
+        for name, store in stores.items():
+            first_s, _ = timed(partial(store.sync, chunks, embed))
+            second_s, second = timed(partial(store.sync, chunks, embed))
             print(
-                f"| {name} | {matching:,} | {m50:.1f} | {m95:.1f} | {f50:.1f} | {f95:.1f} | "
-                f"{np.mean(agreement):.3f} |"
+                f"| Milvus {name}: first sync (upsert all, flush, index) | {first_s:.1f} | "
+                f"{args.chunks / first_s:,.0f} |"
             )
-        store.close()
+            print(
+                f"| Milvus {name}: second sync (unchanged; embedded {second.embedded}) | "
+                f"{second_s:.1f} | {args.chunks / second_s:,.0f} |"
+            )
+        rate = args.chunks / faiss_build_s
+        print(f"| FAISS IndexFlatIP add | {faiss_build_s:.2f} | {rate:,.0f} |\n")
+        _search_table(stores, index, translator, chunks, queries, args.chunks)
+        _filter_alone_table(stores, args.chunks)
+        for store in stores.values():
+            store.close()
+
+
+def _config(uri: str, kind: str) -> MilvusConfig:
+    return MilvusConfig(uri=uri, collection=f"bench_{kind}_{uuid.uuid4().hex[:8]}")
+
+
+def _search_table(
+    stores: dict[str, MilvusChunkStore],
+    index: faiss.IndexFlatIP,
+    translator: FaissTranslator,
+    chunks: list[Chunk],
+    queries: np.ndarray,
+    total: int,
+) -> None:
+    json_store, typed_store = stores["JSON fields"], stores["typed fields"]
+    print(
+        "| filter | matching | JSON p50 ms | typed p50 ms | FAISS p50 ms | JSON / typed "
+        "| typed / FAISS | JSON p95 | typed p95 | FAISS p95 | top-10 typed = JSON "
+        "| top-10 typed = FAISS |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, text in FILTERS.items():
+        directive = None if text is None else parse_filter(text)
+        matching = total if directive is None else int(directive.accept(translator).sum())
+        times: dict[str, list[float]] = {"json": [], "typed": [], "faiss": []}
+        same_as_json, same_as_faiss = [], []
+        for number, query in enumerate(queries):
+            searches: list[tuple[str, Callable[[], list[Any]]]] = [
+                ("json", partial(json_store.search, query, directive, K)),
+                ("typed", partial(typed_store.search, query, directive, K)),
+                ("faiss", partial(faiss_search, index, translator, query, directive)),
+            ]
+            shift = number % len(searches)  # each goes first, second and third equally often
+            found: dict[str, list[Any]] = {}
+            for kind, search in searches[shift:] + searches[:shift]:
+                seconds, found[kind] = timed(search)
+                times[kind].append(seconds)
+            json_hits, typed_hits, rows = found["json"], found["typed"], found["faiss"]
+            typed_ids = [hit.chunk.chunk_id for hit in typed_hits]
+            same_as_json.append(typed_ids == [hit.chunk.chunk_id for hit in json_hits])
+            same_as_faiss.append(set(typed_ids) == {chunks[row].chunk_id for row in rows})
+        (j50, j95), (t50, t95), (f50, f95) = (percentiles(times[k]) for k in times)
+        print(
+            f"| {name} | {matching:,} | {j50:.1f} | {t50:.1f} | {f50:.1f} | {j50 / t50:.2f}x "
+            f"| {t50 / f50:.2f}x | {j95:.1f} | {t95:.1f} | {f95:.1f} "
+            f"| {np.mean(same_as_json):.3f} | {np.mean(same_as_faiss):.3f} |"
+        )
+    print(
+        "\ntop-10 typed = JSON: share of queries whose ten ids come back in the same order from "
+        "both collections; typed = FAISS: the same ten ids (as a set).\n"
+    )
+
+
+def _filter_alone_table(stores: dict[str, MilvusChunkStore], total: int) -> None:
+    """The filter evaluated without a vector scan: ``count(*)`` with the same expression."""
+    print("| filter (count(*) query, no vector scan) | JSON p50 ms | typed p50 ms | JSON / typed |")
+    print("|---|---:|---:|---:|")
+    for name, text in FILTERS.items():
+        if text is None:
+            continue
+        directive = parse_filter(text)
+        medians = []
+        for store in stores.values():
+            version = store.served()
+            assert version is not None
+            expression = directive.accept(version.translator)
+            samples = []
+            for _ in range(COUNT_REPEATS):
+                started = time.perf_counter()
+                store._client.query(version.name, filter=expression, output_fields=["count(*)"])  # noqa: SLF001
+                samples.append(time.perf_counter() - started)
+            medians.append(float(np.median(samples)) * 1000)
+        print(f"| {name} | {medians[0]:.1f} | {medians[1]:.1f} | {medians[0] / medians[1]:.2f}x |")
 
 
 def _faiss_index(vectors: np.ndarray) -> faiss.IndexFlatIP:

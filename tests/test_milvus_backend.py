@@ -217,7 +217,7 @@ async def test_a_chunk_whose_filter_fields_disagree_with_its_metadata_is_never_r
     embedder: Any,
     milvus_uri: str,  # noqa: F811
 ):
-    """Milvus filters on the normal form; a row whose normal form still says basic while its
+    """Milvus filters on the normal form; a row whose typed fields still say basic while its
     metadata says premium (a stale or damaged row) is selected by Milvus, but what search()
     returns is checked again on the metadata Milvus returns, so it never leaves the plugin."""
     collection = f"kb_{uuid.uuid4().hex[:8]}"
@@ -245,9 +245,10 @@ async def test_a_chunk_whose_filter_fields_disagree_with_its_metadata_is_never_r
     assert "offline.md" in [r.metadata["source"] for r in before.results]
 
     client = MilvusClient(uri=milvus_uri)
-    [row] = client.query(collection, filter='source == "offline.md"', output_fields=["*"])
-    row["metadata"] = {**row["metadata"], "plan": ["premium"]}  # filterable still says basic
-    client.upsert(collection, [row])
+    [version] = [name for name in client.list_collections() if name.startswith(collection + "__v")]
+    [row] = client.query(version, filter='source == "offline.md"', output_fields=["*"])
+    row["metadata"] = {**row["metadata"], "plan": ["premium"]}  # the typed fields say basic
+    client.upsert(version, [row])
     client.close()
     after = await writer.search("", question, 0.0)
     assert [r.metadata["source"] for r in after.results] == ["storage.md"]

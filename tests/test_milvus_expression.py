@@ -2,7 +2,11 @@
 
 The FAISS translator's docstring is the specification; every case here runs the same filter
 through both backends over the same chunks and also states the expected chunks, so a mistake
-shared by both would still fail.
+shared by both would still fail. Each test runs on two collections: one where every attribute is
+in the JSON field (the previous release's layout), one where the attributes are declared and held
+in typed fields, including values a typed field cannot hold ("n/a" in an integer field, 2.5 in an
+integer field, "abc" in a float field, a year number in a date field), which the layout keeps in
+the overflow JSON.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
+from rasa_context_retrieval.schema import MetadataField
 from tests.milvus_server import milvus_uri  # noqa: F401
 
 pytestmark = pytest.mark.milvus
@@ -48,6 +53,7 @@ CHUNKS = [
             "platform": ["android", "iOS"],
             "public": True,
             "title": "Reset your password",
+            "rank": 3,
         },
     ),
     Chunk(
@@ -60,6 +66,7 @@ CHUNKS = [
             "platform": ["web"],
             "public": False,
             "title": "Password policy",
+            "rank": "7",
         },
     ),
     Chunk(
@@ -72,6 +79,7 @@ CHUNKS = [
             "platform": [],
             "public": "true",
             "title": "Two-factor setup",
+            "rank": "n/a",
         },
     ),
     Chunk(
@@ -83,6 +91,7 @@ CHUNKS = [
             "updated": dt.datetime(2024, 1, 1, 12, 0),
             "platform": "android",
             "title": "Sync_folders 100%",
+            "rank": 2.5,
         },
     ),
     Chunk(
@@ -93,11 +102,23 @@ CHUNKS = [
             "price": "abc",
             "tags": [1, "Two", True],
             "title": 'Quote " and \\ backslash) or (x',
+            "rank": " 12 ",
         },
     ),
     Chunk("f", "f", {"updated": 2024, "title": "Ünïcode 😀 title", "plan": "premium "}),
 ]
 IDS = {chunk.chunk_id for chunk in CHUNKS}
+DECLARED = [
+    MetadataField(name="plan", type="string"),
+    MetadataField(name="price", type="float"),
+    MetadataField(name="updated", type="date"),
+    MetadataField(name="platform", type="list[string]"),
+    MetadataField(name="public", type="boolean"),
+    MetadataField(name="tags", type="list[string]"),
+    MetadataField(name="title", type="string"),
+    MetadataField(name="rank", type="integer"),
+]
+"""Typed fields for every attribute but "unknown"; "tags" holds numbers and bools as members."""
 
 
 def fake_embed(texts: list[str]) -> np.ndarray:
@@ -105,10 +126,10 @@ def fake_embed(texts: list[str]) -> np.ndarray:
     return np.stack([np.random.default_rng(seed).normal(size=DIMENSION) for seed in seeds])
 
 
-@pytest.fixture(scope="module")
-def store(milvus_uri: str) -> Iterator[MilvusChunkStore]:  # noqa: F811
+@pytest.fixture(scope="module", params=["json_fields", "typed_fields"])
+def store(milvus_uri: str, request: pytest.FixtureRequest) -> Iterator[MilvusChunkStore]:  # noqa: F811
     config = MilvusConfig(uri=milvus_uri, collection=f"semantics_{uuid.uuid4().hex[:8]}")
-    store = MilvusChunkStore.connect(config)
+    store = MilvusChunkStore.connect(config, DECLARED if request.param == "typed_fields" else ())
     store.sync(CHUNKS, fake_embed)
     yield store
     store.close()
@@ -172,6 +193,23 @@ CASES = [
     ('and(eq("plan", "premium"), gt("price", 10))', "a"),
     ('or(eq("plan", "basic"), eq("platform", "android"))', "abd"),
     ('and(not(eq("plan", "premium")), ne("price", "abc"))', "bd"),
+    ('eq("rank", 3)', "a"),
+    ('eq("rank", "7.0")', "b"),
+    ('ne("rank", 3)', "bcde"),
+    ('gt("rank", 2.5)', "abe"),
+    ('gte("rank", 2.5)', "abde"),
+    ('lt("rank", 7)', "ad"),
+    ('lte("rank", 6.5)', "ad"),
+    ('eq("rank", "n/a")', "c"),
+    ('like("rank", "n%")', "c"),
+    ('in("rank", [2.5, 12])', "de"),
+    ('not(eq("rank", "n/a"))', "abdef"),
+    ('eq("rank", 2)', ""),
+    ('gt("rank", 1e300)', ""),
+    ('gt("rank", -1e300)', "abde"),
+    ('eq("public", false)', "b"),
+    ('in("public", [true, false])', "abc"),
+    ('ne("updated", 2024)', "abc"),
 ]
 
 
@@ -197,7 +235,7 @@ def test_date_values_as_the_query_constructor_writes_them(store: MilvusChunkStor
     assert milvus_ids(store, at_instant) == faiss_ids(at_instant) == {"b"}
 
 
-ATTRIBUTES = ["plan", "price", "updated", "platform", "public", "tags", "title", "unknown"]
+ATTRIBUTES = ["plan", "price", "updated", "platform", "public", "tags", "title", "rank", "unknown"]
 VALUES = st.one_of(
     st.sampled_from(
         [
@@ -217,6 +255,8 @@ VALUES = st.one_of(
             "",
             "abc",
             "web",
+            "n/a",
+            "12",
         ]
     ),
     st.integers(min_value=-5, max_value=2030),
@@ -343,3 +383,124 @@ def test_any_filter_with_absent_means_all_selects_the_same_chunks_on_both_backen
     rewritten = include_documents_lacking(directive, flagged)
     assert rewritten is not None
     assert milvus_ids(store, rewritten) == faiss_ids(rewritten), store.expression(rewritten)
+
+
+def test_declared_attributes_are_filtered_on_typed_fields(store: MilvusChunkStore) -> None:
+    """The typed collection reads declared attributes from typed fields: from the JSON only where
+    a value did not fit (overflow), and never from the JSON field of undeclared attributes."""
+    if not store.planned.typed:
+        pytest.skip("the JSON-field collection")
+    plan = store.expression(parse_filter('eq("plan", "premium")'))
+    rank = store.expression(parse_filter('gt("rank", 2)'))
+    assert "filterable" not in plan and "overflow" not in plan, plan
+    assert "overflow" in rank and "filterable" not in rank, rank
+    assert "filterable" in store.expression(parse_filter('eq("unknown", "x")'))
+
+
+MIXED_ATTRIBUTES = {
+    "plan": "string",
+    "platform": "list[string]",
+    "price": "float",
+    "rank": "integer",
+    "updated": "date",
+    "public": "boolean",
+}
+MIXED_VALUES: list[object] = [
+    None,
+    "",
+    "  ",
+    "Premium",
+    " premium ",
+    "n/a",
+    "19.99",
+    "5",
+    "010",
+    "-1.5",
+    "2024",
+    "2024-03-01",
+    "2023-12-31",
+    "2024-03-01T10:00:00",
+    "true",
+    "False",
+    "x" * 2000,
+    5,
+    0,
+    -1.5,
+    19.99,
+    2024,
+    2**60,
+    True,
+    False,
+    dt.date(2024, 3, 1),
+    dt.datetime(2024, 1, 1, 12, 0),
+    [],
+    ["android", "iOS"],
+    ["web"],
+    [1, "Two", True],
+    ["a"] * 3 + [f"m{i}" for i in range(200)],
+]
+"""Every kind of value in every attribute: most do not fit the declared type, so the typed
+collection holds them in the overflow JSON, next to rows whose values fit."""
+
+
+def mixed_chunks(count: int = 90) -> list[Chunk]:
+    rng = np.random.default_rng(20261123)
+    chunks = []
+    for row in range(count):
+        metadata = {}
+        for attribute in MIXED_ATTRIBUTES:
+            if rng.random() < 0.8:
+                metadata[attribute] = MIXED_VALUES[int(rng.integers(len(MIXED_VALUES)))]
+        chunks.append(Chunk(f"m{row}", f"m{row}", metadata))
+    return chunks
+
+
+MIXED = mixed_chunks()
+MIXED_FAISS = FaissTranslator(MetadataColumns([chunk.metadata for chunk in MIXED]))
+
+
+@pytest.fixture(scope="module")
+def mixed_store(milvus_uri: str) -> Iterator[MilvusChunkStore]:  # noqa: F811
+    config = MilvusConfig(uri=milvus_uri, collection=f"mixed_{uuid.uuid4().hex[:8]}")
+    declared = [MetadataField(name=name, type=kind) for name, kind in MIXED_ATTRIBUTES.items()]  # type: ignore[arg-type]
+    store = MilvusChunkStore.connect(config, declared)
+    store.sync(MIXED, fake_embed)
+    yield store
+    store.close()
+
+
+MIXED_FILTERS = st.recursive(
+    st.one_of(
+        st.builds(
+            Comparison,
+            comparator=st.sampled_from(list(Comparator)),
+            attribute=st.sampled_from([*MIXED_ATTRIBUTES, "unknown"]),
+            value=st.one_of(
+                VALUES, st.sampled_from(MIXED_VALUES[:17]), st.lists(VALUES, max_size=3)
+            ),
+        ),
+    ),
+    lambda children: st.builds(
+        Operation,
+        operator=st.sampled_from(list(Operator)),
+        arguments=st.lists(children, max_size=3),
+    ),
+    max_leaves=5,
+)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(directive=MIXED_FILTERS, flagged=st.sets(st.sampled_from(list(MIXED_ATTRIBUTES))))
+def test_typed_fields_with_values_of_every_kind_select_what_faiss_selects(
+    mixed_store: MilvusChunkStore, directive: FilterDirective, flagged: set[str]
+) -> None:
+    version = mixed_store.served()
+    assert version is not None and version.layout.overflow, "no value needed the overflow"
+    for candidate in (directive, include_documents_lacking(directive, flagged)):
+        assert candidate is not None
+        hits = mixed_store.search(np.ones(DIMENSION), candidate, k=len(MIXED))
+        mask = candidate.accept(MIXED_FAISS)
+        expected = {chunk.chunk_id for chunk, allowed in zip(MIXED, mask, strict=True) if allowed}
+        assert {hit.chunk.chunk_id for hit in hits} == expected, mixed_store.expression(candidate)

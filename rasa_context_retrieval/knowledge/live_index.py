@@ -61,7 +61,8 @@ class LiveIndex:
         if config.milvus_replica and config.milvus is not None and not ingest:
             from rasa_context_retrieval.milvus.backend import MilvusBackend
 
-            replica = cls(config, embeddings, MilvusBackend.open(config.milvus, writes=False), None)
+            backend = MilvusBackend.open(config.milvus, writes=False, fields=config.metadata_fields)
+            replica = cls(config, embeddings, backend, None)
             # Both read the collection; in the background, so start-up does not grow with it.
             threading.Thread(target=replica._inspect_collection, daemon=True).start()
             return replica
@@ -80,7 +81,9 @@ class LiveIndex:
             from rasa_context_retrieval.milvus.backend import MilvusBackend
 
             milvus = MilvusBackend.open(
-                config.milvus, writes=writes or config.milvus.ingest != "console_only"
+                config.milvus,
+                writes=writes or config.milvus.ingest != "console_only",
+                fields=config.metadata_fields,
             )
             backend = milvus.publish(index, embedder_identity(embeddings))
         return cls(config, embeddings, backend, index)

@@ -10,6 +10,8 @@ is embedded once per change) and keeps it for BM25 when ``hybrid`` is on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from langchain_core.structured_query import FilterDirective
 
@@ -21,6 +23,7 @@ from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
 from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
 from rasa_context_retrieval.retrieve.retriever import RetrievalRequest, filter_mask
+from rasa_context_retrieval.schema import MetadataField
 
 
 class MilvusBackend:
@@ -40,9 +43,12 @@ class MilvusBackend:
         """The index this process built from the documents and synced (writers only)."""
 
     @classmethod
-    def open(cls, config: MilvusConfig, *, writes: bool) -> MilvusBackend:
-        """Connect; the block was validated with the rest of ``vector_store:`` (StoreConfig)."""
-        return cls(MilvusChunkStore.connect(config), writes=writes)
+    def open(
+        cls, config: MilvusConfig, *, writes: bool, fields: Sequence[MetadataField] = ()
+    ) -> MilvusBackend:
+        """Connect; the block was validated with the rest of ``vector_store:`` (StoreConfig).
+        A writer stores the declared ``fields`` in typed fields (``milvus.layout``)."""
+        return cls(MilvusChunkStore.connect(config, fields), writes=writes)
 
     def publish(self, index: KnowledgeIndex, embedder: str) -> MilvusBackend:
         """Make the collection hold the index's chunks (when this process writes)."""

@@ -1,18 +1,22 @@
 """Translate the filter IR into a Milvus boolean expression, evaluated on the Milvus servers.
 
-The expression runs over the ``filterable`` JSON field (``milvus.normal_form``), where
-every attribute is already stored normalised, so each comparison is a plain test on one facet::
+Every attribute is stored already normalised (``milvus.normal_form``), so each comparison is a
+plain test on one facet: on the typed fields of a declared attribute (``milvus.layout``), or on
+the ``filterable`` JSON field for the others::
 
-    eq("plan", "Premium ")  ->  ((filterable["plan"]["s"] == "premium")
-                                 or json_contains_any(filterable["plan"]["l"], ["premium"]))
+    eq("plan", "Premium ")  ->  (m1a2b3c4d_plan_s in ["premium"])          # declared string
+    eq("tier", "Premium ")  ->  ((filterable["tier"]["s"] in ["premium"])
+                                 or json_contains_any(filterable["tier"]["l"], ["premium"]))
 
 What a filter means is defined once, in ``filters.semantics`` (shared with the FAISS backend);
 this module only spells its primitive selections over the normal form: "has the attribute" is
-``exists``, texts are an ``in`` list on the scalar facet or ``json_contains_any`` on the members,
-typed readings compare one facet. Milvus 2.3 evaluates ``like`` only as a prefix and has no
-substring test on list members; the shared semantics resolves ``like`` and ``contain`` against the
-attribute's vocabulary (its distinct normalised strings, which the store keeps) into exact text
-lists, so that stays exact and costs one pass over the distinct values, not over the chunks.
+the presence field (typed) or ``exists`` (JSON), texts are an ``in`` list on the scalar facet or
+``array_contains_any``/``json_contains_any`` on the members, typed readings compare one facet.
+A typed attribute whose layout admits overflow rows is also tested on the ``overflow`` JSON.
+Milvus 2.3 evaluates ``like`` only as a prefix and has no substring test on list members; the
+shared semantics resolves ``like`` and ``contain`` against the attribute's vocabulary (its
+distinct normalised strings, which the store keeps) into exact text lists, so that
+stays exact and costs one pass over the distinct values, not over the chunks.
 
 Every string that reaches the expression, values and attribute names alike, is written as a
 fully escaped double-quoted literal (``_literal``), so no value can change the expression's
@@ -29,6 +33,7 @@ structure. Where this differs from LangChain's ``MilvusTranslator`` (``langchain
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -37,6 +42,13 @@ from langchain_core.structured_query import Comparator, StructuredQuery
 from numpy.typing import NDArray
 
 from rasa_context_retrieval.filters.semantics import Facet, FilterSemantics
+from rasa_context_retrieval.milvus.layout import (
+    ABSENT,
+    MAX_EXACT_INTEGER,
+    TYPED,
+    CollectionLayout,
+    TypedAttribute,
+)
 from rasa_context_retrieval.milvus.normal_form import (
     BOOLEAN,
     CHUNK_ID_FIELD,
@@ -45,6 +57,7 @@ from rasa_context_retrieval.milvus.normal_form import (
     INSTANT,
     MEMBERS,
     NUMBER,
+    OVERFLOW_FIELD,
     TEXT,
 )
 
@@ -78,10 +91,15 @@ def _no_vocabulary(attribute: str) -> Collection[str]:
 
 
 class ExpressionSelections:
-    """``filters.semantics.Selections`` as Milvus boolean expressions over the normal form."""
+    """``filters.semantics.Selections`` as Milvus boolean expressions: over the typed fields of
+    the attributes the collection's layout types (``milvus.layout``), over the ``filterable``
+    normal form for every other attribute."""
 
-    def __init__(self, vocabulary: Vocabulary = _no_vocabulary) -> None:
+    def __init__(
+        self, vocabulary: Vocabulary = _no_vocabulary, layout: CollectionLayout | None = None
+    ) -> None:
         self._vocabulary = vocabulary
+        self._layout = layout or CollectionLayout.legacy()
 
     def nothing(self) -> str:
         return NEVER
@@ -99,36 +117,114 @@ class ExpressionSelections:
         return f"(not {part})"
 
     def having(self, attribute: str) -> str:
+        typed = self._layout.typed_attribute(attribute)
+        if typed is not None:
+            return f"({typed.presence} != {ABSENT})"
         return f"(exists {FILTERABLE_FIELD}[{string_literal(attribute)}])"
 
     def texts(self, attribute: str, texts: Sequence[str], *, scalars: bool, members: bool) -> str:
+        typed = self._layout.typed_attribute(attribute)
+        if typed is None:
+            return _json_texts(FILTERABLE_FIELD, attribute, texts, scalars, members)
         parts = []
-        if scalars:
-            parts.append(_in(_path(attribute, TEXT), texts))
-        if members:
-            literals = ", ".join(string_literal(text) for text in texts)
-            parts.append(f"json_contains_any({_path(attribute, MEMBERS)}, [{literals}])")
-        return _join(parts, "or")
+        present = [text for text in texts if text]  # "" is the typed fields' filler
+        if present and scalars and TEXT in typed.facets:
+            parts.append(_in(typed.field(TEXT), present))
+        if present and members and MEMBERS in typed.facets:
+            literals = ", ".join(string_literal(text) for text in present)
+            parts.append(f"array_contains_any({typed.field(MEMBERS)}, [{literals}])")
+        if attribute in self._layout.overflow:
+            parts.append(_json_texts(OVERFLOW_FIELD, attribute, texts, scalars, members))
+        return _join(parts, "or") if parts else NEVER
 
     def facet_in(self, attribute: str, facet: Facet, values: Sequence[Any]) -> str:
-        return _in(_path(attribute, _FACET_KEYS[facet]), values)
+        key = _FACET_KEYS[facet]
+        typed = self._layout.typed_attribute(attribute)
+        if typed is None:
+            return _in(_path(FILTERABLE_FIELD, attribute, key), values)
+        parts = []
+        if key in typed.facets:
+            parts.extend(_typed_in(typed, key, values))
+        if attribute in self._layout.overflow:
+            parts.append(_in(_path(OVERFLOW_FIELD, attribute, key), values))
+        return _join(parts, "or") if parts else NEVER
 
     def facet_ordered(
         self, attribute: str, facet: Facet, comparator: Comparator, bound: Any
     ) -> str:
-        path = _path(attribute, _FACET_KEYS[facet])
-        return f"({path} {_ORDER_SYMBOLS[comparator]} {_value(bound)})"
+        key = _FACET_KEYS[facet]
+        typed = self._layout.typed_attribute(attribute)
+        if typed is None:
+            return _ordered(_path(FILTERABLE_FIELD, attribute, key), comparator, bound)
+        parts = []
+        if key in typed.facets:
+            typed_bound = bound
+            if key == NUMBER and typed.type == "integer":
+                typed_bound = _integer_bound(comparator, bound)
+            parts.append(_guarded(typed, _ordered(typed.field(key), comparator, typed_bound)))
+        if attribute in self._layout.overflow:
+            parts.append(_ordered(_path(OVERFLOW_FIELD, attribute, key), comparator, bound))
+        return _join(parts, "or") if parts else NEVER
 
     def vocabulary(self, attribute: str) -> NDArray[Any]:
         return np.array(sorted(self._vocabulary(attribute)), dtype=np.dtypes.StringDType())
 
 
+def _json_texts(
+    field: str, attribute: str, texts: Sequence[str], scalars: bool, members: bool
+) -> str:
+    parts = []
+    if scalars:
+        parts.append(_in(_path(field, attribute, TEXT), texts))
+    if members:
+        literals = ", ".join(string_literal(text) for text in texts)
+        parts.append(f"json_contains_any({_path(field, attribute, MEMBERS)}, [{literals}])")
+    return _join(parts, "or")
+
+
+def _typed_in(typed: TypedAttribute, key: str, values: Sequence[Any]) -> list[str]:
+    """The typed test for ``values`` (empty when no value can be stored in the field)."""
+    if key == BOOLEAN:
+        wanted = set(values)
+        test = f"({typed.field(key)} == {_value(True in wanted)})" if len(wanted) == 1 else ""
+        return [_guarded(typed, test)]
+    if key == NUMBER and typed.type == "integer":
+        values = [int(v) for v in values if float(v).is_integer() and abs(v) <= MAX_EXACT_INTEGER]
+        if not values:
+            return []
+    test = _in(typed.field(key), values)
+    return [_guarded(typed, test) if key in typed.guarded else test]
+
+
+def _guarded(typed: TypedAttribute, test: str) -> str:
+    """``test`` only where the typed fields hold the value (their filler is a real number)."""
+    presence = f"({typed.presence} == {TYPED})"
+    return f"({presence} and {test})" if test else presence
+
+
+def _integer_bound(comparator: Comparator, bound: float) -> int:
+    """The same ordering against an integer bound, for an integer field: ``x > 2.5`` is
+    ``x > 2``, ``x >= 2.5`` is ``x >= 3``. Bounds beyond the stored range are clamped."""
+    limit = 2 * MAX_EXACT_INTEGER
+    clamped = min(max(float(bound), -limit), limit)
+    up = comparator in (Comparator.GTE, Comparator.LT)
+    return int(math.ceil(clamped) if up else math.floor(clamped))
+
+
+def _ordered(path: str, comparator: Comparator, bound: Any) -> str:
+    return f"({path} {_ORDER_SYMBOLS[comparator]} {_value(bound)})"
+
+
 class MilvusExpressionTranslator(FilterSemantics[str]):
     """Write a filter directive as a Milvus expression over the ``filterable`` JSON field."""
 
-    def __init__(self, vocabulary: Vocabulary = _no_vocabulary) -> None:
-        """``vocabulary`` resolves ``like``/``contain``; without it they match no text."""
-        super().__init__(ExpressionSelections(vocabulary))
+    def __init__(
+        self, vocabulary: Vocabulary = _no_vocabulary, layout: CollectionLayout | None = None
+    ) -> None:
+        """``vocabulary`` resolves ``like``/``contain``; without it they match no text.
+        ``layout`` says which attributes have typed fields (default: none, the previous
+        release's JSON-only collection)."""
+        super().__init__(ExpressionSelections(vocabulary, layout))
 
     def visit_structured_query(
         self, structured_query: StructuredQuery
@@ -142,8 +238,8 @@ def _in(path: str, values: Sequence[str | float | int | bool]) -> str:
     return f"({path} in [{', '.join(_value(value) for value in values)}])"
 
 
-def _path(attribute: str, facet: str) -> str:
-    return f"{FILTERABLE_FIELD}[{string_literal(attribute)}][{string_literal(facet)}]"
+def _path(field: str, attribute: str, facet: str) -> str:
+    return f"{field}[{string_literal(attribute)}][{string_literal(facet)}]"
 
 
 def _join(parts: Iterable[str], keyword: str) -> str:

@@ -19,7 +19,7 @@ are read by ``filters.values``, as for the FAISS columns, so both backends read 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from rasa_context_retrieval.filters.values import (
@@ -31,7 +31,9 @@ from rasa_context_retrieval.filters.values import (
 )
 
 FILTERABLE_FIELD = "filterable"
-"""Name of the JSON field holding the normal form."""
+"""Name of the JSON field holding the normal form (of the attributes without typed fields)."""
+OVERFLOW_FIELD = "overflow"
+"""Name of the JSON field holding values that typed fields cannot hold (``milvus.layout``)."""
 CHUNK_ID_FIELD = "chunk_id"
 """Primary key of the chunk collection (the store writes it, expressions may test it)."""
 
@@ -49,17 +51,23 @@ MEMBERS = "l"
 """List members, trimmed and casefolded strings."""
 
 
-def normal_form(metadata: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The ``filterable`` JSON of one chunk: attribute -> normalised facets (see module doc)."""
+def normal_form(
+    metadata: Mapping[str, Any], *, typed: Collection[str] = ()
+) -> dict[str, dict[str, Any]]:
+    """The ``filterable`` JSON of one chunk: attribute -> normalised facets (see module doc),
+    leaving out the ``typed`` attributes, which the collection holds in typed fields."""
     form: dict[str, dict[str, Any]] = {}
     for attribute, value in metadata.items():
-        facets = _facets(value)
+        if attribute in typed:
+            continue
+        facets = attribute_facets(value)
         if facets and attribute:  # Milvus cannot address an empty JSON key.
             form[str(attribute)] = facets
     return form
 
 
-def _facets(value: Any) -> dict[str, Any]:
+def attribute_facets(value: Any) -> dict[str, Any]:
+    """The normalised facets of one metadata value; empty when it counts as missing."""
     stored = stored_value(value)
     if stored is None:
         return {}

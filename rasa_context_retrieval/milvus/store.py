@@ -1,12 +1,16 @@
 """Chunks in a Milvus collection: incremental sync, exact filtered search, attribute values.
 
 One row per chunk, keyed by the stable ``chunk_id``, holding the chunk's text, its metadata as
-given (``metadata``), the normal form filters run on (``filterable``), the document it came from
-(``source``), a hash of what was embedded (``content_hash``) and the embedding. ``sync`` compares
-ids and hashes with what the collection already holds, so a restart embeds nothing and an edit
-re-embeds only the chunks that changed; it runs under a lease held in Milvus (``lease.py``) so that
-replicas starting together ingest once. ``search`` ranks by cosine similarity (``COSINE`` metric)
-within the filter, evaluated on the server; with the default ``FLAT`` index it is exact.
+given (``metadata``), the normal form filters run on (typed fields for the declared attributes,
+``filterable`` JSON for the others, ``overflow`` JSON for values typed fields cannot hold; see
+``milvus.layout``), the document it came from (``source``), a hash of what was embedded
+(``content_hash``) and the embedding. ``sync`` compares ids and hashes with what the collection
+already holds, so a restart embeds nothing and an edit re-embeds only the chunks that changed; it
+runs under a lease held in Milvus (``lease.py``) so that replicas starting together ingest once.
+When the layout the declared attributes need differs from the served version's, ``sync`` fills a
+new version and publishes it (``milvus.versions``); searches keep using the old one until then.
+``search`` ranks by cosine similarity (``COSINE`` metric) within the filter, evaluated on the
+server; with the default ``FLAT`` index it is exact.
 """
 
 from __future__ import annotations
@@ -32,14 +36,24 @@ from rasa_context_retrieval.filters.values import normalise_text
 from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.expression import MilvusExpressionTranslator, string_literal
+from rasa_context_retrieval.milvus.layout import (
+    LAYOUT_FORMAT,
+    OVERFLOW,
+    SCALAR_INDEXES,
+    TYPED,
+    CollectionLayout,
+)
 from rasa_context_retrieval.milvus.lease import SyncLease
 from rasa_context_retrieval.milvus.normal_form import (
     CHUNK_ID_FIELD,
     FILTERABLE_FIELD,
     MEMBERS,
+    OVERFLOW_FIELD,
     TEXT,
     normal_form,
 )
+from rasa_context_retrieval.milvus.versions import POINTER_TTL_S, VersionPointer
+from rasa_context_retrieval.schema import MetadataField
 
 logger = structlog.get_logger(__name__)
 
@@ -64,6 +78,9 @@ EMBED_BATCH = 256
 """Chunks embedded and upserted per round trip."""
 SCAN_BATCH = 4_096
 DELETE_BATCH = 1_000
+INDEX_WAIT_S = 300.0
+"""Longest wait for a new version's indexes before it is published."""
+INDEX_POLL_S = 0.5
 VOCABULARY_TTL_S = 300.0
 """How long attribute values are served before they are read again (in the background, while
 the old ones keep serving); another writer's sync shows up after at most this plus one scan."""
@@ -90,24 +107,50 @@ class SyncReport:
     seconds: float
 
 
-class MilvusChunkStore:
-    """The chunks of one knowledge base in one Milvus collection."""
+@dataclass
+class CollectionVersion:
+    """One physical collection of the knowledge base and how it is laid out."""
 
-    def __init__(self, client: MilvusClient, config: MilvusConfig) -> None:
+    name: str
+    layout: CollectionLayout
+    translator: MilvusExpressionTranslator
+    dimension: int | None = None
+
+
+class MilvusChunkStore:
+    """The chunks of one knowledge base in Milvus: the version its pointer names."""
+
+    def __init__(
+        self,
+        client: MilvusClient,
+        config: MilvusConfig,
+        fields: Sequence[MetadataField] = (),
+    ) -> None:
         self._client = client
         self.config = config
         self.collection = config.collection
-        self._translator = MilvusExpressionTranslator(vocabulary=self._vocabulary)
+        """The configured name: of the pointer, the lease and the versions (``milvus.versions``)."""
+        self.planned = CollectionLayout.planned(fields)
+        """The layout this store writes (its overflow attributes are added per sync)."""
+        self._pointer = VersionPointer(client, config.collection)
+        self._version_lock = threading.Lock()
+        self._version: CollectionVersion | None = None
+        self._version_read_at = -POINTER_TTL_S
+        self._version_refreshing = False
+        self._published = 0
+        """Versions this store published; a pointer read that began before one is discarded."""
         self._values_lock = threading.Lock()
         self._closed = threading.Event()
         self._spellings: dict[str, frozenset[str]] | None = None
         self._spellings_read_at = 0.0
         self._reading: Future[dict[str, frozenset[str]]] | None = None
-        self._dimension: int | None = None
 
     @classmethod
-    def connect(cls, config: MilvusConfig) -> MilvusChunkStore:
-        """Open a client from a validated ``milvus:`` block (secrets read from the environment)."""
+    def connect(
+        cls, config: MilvusConfig, fields: Sequence[MetadataField] = ()
+    ) -> MilvusChunkStore:
+        """Open a client from a validated ``milvus:`` block (secrets read from the environment);
+        ``fields`` are the declared attributes, which a writer stores in typed fields."""
         arguments = config.client_arguments()
         if ("token" in arguments or "password" in arguments) and not (
             config.uses_tls or config.is_loopback
@@ -118,9 +161,10 @@ class MilvusChunkStore:
                 fix="use an https:// uri or secure: true so credentials are not sent in clear",
             )
         client = MilvusClient(**arguments)
-        store = cls(client, config)
-        if client.has_collection(store.collection):
-            client.load_collection(store.collection)
+        store = cls(client, config, fields)
+        version = store.served()
+        if version is not None:
+            client.load_collection(version.name)
         logger.info("milvus.connect.done", uri=config.uri, collection=store.collection)
         return store
 
@@ -143,13 +187,20 @@ class MilvusChunkStore:
         wanted = {chunk.chunk_id: chunk for chunk in chunks}
         hashes = {chunk.chunk_id: content_hash(chunk, embedding_model) for chunk in chunks}
         with SyncLease(self._client, self.collection, ttl_s=self.config.lease_ttl_s):
-            stored = self._stored_hashes_and_sources()
+            current = self.read_version()
+            stored = self._stored_hashes_and_sources(current)
             changed = [wanted[i] for i, h in hashes.items() if stored.get(i, ("", ""))[0] != h]
+            target = self._target_version(current, chunks, changed)
+            if target is not current:
+                stored = self._stored_hashes_and_sources(target)
+                changed = [wanted[i] for i, h in hashes.items() if stored.get(i, ("", ""))[0] != h]
             stale = sorted(set(stored) - set(wanted))
             # No flush: Strong and Session reads see unflushed rows, and Milvus seals segments
             # (and builds their index) by itself; a flush would add seconds to every sync.
-            self._write(changed, hashes, embed)
-            self._delete(stale)
+            self._write(target, changed, hashes, embed)
+            self._delete(target, stale)
+            if target is not current:
+                self._publish(target, current)
         kept_sources = {str(chunk.metadata.get("source", "")) for chunk in chunks}
         removed = {stored[i][1] for i in stale} - kept_sources
         self._forget_values()
@@ -163,43 +214,118 @@ class MilvusChunkStore:
         logger.info("milvus.sync.done", collection=self.collection, **report.__dict__)
         return report
 
-    def _stored_hashes_and_sources(self) -> dict[str, tuple[str, str]]:
-        if not self._client.has_collection(self.collection):
+    def _stored_hashes_and_sources(
+        self, version: CollectionVersion | None
+    ) -> dict[str, tuple[str, str]]:
+        if version is None or not self._client.has_collection(version.name):
             return {}
-        rows = self._scan([CHUNK_ID_FIELD, HASH_FIELD, SOURCE_FIELD])
+        rows = self._scan(version.name, [CHUNK_ID_FIELD, HASH_FIELD, SOURCE_FIELD])
         return {row[CHUNK_ID_FIELD]: (row[HASH_FIELD], row[SOURCE_FIELD]) for row in rows}
 
-    def _write(self, chunks: Sequence[Chunk], hashes: Mapping[str, str], embed: Embed) -> None:
+    def _target_version(
+        self,
+        current: CollectionVersion | None,
+        chunks: Sequence[Chunk],
+        changed: Sequence[Chunk],
+    ) -> CollectionVersion:
+        """The served version when its layout holds these chunks' values, else a new one.
+
+        The unchanged chunks are in ``current`` already, so when it has the planned typed
+        fields only the changed ones can need more overflow than it admits.
+        """
+        if current is not None and current.layout.serves(self.planned):
+            needed = self.planned.needed_overflow([chunk.metadata for chunk in changed])
+            if current.layout.serves(self.planned.with_overflow(needed)):
+                return current
+        needed = self.planned.needed_overflow([chunk.metadata for chunk in chunks])
+        wanted = self.planned.with_overflow(needed)
+        version = self._version_of(wanted.version_name(self.collection), wanted)
+        logger.info(
+            "milvus.version.building",
+            collection=self.collection,
+            version=version.name,
+            serving=current.name if current else None,
+            typed=sorted(wanted.typed_names),
+            overflow=sorted(needed),
+        )
+        if current is not None and not chunks:  # nothing will tell the dimension
+            self._ensure_collection(version, self._dimension_of(current))
+        return version
+
+    def _publish(self, version: CollectionVersion, previous: CollectionVersion | None) -> None:
+        """Serve ``version`` here and on every replica; the previous version stays for replicas
+        still searching it, older ones are dropped."""
+        if not self._client.has_collection(version.name):
+            return  # nothing was ever written: there is nothing to serve yet
+        # A new version is searched from now on: flush once, so its rows are in sealed,
+        # indexed segments rather than growing ones (bench/results/milvus.md).
+        self._client.flush(version.name)
+        self._wait_for_indexes(version.name)
+        self._pointer.publish(version.name)
+        kept = {version.name} | ({previous.name} if previous else set())
+        self._pointer.drop_all_but(kept)
+        with self._version_lock:
+            self._version, self._version_read_at = version, time.monotonic()
+            self._published += 1
+        self._forget_values()
+
+    def _wait_for_indexes(self, collection: str) -> None:
+        """Let Milvus index the flushed segments before replicas switch (searches would work
+        meanwhile, but scan raw data); at most ``INDEX_WAIT_S``, then publish anyway."""
+        deadline = time.monotonic() + INDEX_WAIT_S
+        for index in self._client.list_indexes(collection):
+            while self._client.describe_index(collection, index).get("pending_index_rows", 0):
+                if time.monotonic() > deadline:
+                    logger.warning("milvus.version.index_pending", version=collection, index=index)
+                    return
+                time.sleep(INDEX_POLL_S)
+
+    def _write(
+        self,
+        version: CollectionVersion,
+        chunks: Sequence[Chunk],
+        hashes: Mapping[str, str],
+        embed: Embed,
+    ) -> None:
         for start in range(0, len(chunks), EMBED_BATCH):
             batch = chunks[start : start + EMBED_BATCH]
             vectors = _checked_vectors(embed([chunk.text for chunk in batch]), len(batch))
-            self._ensure_collection(vectors.shape[1])
+            self._ensure_collection(version, vectors.shape[1])
             rows = [
-                _row(chunk, hashes[chunk.chunk_id], vector)
+                _row(chunk, hashes[chunk.chunk_id], vector, version.layout)
                 for chunk, vector in zip(batch, vectors, strict=True)
             ]
-            self._client.upsert(self.collection, rows)
-            logger.debug("milvus.sync.batch_written", collection=self.collection, rows=len(rows))
+            self._client.upsert(version.name, rows)
+            logger.debug("milvus.sync.batch_written", collection=version.name, rows=len(rows))
 
-    def _delete(self, chunk_ids: Sequence[str]) -> None:
+    def _delete(self, version: CollectionVersion, chunk_ids: Sequence[str]) -> None:
         for start in range(0, len(chunk_ids), DELETE_BATCH):
             batch = chunk_ids[start : start + DELETE_BATCH]
             literals = ", ".join(string_literal(chunk_id) for chunk_id in batch)
-            self._client.delete(self.collection, filter=f"{CHUNK_ID_FIELD} in [{literals}]")
+            self._client.delete(version.name, filter=f"{CHUNK_ID_FIELD} in [{literals}]")
 
-    def _ensure_collection(self, dimension: int) -> None:
-        if self._client.has_collection(self.collection):
-            self._check_dimension(dimension)
+    def _ensure_collection(self, version: CollectionVersion, dimension: int) -> None:
+        if self._client.has_collection(version.name):
+            self._check_dimension(version, dimension)
             return
-        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+        layout = version.layout
+        schema = MilvusClient.create_schema(
+            auto_id=False, enable_dynamic_field=False, description=layout.description()
+        )
         schema.add_field(CHUNK_ID_FIELD, DataType.VARCHAR, max_length=MAX_ID_BYTES, is_primary=True)
         schema.add_field(SOURCE_FIELD, DataType.VARCHAR, max_length=MAX_SOURCE_BYTES)
         schema.add_field(HASH_FIELD, DataType.VARCHAR, max_length=64)
         schema.add_field(TEXT_FIELD, DataType.VARCHAR, max_length=MAX_VARCHAR_BYTES)
         schema.add_field(METADATA_FIELD, DataType.JSON)
         schema.add_field(FILTERABLE_FIELD, DataType.JSON)
-        schema.add_field(VECTOR_FIELD, DataType.FLOAT_VECTOR, dim=dimension)
+        schema.add_field(OVERFLOW_FIELD, DataType.JSON)
         index_params = self._client.prepare_index_params()
+        for typed in layout.typed:
+            for name, data_type, parameters in typed.schema_fields():
+                schema.add_field(name, data_type, **parameters)
+                if data_type in SCALAR_INDEXES:
+                    index_params.add_index(name, index_type=SCALAR_INDEXES[data_type])
+        schema.add_field(VECTOR_FIELD, DataType.FLOAT_VECTOR, dim=dimension)
         index_params.add_index(
             VECTOR_FIELD,
             index_type=self.config.index_type,
@@ -207,13 +333,88 @@ class MilvusChunkStore:
             params=dict(self.config.index_params),
         )
         self._client.create_collection(
-            self.collection,
+            version.name,
             schema=schema,
             index_params=index_params,
             consistency_level=self.config.consistency_level,
         )
-        self._dimension = dimension
-        logger.info("milvus.collection.created", collection=self.collection, dimension=dimension)
+        version.dimension = dimension
+        logger.info("milvus.collection.created", collection=version.name, dimension=dimension)
+
+    # ------------------------------------------------------------------------- versions
+
+    def served(self) -> CollectionVersion | None:
+        """The version searches use. Once ``POINTER_TTL_S`` old, the pointer is read again in
+        the background while the version read last keeps serving."""
+        with self._version_lock:
+            version = self._version
+            due = time.monotonic() - self._version_read_at >= POINTER_TTL_S
+            closed = self._closed.is_set()
+            if due and version is not None and not self._version_refreshing and not closed:
+                self._version_refreshing = True
+                threading.Thread(target=self._refresh_version, daemon=True).start()
+        if version is None and due:  # nothing served yet: nothing to keep serving meanwhile
+            return self.read_version()
+        return version
+
+    def _refresh_version(self) -> None:
+        try:
+            self.read_version()
+        except Exception as error:  # keep searching the version read last; retry after the TTL
+            if not self._closed.is_set():
+                logger.warning(
+                    "milvus.version.read_failed", collection=self.collection, error=str(error)
+                )
+            with self._version_lock:
+                self._version_read_at = time.monotonic()
+        finally:
+            with self._version_lock:
+                self._version_refreshing = False
+
+    def read_version(self) -> CollectionVersion | None:
+        """Read the pointer now (``Strong``) and serve the version it names."""
+        with self._version_lock:
+            published = self._published  # a publication meanwhile outdates what is read here
+        name = self._pointer.read()
+        if name is None and self._client.has_collection(self.collection):
+            name = self.collection  # the previous release's collection
+        with self._version_lock:
+            self._version_read_at = time.monotonic()
+            if published != self._published or (
+                self._version is not None and self._version.name == name
+            ):
+                return self._version
+            if name is None:
+                self._version = None
+                return None
+        description = self._client.describe_collection(name).get("description", "")
+        version = self._version_of(name, CollectionLayout.described(description))
+        with self._version_lock:
+            if published != self._published:
+                return self._version
+            self._version = version
+        self._forget_values()
+        logger.info(
+            "milvus.version.serving",
+            collection=self.collection,
+            version=name,
+            typed=sorted(version.layout.typed_names),
+            previous_release=version.layout.format < LAYOUT_FORMAT,
+        )
+        return version
+
+    def _version_of(self, name: str, layout: CollectionLayout) -> CollectionVersion:
+        return CollectionVersion(name, layout, MilvusExpressionTranslator(self._vocabulary, layout))
+
+    def _served_or_raise(self) -> CollectionVersion:
+        version = self.served()
+        if version is None:
+            raise MilvusCollectionMissing(
+                f"Milvus collection {self.collection!r} does not exist at {self.config.uri}. "
+                "Ingest first: start an assistant with milvus.ingest: auto, or run the console's "
+                "`index` command (milvus.ingest: console_only)."
+            )
+        return version
 
     # --------------------------------------------------------------------------- search
 
@@ -227,12 +428,12 @@ class MilvusChunkStore:
         if not 1 <= k <= MAX_TOP_K:
             raise ValueError(f"k must be between 1 and {MAX_TOP_K}, got {k}.")
         started = time.perf_counter()
-        self._require_collection()
+        version = self._served_or_raise()
         vector = np.asarray(query_vector, dtype=np.float32).reshape(-1)
-        self._check_dimension(len(vector))
-        expression = self.expression(filter)
+        self._check_dimension(version, len(vector))
+        expression = "" if filter is None else filter.accept(version.translator)
         hits = self._client.search(
-            self.collection,
+            version.name,
             data=[vector.tolist()],
             filter=expression,
             limit=k,
@@ -242,7 +443,7 @@ class MilvusChunkStore:
         results = [_scored(hit) for hit in hits]
         logger.debug(
             "milvus.search.done",
-            collection=self.collection,
+            collection=version.name,
             filter=expression,
             k=k,
             hits=len(results),
@@ -259,7 +460,7 @@ class MilvusChunkStore:
             raise ValueError(f"between 1 and {MAX_TOP_K} chunk ids, got {len(chunk_ids)}")
         literals = ", ".join(string_literal(chunk_id) for chunk_id in chunk_ids)
         hits = self._client.search(
-            self.collection,
+            self._served_or_raise().name,
             data=[np.asarray(query_vector, dtype=np.float32).reshape(-1).tolist()],
             filter=f"{CHUNK_ID_FIELD} in [{literals}]",
             limit=len(chunk_ids),
@@ -270,10 +471,10 @@ class MilvusChunkStore:
 
     def matching(self, filter: FilterDirective | None) -> list[Chunk]:
         """Up to ``MAX_MATCHED`` chunks ``filter`` admits, with their metadata (no text)."""
-        self._require_collection()
+        version = self._served_or_raise()
         rows = self._client.query(
-            self.collection,
-            filter=self.expression(filter),
+            version.name,
+            filter="" if filter is None else filter.accept(version.translator),
             output_fields=[METADATA_FIELD],
             limit=MAX_MATCHED,
         )
@@ -284,21 +485,28 @@ class MilvusChunkStore:
 
     def has_attribute(self, attribute: str) -> bool:
         """Whether some chunk has ``attribute`` (a query that stops at the first one)."""
-        if not attribute or not self._client.has_collection(self.collection):
+        version = self.served()
+        if not attribute or version is None:
             return False
-        expression = HasAttribute(attribute=attribute).accept(self._translator)
-        return bool(self._client.query(self.collection, filter=expression, limit=1))
+        expression = HasAttribute(attribute=attribute).accept(version.translator)
+        return bool(self._client.query(version.name, filter=expression, limit=1))
 
     def expression(self, filter: FilterDirective | None) -> str:
-        """The Milvus expression a filter becomes ("" = no filter); for logs and debugging."""
-        return "" if filter is None else filter.accept(self._translator)
+        """The Milvus expression a filter becomes on the served version ("" = no filter); for
+        logs and debugging."""
+        version = self.served()
+        translator = (
+            version.translator if version else self._version_of("", self.planned).translator
+        )
+        return "" if filter is None else filter.accept(translator)
 
     def count(self) -> int:
-        """Number of chunks in the collection (0 if it does not exist)."""
-        if not self._client.has_collection(self.collection):
+        """Number of chunks in the served version (0 if there is none)."""
+        version = self.served()
+        if version is None:
             return 0
         rows = self._client.query(
-            self.collection, filter="", output_fields=["count(*)"], consistency_level="Strong"
+            version.name, filter="", output_fields=["count(*)"], consistency_level="Strong"
         )
         return int(rows[0]["count(*)"])
 
@@ -372,11 +580,20 @@ class MilvusChunkStore:
             self._spellings, self._reading = None, None
 
     def _read_spellings(self) -> dict[str, frozenset[str]]:
-        if not self._client.has_collection(self.collection):
+        version = self.served()
+        if version is None:
             return {}
+        layout = version.layout
+        fields = [METADATA_FIELD, FILTERABLE_FIELD]
+        if layout.format == LAYOUT_FORMAT:
+            fields.append(OVERFLOW_FIELD)
+        for typed in layout.typed:
+            fields += [typed.presence] + [
+                typed.field(f) for f in (TEXT, MEMBERS) if f in typed.facets
+            ]
         spellings: dict[str, set[str]] = {}
-        for row in self._scan([METADATA_FIELD, FILTERABLE_FIELD]):
-            metadata, form = row[METADATA_FIELD] or {}, row[FILTERABLE_FIELD] or {}
+        for row in self._scan(version.name, fields):
+            metadata, form = row[METADATA_FIELD] or {}, _facet_keys(row, layout)
             for attribute, facets in form.items():
                 found = spellings.setdefault(attribute, set())
                 value = metadata.get(attribute)
@@ -388,9 +605,9 @@ class MilvusChunkStore:
 
     # -------------------------------------------------------------------------- helpers
 
-    def _scan(self, fields: list[str]) -> Iterator[dict[str, Any]]:
+    def _scan(self, collection: str, fields: list[str]) -> Iterator[dict[str, Any]]:
         iterator = self._client.query_iterator(
-            self.collection,
+            collection,
             batch_size=SCAN_BATCH,
             filter="",
             output_fields=fields,
@@ -402,23 +619,19 @@ class MilvusChunkStore:
         finally:
             iterator.close()
 
-    def _require_collection(self) -> None:
-        if self._dimension is None and not self._client.has_collection(self.collection):
-            raise MilvusCollectionMissing(
-                f"Milvus collection {self.collection!r} does not exist at {self.config.uri}. "
-                "Ingest first: start an assistant with milvus.ingest: auto, or run the console's "
-                "`index` command (milvus.ingest: console_only)."
-            )
-
-    def _check_dimension(self, dimension: int) -> None:
-        if self._dimension is None:
-            description = self._client.describe_collection(self.collection)
+    def _dimension_of(self, version: CollectionVersion) -> int:
+        if version.dimension is None:
+            description = self._client.describe_collection(version.name)
             field = next(f for f in description["fields"] if f["name"] == VECTOR_FIELD)
-            self._dimension = int(field["params"]["dim"])
-        if dimension != self._dimension:
+            version.dimension = int(field["params"]["dim"])
+        return version.dimension
+
+    def _check_dimension(self, version: CollectionVersion, dimension: int) -> None:
+        held = self._dimension_of(version)
+        if dimension != held:
             raise ValueError(
                 f"Vectors have {dimension} dimensions but collection {self.collection!r} holds "
-                f"{self._dimension}. The embedding model changed: set milvus.collection to a new "
+                f"{held}. The embedding model changed: set milvus.collection to a new "
                 "name (or drop the old collection) and sync again."
             )
 
@@ -431,16 +644,35 @@ def content_hash(chunk: Chunk, embedding_model: str = "") -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def _row(chunk: Chunk, digest: str, vector: NDArray[np.float32]) -> dict[str, Any]:
+def _row(
+    chunk: Chunk, digest: str, vector: NDArray[np.float32], layout: CollectionLayout
+) -> dict[str, Any]:
+    typed, overflow = layout.encode(chunk.metadata)
     return {
         CHUNK_ID_FIELD: chunk.chunk_id,
         SOURCE_FIELD: str(chunk.metadata.get("source", "")),
         HASH_FIELD: digest,
         TEXT_FIELD: chunk.text,
         METADATA_FIELD: _json_safe(chunk.metadata),
-        FILTERABLE_FIELD: normal_form(chunk.metadata),
+        FILTERABLE_FIELD: normal_form(chunk.metadata, typed=layout.typed_names),
+        OVERFLOW_FIELD: overflow,
+        **typed,
         VECTOR_FIELD: vector,
     }
+
+
+def _facet_keys(row: Mapping[str, Any], layout: CollectionLayout) -> dict[str, Any]:
+    """attribute -> its facets (the keys are what matters) from a row's JSON and typed fields."""
+    form = dict(row[FILTERABLE_FIELD] or {})
+    for typed in layout.typed:
+        presence = row[typed.presence]
+        if presence == OVERFLOW:
+            form[typed.attribute] = (row[OVERFLOW_FIELD] or {}).get(typed.attribute, {})
+        elif presence == TYPED:
+            form[typed.attribute] = {
+                facet: True for facet in (TEXT, MEMBERS) if row.get(typed.field(facet))
+            }
+    return form
 
 
 def _scored(hit: Mapping[str, Any]) -> ScoredChunk:

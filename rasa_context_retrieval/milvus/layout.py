@@ -1,0 +1,311 @@
+"""Which declared attributes a collection version holds in typed scalar fields, and how.
+
+Milvus 2.3 evaluates a filter on a JSON field row by row, parsing each row's document; on typed
+scalar fields it compares columns (and uses scalar indexes on sealed segments). So every
+attribute declared in ``metadata_fields`` gets typed fields holding its normal form
+(``milvus.normal_form``) facet by facet, chosen by its declared type::
+
+    string        <p>_s VARCHAR
+    list[string]  <p>_l ARRAY<VARCHAR>, <p>_s VARCHAR   (a single string is common too)
+    integer       <p>_n INT64,           <p>_s VARCHAR   (numbers written as text keep their text)
+    float         <p>_n DOUBLE,          <p>_s VARCHAR
+    boolean       <p>_b BOOL,            <p>_s VARCHAR
+    date          <p>_d INT64 (days), <p>_t INT64 (seconds), <p>_s VARCHAR
+    every type    <p>_p INT8 presence: 0 absent, 1 in the typed fields, 2 in the overflow JSON
+
+Milvus 2.3 scalar fields cannot be null, so absence needs the presence field: ``having`` is
+``<p>_p != 0``, and facets that every typed value has (the number of a numeric attribute, the
+day of a date, ...) are compared only where ``<p>_p == 1``; the text and list facets need no
+guard, because their filler (``""``, ``[]``) matches no filter text.
+
+A value the typed fields cannot hold exactly (``"n/a"`` in an integer field, a date string in a
+string field, an over-long text, 2.5 in an integer field) is stored as its full normal form in the
+``overflow`` JSON field, with presence 2, and filters on that attribute test the overflow too.
+Which attributes may have overflow rows is part of the layout, so it is fixed per collection
+version: a sync that brings a first such value for another attribute builds a new version
+(``milvus.store``). Attributes without typed fields (undeclared ones, and declared ones past the
+64-field limit) stay in the ``filterable`` JSON field, as in the previous release.
+
+The layout is written into the collection's description, so a reader learns how a version is
+laid out from the version itself, never from its own configuration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from pymilvus import DataType
+
+from rasa_context_retrieval.milvus.normal_form import (
+    BOOLEAN,
+    DAYS,
+    INSTANT,
+    MEMBERS,
+    NUMBER,
+    TEXT,
+    attribute_facets,
+)
+from rasa_context_retrieval.schema import AttributeType, MetadataField
+
+logger = structlog.get_logger(__name__)
+
+LAYOUT_FORMAT = 2
+"""Format 1 is the previous release's JSON-only collection (no description)."""
+MAX_FIELDS = 64
+"""Milvus 2.3's limit of fields per collection."""
+BASE_FIELDS = 8
+"""chunk_id, source, content_hash, text, metadata, filterable, overflow, embedding."""
+PRESENCE = "p"
+ABSENT, TYPED, OVERFLOW = 0, 1, 2
+"""Values of the presence field."""
+MAX_TEXT_BYTES = 1_024
+"""Longest normalised text a typed text field holds; longer ones go to the overflow."""
+MAX_MEMBERS = 128
+MAX_MEMBER_BYTES = 256
+MAX_EXACT_INTEGER = 2**53
+"""Integers beyond this lose precision as the float the shared semantics compares."""
+
+_COLUMNS: dict[str, tuple[str, ...]] = {
+    "string": (TEXT,),
+    "list[string]": (MEMBERS, TEXT),
+    "integer": (NUMBER, TEXT),
+    "float": (NUMBER, TEXT),
+    "boolean": (BOOLEAN, TEXT),
+    "date": (DAYS, INSTANT, TEXT),
+}
+"""The facets each declared type keeps in typed fields."""
+_GUARDED: dict[str, frozenset[str]] = {
+    "string": frozenset(),
+    "list[string]": frozenset(),
+    "integer": frozenset({NUMBER}),
+    "float": frozenset({NUMBER}),
+    "boolean": frozenset({BOOLEAN}),
+    "date": frozenset({DAYS, INSTANT}),
+}
+"""Facets every typed value of the type has: their filler is a real value, so they are compared
+only where presence says the typed fields hold the value."""
+_FILLER: dict[str, Any] = {TEXT: "", MEMBERS: [], NUMBER: 0, DAYS: 0, INSTANT: 0, BOOLEAN: False}
+_SLUG = re.compile(r"[^0-9A-Za-z]+")
+
+
+@dataclass(frozen=True)
+class TypedAttribute:
+    """One declared attribute held in typed fields named ``<prefix>_<facet>``."""
+
+    attribute: str
+    type: AttributeType
+    prefix: str
+
+    @classmethod
+    def of(cls, declared: MetadataField) -> TypedAttribute:
+        digest = hashlib.sha256(declared.name.encode("utf-8")).hexdigest()[:8]
+        slug = _SLUG.sub("_", declared.name).strip("_")[:40]
+        return cls(declared.name, declared.type, f"m{digest}_{slug}" if slug else f"m{digest}")
+
+    @property
+    def facets(self) -> tuple[str, ...]:
+        return _COLUMNS[self.type]
+
+    @property
+    def guarded(self) -> frozenset[str]:
+        return _GUARDED[self.type]
+
+    @property
+    def presence(self) -> str:
+        return f"{self.prefix}_{PRESENCE}"
+
+    def field(self, facet: str) -> str:
+        return f"{self.prefix}_{facet}"
+
+    @property
+    def field_count(self) -> int:
+        return len(self.facets) + 1
+
+    def fits(self, facets: Mapping[str, Any]) -> bool:
+        """Whether the typed fields hold these facets exactly."""
+        if not set(facets) <= set(self.facets) or not self.guarded <= set(facets):
+            return False
+        text = facets.get(TEXT, "")
+        if len(text.encode("utf-8")) > MAX_TEXT_BYTES:
+            return False
+        members = facets.get(MEMBERS, [])
+        if len(members) > MAX_MEMBERS or any(
+            len(member.encode("utf-8")) > MAX_MEMBER_BYTES for member in members
+        ):
+            return False
+        if self.type == "integer":
+            number = facets[NUMBER]
+            return float(number).is_integer() and abs(number) <= MAX_EXACT_INTEGER
+        return True
+
+    def schema_fields(self) -> list[tuple[str, DataType, dict[str, Any]]]:
+        """(name, type, parameters) of the fields, presence first."""
+        fields: list[tuple[str, DataType, dict[str, Any]]] = [(self.presence, DataType.INT8, {})]
+        for facet in self.facets:
+            fields.append((self.field(facet), *_milvus_type(facet, self.type)))
+        return fields
+
+
+def _milvus_type(facet: str, declared: str) -> tuple[DataType, dict[str, Any]]:
+    if facet == TEXT:
+        return DataType.VARCHAR, {"max_length": MAX_TEXT_BYTES}
+    if facet == MEMBERS:
+        return DataType.ARRAY, {
+            "element_type": DataType.VARCHAR,
+            "max_capacity": MAX_MEMBERS,
+            "max_length": MAX_MEMBER_BYTES,
+        }
+    if facet == NUMBER:
+        return (DataType.INT64 if declared == "integer" else DataType.DOUBLE), {}
+    if facet == BOOLEAN:
+        return DataType.BOOL, {}
+    return DataType.INT64, {}  # DAYS, INSTANT
+
+
+SCALAR_INDEXES = {
+    DataType.VARCHAR: "Trie",
+    DataType.INT8: "STL_SORT",
+    DataType.INT64: "STL_SORT",
+    DataType.DOUBLE: "STL_SORT",
+}
+"""The scalar indexes Milvus 2.3 has for our field types; it has none for BOOL and ARRAY."""
+
+
+@dataclass(frozen=True)
+class CollectionLayout:
+    """How one collection version stores filterable metadata (module docstring)."""
+
+    typed: tuple[TypedAttribute, ...] = ()
+    overflow: frozenset[str] = frozenset()
+    """Typed attributes that may have rows in the overflow JSON field."""
+    format: int = LAYOUT_FORMAT
+    _by_name: dict[str, TypedAttribute] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_name.update({typed.attribute: typed for typed in self.typed})
+
+    @classmethod
+    def legacy(cls) -> CollectionLayout:
+        """The previous release's collection: every attribute in ``filterable``."""
+        return cls(format=1)
+
+    @classmethod
+    def planned(cls, declared: Sequence[MetadataField]) -> CollectionLayout:
+        """Typed fields for the declared attributes, in declaration order, as many as fit in
+        Milvus' 64 fields; the others stay in the JSON field (logged once, here)."""
+        typed: list[TypedAttribute] = []
+        left_out: list[str] = []
+        used = BASE_FIELDS
+        for declared_field in declared:
+            attribute = TypedAttribute.of(declared_field)
+            if used + attribute.field_count > MAX_FIELDS:
+                left_out.append(declared_field.name)
+                continue
+            typed.append(attribute)
+            used += attribute.field_count
+        if left_out:
+            logger.warning(
+                "milvus.layout.fields_over_limit",
+                attributes=left_out,
+                event_info=f"Milvus allows {MAX_FIELDS} fields per collection; these declared "
+                "attributes stay in the JSON field (filters on them work, but are slower)",
+            )
+        return cls(typed=tuple(typed))
+
+    @classmethod
+    def described(cls, description: str) -> CollectionLayout:
+        """The layout a collection's description records; the previous release wrote none."""
+        try:
+            recorded = json.loads(description) if description else None
+        except json.JSONDecodeError:
+            recorded = None
+        if not isinstance(recorded, dict) or recorded.get("format") != LAYOUT_FORMAT:
+            return cls.legacy()
+        return cls(
+            typed=tuple(TypedAttribute(**attribute) for attribute in recorded["typed"]),
+            overflow=frozenset(recorded["overflow"]),
+        )
+
+    def description(self) -> str:
+        return json.dumps(
+            {
+                "format": self.format,
+                "typed": [typed.__dict__ for typed in self.typed],
+                "overflow": sorted(self.overflow),
+            },
+            sort_keys=True,
+            ensure_ascii=True,
+        )
+
+    def version_name(self, collection: str) -> str:
+        """The collection name of this layout's version of ``collection``."""
+        digest = hashlib.sha256(self.description().encode("ascii")).hexdigest()[:12]
+        return f"{collection}{VERSION_INFIX}{digest}"
+
+    def typed_attribute(self, attribute: str) -> TypedAttribute | None:
+        return self._by_name.get(attribute)
+
+    @property
+    def typed_names(self) -> frozenset[str]:
+        return frozenset(self._by_name)
+
+    def with_overflow(self, attributes: frozenset[str]) -> CollectionLayout:
+        return CollectionLayout(typed=self.typed, overflow=attributes)
+
+    def serves(self, wanted: CollectionLayout) -> bool:
+        """Whether a version with this layout can hold what ``wanted`` needs."""
+        return (
+            self.format == wanted.format
+            and self.typed == wanted.typed
+            and self.overflow >= wanted.overflow
+        )
+
+    def needed_overflow(self, metadatas: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+        """Typed attributes some of these chunks hold a value of that the typed fields cannot."""
+        needed: set[str] = set()
+        for typed in self.typed:
+            fitting: dict[tuple[str, str], bool] = {}  # values repeat: read each distinct once
+            for metadata in metadatas:
+                value = metadata.get(typed.attribute)
+                key = (type(value).__name__, repr(value))
+                fits = fitting.get(key)
+                if fits is None:
+                    facets = attribute_facets(value)
+                    fits = fitting[key] = not facets or typed.fits(facets)
+                if not fits:
+                    needed.add(typed.attribute)
+                    break
+        return frozenset(needed)
+
+    def encode(self, metadata: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A chunk's typed field values, and its overflow JSON (attribute -> facets)."""
+        values: dict[str, Any] = {}
+        overflow: dict[str, Any] = {}
+        for typed in self.typed:
+            facets = attribute_facets(metadata.get(typed.attribute))
+            fits = bool(facets) and typed.fits(facets)
+            if facets and not fits:
+                if typed.attribute not in self.overflow:
+                    raise ValueError(
+                        f"attribute {typed.attribute!r} needs the overflow field in this layout"
+                    )
+                overflow[typed.attribute] = facets
+            values[typed.presence] = TYPED if fits else (OVERFLOW if facets else ABSENT)
+            for facet in typed.facets:
+                value = facets.get(facet, _FILLER[facet]) if fits else _FILLER[facet]
+                values[typed.field(facet)] = int(value) if _is_integral(typed, facet) else value
+        return values, overflow
+
+
+def _is_integral(typed: TypedAttribute, facet: str) -> bool:
+    return facet in (DAYS, INSTANT) or (facet == NUMBER and typed.type == "integer")
+
+
+VERSION_INFIX = "__v"
+"""Between the configured collection name and a version's layout digest."""
