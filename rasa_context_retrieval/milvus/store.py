@@ -333,11 +333,13 @@ class MilvusChunkStore:
             params=dict(self.config.index_params),
         )
         self._client.create_collection(
-            version.name,
-            schema=schema,
-            index_params=index_params,
-            consistency_level=self.config.consistency_level,
+            version.name, schema=schema, consistency_level=self.config.consistency_level
         )
+        # pymilvus would wait for each index in turn (half-second polls, about a second per
+        # index on an empty collection); the indexes of rows written later are awaited once,
+        # together, before the version is published (``_wait_for_indexes``).
+        self._client.create_index(version.name, index_params, sync=False)
+        self._client.load_collection(version.name)
         version.dimension = dimension
         logger.info("milvus.collection.created", collection=version.name, dimension=dimension)
 
