@@ -33,6 +33,18 @@ CONVERSATIONS = [
 ]
 
 
+SLOT_FILTERS = {"plan": "plan", "region": "region"}
+DECLARED_FIELDS = [
+    {"name": "plan", "type": "list[string]"},
+    {"name": "region", "type": "list[string]"},
+    {"name": "platform", "type": "list[string]"},
+    {"name": "price_per_month", "type": "float"},
+    {"name": "updated", "type": "date"},
+]
+"""The writer's and the replica's declarations: all writers and replicas of one collection
+declare the same attributes (the layout of its versions depends on them)."""
+
+
 def store_for(embedder: Any, index_path: Path, **block: Any) -> ContextRetrieval:
     store = ContextRetrieval(embeddings=embedder)
     store.connect(
@@ -40,14 +52,8 @@ def store_for(embedder: Any, index_path: Path, **block: Any) -> ContextRetrieval
             type="rasa_context_retrieval.ContextRetrieval",
             docs=str(REPO_ROOT / "docs"),
             index_path=str(index_path),
-            slot_filters={"plan": "plan", "region": "region"},
-            metadata_fields=[
-                {"name": "plan", "type": "list[string]"},
-                {"name": "region", "type": "list[string]"},
-                {"name": "platform", "type": "list[string]"},
-                {"name": "price_per_month", "type": "float"},
-                {"name": "updated", "type": "date"},
-            ],
+            slot_filters=SLOT_FILTERS,
+            metadata_fields=DECLARED_FIELDS,
             **block,
         )
     )
@@ -93,14 +99,8 @@ def replica(
             type="rasa_context_retrieval.ContextRetrieval",
             docs=str(index_path / "no-such-folder"),
             index_path=str(index_path),
-            slot_filters={"plan": "plan", "region": "region"},
-            metadata_fields=[
-                {"name": "plan", "type": "list[string]"},
-                {"name": "region", "type": "list[string]"},
-                {"name": "platform", "type": "list[string]"},
-                {"name": "price_per_month", "type": "float"},
-                {"name": "updated", "type": "date"},
-            ],
+            slot_filters=SLOT_FILTERS,
+            metadata_fields=DECLARED_FIELDS,
             backend="milvus",
             milvus={"uri": milvus_uri, "collection": collection, "ingest": "console_only"},
         )
