@@ -237,3 +237,58 @@ def test_only_short_statements_about_the_user_count_as_scope() -> None:
     assert without_scope_statements("I'm on the Free plan.") == ""
     kept = "I remember Glasgow hosting COP26 last year, but I was out of the loop. What was it?"
     assert without_scope_statements(kept) == kept
+
+
+# A bank help centre whose bot answers from its documents and asks clarifying questions
+# (the knowledge base of bench/grounded.py).
+BANK_DOCS = REPO_ROOT / "bench" / "data" / "grounded" / "docs"
+
+
+@pytest.fixture(scope="module")
+def bank(embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> ContextRetrieval:
+    store = ContextRetrieval(embeddings=embedder)
+    index = tmp_path_factory.mktemp("bank-index")
+    store.connect(EndpointConfig(docs=str(BANK_DOCS), index_path=str(index)))
+    return store
+
+
+async def test_after_the_bot_asks_which_card_the_gold_one_finds_the_gold_cards_fees(
+    bank: ContextRetrieval,
+):
+    result = await search(
+        bank,
+        "What's the annual fee on my credit card?",
+        "Which card do you have: Classic, Gold or Platinum?",
+        "the gold one",
+    )
+
+    assert result.results[0].metadata["source"] == "cards/gold-card-fees.md"
+
+
+async def test_an_answer_to_the_bots_question_qualifies_the_question_before_it(
+    bank: ContextRetrieval,
+):
+    result = await search(
+        bank,
+        "How do I get a statement?",
+        "Is it for your current account or your credit card?",
+        "credit card",
+    )
+
+    turns, _ = view_texts(result)
+    assert turns[0] == "credit card statement"  # the answer, then what it answers
+    assert result.results[0].metadata["source"] == "digital/statements.md"
+
+
+def test_a_short_follow_up_to_an_answer_is_not_read_as_an_answer_to_a_question() -> None:
+    conversation = Conversation(
+        turns=(
+            Turn("user", "How do I get a statement?"),
+            Turn("bot", "Download statements as PDF in the app under Account > Statements."),
+            Turn("user", "paper ones?"),
+        )
+    )
+
+    assert weighted_query_texts(conversation)[0].text == "paper ones? statement"  # elliptical
+    conversation = Conversation(turns=(*conversation.turns[:2], Turn("user", "paper copies?")))
+    assert weighted_query_texts(conversation)[0].text == "paper copies?"  # names two things

@@ -179,6 +179,10 @@ def test_a_retrieval_regression_fails_min_mrr(
             {"name": "two speakers", "turns": [{"user": "q?", "bot": "a"}], "expected_sources": []},
             "either `user: text` or `bot: text`",
         ),
+        (
+            {"name": "odd kind", "turns": [{"user": "q?"}], "expected_sources": [], "kind": "x"},
+            "case 1 ('odd kind').kind",
+        ),
     ],
 )
 def test_a_bad_case_file_is_refused_before_any_model_loads(
@@ -303,3 +307,24 @@ def _write_small_assistant(folder: Path, model_path: Path) -> None:
         "metadata_fields": [{"name": "plan", "type": "list[string]"}],
     }
     (folder / "endpoints.yml").write_text(yaml.safe_dump({"vector_store": store}), encoding="utf-8")
+
+
+def test_a_case_may_say_what_kind_of_question_it_ends_with_and_how_a_person_would_rewrite_it():
+    case = EvalCase.model_validate(
+        {
+            "name": "which card",
+            "turns": [
+                {"user": "What's the annual fee on my credit card?"},
+                {"bot": "Which card do you have?"},
+                {"user": "the gold one"},
+            ],
+            "expected_sources": [],
+            "kind": "clarification",
+            "rewrite": "What is the annual fee on the Gold card?",
+        }
+    )
+
+    assert (case.kind, case.rewrite) == (
+        "clarification",
+        "What is the annual fee on the Gold card?",
+    )

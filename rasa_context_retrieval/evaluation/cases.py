@@ -20,6 +20,9 @@ from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.knowledge.loader import knowledge_files
 
 EvalRole = Literal["user", "bot"]
+CaseKind = Literal["standalone", "follow-up", "clarification", "switch"]
+"""What the last user turn is: a complete first question, a follow-up leaning on the previous
+answer, a short answer to the bot's clarifying question, or a complete question on a new subject."""
 
 
 class EvalTurn(BaseModel):
@@ -65,6 +68,11 @@ class EvalCase(BaseModel):
     the documents hold no answer, so the right behaviour is to return nothing relevant."""
     expected_filter: str | None = None
     """The final filter in self-query syntax; ``null`` expects no filter; absent: not checked."""
+    kind: CaseKind | None = None
+    """Label of the last user turn, for reports per kind; optional."""
+    rewrite: str | None = None
+    """A person's standalone rewrite of the last user turn (the upper bound of any context
+    model); optional."""
 
     @field_validator("turns")
     @classmethod

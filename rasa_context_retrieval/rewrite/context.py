@@ -14,7 +14,9 @@ rank (``retrieve/fusion.py``), like the rankings of LLM paraphrases:
   was being discussed, without finding the same answer again: EnterpriseSearchPolicy's default
   query glues it on at full weight). A message that names at most one thing ("and on
   Android?") is led by itself plus the subject's words, or its own embedding would outweigh
-  the context. This view leads: relevance scores are cosines to it;
+  the context; so is the answer to a question the bot asked ("Which card do you have?" ...
+  "the gold one"): the search is about the user's question before it, qualified by the
+  answer. This view leads: relevance scores are cosines to it;
 * the words: the standalone query (``rewrite_heuristic``, by default the chained words, which
   keep the subject of "and on Android?" ... "and on iOS?"), as one text.
 
@@ -131,6 +133,12 @@ def is_elliptical(text: str) -> bool:
     return len(content_words(text)) <= ELLIPSIS_CONTENT_WORDS
 
 
+def asks_a_question(bot_text: str) -> bool:
+    """A bot message that ends by asking something: a flow's clarifying question ("Is this
+    for a personal or a business account?"), so the user's next follow-up answers it."""
+    return bot_text.rstrip().endswith("?")
+
+
 def weighted_query_texts(
     conversation: Conversation, weights: ContextWeights = DEFAULT_WEIGHTS
 ) -> tuple[QueryText, ...]:
@@ -140,7 +148,9 @@ def weighted_query_texts(
     of weight 0 are left out. An elliptical follow-up ("how much does it cost?") is led by
     itself plus the content words of the conversation's subject: the topic and the follow-ups
     since ("how much does it cost? enable offline files Android"). Alone it names no subject,
-    and its embedding would outweigh the context. Never raises.
+    and its embedding would outweigh the context. So is a follow-up that answers the bot's
+    question ("business" after "Is this for a personal or a business account?"): it qualifies
+    the question the user asked before, it does not replace it. Never raises.
     """
     latest = conversation.latest_user_text
     if not latest.strip():
@@ -150,13 +160,13 @@ def weighted_query_texts(
         return (QueryText(latest, LATEST_WEIGHT),)
     previous = earlier[-1]
     topic = next((text for text in reversed(earlier) if not looks_like_follow_up(text)), None)
+    last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
     lead = latest
-    if is_elliptical(latest):
+    if is_elliptical(latest) or asks_a_question(last_bot):
         lead = " ".join([latest, *_subject_words(earlier, topic)])
     texts = [QueryText(lead, LATEST_WEIGHT), QueryText(previous, weights.previous_question)]
     if topic is not None and topic != previous:
         texts.append(QueryText(topic, weights.topic))
-    last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
     if last_bot:
         texts.append(QueryText(last_bot, weights.last_bot))
     return tuple(text for text in texts if text.weight > 0)
