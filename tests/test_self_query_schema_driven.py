@@ -84,3 +84,69 @@ def test_documents_named_once_by_a_description_are_counted_for_a_limit() -> None
     found = rules(FERRIES, FERRY_VALUES).construct("three ferries to Oslo")
     assert found.limit == 3
     assert found.filter == parse_filter('eq("port", "Oslo")')
+
+
+SCOOTERS = (
+    MetadataField(name="zone", type="string", description="Zone the scooter is parked in"),
+    MetadataField(
+        name="seats",
+        type="integer",
+        description="Number of seats besides the rider's (0 for a solo scooter)",
+    ),
+    MetadataField(
+        name="docked",
+        type="boolean",
+        description="False while the scooter is still roaming, true once it is locked to a dock",
+    ),
+    MetadataField(
+        name="battery_class",
+        type="integer",
+        description="Battery class from 1 (short range) to 3 (long range)",
+    ),
+    MetadataField(
+        name="pedals",
+        type="boolean",
+        description="Whether it can be pedalled (false = throttle only)",
+    ),
+)
+SCOOTER_VALUES = {"zone": frozenset(["Harbour", "Old Town", "Campus"])}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # "(0 for a solo scooter)": the documents' noun is not part of the gloss.
+        ("solo scooters in the Old Town", 'and(eq("zone", "Old Town"), eq("seats", 0))'),
+        ("scooters that are not solo", 'ne("seats", 0)'),
+        # "False while the scooter is still roaming": the state said of the subject.
+        ("roaming scooters on Campus", 'and(eq("zone", "Campus"), eq("docked", false))'),
+        ("scooters that are still roaming", 'eq("docked", false)'),
+        # "from 1 (short range) to 3 (long range)": a phrase of two words counts anywhere.
+        ("something long-range please", 'eq("battery_class", 3)'),
+        # "(false = throttle only)"
+        ("throttle only scooters", 'eq("pedals", false)'),
+    ],
+)
+def test_a_value_glossed_in_the_description_is_a_filter(text: str, expected: str) -> None:
+    assert filter_of(SCOOTERS, SCOOTER_VALUES, text) == parse_filter(expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I went solo last summer, is that safe?",  # one everyday word, not about the scooters
+        "how do I report a roaming dog?",
+        "I rode a solo scooter in the Harbour and got a fine",  # the user's own past
+    ],
+)
+def test_a_one_word_gloss_said_of_something_else_is_no_filter(text: str) -> None:
+    assert filter_of(SCOOTERS, SCOOTER_VALUES, text) is None
+
+
+def test_a_gloss_written_as_a_noun_counts_in_the_plural() -> None:
+    # "(0 for a studio)": "studios" names the kind of flat wanted; the singular alone does not.
+    flats = (
+        MetadataField(name="bedrooms", type="integer", description="Bedrooms (0 for a studio)"),
+    )
+    assert filter_of(flats, {}, "any studios near the park?") == parse_filter('eq("bedrooms", 0)')
+    assert filter_of(flats, {}, "is a studio worth it?") is None

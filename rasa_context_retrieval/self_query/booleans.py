@@ -57,12 +57,12 @@ NEGATION_BEFORE = re.compile(
     rf"|{NEGATING_PREFIX})$",
     re.IGNORECASE,
 )
-# "that are vegetarian", "that's fully remote", "anything vegetarian"; not a question's
-# opening ("Is remote work better?", "what is vegetarian?").
+# "that are vegetarian", "that's fully remote", "anything vegetarian", "that are still open";
+# not a question's opening ("Is remote work better?", "what is vegetarian?").
 PREDICATE_BEFORE = re.compile(
     r"(?:\b(?!(?:what|how|why|where|when|who)\b)[a-z]+"
     r"(?:\s+(?:is|are|be|been|being|was|were)|['’](?:s|re))|\b(?:something|anything)"
-    r"|\b[a-z]+\s+(?:that|which)(?:\s+(?:can|will))?)\s+(?:[a-z]+ly\s+)?$",
+    r"|\b[a-z]+\s+(?:that|which)(?:\s+(?:can|will))?)\s+(?:(?:[a-z]+ly|still|already)\s+)?$",
     re.IGNORECASE,
 )
 OWNED_BEFORE = re.compile(r"\b(?:my|our)\s+$", re.IGNORECASE)
@@ -197,15 +197,17 @@ class BooleanPhrases:
                     continue
                 negated = bool(NEGATION_BEFORE.search(before)) != bool(match.groupdict().get("un"))
                 if pattern is field.word and not (
-                    negated or self._describes_documents(text, before, end, taken)
+                    negated or self.describes_documents(text, before, end, taken)
                 ):
                     continue
                 return Constraint(field.name, Comparator.EQ, plain != negated, start, end)
         return None
 
-    def _describes_documents(
+    def describes_documents(
         self, text: str, before: str, end: int, taken: list[Constraint]
     ) -> bool:
+        """Whether the word ending at ``text[end]`` (``before`` it: the text just before the
+        word) says what the documents are ("remote jobs", "that are vegetarian")."""
         if OWNED_BEFORE.search(before):
             return False  # "my remote job is boring": the user's own, not a wish
         if self._item_after.match(text, end):
@@ -217,6 +219,11 @@ class BooleanPhrases:
             return True
         gap = len(text[end:]) - len(text[end:].lstrip(" -"))
         return any(constraint.start == end + gap for constraint in taken)  # "vegetarian indian"
+
+
+def negated_before(before: str) -> bool:
+    """Whether ``before`` ends in a negation of the word that follows it ("not", "non-")."""
+    return bool(NEGATION_BEFORE.search(before))
 
 
 def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:

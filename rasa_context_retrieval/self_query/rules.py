@@ -40,9 +40,10 @@ from langchain_core.structured_query import (
 )
 
 from rasa_context_retrieval.schema import MetadataField
-from rasa_context_retrieval.self_query.booleans import BooleanPhrases
+from rasa_context_retrieval.self_query.booleans import BooleanPhrases, negated_before
 from rasa_context_retrieval.self_query.constraints import Constraint, told_as_personal_past
 from rasa_context_retrieval.self_query.dates import Clock, DatePhrases
+from rasa_context_retrieval.self_query.glosses import GlossPhrases
 from rasa_context_retrieval.self_query.items import item_nouns
 from rasa_context_retrieval.self_query.limits import LimitPhrases
 from rasa_context_retrieval.self_query.numbers import NumberPhrases
@@ -106,6 +107,9 @@ class RuleQueryConstructor:
         self._years = YearPhrases(fields, items)
         self._numbers = NumberPhrases(fields, items)
         self._booleans = BooleanPhrases(fields, items)
+        self._glosses = GlossPhrases(
+            fields, items, self._booleans.describes_documents, negated_before
+        )
         self._values = ValueVocabulary(fields, known_values or {}, items)
         self._limits = LimitPhrases(items, self._values.is_plural_value)
         logger.debug(
@@ -140,6 +144,7 @@ class RuleQueryConstructor:
         found += self._numbers.find(scanned, found, values)
         # Values are read again only around what the other kinds took; else the first reading holds.
         found += self._values.find(scanned, found) if found else values
+        found += self._glosses.find(scanned, found)
         found += self._booleans.find(scanned, found)
         return [c for c in found if not told_as_personal_past(scanned, c.start)]
 
