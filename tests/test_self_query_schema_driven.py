@@ -150,3 +150,53 @@ def test_a_gloss_written_as_a_noun_counts_in_the_plural() -> None:
     )
     assert filter_of(flats, {}, "any studios near the park?") == parse_filter('eq("bedrooms", 0)')
     assert filter_of(flats, {}, "is a studio worth it?") is None
+
+
+WORKSHOPS = (
+    MetadataField(name="craft", type="string", description="Craft taught at the workshop"),
+    MetadataField(name="length_minutes", type="integer", description="Length in minutes"),
+    MetadataField(
+        name="materials_included", type="boolean", description="Whether materials come with it"
+    ),
+    MetadataField(
+        name="languages",
+        type="list[string]",
+        description="Languages the workshop is offered in",
+        values=["Dutch", "English", "Italian"],
+    ),
+)
+WORKSHOP_VALUES = {"craft": frozenset(["pottery", "weaving", "woodcarving"])}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "pottery workshops shorter than an hour and a half",
+            'and(eq("craft", "pottery"), lt("length_minutes", 90))',
+        ),
+        (
+            "at least 2 hours and a half of weaving",
+            'and(eq("craft", "weaving"), gte("length_minutes", 150))',
+        ),
+    ],
+)
+def test_and_a_half_adds_half_the_unit(text: str, expected: str) -> None:
+    assert filter_of(WORKSHOPS, WORKSHOP_VALUES, text) == parse_filter(expected)
+
+
+def test_the_verb_of_an_offered_thing_comes_before_it() -> None:
+    # ``materials_included``: "includes materials" says it as well as "materials included".
+    text = "a woodcarving workshop that includes materials"
+    expected = 'and(eq("craft", "woodcarving"), eq("materials_included", true))'
+    assert filter_of(WORKSHOPS, WORKSHOP_VALUES, text) == parse_filter(expected)
+
+
+def test_not_followed_by_an_adjective_and_preposition_negates_the_value() -> None:
+    text = "workshops not offered in Dutch, or not available in Italian"
+    assert filter_of(WORKSHOPS, WORKSHOP_VALUES, "workshops not available in Italian") == (
+        parse_filter('ne("languages", "Italian")')
+    )
+    assert filter_of(WORKSHOPS, WORKSHOP_VALUES, text) == parse_filter(
+        'nin("languages", ["Dutch", "Italian"])'
+    )

@@ -278,7 +278,8 @@ def _stemmed_words(text: str) -> list[tuple[str, int, int]]:
 def _word_lists(field: MetadataField) -> list[list[str]]:
     """The field's phrases as word lists: its name, and the clause of its description, and
     their plain forms: the verb of an "-able" name ("foldable" -> "fold": "folding bikes",
-    "bikes that fold"), the thing of "breakfast_included" ("with breakfast"), "needs a <thing>"
+    "bikes that fold"), the thing of "breakfast_included" ("with breakfast") and its verb
+    before it ("includes breakfast", "allow pets" for ``pets_allowed``), "needs a <thing>"
     and "<thing> needed" for "<thing>_required", "<thing>-friendly"
     and "fine around <thing>" for "good with <thing>"."""
     name_words = WORD.findall(field.name.lower())
@@ -291,6 +292,8 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
             word_lists.append([root])
     if len(name_words) == 2 and name_words[1] in OFFERED:
         word_lists.append(name_words[:1])  # "breakfast_included": "hotels with breakfast"
+        # "pets_allowed": "that allow pets"; "breakfast_included": "includes breakfast"
+        word_lists.append(name_words[::-1])
     if len(name_words) == 2 and name_words[1] in REQUIRED:
         thing = name_words[0]
         article = "an" if thing[:1] in "aeiou" else "a"

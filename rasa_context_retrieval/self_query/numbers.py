@@ -214,6 +214,8 @@ RATE_AFTER = re.compile(
     rf"|\s*(?P<adverb>monthly|yearly|annually|weekly|daily)(?!\w)",
     re.IGNORECASE,
 )
+# "an hour and a half", "two days and a half": half a unit more.
+HALF_AFTER = re.compile(r"\s+and\s+a\s+half(?!\w)", re.IGNORECASE)
 UNIT_AFTER = re.compile(rf"\s*(?P<unit>{_UNITS})(?!\w)(?:\s+(?:long|old)(?!\w))?", re.IGNORECASE)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
 DECLARED_UNIT = re.compile(rf"(?:\bin|\()\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORECASE)
@@ -403,6 +405,9 @@ class NumberPhrases:
         if field is None or (said.party and not (field.maximum or field.minimum)):
             return []
         values = [_parse_number(number) for _, number in said.bounds]
+        half = HALF_AFTER.match(text, end) if unit is not None else None
+        if half:
+            values, end = [value + 0.5 for value in values], half.end()
         if unit is not None:
             # "more than an hour" on a field in minutes is 60; "3 months" on a price, nothing.
             factor = _conversion(unit, field.unit)
