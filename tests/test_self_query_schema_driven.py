@@ -200,3 +200,37 @@ def test_not_followed_by_an_adjective_and_preposition_negates_the_value() -> Non
     assert filter_of(WORKSHOPS, WORKSHOP_VALUES, text) == parse_filter(
         'nin("languages", ["Dutch", "Italian"])'
     )
+
+
+CABINS = (
+    MetadataField(name="lake", type="string", description="Lake the cabin is on"),
+    MetadataField(
+        name="facilities",
+        type="list[string]",
+        description="What the cabin has",
+        values=["sauna", "fireplace", "jetty", "wifi"],
+    ),
+)
+CABIN_VALUES = {"lake": frozenset(["Saimaa", "Inari"])}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A cabin lists several facilities: "and" wants each of them, "or" any.
+        (
+            "a cabin with a sauna and a fireplace",
+            'and(eq("facilities", "sauna"), eq("facilities", "fireplace"))',
+        ),
+        (
+            "sauna, jetty and wifi please",
+            'and(eq("facilities", "sauna"), eq("facilities", "jetty"), eq("facilities", "wifi"))',
+        ),
+        ("a cabin with a sauna or a fireplace", 'in("facilities", ["sauna", "fireplace"])'),
+        # A string field holds one value: "Saimaa and Inari" can only mean either.
+        ("cabins on Saimaa and Inari", 'in("lake", ["Saimaa", "Inari"])'),
+        ("a jetty but no wifi", 'and(eq("facilities", "jetty"), ne("facilities", "wifi"))'),
+    ],
+)
+def test_values_of_a_list_field_joined_by_and_must_each_be_there(text: str, expected: str) -> None:
+    assert filter_of(CABINS, CABIN_VALUES, text) == parse_filter(expected)

@@ -27,6 +27,9 @@ class Constraint:
     value: Any
     start: int
     end: int
+    each: bool = False
+    """A value of a list field said with "and" next to others ("a balcony and a dishwasher"):
+    each must be there, rather than any of them."""
 
     def overlaps(self, start: int, end: int) -> bool:
         return self.start < end and start < self.end

@@ -152,7 +152,8 @@ class RuleQueryConstructor:
 def build_filter(
     constraints: Sequence[Constraint], field_order: Mapping[str, int]
 ) -> FilterDirective | None:
-    """One comparison per condition; values of one field merge into ``in``/``nin``; all ``and``."""
+    """One comparison per condition; values of one field merge into ``in``/``nin`` unless each
+    must hold (``Constraint.each``); all ``and``."""
     comparisons: list[Comparison] = []
     for attribute in sorted({c.attribute for c in constraints}, key=field_order.__getitem__):
         on_attribute = [c for c in constraints if c.attribute == attribute]
@@ -166,12 +167,16 @@ def build_filter(
 
 
 def _value_comparisons(attribute: str, constraints: list[Constraint]) -> list[Comparison]:
-    wanted = _distinct(c.value for c in constraints if c.comparator is Comparator.EQ)
+    each = _distinct(c.value for c in constraints if c.comparator is Comparator.EQ and c.each)
+    wanted = _distinct(
+        c.value for c in constraints if c.comparator is Comparator.EQ and c.value not in each
+    )
     unwanted = _distinct(c.value for c in constraints if c.comparator is Comparator.NE)
     contradicted = [value for value in wanted if value in unwanted]
     wanted = [value for value in wanted if value not in contradicted]
     unwanted = [value for value in unwanted if value not in contradicted]
-    comparisons = []
+    each = [value for value in each if value not in unwanted]
+    comparisons = [Comparison(comparator=Comparator.EQ, attribute=attribute, value=v) for v in each]
     if wanted:
         comparisons.append(_one_or_many(attribute, wanted, Comparator.EQ, Comparator.IN))
     if unwanted:

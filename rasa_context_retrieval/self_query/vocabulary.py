@@ -98,6 +98,9 @@ CAPITALISED_WORD_BEFORE = re.compile(r"(?<![.!?:;]\s)(?<!^)\b(?P<word>[A-Z][\wâ€
 # "Best Sci-Fi Movies By Nolan": in title case every word has a capital.
 LONG_WORD = re.compile(r"[^\W\d_]{4,}")
 MIN_TITLE_WORDS = 3
+# "a balcony and a dishwasher", "pool & spa", "pool, spa and gym": values a document must each have.
+EACH_JOINER = re.compile(r"\s*,?\s*(?:and|&)\s+(?:(?:also|a|an|the|some)\s+)?", re.IGNORECASE)
+LIST_COMMA = re.compile(r"\s*,\s*(?:(?:a|an|the|some)\s+)?", re.IGNORECASE)
 
 
 class Strictness(Enum):
@@ -125,6 +128,7 @@ class _Candidate:
     senses: tuple[ValueSense, ...]
     chosen: ValueSense | None = None
     negated: bool = False
+    each: bool = False
     elsewhere: bool = False
     """It names something other than the documents ("my dog"): no neighbour makes it a filter."""
 
@@ -237,6 +241,7 @@ class ValueVocabulary:
         string_fields = [field for field in fields if field.type in STRING_TYPES]
         field_name_words = set().union(*(_field_words(field) for field in fields))
         string_field_words = set().union(*(_field_words(field) for field in string_fields))
+        self._list_fields = frozenset(f.name for f in string_fields if f.type == "list[string]")
         self._senses: dict[str, list[ValueSense]] = {}
         self._short_forms: dict[str, dict[tuple[str, str], Strictness]] = {}
         # Values of several words by the first letters of their first word, for short forms.
@@ -398,6 +403,7 @@ class ValueVocabulary:
         self._accept_compounds(text, candidates)
         for group in self._coordinated_groups(text, candidates):
             self._share_within(group)
+        self._mark_each(text, candidates)
         return [
             self._constraint(text, candidate)
             for candidate in candidates
@@ -598,6 +604,24 @@ class ValueVocabulary:
                 same_field = [sense for sense in candidate.senses if sense.attribute == attribute]
                 candidate.chosen = same_field[0] if same_field else None
 
+    def _mark_each(self, text: str, candidates: list[_Candidate]) -> None:
+        """Values of a list field joined by "and" ("a balcony and a dishwasher", "pool, spa and
+        gym") must each be there: a document lists several. Joined by "or", any of them."""
+        for previous, candidate in zip(candidates, candidates[1:], strict=False):
+            if not (previous.chosen and candidate.chosen):
+                continue
+            attribute = candidate.chosen.attribute
+            if attribute != previous.chosen.attribute or attribute not in self._list_fields:
+                continue
+            if EACH_JOINER.fullmatch(text, previous.end, candidate.start):
+                previous.each = candidate.each = True
+            elif LIST_COMMA.fullmatch(text, previous.end, candidate.start) and any(
+                EACH_JOINER.fullmatch(text, a.end, b.start)
+                for a, b in zip(candidates, candidates[1:], strict=False)
+                if a.start >= candidate.start
+            ):
+                previous.each = True  # "pool, spa and gym": the comma joins as the "and" does
+
     def _constraint(self, text: str, candidate: _Candidate) -> Constraint:
         assert candidate.chosen is not None
         window_start = max(0, candidate.start - LOOKBEHIND_CHARS)
@@ -609,4 +633,5 @@ class ValueVocabulary:
             value=candidate.chosen.value,
             start=start,
             end=candidate.end,
+            each=candidate.each and not candidate.negated,
         )
