@@ -100,6 +100,10 @@ LONG_WORD = re.compile(r"[^\W\d_]{4,}")
 MIN_TITLE_WORDS = 3
 # "a balcony and a dishwasher", "pool & spa", "pool, spa and gym": values a document must each have.
 EACH_JOINER = re.compile(r"\s*,?\s*(?:and|&)\s+(?:(?:also|a|an|the|some)\s+)?", re.IGNORECASE)
+HAD_BEFORE = re.compile(
+    r"\b(?:with|has|have|having|including|includes?|offers?|offering)\s+(?:(?:a|an|the|some)\s+)?$",
+    re.IGNORECASE,
+)
 LIST_COMMA = re.compile(r"\s*,\s*(?:(?:a|an|the|some)\s+)?", re.IGNORECASE)
 
 
@@ -605,22 +609,38 @@ class ValueVocabulary:
                 candidate.chosen = same_field[0] if same_field else None
 
     def _mark_each(self, text: str, candidates: list[_Candidate]) -> None:
-        """Values of a list field joined by "and" ("a balcony and a dishwasher", "pool, spa and
-        gym") must each be there: a document lists several. Joined by "or", any of them."""
+        """Values of a list field had by the documents, joined by "and" ("with a balcony and a
+        dishwasher", "has a pool, a spa and a gym"), must each be there: a document lists
+        several. Joined by "or", or not said as things had ("on android and iOS": where it
+        applies), any of them."""
+        chain: list[_Candidate] = []
         for previous, candidate in zip(candidates, candidates[1:], strict=False):
-            if not (previous.chosen and candidate.chosen):
+            joined = (
+                previous.chosen is not None
+                and candidate.chosen is not None
+                and previous.chosen.attribute == candidate.chosen.attribute
+                and candidate.chosen.attribute in self._list_fields
+                and bool(
+                    EACH_JOINER.fullmatch(text, previous.end, candidate.start)
+                    or LIST_COMMA.fullmatch(text, previous.end, candidate.start)
+                )
+            )
+            if joined:
+                chain = chain or [previous]
+                chain.append(candidate)
                 continue
-            attribute = candidate.chosen.attribute
-            if attribute != previous.chosen.attribute or attribute not in self._list_fields:
-                continue
-            if EACH_JOINER.fullmatch(text, previous.end, candidate.start):
-                previous.each = candidate.each = True
-            elif LIST_COMMA.fullmatch(text, previous.end, candidate.start) and any(
-                EACH_JOINER.fullmatch(text, a.end, b.start)
-                for a, b in zip(candidates, candidates[1:], strict=False)
-                if a.start >= candidate.start
-            ):
-                previous.each = True  # "pool, spa and gym": the comma joins as the "and" does
+            self._mark_chain(text, chain)
+            chain = []
+        self._mark_chain(text, chain)
+
+    @staticmethod
+    def _mark_chain(text: str, chain: list[_Candidate]) -> None:
+        if len(chain) < 2 or not EACH_JOINER.fullmatch(text, chain[-2].end, chain[-1].start):
+            return
+        before = text[max(0, chain[0].start - LOOKBEHIND_CHARS) : chain[0].start]
+        if HAD_BEFORE.search(before):
+            for candidate in chain:
+                candidate.each = True
 
     def _constraint(self, text: str, candidate: _Candidate) -> Constraint:
         assert candidate.chosen is not None
