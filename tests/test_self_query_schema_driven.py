@@ -236,3 +236,23 @@ CABIN_VALUES = {"lake": frozenset(["Saimaa", "Inari"])}
 )
 def test_things_had_joined_by_and_must_each_be_there(text: str, expected: str) -> None:
     assert filter_of(CABINS, CABIN_VALUES, text) == parse_filter(expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The mention is the subject of a past state the user had.
+        "Yesterday Kiel was fully booked for us, so what do the fares include?",
+        # A story of the user's own thing, its past verb after "my".
+        "My bag got soaked on the crossing to Bergen. Who pays for that?",
+        # The point inside a number does not end the clause of "I paid".
+        "I paid 1,250 for my crossing to Tallinn. Is that a lot?",
+    ],
+)
+def test_the_users_own_past_story_is_no_filter(text: str) -> None:
+    assert filter_of(FERRIES, FERRY_VALUES, text) is None
+
+
+def test_a_wish_after_a_past_story_still_filters() -> None:
+    text = "The ferry to Kiel was late for me last time. Show me crossings to Oslo"
+    assert filter_of(FERRIES, FERRY_VALUES, text) == parse_filter('eq("port", "Oslo")')
