@@ -256,3 +256,11 @@ def test_the_users_own_past_story_is_no_filter(text: str) -> None:
 def test_a_wish_after_a_past_story_still_filters() -> None:
     text = "The ferry to Kiel was late for me last time. Show me crossings to Oslo"
     assert filter_of(FERRIES, FERRY_VALUES, text) == parse_filter('eq("port", "Oslo")')
+
+
+def test_a_gloss_capitalised_mid_sentence_is_part_of_a_name() -> None:
+    flats = (
+        MetadataField(name="bedrooms", type="integer", description="Bedrooms (0 for a studio)"),
+    )
+    assert filter_of(flats, {}, "What do Ghibli Studios films cost to make?") is None
+    assert filter_of(flats, {}, "Studios near the park?") == parse_filter('eq("bedrooms", 0)')

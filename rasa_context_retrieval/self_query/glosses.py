@@ -12,8 +12,9 @@ A gloss of two words or more ("all ages", "very expensive") counts wherever it i
 word ("direct", "open", "manual") is an everyday word, so it counts, like a one-word boolean
 name (see ``booleans``), only where it describes the documents ("direct flights", "open VPN
 tickets", "tickets that are still open"), said in the plural as the kind of thing wanted
-("studios"), or negated. Negated, a yes/no gloss means the other answer and a number gloss
-``ne``. The noun of the documents is not part of a gloss ("a direct flight" -> "direct").
+("studios", but not "Marvel Studios": a capital mid-sentence is part of a name), or negated.
+Negated, a yes/no gloss means the other answer and a number gloss ``ne``. The noun of the
+documents is not part of a gloss ("a direct flight" -> "direct").
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ ARTICLES = frozenset(["a", "an"])
 LEADING_WORDS = frozenset(["a", "an", "the", "any"])
 MAX_GLOSS_WORDS = 3
 WORD_GAP = r"[\s-]+"
+SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s*|^\W*)\s*$")
 MIN_WORD_CHARS = 3
 LOOKBEHIND_CHARS = 32
 # What the remaining words of a description say of a field this short is a gloss of it.
@@ -142,6 +144,8 @@ class GlossPhrases:
             start, end = match.span()
             if overlaps_any(start, end, taken):
                 continue
+            if _in_a_name(text, start, match[0]):
+                continue
             before = text[max(0, start - LOOKBEHIND_CHARS) : start]
             negated = self._negated(before)
             if gloss.single and not (
@@ -157,3 +161,9 @@ class GlossPhrases:
             comparator = Comparator.NE if negated else Comparator.EQ
             return Constraint(gloss.attribute, comparator, gloss.value, start, end)
         return None
+
+
+def _in_a_name(text: str, start: int, said: str) -> bool:
+    """Whether the gloss is written as part of a name ("Marvel Studios"): capitalised, not at
+    the start of a sentence, in a message not written in capitals."""
+    return said[:1].isupper() and not text.isupper() and not SENTENCE_START.search(text, 0, start)
