@@ -264,3 +264,21 @@ def test_a_gloss_capitalised_mid_sentence_is_part_of_a_name() -> None:
     )
     assert filter_of(flats, {}, "What do Ghibli Studios films cost to make?") is None
     assert filter_of(flats, {}, "Studios near the park?") == parse_filter('eq("bedrooms", 0)')
+
+
+def test_the_noun_a_description_is_about_anchors_an_everyday_value() -> None:
+    trains = (
+        MetadataField(
+            name="carriage",
+            type="string",
+            description="Comfort class of the seat",
+            values=["standard", "first"],
+        ),
+    )
+    assert filter_of(trains, {}, "a first class seat to Leeds") == parse_filter(
+        'eq("carriage", "first")'
+    )
+    assert filter_of(trains, {}, "standard class please") == parse_filter(
+        'eq("carriage", "standard")'
+    )
+    assert filter_of(trains, {}, "what is standard for luggage?") is None

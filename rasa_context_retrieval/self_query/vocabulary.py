@@ -81,6 +81,11 @@ INITIALS_PREPOSITION_BEFORE = re.compile(r"\b(?:on|about|in|for|of)\s+$", re.IGN
 MIN_FIRST_CLIPPED_CHARS = 3
 MIN_CLIPPED_CHARS = 2
 WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
+# Where a description's first noun phrase ends: a preposition, a clause or punctuation.
+DESCRIPTION_PHRASE_END = re.compile(
+    r"[,.;:()]|\s(?:of|in|for|on|at|to|from|by|with|the|a|an|that|which|is|are|who|when|as)\s"
+)
+MIN_HEAD_CHARS = 4
 SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
 # "my dog", "our cat": someone's own thing of a kind is not a wish for documents of that kind
 # ("my Android phone" still scopes a support question: a platform is no kind of document).
@@ -229,6 +234,18 @@ def _field_words(field: MetadataField) -> set[str]:
     return words | {word + "s" for word in words} | {word.removesuffix("s") for word in words}
 
 
+def _description_head(field: MetadataField) -> set[str]:
+    """The noun a description's first phrase is about ("Travel class of the fare" -> "class",
+    "Triage priority" -> "priority"): said after a value ("first class", "low priority"), it
+    names the value's field as its name does."""
+    phrase = DESCRIPTION_PHRASE_END.split(field.description.strip().lower(), maxsplit=1)[0]
+    words = phrase.split()
+    head = words[-1] if words else ""
+    if len(head) < MIN_HEAD_CHARS or not head.isalpha() or head in CUE_STOPWORDS:
+        return set()
+    return {head, inflection.pluralize(head)}
+
+
 def _words_pattern(words: Iterable[str]) -> str:
     return "|".join(re.escape(word) for word in sorted(set(words), key=len, reverse=True))
 
@@ -310,7 +327,7 @@ class ValueVocabulary:
 
     @staticmethod
     def _anchor_words(field: MetadataField) -> set[str]:
-        words = _field_words(field)
+        words = _field_words(field) | _description_head(field)
         if words & TOPIC_FIELD_WORDS:
             words |= set(TOPIC_ANCHOR_WORDS)
         return words
