@@ -282,3 +282,36 @@ def test_the_noun_a_description_is_about_anchors_an_everyday_value() -> None:
         'eq("carriage", "standard")'
     )
     assert filter_of(trains, {}, "what is standard for luggage?") is None
+
+
+TRAILS = (
+    MetadataField(
+        name="grade",
+        type="string",
+        description="Difficulty grade of the trail",
+        values=["easy", "hard", "alpine"],
+    ),
+    MetadataField(name="region", type="string", description="Region the trail is in"),
+)
+TRAIL_VALUES = {"region": frozenset(["Dolomites", "Tatra"])}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # "hard" is among the commonest English words: bare, it is not the grade.
+        ("is it hard to get a permit in the Tatra?", 'eq("region", "Tatra")'),
+        ("how hard is the weather up there?", None),
+        # With its field's name or a noun for the documents after it, it is.
+        (
+            "hard grade trails in the Dolomites",
+            'and(eq("grade", "hard"), eq("region", "Dolomites"))',
+        ),
+        ("any hard trails?", 'eq("grade", "hard")'),
+        # A rarer word stays a filter where it is said.
+        ("something alpine please", 'eq("grade", "alpine")'),
+    ],
+)
+def test_the_commonest_words_need_a_cue_to_be_a_value(text: str, expected: str | None) -> None:
+    found = filter_of(TRAILS, TRAIL_VALUES, text)
+    assert found == (parse_filter(expected) if expected else None)

@@ -11,7 +11,8 @@ Finding a word is not enough: "contact us" does not mean region ``us``, and "can
 plan?" does not mean category ``plans``. Each value therefore gets a strictness:
 
 * ``FREE``: a distinctive value ("android", "apac") is a filter wherever it appears;
-* ``CUED``: an everyday word ("free", "us", "plus") needs a marker: a scope noun or a noun for
+* ``CUED``: an everyday word ("free", "us", "plus", or one of the commonest words of English,
+  see ``common_words``: "first", "high") needs a marker: a scope noun or a noun for
   the documents after it ("free plan", "US customers", "support jobs"), its field's name, a
   capital letter mid-sentence ("on Plus"), an all-capital acronym ("US"), or a marked neighbour
   in a list ("free or plus plans");
@@ -41,6 +42,7 @@ import inflection
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.schema import STRING_TYPES, MetadataField
+from rasa_context_retrieval.self_query.common_words import is_common_word
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.items import item_after, words_pattern
 from rasa_context_retrieval.self_query.phrases import (
@@ -397,7 +399,7 @@ class ValueVocabulary:
             return Strictness.TOPIC
         if forms & SCOPE_NOUNS:
             return Strictness.ANCHORED
-        if forms & (EVERYDAY_WORDS | CUE_STOPWORDS):
+        if forms & (EVERYDAY_WORDS | CUE_STOPWORDS) or any(map(is_common_word, forms)):
             return Strictness.CUED
         return Strictness.FREE
 
