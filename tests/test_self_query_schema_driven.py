@@ -315,3 +315,30 @@ TRAIL_VALUES = {"region": frozenset(["Dolomites", "Tatra"])}
 def test_the_commonest_words_need_a_cue_to_be_a_value(text: str, expected: str | None) -> None:
     found = filter_of(TRAILS, TRAIL_VALUES, text)
     assert found == (parse_filter(expected) if expected else None)
+
+
+BOATS = (
+    MetadataField(
+        name="hull_type",
+        type="string",
+        description="Hull material",
+        values=["wooden", "fibreglass", "steel"],
+    ),
+    MetadataField(name="berth", type="string", description="Marina the boat lies in"),
+)
+BOAT_VALUES = {"berth": frozenset(["Kiel", "Aarhus"])}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # ``hull_type`` is a kind of hull, not of boat: its values count as plain values.
+        ("wooden boats in Kiel", 'and(eq("hull_type", "wooden"), eq("berth", "Kiel"))'),
+        ("anything except fibreglass", 'ne("hull_type", "fibreglass")'),
+        # A lowercase value written inside a longer capitalised name is that name.
+        ("how did the Steel Workers Union start?", None),
+    ],
+)
+def test_a_kind_of_something_else_is_a_plain_value(text: str, expected: str | None) -> None:
+    found = filter_of(BOATS, BOAT_VALUES, text)
+    assert found == (parse_filter(expected) if expected else None)

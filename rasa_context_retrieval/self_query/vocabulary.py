@@ -101,6 +101,8 @@ VERB_SLOT_BEFORE = re.compile(
 # "a cat['s] slow blink": a possessor, not a kind wanted.
 POSSESSIVE_AFTER = re.compile(r"['’]s\b")
 # "Cincinnati [Reds]": a capitalised word right before a capitalised value continues a name.
+# "Electric Pump-Fed": a capitalised word right after a lowercase value written capitalised.
+CAPITALISED_WORD_AFTER = re.compile(r"[\s-]+[A-Z][a-z]")
 CAPITALISED_WORD_BEFORE = re.compile(r"(?<![.!?:;]\s)(?<!^)\b(?P<word>[A-Z][\w’'-]*)\s+$")
 # "Best Sci-Fi Movies By Nolan": in title case every word has a capital.
 LONG_WORD = re.compile(r"[^\W\d_]{4,}")
@@ -236,6 +238,21 @@ def _field_words(field: MetadataField) -> set[str]:
     return words | {word + "s" for word in words} | {word.removesuffix("s") for word in words}
 
 
+def _description_words(field: MetadataField) -> set[str]:
+    return set(WORD_SEPARATORS.split(field.description.lower()))
+
+
+def _named_as_topic(field: MetadataField) -> bool:
+    """Whether the field's name says its values are kinds of the documents: "category", "tags",
+    "bike_type" ("The kind of bike"). A kind of something else ("fuel_type": "Engine fuel") is a
+    property of the documents: its values are not kinds of document, unless the description says
+    it is a kind too."""
+    words = [word for word in WORD_SEPARATORS.split(field.name.lower()) if word]
+    if not _field_words(field) & TOPIC_FIELD_WORDS:
+        return False
+    return len(words) == 1 or bool(_description_words(field) & TOPIC_FIELD_WORDS)
+
+
 def _description_head(field: MetadataField) -> set[str]:
     """The noun a description's first phrase is about ("Travel class of the fare" -> "class",
     "Triage priority" -> "priority"): said after a value ("first class", "low priority"), it
@@ -275,8 +292,7 @@ class ValueVocabulary:
         self._kind_fields = frozenset(
             field.name
             for field in string_fields
-            if (_field_words(field) | set(WORD_SEPARATORS.split(field.description.lower())))
-            & TOPIC_FIELD_WORDS
+            if _named_as_topic(field) or _description_words(field) & TOPIC_FIELD_WORDS
         )
         for field in string_fields:
             anchors = self._anchor_words(field)
@@ -330,7 +346,7 @@ class ValueVocabulary:
     @staticmethod
     def _anchor_words(field: MetadataField) -> set[str]:
         words = _field_words(field) | _description_head(field)
-        if words & TOPIC_FIELD_WORDS:
+        if _named_as_topic(field):
             words |= set(TOPIC_ANCHOR_WORDS)
         return words
 
@@ -350,7 +366,7 @@ class ValueVocabulary:
             forms = surface_forms(written)
             self._add_forms(field, value, forms, self._strictness(field, forms, field_name_words))
         surname = _surname(value)
-        if surname and not _field_words(field) & TOPIC_FIELD_WORDS:
+        if surname and not _named_as_topic(field):
             self._add_forms(field, value, {surname}, Strictness.NAME)
         words = surface_key(value).split(" ")
         strictness = self._strictness(field, {surface_key(value)}, field_name_words)
@@ -395,7 +411,7 @@ class ValueVocabulary:
     ) -> Strictness:
         if forms & field_name_words:
             return Strictness.ANCHORED
-        if _field_words(field) & TOPIC_FIELD_WORDS:
+        if _named_as_topic(field):
             return Strictness.TOPIC
         if forms & SCOPE_NOUNS:
             return Strictness.ANCHORED
@@ -499,7 +515,7 @@ class ValueVocabulary:
         """Whether the value, where it is said, names something other than the documents:
         someone's own of a kind ("my dog"), a name in lowercase where a verb goes ("can we
         split the bill" for ``Split``), a possessor ("a cat's blink") or part of a longer name
-        ("Cincinnati Reds")."""
+        ("Cincinnati Reds", "Electric Pump-Fed" for ``electric``)."""
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
         if OWNER_BEFORE.search(self._phrase_before(text, candidate, candidates)) and all(
             sense.attribute in self._kind_fields for sense in candidate.senses
@@ -514,6 +530,14 @@ class ValueVocabulary:
             return True
         if POSSESSIVE_AFTER.match(text, candidate.end) and written.islower():
             return True
+        if (
+            written[:1].isupper()
+            and all(sense.value.islower() for sense in candidate.senses)
+            and CAPITALISED_WORD_AFTER.match(text, candidate.end)
+            and not SENTENCE_END.search(text[: candidate.start].rstrip())
+            and not _in_title_case(text)
+        ):
+            return True  # "Electric Pump-Fed engines": a lowercase value inside a name
         name_before = CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start)
         if (
             written[:1].isupper()
