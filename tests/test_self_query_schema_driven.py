@@ -342,3 +342,11 @@ BOAT_VALUES = {"berth": frozenset(["Kiel", "Aarhus"])}
 def test_a_kind_of_something_else_is_a_plain_value(text: str, expected: str | None) -> None:
     found = filter_of(BOATS, BOAT_VALUES, text)
     assert found == (parse_filter(expected) if expected else None)
+
+
+def test_grand_and_quid_are_money() -> None:
+    ferries = rules(FERRIES, FERRY_VALUES)
+    assert ferries.construct("crossings to Oslo under 2 grand").filter == parse_filter(
+        'and(eq("port", "Oslo"), lt("fare", 2000))'
+    )
+    assert ferries.construct("a fare of at most 90 quid").filter == parse_filter('lte("fare", 90)')

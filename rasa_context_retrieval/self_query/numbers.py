@@ -132,10 +132,11 @@ _UNITS = "|".join(sorted(TIME_UNIT_WORDS, key=len, reverse=True))
 # Digits with thousands commas and a multiplier ("80k", "100 thousand"), a number word, or "an"
 # and "half an" before a unit of time ("more than an hour", "under half an hour").
 _NUMBER = (
-    r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?:k|\s?(?:thousand|million))?|"
+    r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?:k|\s?(?:thousand|million|grand))?|"
     + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
     + rf"|(?:half\s+)?an?(?=\s+(?:{_UNITS})(?!\w))"
 )
+MONEY_MULTIPLIER = re.compile(r"grand$", re.IGNORECASE)
 NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
 
 
@@ -516,7 +517,11 @@ def _shared_words(fields: Sequence[MetadataField], item_nouns: Collection[str]) 
 
 
 def _has_currency(match: re.Match[str], *tags: str) -> bool:
-    return any(match[f"{tag}_pre"] or match[f"{tag}_post"] for tag in tags)
+    """Whether a currency is said with the amount: a symbol or word, or "grand" ("40 grand")."""
+    return any(
+        match[f"{tag}_pre"] or match[f"{tag}_post"] or MONEY_MULTIPLIER.search(match[tag] or "")
+        for tag in tags
+    )
 
 
 def _clause_words(text: str, *, first: bool) -> list[str]:

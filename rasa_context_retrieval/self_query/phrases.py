@@ -176,7 +176,7 @@ COORDINATION = re.compile(r"\s*(?:,|/|&|\band\b|\bor\b|\bnor\b)(?:\s*(?:and|or)\
 # Words for "money" in front of or behind a number.
 CURRENCY_SYMBOLS = "$€£"
 CURRENCY_WORDS = tuple(
-    ["usd", "eur", "gbp", "dollars", "dollar", "euros", "euro", "pounds", "bucks"]
+    ["usd", "eur", "gbp", "dollars", "dollar", "euros", "euro", "pounds", "bucks", "quid"]
 )
 
 # Field name or description words that make a numeric field monetary, and the words a user uses
@@ -227,7 +227,8 @@ TIME_UNIT_WORDS = {
 }
 
 # Words right after a number that multiply it: "$80k", "100 thousand dollars".
-MULTIPLIERS = {"k": 1_000, "thousand": 1_000, "million": 1_000_000}
+# "40 grand" is money: the word is a currency as well as a multiplier (see numbers._has_currency).
+MULTIPLIERS = {"k": 1_000, "thousand": 1_000, "grand": 1_000, "million": 1_000_000}
 
 # Words that carry no cue when matching a number to a field by name or description.
 CUE_STOPWORDS = frozenset(
