@@ -350,3 +350,24 @@ def test_grand_and_quid_are_money() -> None:
         'and(eq("port", "Oslo"), lt("fare", 2000))'
     )
     assert ferries.construct("a fare of at most 90 quid").filter == parse_filter('lte("fare", 90)')
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A question that opens on a thing the cabins have asks about that thing.
+        ("Is the sauna heated in winter?", None),
+        ("When is wifi switched off at night?", None),
+        # A thing had named as the kind of documents is still asked for.
+        ("Are wifi cabins dearer?", 'eq("facilities", "wifi")'),
+        # Asked for as something had, it is a filter.
+        ("Which cabins have a sauna?", 'eq("facilities", "sauna")'),
+        (
+            "Is there a cabin with a fireplace on Inari?",
+            'and(eq("lake", "Inari"), eq("facilities", "fireplace"))',
+        ),
+    ],
+)
+def test_a_question_about_a_thing_had_is_no_filter_on_it(text: str, expected: str | None) -> None:
+    found = filter_of(CABINS, CABIN_VALUES, text)
+    assert found == (parse_filter(expected) if expected else None)

@@ -101,6 +101,13 @@ VERB_SLOT_BEFORE = re.compile(
 # "a cat['s] slow blink": a possessor, not a kind wanted.
 POSSESSIVE_AFTER = re.compile(r"['’]s\b")
 # "Cincinnati [Reds]": a capitalised word right before a capitalised value continues a name.
+# "Is parking free?", "What time is breakfast served?": the thing a question opens on is what it
+# asks about, not a wish for documents that have it.
+QUESTION_SUBJECT_BEFORE = re.compile(
+    r"(?:^|[.!?]\s+)(?:(?:what|when|where|how|which)(?:\s+(?:time|much|long|often|late|early))?"
+    r"\s+)?(?:is|are|was|were)\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
 # "Electric Pump-Fed": a capitalised word right after a lowercase value written capitalised.
 CAPITALISED_WORD_AFTER = re.compile(r"[\s-]+[A-Z][a-z]")
 CAPITALISED_WORD_BEFORE = re.compile(r"(?<![.!?:;]\s)(?<!^)\b(?P<word>[A-Z][\w’'-]*)\s+$")
@@ -515,7 +522,8 @@ class ValueVocabulary:
         """Whether the value, where it is said, names something other than the documents:
         someone's own of a kind ("my dog"), a name in lowercase where a verb goes ("can we
         split the bill" for ``Split``), a possessor ("a cat's blink") or part of a longer name
-        ("Cincinnati Reds", "Electric Pump-Fed" for ``electric``)."""
+        ("Cincinnati Reds", "Electric Pump-Fed" for ``electric``), or the subject of a question
+        about a thing the documents have ("Is parking free?")."""
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
         if OWNER_BEFORE.search(self._phrase_before(text, candidate, candidates)) and all(
             sense.attribute in self._kind_fields for sense in candidate.senses
@@ -530,6 +538,13 @@ class ValueVocabulary:
             return True
         if POSSESSIVE_AFTER.match(text, candidate.end) and written.islower():
             return True
+        if (
+            all(sense.attribute in self._list_fields for sense in candidate.senses)
+            and QUESTION_SUBJECT_BEFORE.search(text, 0, candidate.start)
+            and not self._scope_after.match(text, candidate.end)
+            and not self._item_after.match(text, candidate.end)
+        ):
+            return True  # "Is parking free for guests?": about parking, not hotels with it
         if (
             written[:1].isupper()
             and all(sense.value.islower() for sense in candidate.senses)
