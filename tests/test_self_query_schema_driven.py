@@ -371,3 +371,21 @@ def test_grand_and_quid_are_money() -> None:
 def test_a_question_about_a_thing_had_is_no_filter_on_it(text: str, expected: str | None) -> None:
     found = filter_of(CABINS, CABIN_VALUES, text)
     assert found == (parse_filter(expected) if expected else None)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A count before the name of a count field (``changes``) is its value.
+        # The singular is not the field's name.
+        ("crossings to Kiel with 1 change", 'eq("port", "Kiel")'),
+        ("crossings to Kiel with 2 changes", 'and(eq("port", "Kiel"), eq("changes", 2))'),
+        ("a 1-change crossing", 'eq("changes", 1)'),
+        ("3 changes or more", 'gte("changes", 3)'),
+        # The user's own count is no wish.
+        ("I had 2 changes last time, is that normal?", None),
+    ],
+)
+def test_a_count_before_a_count_fields_name_is_its_value(text: str, expected: str | None) -> None:
+    found = filter_of(FERRIES, FERRY_VALUES, text)
+    assert found == (parse_filter(expected) if expected else None)

@@ -26,6 +26,7 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.items import words_pattern
+from rasa_context_retrieval.self_query.limits import OWNED_BEFORE
 from rasa_context_retrieval.self_query.phrases import (
     CUE_STOPWORDS,
     CURRENCY_SYMBOLS,
@@ -136,6 +137,8 @@ _NUMBER = (
     + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
     + rf"|(?:half\s+)?an?(?=\s+(?:{_UNITS})(?!\w))"
 )
+OWNED_CHARS = 16
+OWNED_OR_FOR_BEFORE = re.compile(rf"{OWNED_BEFORE.pattern}|\bfor\s+$", re.IGNORECASE)
 MONEY_MULTIPLIER = re.compile(r"grand$", re.IGNORECASE)
 NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
 
@@ -343,6 +346,7 @@ class NumberPhrases:
         self._only_monetary = monetary[0] if len(monetary) == 1 else None
         items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
         self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
+        self._count_of_field = _count_of_field(numeric)
 
     def find(
         self, text: str, taken: list[Constraint], values: Sequence[Constraint] = ()
@@ -388,9 +392,22 @@ class NumberPhrases:
             said.append(
                 _Said(bounds, match.start(), match.end(), False, counted=counted, party=True)
             )
-        for match in self._compound.finditer(text):
+        compounds = [*self._compound.finditer(text)]
+        if self._count_of_field is not None:
+            # "I have 2 bedrooms": the user's own, not a wish; "for 3 bedrooms": a party to fit.
+            compounds += [
+                match
+                for match in self._count_of_field.finditer(text)
+                if not OWNED_OR_FOR_BEFORE.search(
+                    text, max(0, match.start() - OWNED_CHARS), match.start()
+                )
+            ]
+        for match in compounds:
             bounds = ((Comparator.EQ, match["n"]),)
-            counted = inflection.singularize(match["noun"].lower())
+            if match.groupdict().get("noun2"):  # "a 2-bedroom flat": the field's name
+                counted = cue_key(inflection.pluralize(match["noun2"].lower()))
+            else:
+                counted = inflection.singularize(match["noun"].lower())
             said.append(
                 _Said(bounds, match.start(), match.end(), False, counted=counted, named=True)
             )
@@ -580,3 +597,30 @@ def _conversion(said: str, kept: str | None) -> float | None:
     if said_seconds is None or kept_seconds is None:
         return None
     return said_seconds / kept_seconds
+
+
+def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
+    """ "2 bedrooms", "a 2-bedroom flat", "0 stops": a count right before the name of an integer
+    field that is a plural noun (``bedrooms``, ``stops``) is that field's value, whatever noun
+    follows. After "top"/"best"/"first" it is a limit."""
+    plurals = sorted(
+        {
+            field.name.lower()
+            for field in fields
+            if field.type == "integer"
+            and field.name.isalpha()
+            and inflection.singularize(field.name.lower()) != field.name.lower()
+        },
+        key=len,
+        reverse=True,
+    )
+    if not plurals:
+        return None
+    singulars = [inflection.singularize(name) for name in plurals]
+    count = "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    return re.compile(
+        rf"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d{{1,3}}|{count})"
+        rf"(?:\s+(?P<noun>{'|'.join(map(re.escape, plurals))})"
+        rf"|-(?P<noun2>{'|'.join(map(re.escape, singulars))}))(?![\w-])",
+        re.IGNORECASE,
+    )
