@@ -3,7 +3,8 @@
 "Plans under $20 a month for Android, not the business tier, updated since March 2024" carries
 four filters. ``RuleQueryConstructor`` finds them with one extractor per kind of attribute
 (``dates``, ``years`` for an integer year field, ``numbers``, ``booleans``, ``vocabulary`` for
-string values) and reads the number of results asked for (``limits``). It merges them into
+string values, ``glosses`` for the values a description explains in words: "(0 for a direct
+flight)") and reads the number of results asked for (``limits``). It merges them into
 LangChain's filter IR (``langchain_core.structured_query``) over the declared fields only, and
 returns it as a ``StructuredQuery`` together with the search text. The IR is the same one slot
 filters and the LLM constructor produce, so one translator runs them all.
