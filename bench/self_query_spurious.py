@@ -38,6 +38,8 @@ TUNING_SETS = (
     "self_query_unseen.yaml",
     "self_query_tuning2.yaml",
     "self_query_tuning3.yaml",
+    "self_query_holdout.yaml",
+    "self_query_holdout2.yaml",
 )
 SAMPLES = 6
 TOP_ATOMS = 6

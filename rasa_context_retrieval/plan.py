@@ -27,6 +27,7 @@ from rasa_context_retrieval.filters.syntax import conjoin
 from rasa_context_retrieval.rewrite.context import ContextModel, QueryText, QueryView, query_views
 from rasa_context_retrieval.rewrite.heuristic import RewriteMode, standalone_query
 from rasa_context_retrieval.self_query.carry import conversation_filters
+from rasa_context_retrieval.self_query.common_words import load_word_frequencies
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
 from rasa_context_retrieval.workers import off_loop
 
@@ -139,6 +140,8 @@ class Planner:
             llm.use_value_catalogue(known_values)
         self._rules: RuleQueryConstructor | None = None
         self._rules_values: Mapping[str, frozenset[str]] | None = None
+        if config.self_query == "rules":
+            load_word_frequencies()
 
     async def plan(self, conversation: Conversation) -> SearchPlan:
         standalone, structured, carried = await self._standalone_and_structured(conversation)

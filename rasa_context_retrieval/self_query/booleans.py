@@ -57,12 +57,12 @@ NEGATION_BEFORE = re.compile(
     rf"|{NEGATING_PREFIX})$",
     re.IGNORECASE,
 )
-# "that are vegetarian", "that's fully remote", "anything vegetarian"; not a question's
-# opening ("Is remote work better?", "what is vegetarian?").
+# "that are vegetarian", "that's fully remote", "anything vegetarian", "that are still open";
+# not a question's opening ("Is remote work better?", "what is vegetarian?").
 PREDICATE_BEFORE = re.compile(
     r"(?:\b(?!(?:what|how|why|where|when|who)\b)[a-z]+"
     r"(?:\s+(?:is|are|be|been|being|was|were)|['’](?:s|re))|\b(?:something|anything)"
-    r"|\b[a-z]+\s+(?:that|which)(?:\s+(?:can|will))?)\s+(?:[a-z]+ly\s+)?$",
+    r"|\b[a-z]+\s+(?:that|which)(?:\s+(?:can|will))?)\s+(?:(?:[a-z]+ly|still|already)\s+)?$",
     re.IGNORECASE,
 )
 OWNED_BEFORE = re.compile(r"\b(?:my|our)\s+$", re.IGNORECASE)
@@ -197,15 +197,17 @@ class BooleanPhrases:
                     continue
                 negated = bool(NEGATION_BEFORE.search(before)) != bool(match.groupdict().get("un"))
                 if pattern is field.word and not (
-                    negated or self._describes_documents(text, before, end, taken)
+                    negated or self.describes_documents(text, before, end, taken)
                 ):
                     continue
                 return Constraint(field.name, Comparator.EQ, plain != negated, start, end)
         return None
 
-    def _describes_documents(
+    def describes_documents(
         self, text: str, before: str, end: int, taken: list[Constraint]
     ) -> bool:
+        """Whether the word ending at ``text[end]`` (``before`` it: the text just before the
+        word) says what the documents are ("remote jobs", "that are vegetarian")."""
         if OWNED_BEFORE.search(before):
             return False  # "my remote job is boring": the user's own, not a wish
         if self._item_after.match(text, end):
@@ -217,6 +219,11 @@ class BooleanPhrases:
             return True
         gap = len(text[end:]) - len(text[end:].lstrip(" -"))
         return any(constraint.start == end + gap for constraint in taken)  # "vegetarian indian"
+
+
+def negated_before(before: str) -> bool:
+    """Whether ``before`` ends in a negation of the word that follows it ("not", "non-")."""
+    return bool(NEGATION_BEFORE.search(before))
 
 
 def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
@@ -271,7 +278,8 @@ def _stemmed_words(text: str) -> list[tuple[str, int, int]]:
 def _word_lists(field: MetadataField) -> list[list[str]]:
     """The field's phrases as word lists: its name, and the clause of its description, and
     their plain forms: the verb of an "-able" name ("foldable" -> "fold": "folding bikes",
-    "bikes that fold"), the thing of "breakfast_included" ("with breakfast"), "needs a <thing>"
+    "bikes that fold"), the thing of "breakfast_included" ("with breakfast") and its verb
+    before it ("includes breakfast", "allow pets" for ``pets_allowed``), "needs a <thing>"
     and "<thing> needed" for "<thing>_required", "<thing>-friendly"
     and "fine around <thing>" for "good with <thing>"."""
     name_words = WORD.findall(field.name.lower())
@@ -284,6 +292,8 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
             word_lists.append([root])
     if len(name_words) == 2 and name_words[1] in OFFERED:
         word_lists.append(name_words[:1])  # "breakfast_included": "hotels with breakfast"
+        # "pets_allowed": "that allow pets"; "breakfast_included": "includes breakfast"
+        word_lists.append(name_words[::-1])
     if len(name_words) == 2 and name_words[1] in REQUIRED:
         thing = name_words[0]
         article = "an" if thing[:1] in "aeiou" else "a"

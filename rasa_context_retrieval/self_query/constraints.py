@@ -27,6 +27,9 @@ class Constraint:
     value: Any
     start: int
     end: int
+    each: bool = False
+    """A value of a list field said with "and" next to others ("a balcony and a dishwasher"):
+    each must be there, rather than any of them."""
 
     def overlaps(self, start: int, end: int) -> bool:
         return self.start < end and start < self.end
@@ -38,22 +41,36 @@ def overlaps_any(start: int, end: int, taken: list[Constraint]) -> bool:
 
 
 # A first-person clause in the past up to the mention: "I cooked a ...", "we bought a ...", "an
-# article I read in ...", "my old one was a ...", and a supposition ("if it were a 2019
-# model"). A clause ends at punctuation. "I need" is no past ("-eed"), nor is "I am interested
-# in" or "is my data stored in" (states, not stories).
-PERSONAL_PAST = re.compile(
-    r"(?:\b(?:I|we)\s+(?:(?!am\b|are\b)\w+\s+)?(?:\w+(?<!e)ed|read|saw|ate|drank|bought|sold"
+# article I read in ...", "my old one was a ...", "my suitcase got lost on the way from ...", and
+# a supposition ("if it were a 2019 model"). A clause ends at punctuation, not at the comma or
+# point inside a number ("I paid 1,100 a month for my place in ..."). "I need" is no past
+# ("-eed"), nor is "I am interested in" or "is my data stored in" (states, not stories).
+# Irregular past forms; after "my <thing>" only these, as "my data stored in" is a state.
+_IRREGULAR_PAST = (
+    r"read|saw|ate|drank|bought|sold"
     r"|paid|was|were|got|had|did|made|went|heard|wrote|took|met|lost|began|started|rode|drove"
     r"|flew|gave|kept|left|came|ran|spent|found|chose|wore|sang|swam|taught|thought|shot"
-    r"|brought|caught|sent|built|felt|held|told|won|lent|sat|slept|fell|broke|grew|knew|threw)"
-    r"|\b(?:my|our)\s+(?:[a-z]+\s+){0,2}(?:was|were|had|used\s+to)"
+    r"|brought|caught|sent|built|felt|held|told|won|lent|sat|slept|fell|broke|grew|knew|threw"
+)
+_IN_CLAUSE = r"(?:[^,.;!?]|(?<=\d)[,.](?=\d))"
+PERSONAL_PAST = re.compile(
+    rf"(?:\b(?:I|we)\s+(?:(?!am\b|are\b)\w+\s+)?(?:\w+(?<!e)ed|{_IRREGULAR_PAST})"
+    rf"|\b(?:my|our)\s+(?:[a-z]+\s+){{0,2}}(?:{_IRREGULAR_PAST}|used\s+to)"
     r"|\b(?:if|suppose|supposing|imagine)\s+(?:it|they|that|this)\s+(?:was|were|had|would))"
-    r"\b[^,.;!?]*$",
+    rf"\b{_IN_CLAUSE}*$",
+    re.IGNORECASE,
+)
+# "Last week Teams was down for me": the mention is the subject of a past state the user had.
+PAST_FOR_ME_AFTER = re.compile(
+    rf"{_IN_CLAUSE}*?\b(?:was|were|had\s+been)\b{_IN_CLAUSE}*?\b(?:for|to|on|with)\s+(?:me|us)\b",
     re.IGNORECASE,
 )
 PERSONAL_LOOKBEHIND_CHARS = 60
+PERSONAL_LOOKAHEAD_CHARS = 60
 
 
 def told_as_personal_past(text: str, start: int) -> bool:
     """Whether the mention at ``text[start]`` sits in a first-person past clause."""
-    return bool(PERSONAL_PAST.search(text[max(0, start - PERSONAL_LOOKBEHIND_CHARS) : start]))
+    if PERSONAL_PAST.search(text[max(0, start - PERSONAL_LOOKBEHIND_CHARS) : start]):
+        return True
+    return bool(PAST_FOR_ME_AFTER.match(text[start : start + PERSONAL_LOOKAHEAD_CHARS]))

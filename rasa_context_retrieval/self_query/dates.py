@@ -92,6 +92,15 @@ RANGE = re.compile(
     rf"(?P<d>{DATE_TEXT})",
     re.IGNORECASE,
 )
+# "between 1 and 5 September", "from the 3rd to the 9th of May 2025": the first day borrows the
+# month and year written with the last.
+DAY_SPAN = re.compile(
+    rf"(?<!\w)(?:between|from)\s+(?:the\s+)?(?P<first>\d{{1,2}}){_ORDINAL}\s+(?:and|to|until|till"
+    rf"|through|-|–)\s+(?:the\s+)?(?P<b>\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?"
+    rf"(?:,?\s+{_YEAR})?)(?![\w-])",
+    re.IGNORECASE,
+)
+DAY_OF_MONTH = re.compile(r"\d{1,2}")
 # "from 2010 onwards" is read by LATER, not as "from 2010".
 OPEN_ENDED_AFTER = (
     r"(?!\s*(?:onwards?|(?:or|and)\s+(?:later|after|newer|beyond|up|earlier|before|older|prior))"
@@ -306,6 +315,9 @@ class DatePhrases:
         for match in RANGE.finditer(text):
             low, high = ("a", "b") if match["a"] else ("c", "d")
             said.append((match.start(), match.end(), _range(match[low], match[high], today, ahead)))
+        for match in DAY_SPAN.finditer(text):
+            first = DAY_OF_MONTH.sub(match["first"], match["b"], count=1)
+            said.append((match.start(), match.end(), _range(first, match["b"], today, ahead)))
         bare = BARE.finditer(text) if ANY_MONTH.search(text) else ()
         for match in [*SINGLE.finditer(text), *bare]:
             said_word = " ".join((match.groupdict().get("word") or "").lower().split())
@@ -339,13 +351,14 @@ def _single(
     word: str, text: str, today: dt.date, ahead: bool, starting: bool = False
 ) -> list[Bound]:
     """The bounds of ``word`` and a written date; ``starting``: the word was "from", which is
-    "during" for a year or month of a record ("films from 2020") but "from then on" for a day
-    and for a date of things that take place or open ("boats available from July")."""
+    "during" for a period of a record ("films from 2020", "the episode from 10 June": that
+    day) but "from then on" for a date of things that take place or open ("boats available
+    from July", "from July 1st")."""
     written = WrittenDate.read(text)
     period = written.period(today, ahead=ahead) if written else None
     if period is None:
         return []
-    if starting and (ahead or period[0] == period[1]):
+    if starting and ahead:
         word = FROM_START
     return _bounds(word, period)
 

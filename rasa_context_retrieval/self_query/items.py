@@ -4,7 +4,8 @@ Several rules lean on these nouns: a topic value right before one ("python artic
 filter, a count right before one ("two movies") is a limit, and a year or date in a message that
 names them ("films made before 1980") is about the documents, not the user's life. The nouns
 are a short generic list plus the noun the schema's own descriptions keep talking about ("The
-year the movie was released", "A 1-10 rating for the movie" -> "movie").
+year the movie was released", "A 1-10 rating for the movie" -> "movie") or, in a schema whose
+descriptions name no noun twice, the nouns they name once ("City the hotel is in" -> "hotel").
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import inflection
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.phrases import ITEM_NOUNS, PLURAL_ITEM_NOUNS
 
-# A noun the descriptions name after "the" in this many fields is what the documents are.
+# A noun the descriptions name after "the" in this many fields is what the documents are; when
+# no noun is named that often, every noun named once is ("City the hotel is in").
 MIN_DESCRIPTIONS_NAMING_ITEM = 2
 DESCRIBED_NOUN = re.compile(r"\bthe\s+([a-z]{3,})\b", re.IGNORECASE)
 NAME_WORDS = re.compile(r"[a-z]+")
@@ -36,11 +38,10 @@ def item_nouns(fields: Sequence[MetadataField]) -> frozenset[str]:
         for field in fields
         for word in {match.lower() for match in DESCRIBED_NOUN.findall(field.description)}
     )
+    named = {word: count for word, count in counts.items() if word not in field_words}
     described = {
-        word
-        for word, count in counts.items()
-        if count >= MIN_DESCRIPTIONS_NAMING_ITEM and word not in field_words
-    }
+        word for word, count in named.items() if count >= MIN_DESCRIPTIONS_NAMING_ITEM
+    } or set(named)
     singular = ITEM_NOUNS | described
     return frozenset(singular | {plural(noun) for noun in singular} | PLURAL_ITEM_NOUNS)
 

@@ -26,6 +26,7 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.items import words_pattern
+from rasa_context_retrieval.self_query.limits import OWNED_BEFORE
 from rasa_context_retrieval.self_query.phrases import (
     CUE_STOPWORDS,
     CURRENCY_SYMBOLS,
@@ -132,10 +133,13 @@ _UNITS = "|".join(sorted(TIME_UNIT_WORDS, key=len, reverse=True))
 # Digits with thousands commas and a multiplier ("80k", "100 thousand"), a number word, or "an"
 # and "half an" before a unit of time ("more than an hour", "under half an hour").
 _NUMBER = (
-    r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?:k|\s?(?:thousand|million))?|"
+    r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?:k|\s?(?:thousand|million|grand))?|"
     + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
     + rf"|(?:half\s+)?an?(?=\s+(?:{_UNITS})(?!\w))"
 )
+OWNED_CHARS = 16
+OWNED_OR_FOR_BEFORE = re.compile(rf"{OWNED_BEFORE.pattern}|\bfor\s+$", re.IGNORECASE)
+MONEY_MULTIPLIER = re.compile(r"grand$", re.IGNORECASE)
 NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
 
 
@@ -214,6 +218,8 @@ RATE_AFTER = re.compile(
     rf"|\s*(?P<adverb>monthly|yearly|annually|weekly|daily)(?!\w)",
     re.IGNORECASE,
 )
+# "an hour and a half", "two days and a half": half a unit more.
+HALF_AFTER = re.compile(r"\s+and\s+a\s+half(?!\w)", re.IGNORECASE)
 UNIT_AFTER = re.compile(rf"\s*(?P<unit>{_UNITS})(?!\w)(?:\s+(?:long|old)(?!\w))?", re.IGNORECASE)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
 DECLARED_UNIT = re.compile(rf"(?:\bin|\()\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORECASE)
@@ -340,6 +346,7 @@ class NumberPhrases:
         self._only_monetary = monetary[0] if len(monetary) == 1 else None
         items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
         self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
+        self._count_of_field = _count_of_field(numeric)
 
     def find(
         self, text: str, taken: list[Constraint], values: Sequence[Constraint] = ()
@@ -385,9 +392,22 @@ class NumberPhrases:
             said.append(
                 _Said(bounds, match.start(), match.end(), False, counted=counted, party=True)
             )
-        for match in self._compound.finditer(text):
+        compounds = [*self._compound.finditer(text)]
+        if self._count_of_field is not None:
+            # "I have 2 bedrooms": the user's own, not a wish; "for 3 bedrooms": a party to fit.
+            compounds += [
+                match
+                for match in self._count_of_field.finditer(text)
+                if not OWNED_OR_FOR_BEFORE.search(
+                    text, max(0, match.start() - OWNED_CHARS), match.start()
+                )
+            ]
+        for match in compounds:
             bounds = ((Comparator.EQ, match["n"]),)
-            counted = inflection.singularize(match["noun"].lower())
+            if match.groupdict().get("noun2"):  # "a 2-bedroom flat": the field's name
+                counted = cue_key(inflection.pluralize(match["noun2"].lower()))
+            else:
+                counted = inflection.singularize(match["noun"].lower())
             said.append(
                 _Said(bounds, match.start(), match.end(), False, counted=counted, named=True)
             )
@@ -403,6 +423,9 @@ class NumberPhrases:
         if field is None or (said.party and not (field.maximum or field.minimum)):
             return []
         values = [_parse_number(number) for _, number in said.bounds]
+        half = HALF_AFTER.match(text, end) if unit is not None else None
+        if half:
+            values, end = [value + 0.5 for value in values], half.end()
         if unit is not None:
             # "more than an hour" on a field in minutes is 60; "3 months" on a price, nothing.
             factor = _conversion(unit, field.unit)
@@ -511,7 +534,11 @@ def _shared_words(fields: Sequence[MetadataField], item_nouns: Collection[str]) 
 
 
 def _has_currency(match: re.Match[str], *tags: str) -> bool:
-    return any(match[f"{tag}_pre"] or match[f"{tag}_post"] for tag in tags)
+    """Whether a currency is said with the amount: a symbol or word, or "grand" ("40 grand")."""
+    return any(
+        match[f"{tag}_pre"] or match[f"{tag}_post"] or MONEY_MULTIPLIER.search(match[tag] or "")
+        for tag in tags
+    )
 
 
 def _clause_words(text: str, *, first: bool) -> list[str]:
@@ -570,3 +597,30 @@ def _conversion(said: str, kept: str | None) -> float | None:
     if said_seconds is None or kept_seconds is None:
         return None
     return said_seconds / kept_seconds
+
+
+def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
+    """ "2 bedrooms", "a 2-bedroom flat", "0 stops": a count right before the name of an integer
+    field that is a plural noun (``bedrooms``, ``stops``) is that field's value, whatever noun
+    follows. After "top"/"best"/"first" it is a limit."""
+    plurals = sorted(
+        {
+            field.name.lower()
+            for field in fields
+            if field.type == "integer"
+            and field.name.isalpha()
+            and inflection.singularize(field.name.lower()) != field.name.lower()
+        },
+        key=len,
+        reverse=True,
+    )
+    if not plurals:
+        return None
+    singulars = [inflection.singularize(name) for name in plurals]
+    count = "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    return re.compile(
+        rf"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d{{1,3}}|{count})"
+        rf"(?:\s+(?P<noun>{'|'.join(map(re.escape, plurals))})"
+        rf"|-(?P<noun2>{'|'.join(map(re.escape, singulars))}))(?![\w-])",
+        re.IGNORECASE,
+    )

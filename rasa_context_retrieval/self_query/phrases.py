@@ -112,12 +112,14 @@ NEGATING_PREFIX = r"\bnon\s*-?\s*"
 # A negator directly before a value, optionally followed by prepositions and articles, or by a
 # participle and its preposition: "not on Android", "except the enterprise tier", "non-premium",
 # "not directed by Greta Gerwig", "isn't made by Apple", "not under the GPL", "not written in
-# Python", "aren't dramas", "I don't want horror", "outside finance". Other words in between
-# ("not working on android") break it on purpose: that is a question about Android.
+# Python", "not available in English", "aren't dramas", "I don't want horror", "outside
+# finance", and "no" right before it ("but no politics"). Other words in between ("not working
+# on android") break it on purpose: that is a question about Android.
 _PREPOSITIONS = r"on|in|at|to|of|for|from|with|under|within|using|via|by|about|as"
 NEGATION_BEFORE_VALUE = re.compile(
     rf"(?:\b(?:{NEGATORS})\s+(?:(?:{_PREPOSITIONS}|the|a|an|any|my|our"
-    rf"|(?:\w+(?:ed|en)|made)\s+(?:{_PREPOSITIONS}))\s+){{0,2}}|{NEGATING_PREFIX})$",
+    rf"|(?:\w+(?:ed|en|able|ible)|made)\s+(?:{_PREPOSITIONS}))\s+){{0,2}}|{NEGATING_PREFIX}"
+    r"|\bno\s+)$",
     re.IGNORECASE,
 )
 
@@ -174,7 +176,7 @@ COORDINATION = re.compile(r"\s*(?:,|/|&|\band\b|\bor\b|\bnor\b)(?:\s*(?:and|or)\
 # Words for "money" in front of or behind a number.
 CURRENCY_SYMBOLS = "$€£"
 CURRENCY_WORDS = tuple(
-    ["usd", "eur", "gbp", "dollars", "dollar", "euros", "euro", "pounds", "bucks"]
+    ["usd", "eur", "gbp", "dollars", "dollar", "euros", "euro", "pounds", "bucks", "quid"]
 )
 
 # Field name or description words that make a numeric field monetary, and the words a user uses
@@ -225,7 +227,8 @@ TIME_UNIT_WORDS = {
 }
 
 # Words right after a number that multiply it: "$80k", "100 thousand dollars".
-MULTIPLIERS = {"k": 1_000, "thousand": 1_000, "million": 1_000_000}
+# "40 grand" is money: the word is a currency as well as a multiplier (see numbers._has_currency).
+MULTIPLIERS = {"k": 1_000, "thousand": 1_000, "grand": 1_000, "million": 1_000_000}
 
 # Words that carry no cue when matching a number to a field by name or description.
 CUE_STOPWORDS = frozenset(

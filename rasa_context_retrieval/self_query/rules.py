@@ -3,7 +3,8 @@
 "Plans under $20 a month for Android, not the business tier, updated since March 2024" carries
 four filters. ``RuleQueryConstructor`` finds them with one extractor per kind of attribute
 (``dates``, ``years`` for an integer year field, ``numbers``, ``booleans``, ``vocabulary`` for
-string values) and reads the number of results asked for (``limits``). It merges them into
+string values, ``glosses`` for the values a description explains in words: "(0 for a direct
+flight)") and reads the number of results asked for (``limits``). It merges them into
 LangChain's filter IR (``langchain_core.structured_query``) over the declared fields only, and
 returns it as a ``StructuredQuery`` together with the search text. The IR is the same one slot
 filters and the LLM constructor produce, so one translator runs them all.
@@ -40,9 +41,10 @@ from langchain_core.structured_query import (
 )
 
 from rasa_context_retrieval.schema import MetadataField
-from rasa_context_retrieval.self_query.booleans import BooleanPhrases
+from rasa_context_retrieval.self_query.booleans import BooleanPhrases, negated_before
 from rasa_context_retrieval.self_query.constraints import Constraint, told_as_personal_past
 from rasa_context_retrieval.self_query.dates import Clock, DatePhrases
+from rasa_context_retrieval.self_query.glosses import GlossPhrases
 from rasa_context_retrieval.self_query.items import item_nouns
 from rasa_context_retrieval.self_query.limits import LimitPhrases
 from rasa_context_retrieval.self_query.numbers import NumberPhrases
@@ -106,6 +108,9 @@ class RuleQueryConstructor:
         self._years = YearPhrases(fields, items)
         self._numbers = NumberPhrases(fields, items)
         self._booleans = BooleanPhrases(fields, items)
+        self._glosses = GlossPhrases(
+            fields, items, self._booleans.describes_documents, negated_before
+        )
         self._values = ValueVocabulary(fields, known_values or {}, items)
         self._limits = LimitPhrases(items, self._values.is_plural_value)
         logger.debug(
@@ -140,6 +145,7 @@ class RuleQueryConstructor:
         found += self._numbers.find(scanned, found, values)
         # Values are read again only around what the other kinds took; else the first reading holds.
         found += self._values.find(scanned, found) if found else values
+        found += self._glosses.find(scanned, found)
         found += self._booleans.find(scanned, found)
         return [c for c in found if not told_as_personal_past(scanned, c.start)]
 
@@ -147,7 +153,8 @@ class RuleQueryConstructor:
 def build_filter(
     constraints: Sequence[Constraint], field_order: Mapping[str, int]
 ) -> FilterDirective | None:
-    """One comparison per condition; values of one field merge into ``in``/``nin``; all ``and``."""
+    """One comparison per condition; values of one field merge into ``in``/``nin`` unless each
+    must hold (``Constraint.each``); all ``and``."""
     comparisons: list[Comparison] = []
     for attribute in sorted({c.attribute for c in constraints}, key=field_order.__getitem__):
         on_attribute = [c for c in constraints if c.attribute == attribute]
@@ -161,12 +168,16 @@ def build_filter(
 
 
 def _value_comparisons(attribute: str, constraints: list[Constraint]) -> list[Comparison]:
-    wanted = _distinct(c.value for c in constraints if c.comparator is Comparator.EQ)
+    each = _distinct(c.value for c in constraints if c.comparator is Comparator.EQ and c.each)
+    wanted = _distinct(
+        c.value for c in constraints if c.comparator is Comparator.EQ and c.value not in each
+    )
     unwanted = _distinct(c.value for c in constraints if c.comparator is Comparator.NE)
     contradicted = [value for value in wanted if value in unwanted]
     wanted = [value for value in wanted if value not in contradicted]
     unwanted = [value for value in unwanted if value not in contradicted]
-    comparisons = []
+    each = [value for value in each if value not in unwanted]
+    comparisons = [Comparison(comparator=Comparator.EQ, attribute=attribute, value=v) for v in each]
     if wanted:
         comparisons.append(_one_or_many(attribute, wanted, Comparator.EQ, Comparator.IN))
     if unwanted:

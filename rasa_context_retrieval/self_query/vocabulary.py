@@ -11,7 +11,8 @@ Finding a word is not enough: "contact us" does not mean region ``us``, and "can
 plan?" does not mean category ``plans``. Each value therefore gets a strictness:
 
 * ``FREE``: a distinctive value ("android", "apac") is a filter wherever it appears;
-* ``CUED``: an everyday word ("free", "us", "plus") needs a marker: a scope noun or a noun for
+* ``CUED``: an everyday word ("free", "us", "plus", or one of the commonest words of English,
+  see ``common_words``: "first", "high") needs a marker: a scope noun or a noun for
   the documents after it ("free plan", "US customers", "support jobs"), its field's name, a
   capital letter mid-sentence ("on Plus"), an all-capital acronym ("US"), or a marked neighbour
   in a list ("free or plus plans");
@@ -41,6 +42,7 @@ import inflection
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.schema import STRING_TYPES, MetadataField
+from rasa_context_retrieval.self_query.common_words import is_common_word
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.items import item_after, words_pattern
 from rasa_context_retrieval.self_query.phrases import (
@@ -81,6 +83,11 @@ INITIALS_PREPOSITION_BEFORE = re.compile(r"\b(?:on|about|in|for|of)\s+$", re.IGN
 MIN_FIRST_CLIPPED_CHARS = 3
 MIN_CLIPPED_CHARS = 2
 WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
+# Where a description's first noun phrase ends: a preposition, a clause or punctuation.
+DESCRIPTION_PHRASE_END = re.compile(
+    r"[,.;:()]|\s(?:of|in|for|on|at|to|from|by|with|the|a|an|that|which|is|are|who|when|as)\s"
+)
+MIN_HEAD_CHARS = 4
 SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
 # "my dog", "our cat": someone's own thing of a kind is not a wish for documents of that kind
 # ("my Android phone" still scopes a support question: a platform is no kind of document).
@@ -94,10 +101,26 @@ VERB_SLOT_BEFORE = re.compile(
 # "a cat['s] slow blink": a possessor, not a kind wanted.
 POSSESSIVE_AFTER = re.compile(r"['’]s\b")
 # "Cincinnati [Reds]": a capitalised word right before a capitalised value continues a name.
+# "Is parking free?", "What time is breakfast served?": the thing a question opens on is what it
+# asks about, not a wish for documents that have it.
+QUESTION_SUBJECT_BEFORE = re.compile(
+    r"(?:^|[.!?]\s+)(?:(?:what|when|where|how|which)(?:\s+(?:time|much|long|often|late|early))?"
+    r"\s+)?(?:is|are|was|were)\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
+# "Electric Pump-Fed": a capitalised word right after a lowercase value written capitalised.
+CAPITALISED_WORD_AFTER = re.compile(r"[\s-]+[A-Z][a-z]")
 CAPITALISED_WORD_BEFORE = re.compile(r"(?<![.!?:;]\s)(?<!^)\b(?P<word>[A-Z][\w’'-]*)\s+$")
 # "Best Sci-Fi Movies By Nolan": in title case every word has a capital.
 LONG_WORD = re.compile(r"[^\W\d_]{4,}")
 MIN_TITLE_WORDS = 3
+# "a balcony and a dishwasher", "pool & spa", "pool, spa and gym": values a document must each have.
+EACH_JOINER = re.compile(r"\s*,?\s*(?:and|&)\s+(?:(?:also|a|an|the|some)\s+)?", re.IGNORECASE)
+HAD_BEFORE = re.compile(
+    r"\b(?:with|has|have|having|including|includes?|offers?|offering)\s+(?:(?:a|an|the|some)\s+)?$",
+    re.IGNORECASE,
+)
+LIST_COMMA = re.compile(r"\s*,\s*(?:(?:a|an|the|some)\s+)?", re.IGNORECASE)
 
 
 class Strictness(Enum):
@@ -125,6 +148,7 @@ class _Candidate:
     senses: tuple[ValueSense, ...]
     chosen: ValueSense | None = None
     negated: bool = False
+    each: bool = False
     elsewhere: bool = False
     """It names something other than the documents ("my dog"): no neighbour makes it a filter."""
 
@@ -221,6 +245,33 @@ def _field_words(field: MetadataField) -> set[str]:
     return words | {word + "s" for word in words} | {word.removesuffix("s") for word in words}
 
 
+def _description_words(field: MetadataField) -> set[str]:
+    return set(WORD_SEPARATORS.split(field.description.lower()))
+
+
+def _named_as_topic(field: MetadataField) -> bool:
+    """Whether the field's name says its values are kinds of the documents: "category", "tags",
+    "bike_type" ("The kind of bike"). A kind of something else ("fuel_type": "Engine fuel") is a
+    property of the documents: its values are not kinds of document, unless the description says
+    it is a kind too."""
+    words = [word for word in WORD_SEPARATORS.split(field.name.lower()) if word]
+    if not _field_words(field) & TOPIC_FIELD_WORDS:
+        return False
+    return len(words) == 1 or bool(_description_words(field) & TOPIC_FIELD_WORDS)
+
+
+def _description_head(field: MetadataField) -> set[str]:
+    """The noun a description's first phrase is about ("Travel class of the fare" -> "class",
+    "Triage priority" -> "priority"): said after a value ("first class", "low priority"), it
+    names the value's field as its name does."""
+    phrase = DESCRIPTION_PHRASE_END.split(field.description.strip().lower(), maxsplit=1)[0]
+    words = phrase.split()
+    head = words[-1] if words else ""
+    if len(head) < MIN_HEAD_CHARS or not head.isalpha() or head in CUE_STOPWORDS:
+        return set()
+    return {head, inflection.pluralize(head)}
+
+
 def _words_pattern(words: Iterable[str]) -> str:
     return "|".join(re.escape(word) for word in sorted(set(words), key=len, reverse=True))
 
@@ -237,6 +288,7 @@ class ValueVocabulary:
         string_fields = [field for field in fields if field.type in STRING_TYPES]
         field_name_words = set().union(*(_field_words(field) for field in fields))
         string_field_words = set().union(*(_field_words(field) for field in string_fields))
+        self._list_fields = frozenset(f.name for f in string_fields if f.type == "list[string]")
         self._senses: dict[str, list[ValueSense]] = {}
         self._short_forms: dict[str, dict[tuple[str, str], Strictness]] = {}
         # Values of several words by the first letters of their first word, for short forms.
@@ -247,8 +299,7 @@ class ValueVocabulary:
         self._kind_fields = frozenset(
             field.name
             for field in string_fields
-            if (_field_words(field) | set(WORD_SEPARATORS.split(field.description.lower())))
-            & TOPIC_FIELD_WORDS
+            if _named_as_topic(field) or _description_words(field) & TOPIC_FIELD_WORDS
         )
         for field in string_fields:
             anchors = self._anchor_words(field)
@@ -301,8 +352,8 @@ class ValueVocabulary:
 
     @staticmethod
     def _anchor_words(field: MetadataField) -> set[str]:
-        words = _field_words(field)
-        if words & TOPIC_FIELD_WORDS:
+        words = _field_words(field) | _description_head(field)
+        if _named_as_topic(field):
             words |= set(TOPIC_ANCHOR_WORDS)
         return words
 
@@ -322,7 +373,7 @@ class ValueVocabulary:
             forms = surface_forms(written)
             self._add_forms(field, value, forms, self._strictness(field, forms, field_name_words))
         surname = _surname(value)
-        if surname and not _field_words(field) & TOPIC_FIELD_WORDS:
+        if surname and not _named_as_topic(field):
             self._add_forms(field, value, {surname}, Strictness.NAME)
         words = surface_key(value).split(" ")
         strictness = self._strictness(field, {surface_key(value)}, field_name_words)
@@ -367,11 +418,11 @@ class ValueVocabulary:
     ) -> Strictness:
         if forms & field_name_words:
             return Strictness.ANCHORED
-        if _field_words(field) & TOPIC_FIELD_WORDS:
+        if _named_as_topic(field):
             return Strictness.TOPIC
         if forms & SCOPE_NOUNS:
             return Strictness.ANCHORED
-        if forms & (EVERYDAY_WORDS | CUE_STOPWORDS):
+        if forms & (EVERYDAY_WORDS | CUE_STOPWORDS) or any(map(is_common_word, forms)):
             return Strictness.CUED
         return Strictness.FREE
 
@@ -398,6 +449,7 @@ class ValueVocabulary:
         self._accept_compounds(text, candidates)
         for group in self._coordinated_groups(text, candidates):
             self._share_within(group)
+        self._mark_each(text, candidates)
         return [
             self._constraint(text, candidate)
             for candidate in candidates
@@ -470,7 +522,8 @@ class ValueVocabulary:
         """Whether the value, where it is said, names something other than the documents:
         someone's own of a kind ("my dog"), a name in lowercase where a verb goes ("can we
         split the bill" for ``Split``), a possessor ("a cat's blink") or part of a longer name
-        ("Cincinnati Reds")."""
+        ("Cincinnati Reds", "Electric Pump-Fed" for ``electric``), or the subject of a question
+        about a thing the documents have ("Is parking free?")."""
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
         if OWNER_BEFORE.search(self._phrase_before(text, candidate, candidates)) and all(
             sense.attribute in self._kind_fields for sense in candidate.senses
@@ -485,6 +538,21 @@ class ValueVocabulary:
             return True
         if POSSESSIVE_AFTER.match(text, candidate.end) and written.islower():
             return True
+        if (
+            all(sense.attribute in self._list_fields for sense in candidate.senses)
+            and QUESTION_SUBJECT_BEFORE.search(text, 0, candidate.start)
+            and not self._scope_after.match(text, candidate.end)
+            and not self._item_after.match(text, candidate.end)
+        ):
+            return True  # "Is parking free for guests?": about parking, not hotels with it
+        if (
+            written[:1].isupper()
+            and all(sense.value.islower() for sense in candidate.senses)
+            and CAPITALISED_WORD_AFTER.match(text, candidate.end)
+            and not SENTENCE_END.search(text[: candidate.start].rstrip())
+            and not _in_title_case(text)
+        ):
+            return True  # "Electric Pump-Fed engines": a lowercase value inside a name
         name_before = CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start)
         if (
             written[:1].isupper()
@@ -598,6 +666,40 @@ class ValueVocabulary:
                 same_field = [sense for sense in candidate.senses if sense.attribute == attribute]
                 candidate.chosen = same_field[0] if same_field else None
 
+    def _mark_each(self, text: str, candidates: list[_Candidate]) -> None:
+        """Values of a list field had by the documents, joined by "and" ("with a balcony and a
+        dishwasher", "has a pool, a spa and a gym"), must each be there: a document lists
+        several. Joined by "or", or not said as things had ("on android and iOS": where it
+        applies), any of them."""
+        chain: list[_Candidate] = []
+        for previous, candidate in zip(candidates, candidates[1:], strict=False):
+            joined = (
+                previous.chosen is not None
+                and candidate.chosen is not None
+                and previous.chosen.attribute == candidate.chosen.attribute
+                and candidate.chosen.attribute in self._list_fields
+                and bool(
+                    EACH_JOINER.fullmatch(text, previous.end, candidate.start)
+                    or LIST_COMMA.fullmatch(text, previous.end, candidate.start)
+                )
+            )
+            if joined:
+                chain = chain or [previous]
+                chain.append(candidate)
+                continue
+            self._mark_chain(text, chain)
+            chain = []
+        self._mark_chain(text, chain)
+
+    @staticmethod
+    def _mark_chain(text: str, chain: list[_Candidate]) -> None:
+        if len(chain) < 2 or not EACH_JOINER.fullmatch(text, chain[-2].end, chain[-1].start):
+            return
+        before = text[max(0, chain[0].start - LOOKBEHIND_CHARS) : chain[0].start]
+        if HAD_BEFORE.search(before):
+            for candidate in chain:
+                candidate.each = True
+
     def _constraint(self, text: str, candidate: _Candidate) -> Constraint:
         assert candidate.chosen is not None
         window_start = max(0, candidate.start - LOOKBEHIND_CHARS)
@@ -609,4 +711,5 @@ class ValueVocabulary:
             value=candidate.chosen.value,
             start=start,
             end=candidate.end,
+            each=candidate.each and not candidate.negated,
         )

@@ -1,0 +1,169 @@
+"""Values a field's description explains in words: "(0 for a direct flight)", "(false = manual)".
+
+A schema often says what a number or a yes/no means for its documents: "Number of stops on the
+way (0 for a direct flight)", "Number of bedrooms (0 for a studio)", "Minimum age to get in (0
+for all ages)", "Automatic transmission (false = manual)", "False while the issue is still open,
+true once the fix is confirmed", "Price level from 1 (inexpensive) to 4 (very expensive)". Each
+such gloss is a phrase for one value of the field: "direct flights" is ``stops = 0``, "a
+studio" ``bedrooms = 0``, "manual hybrids" ``automatic = false``, "open VPN tickets"
+``resolved = false``.
+
+A gloss of two words or more ("all ages", "very expensive") counts wherever it is said. A single
+word ("direct", "open", "manual") is an everyday word, so it counts, like a one-word boolean
+name (see ``booleans``), only where it describes the documents ("direct flights", "open VPN
+tickets", "tickets that are still open"), said in the plural as the kind of thing wanted
+("studios", but not "Marvel Studios": a capital mid-sentence is part of a name), or negated.
+Negated, a yes/no gloss means the other answer and a number gloss ``ne``. The noun of the
+documents is not part of a gloss ("a direct flight" -> "direct").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+
+import inflection
+from langchain_core.structured_query import Comparator
+
+from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+
+# "(0 for a direct flight)", "0 = none", "-1 means unlimited": a number, then what it stands for.
+NUMBER_FOR = re.compile(
+    r"(?<![\w.-])(?P<value>\d+)\s*(?:for|=|:|means)\s+(?P<phrase>[a-z][a-z\s'-]*?)\s*(?=[),;.]|$)",
+    re.IGNORECASE,
+)
+# "from 1 (inexpensive) to 4 (very expensive)": a number and its word in brackets.
+NUMBER_BRACKETED = re.compile(
+    r"(?<![\w.-])(?P<value>\d+)\s*\((?P<phrase>[a-z][a-z\s'-]*)\)", re.IGNORECASE
+)
+# "(false = manual)", "False while the issue is still open", "true once the fix is confirmed".
+ANSWER_FOR = re.compile(
+    r"\b(?P<value>true|false|yes|no)\s*(?:=|:|means|for|while|once|after|until)\s+"
+    r"(?P<phrase>[a-z][a-z\s'-]*?)\s*(?=[),;.]|$)",
+    re.IGNORECASE,
+)
+# "the issue is still open": the state said of the subject is the gloss.
+STATE_OF_SUBJECT = re.compile(
+    r"^(?:the|a|an|its)\s+[a-z]+\s+(?:is|are|has\s+been|was)\s+(?:still\s+|[a-z]+ly\s+)?"
+    r"(?P<state>[a-z-]+)$"
+)
+ARTICLES = frozenset(["a", "an"])
+LEADING_WORDS = frozenset(["a", "an", "the", "any"])
+MAX_GLOSS_WORDS = 3
+WORD_GAP = r"[\s-]+"
+SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s*|^\W*)\s*$")
+MIN_WORD_CHARS = 3
+LOOKBEHIND_CHARS = 32
+# What the remaining words of a description say of a field this short is a gloss of it.
+GLOSSED_TYPES = frozenset(["integer", "boolean"])
+
+
+@dataclass(frozen=True)
+class Gloss:
+    """``attribute`` is ``value`` where ``pattern`` is said; ``single``: one everyday word;
+    ``noun``: a thing, written with an article ("a studio"), that its plural names as wanted."""
+
+    attribute: str
+    value: bool | int
+    pattern: re.Pattern[str]
+    single: bool
+    noun: bool
+
+
+def glosses_of(field: MetadataField, item_nouns: Collection[str]) -> list[Gloss]:
+    """The glosses the description of an integer or boolean field declares."""
+    if field.type not in GLOSSED_TYPES:
+        return []
+    said: list[tuple[bool | int, str]] = []
+    if field.type == "integer":
+        for pattern in (NUMBER_FOR, NUMBER_BRACKETED):
+            said += [(int(m["value"]), m["phrase"]) for m in pattern.finditer(field.description)]
+    else:
+        for match in ANSWER_FOR.finditer(field.description):
+            said.append((match["value"].lower() in ("true", "yes"), match["phrase"]))
+    glosses = []
+    for value, phrase in said:
+        words, noun = _gloss_words(phrase, item_nouns)
+        if words:
+            glosses.append(Gloss(field.name, value, _compiled(words, noun), len(words) == 1, noun))
+    return glosses
+
+
+def _gloss_words(phrase: str, item_nouns: Collection[str]) -> tuple[list[str], bool]:
+    lowered = " ".join(phrase.lower().split())
+    state = STATE_OF_SUBJECT.match(lowered)
+    words = [state["state"]] if state else re.findall(r"[a-z]+(?:['-][a-z]+)*", lowered)
+    noun = bool(words) and words[0] in ARTICLES
+    while words and words[0] in LEADING_WORDS:
+        words = words[1:]
+    while len(words) > 1 and words[-1] in item_nouns:
+        words, noun = words[:-1], False  # "a direct flight": "direct", an adjective
+    if not words or len(words) > MAX_GLOSS_WORDS or len(words[0]) < MIN_WORD_CHARS:
+        return [], False
+    return words, noun
+
+
+def _compiled(words: list[str], noun: bool) -> re.Pattern[str]:
+    """The words in order, any of space or hyphen between them, a noun also in the plural."""
+    last = words[-1]
+    forms = sorted({last, inflection.pluralize(last) if noun else last}, key=len, reverse=True)
+    said = [*map(re.escape, words[:-1]), f"(?:{'|'.join(map(re.escape, forms))})"]
+    joined = WORD_GAP.join(said)
+    return re.compile(rf"(?<![\w-])(?:{joined})(?![\w-])", re.IGNORECASE)
+
+
+class GlossPhrases:
+    """Finds the values that the schema's descriptions explain in words."""
+
+    def __init__(
+        self,
+        fields: Sequence[MetadataField],
+        item_nouns: Collection[str],
+        describes_documents: Callable[[str, str, int, list[Constraint]], bool],
+        negated: Callable[[str], bool],
+    ) -> None:
+        self._glosses = [gloss for field in fields for gloss in glosses_of(field, item_nouns)]
+        self._describes_documents = describes_documents
+        self._negated = negated
+
+    def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
+        """One condition per field whose gloss is said, unless its words are taken."""
+        found: list[Constraint] = []
+        for gloss in self._glosses:
+            if any(constraint.attribute == gloss.attribute for constraint in taken + found):
+                continue
+            constraint = self._said(text, gloss, taken + found)
+            if constraint is not None:
+                found.append(constraint)
+        return found
+
+    def _said(self, text: str, gloss: Gloss, taken: list[Constraint]) -> Constraint | None:
+        for match in gloss.pattern.finditer(text):
+            start, end = match.span()
+            if overlaps_any(start, end, taken):
+                continue
+            if _in_a_name(text, start, match[0]):
+                continue
+            before = text[max(0, start - LOOKBEHIND_CHARS) : start]
+            negated = self._negated(before)
+            if gloss.single and not (
+                negated
+                or (gloss.noun and inflection.singularize(match[0].lower()) != match[0].lower())
+                or self._describes_documents(text, before, end, taken)
+            ):
+                continue
+            if isinstance(gloss.value, bool):
+                return Constraint(
+                    gloss.attribute, Comparator.EQ, gloss.value != negated, start, end
+                )
+            comparator = Comparator.NE if negated else Comparator.EQ
+            return Constraint(gloss.attribute, comparator, gloss.value, start, end)
+        return None
+
+
+def _in_a_name(text: str, start: int, said: str) -> bool:
+    """Whether the gloss is written as part of a name ("Marvel Studios"): capitalised, not at
+    the start of a sentence, in a message not written in capitals."""
+    return said[:1].isupper() and not text.isupper() and not SENTENCE_START.search(text, 0, start)
