@@ -28,7 +28,7 @@ from rasa_context_retrieval.knowledge_search import KnowledgeSearch, SearchOutco
 CONTEXT_MODEL = "context_model"
 LATEST_MESSAGE = "latest_message"
 RASA_DEFAULT_QUERY = "rasa_default_query"
-QUERY_KINDS = (CONTEXT_MODEL, LATEST_MESSAGE, RASA_DEFAULT_QUERY)
+ROWS = (CONTEXT_MODEL, LATEST_MESSAGE, RASA_DEFAULT_QUERY)
 """What is searched: the plugin's plan, the last user message alone, Rasa's last two messages."""
 
 
@@ -75,11 +75,11 @@ async def _evaluate_case(engine: KnowledgeSearch, case: EvalCase) -> CaseResult:
     outcome = await engine.search(conversation, threshold=0.0)
     latency_ms = (time.perf_counter() - started) * 1000
     rankings = {CONTEXT_MODEL: _ranking(case, outcome.plan.search_text, outcome.results)}
-    for kind, text in (
+    for row, text in (
         (LATEST_MESSAGE, conversation.latest_user_text),
         (RASA_DEFAULT_QUERY, rasa_query),
     ):
-        rankings[kind] = _ranking(case, text, await _same_filter(engine, outcome, text))
+        rankings[row] = _ranking(case, text, await _same_filter(engine, outcome, text))
     return CaseResult(
         case=case,
         rankings=rankings,
