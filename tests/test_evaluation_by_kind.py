@@ -7,17 +7,24 @@ row's scores per kind, and the rewrite searched the way the baselines are.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+
+from rasa_context_retrieval.console import main
 from rasa_context_retrieval.evaluation.cases import EvalCase
 from rasa_context_retrieval.evaluation.report import build_report, render_text
 from rasa_context_retrieval.evaluation.runner import (
     CONTEXT_MODEL,
+    HUMAN_REWRITE,
     LATEST_MESSAGE,
     RASA_DEFAULT_QUERY,
     CaseResult,
     Ranking,
 )
+from tests.test_retrieval_evaluation import _Capture, _report, _write_cases, _write_small_assistant
 
 RIGHT = "cards/gold-card-fees.md"
 
@@ -77,6 +84,7 @@ def test_a_report_over_cases_labelled_by_kind_shows_each_kinds_scores_for_every_
         CONTEXT_MODEL: 2,
         LATEST_MESSAGE: 2,
         RASA_DEFAULT_QUERY: 2,
+        HUMAN_REWRITE: 0,  # no case has a rewrite
     }
     # clarification answers lose to Rasa's default query, though all cases together do not
     assert clarification[CONTEXT_MODEL]["mrr"] == 0.25
@@ -106,3 +114,71 @@ def test_cases_without_a_kind_are_reported_as_before_and_grouped_apart_when_othe
     mixed = build_report([*unlabelled, _result("c", _ranks(1, 1, 1), kind="switch")], top_k=4)
     assert list(mixed["scores_by_kind"]) == ["switch", "unlabelled"]
     assert mixed["scores_by_kind"]["unlabelled"][CONTEXT_MODEL]["mrr"] == 0.75
+
+
+def test_the_human_rewrite_row_counts_only_cases_that_have_a_rewrite() -> None:
+    results = [
+        _result("fee", {**_ranks(1, 1, 1), HUMAN_REWRITE: 1}, "standalone", "Annual fee?", False),
+        _result("gold one", {**_ranks(2, None, 1), HUMAN_REWRITE: 2}, "clarification", "Gold fee"),
+        _result("business", _ranks(None, None, 1), kind="clarification"),
+    ]
+    report = build_report(results, top_k=4)
+
+    rewrite = report["scores"][HUMAN_REWRITE]
+    assert (rewrite["cases"], rewrite["hit_at_1"], rewrite["mrr"]) == (2, 0.5, 0.75)
+    assert report["scores"][CONTEXT_MODEL]["cases"] == 3  # the other rows keep every case
+    assert report["follow_up_scores"][HUMAN_REWRITE]["cases"] == 1
+    assert report["scores_by_kind"]["clarification"][HUMAN_REWRITE]["cases"] == 1
+    entries = {entry["name"]: entry for entry in report["case_results"]}
+    assert entries["gold one"]["rank"][HUMAN_REWRITE] == 2
+    assert entries["gold one"]["rewrite"] == "Gold fee"
+    assert HUMAN_REWRITE not in entries["business"]["rank"]
+
+    table = render_text(report).splitlines()
+    row = next(line for line in table if line.startswith("human rewrite (2 of 3)"))
+    assert row.split()[-5:] == ["0.500", "1.000", "0.750", "0.000", "0.500"]
+    block = table[table.index("clarification (2 answerable)") :]
+    assert block[4].split() == ["human", "rewrite", "(1", "of", "2)", "0.000", "1.000", "0.500"]
+    standalone = table[table.index("standalone (1 answerable)") :]
+    assert standalone[4].startswith("  human rewrite (1 of 1)")
+
+
+def test_without_rewrites_the_report_has_no_human_rewrite_row() -> None:
+    report = build_report(_labelled_results(), top_k=4)
+    assert report["scores"][HUMAN_REWRITE]["cases"] == 0
+    assert "human rewrite" not in render_text(report)
+
+
+def test_the_human_rewrite_is_searched_under_the_same_filter_as_the_other_rows(
+    tmp_path: Path, model_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_small_assistant(tmp_path, model_path)
+    endpoints = yaml.safe_load((tmp_path / "endpoints.yml").read_text(encoding="utf-8"))
+    endpoints["vector_store"]["slot_filters"] = {"plan": "plan"}
+    (tmp_path / "endpoints.yml").write_text(yaml.safe_dump(endpoints), encoding="utf-8")
+    price = {"turns": [{"user": "What does it cost?"}], "expected_sources": ["pricing.md"]}
+    _write_cases(
+        tmp_path / "cases.yml",
+        [
+            {"name": "price, any plan", **price, "rewrite": "How much does Premium cost?"},
+            {
+                "name": "price, on the free plan",
+                "slots": {"plan": "free"},  # the filter leaves only refunds.md
+                **price,
+                "rewrite": "How much does Premium cost?",
+            },
+            {"name": "price, no rewrite", **price},
+        ],
+    )
+    monkeypatch.chdir(tmp_path)
+    capture = _Capture()
+    with capture:
+        code = main(["eval", "cases.yml", "--json"])
+    assert code == 0, capture.stderr
+    report = _report(capture.stdout)
+    ranks = {case["name"]: case["rank"] for case in report["case_results"]}
+    assert ranks["price, any plan"]["human_rewrite"] == 1
+    assert ranks["price, on the free plan"]["human_rewrite"] is None
+    assert "human_rewrite" not in ranks["price, no rewrite"]
+    assert report["scores"]["human_rewrite"]["cases"] == 2
+    assert report["scores"]["context_model"]["cases"] == 3

@@ -18,12 +18,18 @@ from rasa_context_retrieval.evaluation.metrics import (
     suggest_threshold,
     threshold_outcome,
 )
-from rasa_context_retrieval.evaluation.runner import CONTEXT_MODEL, ROWS, CaseResult
+from rasa_context_retrieval.evaluation.runner import (
+    CONTEXT_MODEL,
+    HUMAN_REWRITE,
+    ROWS,
+    CaseResult,
+)
 
 ROW_LABELS = {
     CONTEXT_MODEL: "plugin (context model)",
     "latest_message": "latest message alone",
     "rasa_default_query": "Rasa default query",
+    HUMAN_REWRITE: "human rewrite",
 }
 LABEL_WIDTH = 28
 
@@ -77,10 +83,10 @@ def render_text(report: dict[str, Any]) -> str:
         f"{'searched text':<{LABEL_WIDTH}}{'Hit@1':>8}{'Hit@k':>8}{'MRR':>8}"
         f"   {'follow-ups:':<12}{'Hit@1':>6}{'MRR':>7}",
     ]
-    for row in ROWS:
+    for row in _shown_rows(report["scores"]):
         follow = report["follow_up_scores"][row]
         lines.append(
-            _score_line(ROW_LABELS[row], report["scores"][row])
+            _score_line(_row_label(row, report["scores"]), report["scores"][row])
             + f"   {'':<12}{_num(follow['hit_at_1']):>6}{_num(follow['mrr']):>7}"
         )
     lines += _kind_lines(report["scores_by_kind"])
@@ -103,9 +109,16 @@ def render_text(report: dict[str, Any]) -> str:
 
 
 def _scores(results: Sequence[CaseResult]) -> dict[str, dict[str, Any]]:
+    """Each row over the cases it was searched for (the human rewrite: those that have one)."""
     return {
         row: dataclasses.asdict(
-            ranking_scores([result.rankings[row].first_right_rank for result in results])
+            ranking_scores(
+                [
+                    result.rankings[row].first_right_rank
+                    for result in results
+                    if row in result.rankings
+                ]
+            )
         )
         for row in ROWS
     }
@@ -130,6 +143,7 @@ def _case_entry(result: CaseResult) -> dict[str, Any]:
     return {
         "name": result.case.name,
         "kind": result.case.kind,
+        "rewrite": result.case.rewrite,
         "follow_up": result.case.is_follow_up,
         "expected_sources": list(result.case.expected_sources),
         "searched_text": plugin.query,
@@ -138,7 +152,7 @@ def _case_entry(result: CaseResult) -> dict[str, Any]:
         "filter_right": result.filter_right,
         "sources": list(plugin.sources),
         "relevances": list(plugin.relevances),
-        "rank": {row: result.rankings[row].first_right_rank for row in ROWS},
+        "rank": {row: ranking.first_right_rank for row, ranking in result.rankings.items()},
         "latency_ms": result.latency_ms,
     }
 
@@ -157,8 +171,22 @@ def _kind_lines(scores_by_kind: dict[str, dict[str, dict[str, Any]]]) -> list[st
     lines = ["", f"{'by kind of last question':<{LABEL_WIDTH}}{'Hit@1':>8}{'Hit@k':>8}{'MRR':>8}"]
     for kind, scores in scores_by_kind.items():
         lines.append(f"{kind} ({scores[CONTEXT_MODEL]['cases']} answerable)")
-        lines += [_score_line(f"  {ROW_LABELS[row]}", scores[row]) for row in ROWS]
+        lines += [
+            _score_line(f"  {_row_label(row, scores)}", scores[row]) for row in _shown_rows(scores)
+        ]
     return lines
+
+
+def _shown_rows(scores: dict[str, dict[str, Any]]) -> list[str]:
+    """The rows to print: the human rewrite only when some of these cases have one."""
+    return [row for row in ROWS if row != HUMAN_REWRITE or scores[row]["cases"]]
+
+
+def _row_label(row: str, scores: dict[str, dict[str, Any]]) -> str:
+    """The row's name; the human rewrite's says over how many of the cases it ran."""
+    if row != HUMAN_REWRITE:
+        return ROW_LABELS[row]
+    return f"{ROW_LABELS[row]} ({scores[row]['cases']} of {scores[CONTEXT_MODEL]['cases']})"
 
 
 def _threshold_lines(threshold: dict[str, Any]) -> list[str]:
