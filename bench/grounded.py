@@ -49,13 +49,13 @@ from cast2021 import (  # noqa: E402
 from conversational import Queries  # noqa: E402
 
 from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
-from rasa_context_retrieval.evaluation.cases import EvalCase, load_cases  # noqa: E402
+from rasa_context_retrieval.evaluation.cases import EvalCase, group_by_kind, load_cases  # noqa: E402
+from rasa_context_retrieval.evaluation.metrics import ranking_scores  # noqa: E402
 from rasa_context_retrieval.knowledge.loader import knowledge_files  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "grounded"
 DOCS = DATA / "docs"
 SPLITS = ("dev", "test")
-KINDS = ("standalone", "follow-up", "clarification", "switch")
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "grounded.md"
 
 Retriever = Callable[[Conversation], list[str]]
@@ -114,26 +114,18 @@ def first_right_rank(case: Case, ranking: Sequence[str]) -> int | None:
     return next((rank for rank, doc in enumerate(documents, 1) if doc in case.expected), None)
 
 
-def scores(ranks: Sequence[int | None]) -> tuple[float, float]:
-    """MRR@10 and Hit@1."""
-    count = max(len(ranks), 1)
-    mrr = sum(1.0 / rank for rank in ranks if rank is not None) / count
-    return mrr, sum(1 for rank in ranks if rank == 1) / count
-
-
 def table(rows: dict[str, Retriever], cases: Sequence[Case]) -> str:
-    groups = [*[kind for kind in KINDS if any(c.kind == kind for c in cases)], "all"]
-    counts = {g: sum(1 for c in cases if g in ("all", c.kind)) for g in groups}
-    header = "| query | " + " | ".join(f"{g} ({counts[g]}) MRR@10 / Hit@1" for g in groups) + " |"
-    lines = [header, "|---" * (len(groups) + 1) + "|"]
+    """MRR@10 / Hit@1 per kind and over all cases, grouped and scored as ``eval`` does."""
+    groups = group_by_kind(range(len(cases)), lambda index: cases[index].kind)  # case indices
+    groups["all"] = list(range(len(cases)))
+    header = "| query | " + " | ".join(f"{g} ({len(m)}) MRR@10 / Hit@1" for g, m in groups.items())
+    lines = [header + " |", "|---" * (len(groups) + 1) + "|"]
     for name, retriever in rows.items():
-        ranks = [
-            (case.kind, first_right_rank(case, retriever(case.conversation))) for case in cases
-        ]
+        ranks = [first_right_rank(case, retriever(case.conversation)) for case in cases]
         cells = []
-        for group in groups:
-            mrr, hit1 = scores([rank for kind, rank in ranks if group in ("all", kind)])
-            cells.append(f"{mrr:.3f} / {hit1:.3f}")
+        for members in groups.values():
+            scores = ranking_scores([ranks[index] for index in members])
+            cells.append(f"{scores.mrr:.3f} / {scores.hit_at_1:.3f}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -8,9 +8,9 @@ loaded, so a typo in a source path or a filter fails at once with the case's nam
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, get_args
 
 import yaml
 from langchain_core.structured_query import FilterDirective
@@ -23,6 +23,12 @@ EvalRole = Literal["user", "bot"]
 CaseKind = Literal["standalone", "follow-up", "clarification", "switch"]
 """What the last user turn is: a complete first question, a follow-up leaning on the previous
 answer, a short answer to the bot's clarifying question, or a complete question on a new subject."""
+CASE_KINDS: tuple[CaseKind, ...] = get_args(CaseKind)
+"""The kinds in the order reports show them."""
+UNLABELLED = "unlabelled"
+"""The group of cases that state no ``kind``, in reports per kind."""
+
+Item = TypeVar("Item")
 
 
 class EvalTurn(BaseModel):
@@ -136,6 +142,19 @@ def load_cases(path: Path, docs: Path) -> tuple[EvalCase, ...]:
     _check_unique_names(path, cases)
     _check_sources(path, cases, docs)
     return cases
+
+
+def group_by_kind(
+    items: Sequence[Item], kind_of: Callable[[Item], str | None]
+) -> dict[str, list[Item]]:
+    """``items`` per kind of question, in the order of ``CASE_KINDS``, unlabelled ones last.
+
+    Only groups that hold an item appear; each keeps the items' order.
+    """
+    groups: dict[str, list[Item]] = {kind: [] for kind in (*CASE_KINDS, UNLABELLED)}
+    for item in items:
+        groups[kind_of(item) or UNLABELLED].append(item)
+    return {kind: members for kind, members in groups.items() if members}
 
 
 def source_file(source: str) -> str:

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from rasa_context_retrieval.evaluation.cases import UNLABELLED, group_by_kind
 from rasa_context_retrieval.evaluation.metrics import (
     TopResult,
     latency_percentiles,
@@ -17,13 +18,20 @@ from rasa_context_retrieval.evaluation.metrics import (
     suggest_threshold,
     threshold_outcome,
 )
-from rasa_context_retrieval.evaluation.runner import CONTEXT_MODEL, QUERY_KINDS, CaseResult
+from rasa_context_retrieval.evaluation.runner import (
+    CONTEXT_MODEL,
+    HUMAN_REWRITE,
+    ROWS,
+    CaseResult,
+)
 
-QUERY_KIND_LABELS = {
+ROW_LABELS = {
     CONTEXT_MODEL: "plugin (context model)",
     "latest_message": "latest message alone",
     "rasa_default_query": "Rasa default query",
+    HUMAN_REWRITE: "human rewrite",
 }
+LABEL_WIDTH = 28
 
 
 def build_report(
@@ -46,6 +54,7 @@ def build_report(
         "top_k": top_k,
         "scores": scores,
         "follow_up_scores": _scores(follow_ups),
+        "scores_by_kind": _scores_by_kind(answerable),
         "filters": {
             "checked": len(checked),
             "right": sum(bool(result.filter_right) for result in checked),
@@ -71,16 +80,16 @@ def render_text(report: dict[str, Any]) -> str:
         f"{report['cases']} cases ({report['answerable']} answerable, "
         f"{report['follow_ups']} of them follow-ups), top_k {report['top_k']}",
         "",
-        f"{'searched text':<26}{'Hit@1':>8}{'Hit@k':>8}{'MRR':>8}"
+        f"{'searched text':<{LABEL_WIDTH}}{'Hit@1':>8}{'Hit@k':>8}{'MRR':>8}"
         f"   {'follow-ups:':<12}{'Hit@1':>6}{'MRR':>7}",
     ]
-    for kind in QUERY_KINDS:
-        every, follow = report["scores"][kind], report["follow_up_scores"][kind]
+    for row in _shown_rows(report["scores"]):
+        follow = report["follow_up_scores"][row]
         lines.append(
-            f"{QUERY_KIND_LABELS[kind]:<26}{_num(every['hit_at_1']):>8}"
-            f"{_num(every['hit_at_k']):>8}{_num(every['mrr']):>8}"
-            f"   {'':<12}{_num(follow['hit_at_1']):>6}{_num(follow['mrr']):>7}"
+            _score_line(_row_label(row, report["scores"]), report["scores"][row])
+            + f"   {'':<12}{_num(follow['hit_at_1']):>6}{_num(follow['mrr']):>7}"
         )
+    lines += _kind_lines(report["scores_by_kind"])
     filters, latency = report["filters"], report["latency_ms"]
     lines += [
         "",
@@ -100,12 +109,27 @@ def render_text(report: dict[str, Any]) -> str:
 
 
 def _scores(results: Sequence[CaseResult]) -> dict[str, dict[str, Any]]:
+    """Each row over the cases it was searched for (the human rewrite: those that have one)."""
     return {
-        kind: dataclasses.asdict(
-            ranking_scores([result.rankings[kind].first_right_rank for result in results])
+        row: dataclasses.asdict(
+            ranking_scores(
+                [
+                    result.rankings[row].first_right_rank
+                    for result in results
+                    if row in result.rankings
+                ]
+            )
         )
-        for kind in QUERY_KINDS
+        for row in ROWS
     }
+
+
+def _scores_by_kind(answerable: Sequence[CaseResult]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every row's scores per kind of last question; empty when no case states a kind."""
+    groups = group_by_kind(answerable, lambda result: result.case.kind)
+    if set(groups) <= {UNLABELLED}:
+        return {}
+    return {kind: _scores(members) for kind, members in groups.items()}
 
 
 def _top(result: CaseResult) -> TopResult:
@@ -118,6 +142,8 @@ def _case_entry(result: CaseResult) -> dict[str, Any]:
     plugin = result.rankings[CONTEXT_MODEL]
     return {
         "name": result.case.name,
+        "kind": result.case.kind,
+        "rewrite": result.case.rewrite,
         "follow_up": result.case.is_follow_up,
         "expected_sources": list(result.case.expected_sources),
         "searched_text": plugin.query,
@@ -126,9 +152,41 @@ def _case_entry(result: CaseResult) -> dict[str, Any]:
         "filter_right": result.filter_right,
         "sources": list(plugin.sources),
         "relevances": list(plugin.relevances),
-        "rank": {kind: result.rankings[kind].first_right_rank for kind in QUERY_KINDS},
+        "rank": {row: ranking.first_right_rank for row, ranking in result.rankings.items()},
         "latency_ms": result.latency_ms,
     }
+
+
+def _score_line(label: str, scores: dict[str, Any]) -> str:
+    return (
+        f"{label:<{LABEL_WIDTH}}{_num(scores['hit_at_1']):>8}"
+        f"{_num(scores['hit_at_k']):>8}{_num(scores['mrr']):>8}"
+    )
+
+
+def _kind_lines(scores_by_kind: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """One block per kind of last question: every row's scores on those cases only."""
+    if not scores_by_kind:
+        return []
+    lines = ["", f"{'by kind of last question':<{LABEL_WIDTH}}{'Hit@1':>8}{'Hit@k':>8}{'MRR':>8}"]
+    for kind, scores in scores_by_kind.items():
+        lines.append(f"{kind} ({scores[CONTEXT_MODEL]['cases']} answerable)")
+        lines += [
+            _score_line(f"  {_row_label(row, scores)}", scores[row]) for row in _shown_rows(scores)
+        ]
+    return lines
+
+
+def _shown_rows(scores: dict[str, dict[str, Any]]) -> list[str]:
+    """The rows to print: the human rewrite only when some of these cases have one."""
+    return [row for row in ROWS if row != HUMAN_REWRITE or scores[row]["cases"]]
+
+
+def _row_label(row: str, scores: dict[str, dict[str, Any]]) -> str:
+    """The row's name; the human rewrite's says over how many of the cases it ran."""
+    if row != HUMAN_REWRITE:
+        return ROW_LABELS[row]
+    return f"{ROW_LABELS[row]} ({scores[row]['cases']} of {scores[CONTEXT_MODEL]['cases']})"
 
 
 def _threshold_lines(threshold: dict[str, Any]) -> list[str]:
@@ -158,7 +216,8 @@ def _miss_lines(cases: Sequence[dict[str, Any]]) -> list[str]:
         found = case["sources"][0] if case["sources"] else "nothing"
         rank = case["rank"][CONTEXT_MODEL]
         where = f"at rank {rank}" if rank else "not in the results"
-        lines.append(f"  {case['name']}")
+        kind = f" ({case['kind']})" if case["kind"] else ""
+        lines.append(f"  {case['name']}{kind}")
         lines.append(f"    got {found}; expected {', '.join(case['expected_sources'])} {where}")
     return lines
 

@@ -1,12 +1,13 @@
-"""Run evaluation cases through the plugin's engine, and through two simpler query texts.
+"""Run evaluation cases through the plugin's engine, and through simpler query texts.
 
 Each case becomes a Rasa tracker; its ``tracker_state`` is read into a conversation exactly as
 ``ContextRetrieval.search`` does and searched by the same engine, so the plan (standalone query,
 filter) is the plugin's own. The same engine then searches, under the very filter that search
 used, the latest user message alone and Rasa's default query text, to show what the context
-model buys. Searches run at threshold 0, so ranking is judged apart from the threshold (the
-report suggests one). Results are matched by the document they come from (``source``), before
-any trimming of what a result carries to Rasa.
+model buys, and the case's human ``rewrite`` when it has one, to show what a perfect rewrite
+would. Searches run at threshold 0, so ranking is judged apart from the threshold (the report
+suggests one). Results are matched by the document they come from (``source``), before any
+trimming of what a result carries to Rasa.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from rasa_context_retrieval.knowledge_search import KnowledgeSearch, SearchOutco
 CONTEXT_MODEL = "context_model"
 LATEST_MESSAGE = "latest_message"
 RASA_DEFAULT_QUERY = "rasa_default_query"
-QUERY_KINDS = (CONTEXT_MODEL, LATEST_MESSAGE, RASA_DEFAULT_QUERY)
-"""What is searched: the plugin's plan, the last user message alone, Rasa's last two messages."""
+HUMAN_REWRITE = "human_rewrite"
+ROWS = (CONTEXT_MODEL, LATEST_MESSAGE, RASA_DEFAULT_QUERY, HUMAN_REWRITE)
+"""What is searched: the plugin's plan, the last user message alone, Rasa's last two messages,
+and a person's rewrite of the last message (only for the cases that carry one)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Ranking:
 class CaseResult:
     case: EvalCase
     rankings: dict[str, Ranking]
+    """Per row of ``ROWS``; ``HUMAN_REWRITE`` only when the case has a rewrite."""
     filter: str | None
     """The final filter the plugin searched with, in self-query syntax."""
     filter_right: bool | None
@@ -56,7 +60,7 @@ class CaseResult:
 
 
 async def evaluate(engine: KnowledgeSearch, cases: Sequence[EvalCase]) -> list[CaseResult]:
-    """Search every case with the plugin, then with the two baseline query texts.
+    """Search every case with the plugin, then with the baseline query texts and its rewrite.
 
     One untimed search comes first, so that latency reflects a running assistant, not the
     one-off set-up of the first search (rule compilation, filter columns).
@@ -75,11 +79,11 @@ async def _evaluate_case(engine: KnowledgeSearch, case: EvalCase) -> CaseResult:
     outcome = await engine.search(conversation, threshold=0.0)
     latency_ms = (time.perf_counter() - started) * 1000
     rankings = {CONTEXT_MODEL: _ranking(case, outcome.plan.search_text, outcome.results)}
-    for kind, text in (
-        (LATEST_MESSAGE, conversation.latest_user_text),
-        (RASA_DEFAULT_QUERY, rasa_query),
-    ):
-        rankings[kind] = _ranking(case, text, await _same_filter(engine, outcome, text))
+    others = {LATEST_MESSAGE: conversation.latest_user_text, RASA_DEFAULT_QUERY: rasa_query}
+    if case.rewrite is not None:
+        others[HUMAN_REWRITE] = case.rewrite
+    for row, text in others.items():
+        rankings[row] = _ranking(case, text, await _same_filter(engine, outcome, text))
     return CaseResult(
         case=case,
         rankings=rankings,
