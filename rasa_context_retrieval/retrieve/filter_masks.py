@@ -6,19 +6,21 @@ numpy work on every row plus the walk of the filter tree in Python, every time. 
 changes once built (a refresh publishes a new one), so a mask stays right for the whole life of
 its index; the masks belong to the index and go with it when it is replaced.
 
-A filter is known by its ``repr``, which spells every condition with its attribute, operator and
-value (type included: ``'1'``, ``1``, ``1.0`` and ``True`` differ), so two filters that share a key
-select the same rows; at worst two spellings of one filter are kept twice. Masks are read-only:
-one array serves any number of threads at once.
+A filter is known by its tree: each condition's operator, attribute and value, the value with its
+type and ``repr`` (``'1'``, ``1``, ``1.0`` and ``True`` differ), so two filters that share a key
+select the same rows; at worst two spellings of one filter are kept twice. (pydantic's own ``repr``
+of the tree would do too, but costs about half of evaluating the filter.) Masks are read-only: one
+array serves any number of threads at once.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 
 import numpy as np
-from langchain_core.structured_query import FilterDirective
+from langchain_core.structured_query import Comparison, FilterDirective, Operation
 from numpy.typing import NDArray
 
 from rasa_context_retrieval.filters.columns import MetadataColumns
@@ -36,11 +38,11 @@ class FilterMasks:
     def __init__(self, columns: MetadataColumns, budget_bytes: int = MASKS_BYTES) -> None:
         self._columns = columns
         self._capacity = max(1, min(MAX_MASKS, budget_bytes // max(len(columns), 1)))
-        self._masks: OrderedDict[str, NDArray[np.bool_]] = OrderedDict()
+        self._masks: OrderedDict[Hashable, NDArray[np.bool_]] = OrderedDict()
         self._lock = threading.Lock()
 
     def mask(self, directive: FilterDirective) -> NDArray[np.bool_]:
-        key = repr(directive)
+        key = filter_key(directive)
         with self._lock:
             mask = self._masks.get(key)
             if mask is not None:
@@ -53,3 +55,13 @@ class FilterMasks:
             if len(self._masks) > self._capacity:
                 self._masks.popitem(last=False)
         return mask
+
+
+def filter_key(directive: FilterDirective) -> Hashable:
+    """What tells one filter from another: its tree with every value's type and ``repr``."""
+    if isinstance(directive, Comparison):
+        value = directive.value
+        return (directive.comparator.value, directive.attribute, type(value), repr(value))
+    if isinstance(directive, Operation):
+        return (directive.operator.value, *(filter_key(part) for part in directive.arguments))
+    return (type(directive), repr(directive))  # e.g. absence's HasAttribute
