@@ -244,9 +244,9 @@ def latency_table(result: dict[str, Any]) -> str:
 
 def measure_load(seconds: float, conversations: list[int]) -> str:
     lines = [
-        "| query embedder | conversations | searches/s | p50 ms | p95 ms | errors "
-        "| loop lag p50 / p99 / max ms | load avg |",
-        "|---|---:|---:|---:|---:|---:|---|---:|",
+        "| query embedder | conversations | searches/s | CPU ms per search | p50 ms | p95 ms "
+        "| errors | loop lag p50 / p99 / max ms | load avg |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     by_count: dict[int, dict[str, float]] = {}
     for count in conversations:
@@ -258,7 +258,8 @@ def measure_load(seconds: float, conversations: list[int]) -> str:
             r = json.loads(done.stdout.strip().splitlines()[-1])
             by_count.setdefault(count, {})[mode] = r["throughput"]
             lines.append(
-                f"| {mode} | {count} | {r['throughput']} | {r['p50_ms']} | {r['p95_ms']} | "
+                f"| {mode} | {count} | {r['throughput']} | {r['cpu_ms_per_search']} | "
+                f"{r['p50_ms']} | {r['p95_ms']} | "
                 f"{r['errors']} | {r['loop_lag_p50_ms']} / {r['loop_lag_p99_ms']} / "
                 f"{r['loop_lag_max_ms']} | {r['load'][1]} |"
             )

@@ -180,11 +180,16 @@ class KnowledgeSearch:
     ) -> SearchOutcome:
         """``top_k`` replaces the configured one for this search, at most the ranking depth."""
         started = time.perf_counter()
-        plan = await self.planner.plan(conversation)
-        planned = time.perf_counter()
         deepest = max(self.config.candidates, self.config.top_k)
         wanted = min(top_k, deepest) if top_k else self.config.top_k
-        outcome = await off_loop(self._retrieve, plan, threshold, wanted)
+        if self.planner.local:  # all CPU work: one worker-thread hop for plan and retrieval
+            outcome, planned = await off_loop(
+                self._plan_and_retrieve, conversation, threshold, wanted
+            )
+        else:
+            plan = await self.planner.plan(conversation)
+            planned = time.perf_counter()
+            outcome = await off_loop(self._retrieve, plan, threshold, wanted)
         outcome.timings_ms = {
             "plan": _ms(planned - started),
             "retrieve": _ms(time.perf_counter() - planned),
@@ -200,6 +205,13 @@ class KnowledgeSearch:
         Evaluation uses it to search other query texts under the very filter a search used.
         """
         return await off_loop(self._retrieve, plan, threshold, self.config.top_k)
+
+    def _plan_and_retrieve(
+        self, conversation: Conversation, threshold: float, top_k: int
+    ) -> tuple[SearchOutcome, float]:
+        """The outcome of a local planner's plan, and when planning ended."""
+        plan = self.planner.plan_here(conversation)
+        return self._retrieve(plan, threshold, top_k), time.perf_counter()
 
     def _retrieve(self, plan: SearchPlan, threshold: float, top_k: int) -> SearchOutcome:
         backend = self.live.backend  # one consistent view even if a refresh swaps it meanwhile

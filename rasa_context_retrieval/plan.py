@@ -143,8 +143,34 @@ class Planner:
         if config.self_query == "rules":
             load_word_frequencies()
 
+    @property
+    def local(self) -> bool:
+        """Whether a plan needs no LLM call: it is then pure CPU work (``plan_here``)."""
+        config = self._config
+        uses_llm = config.rewrite == "llm" or config.self_query == "llm" or config.multi_query
+        return self._llm is None or not uses_llm
+
     async def plan(self, conversation: Conversation) -> SearchPlan:
+        if self.local:
+            return await off_loop(self.plan_here, conversation)
         standalone, structured, carried = await self._standalone_and_structured(conversation)
+        paraphrases: tuple[str, ...] = ()
+        if self._config.multi_query and self._llm is not None and standalone:
+            paraphrases = tuple(await self._llm.paraphrases(standalone, self._config.multi_query))
+        return self._assembled(conversation, standalone, structured, carried, paraphrases)
+
+    def plan_here(self, conversation: Conversation) -> SearchPlan:
+        """The plan of a ``local`` planner, on the calling thread (a worker: it is CPU work)."""
+        return self._assembled(conversation, *self._local_plan(conversation), ())
+
+    def _assembled(
+        self,
+        conversation: Conversation,
+        standalone: str,
+        structured: StructuredQuery | None,
+        carried: FilterDirective | None,
+        paraphrases: tuple[str, ...],
+    ) -> SearchPlan:
         slots = slot_filter(_filterable(conversation.filled_slots), self._config.slot_filters)
         search_text = standalone
         extracted = limit = None
@@ -152,9 +178,6 @@ class Planner:
             extracted, limit = structured.filter, structured.limit
             if structured.query.strip():
                 search_text = structured.query.strip()
-        paraphrases: tuple[str, ...] = ()
-        if self._config.multi_query and self._llm is not None and standalone:
-            paraphrases = tuple(await self._llm.paraphrases(standalone, self._config.multi_query))
         access = AccessFilter.from_channel(conversation.channel, self._config.access_filters)
         words = conjoin(extracted, carried)
         plan = SearchPlan(
@@ -200,9 +223,6 @@ class Planner:
         elif config.self_query == "llm" and llm is not None:
             standalone = await off_loop(self._heuristic_rewrite, conversation)
         else:
-            # The heuristic rewrite and the rules are pure CPU: one worker-thread hop for both,
-            # so that hundreds of concurrent searches do not stall the event loop
-            # (bench/results/hardening.md).
             return await off_loop(self._local_plan, conversation)
         if config.self_query == "rules":
             return await off_loop(self._rule_query, conversation, standalone)
@@ -216,6 +236,10 @@ class Planner:
     def _local_plan(
         self, conversation: Conversation
     ) -> tuple[str, StructuredQuery | None, FilterDirective | None]:
+        """The rewrite and the rules: pure CPU, so that hundreds of concurrent searches do not
+        stall the event loop it runs in a worker thread (bench/results/hardening.md)."""
+        if self._config.rewrite == "off":
+            return self._rule_query(conversation, conversation.latest_user_text)
         return self._rule_query(conversation, self._heuristic_rewrite(conversation))
 
     def _rule_query(

@@ -150,6 +150,29 @@ def test_list_attributes_match_by_membership(structured_filter: str, expected: s
 @pytest.mark.parametrize(
     ("structured_filter", "expected"),
     [
+        ('eq("tags", "a")', {0, 1, 3}),
+        ('eq("tags", "true")', {0}),
+        ('eq("tags", "3")', {0}),
+        ('eq("tags", "1.5")', {3}),
+        ('ne("tags", "b")', {0, 1, 3}),
+    ],
+)
+def test_list_members_of_every_kind_read_as_written_and_blank_ones_are_missing(
+    structured_filter: str, expected: set[int]
+) -> None:
+    """Lists, tuples, strings among bools and numbers, blanks: each member reads the same way."""
+    tagged: list[dict[str, Any]] = [
+        {"tags": ["a", " ", True, 3]},
+        {"tags": ("a",)},
+        {"tags": [" ", ""]},
+        {"tags": [1.5, " a ", None]},
+    ]
+    assert allowed(tagged, structured_filter) == expected
+
+
+@pytest.mark.parametrize(
+    ("structured_filter", "expected"),
+    [
         ('gt("price", 10)', {0}),
         ('lte("price", "19.99")', {0, 1}),
         ('eq("price", 19.99)', {0}),

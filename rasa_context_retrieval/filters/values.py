@@ -124,6 +124,9 @@ def stored_value(value: Any) -> StoredValue | None:
     """What a metadata value is for filtering, or ``None`` when it counts as missing."""
     if isinstance(value, str):
         return StoredValue(string=value) if value.strip() else None
+    if type(value) is list:  # the usual front-matter list, before the slower abstract checks
+        members = tuple(list_members(value))
+        return StoredValue(members=members) if members else None
     if isinstance(value, bool):
         return StoredValue(boolean=value)
     if isinstance(value, numbers.Real):
@@ -141,6 +144,10 @@ def list_members(values: Any) -> list[str]:
     """A list's members as strings as written, blanks and other types left out."""
     members = []
     for member in values:
+        if type(member) is str:  # the usual member: what the checks below would keep
+            if member.strip():
+                members.append(member)
+            continue
         if isinstance(member, bool):
             member = "true" if member else "false"
         if isinstance(member, str | numbers.Real) and str(member).strip():

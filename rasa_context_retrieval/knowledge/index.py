@@ -44,6 +44,7 @@ from rasa_context_retrieval.knowledge.listing import is_inside
 from rasa_context_retrieval.knowledge.loader import IngestProblem
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.retrieve.dense import DenseIndex, factory_for
+from rasa_context_retrieval.retrieve.filter_masks import FilterMasks
 from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE
 from rasa_context_retrieval.retrieve.lexical import LexicalIndex, LexicalSettings
 
@@ -100,6 +101,11 @@ class KnowledgeIndex:
 
     def __post_init__(self, prebuilt_columns: MetadataColumns | None) -> None:
         self.columns = prebuilt_columns or MetadataColumns([c.metadata for c in self.chunks])
+
+    @cached_property
+    def masks(self) -> FilterMasks:
+        """Masks of recent filters over this index's rows (they go with the index)."""
+        return FilterMasks(self.columns)
 
     @cached_property
     def row_of(self) -> dict[str, int]:

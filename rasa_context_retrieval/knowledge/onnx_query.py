@@ -209,7 +209,9 @@ class OnnxQueryEncoder:
         prepared = [text.strip() for text in texts]  # sentence-transformers strips each text
         if self.model.do_lower_case:
             prepared = [text.lower() for text in prepared]
-        encodings = self.tokenizer.encode_batch(prepared)
+        # One text at a time: ``encode_batch`` hands even two texts to the tokenizer's own thread
+        # pool, and under load its threads wait for a core behind the model calls.
+        encodings = [self.tokenizer.encode(text) for text in prepared]
         groups = length_groups([len(e.ids) for e in encodings])
         if not groups:
             return np.empty((0, 0), dtype=np.float32)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 from langchain_core.structured_query import FilterDirective
 
-from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
 from rasa_context_retrieval.knowledge.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.models import ScoredChunk
 from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
@@ -37,11 +36,10 @@ class RetrievalRequest:
 
 
 def filter_mask(index: KnowledgeIndex, directive: FilterDirective | None) -> np.ndarray | None:
-    """The rows a filter allows; None when there is no filter."""
+    """The rows a filter allows (read-only, kept with the index); None when there is no filter."""
     if directive is None:
         return None
-    mask = directive.accept(FaissTranslator(index.columns))
-    return np.asarray(mask, dtype=bool)
+    return index.masks.mask(directive)
 
 
 def retrieve(index: KnowledgeIndex, request: RetrievalRequest) -> list[ScoredChunk]:
