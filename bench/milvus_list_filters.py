@@ -8,6 +8,8 @@ spelled on each:
 
 * ``array_contains_any`` on the ARRAY<VARCHAR> field (the typed layout without member flags);
 * ``array_contains`` per value, ORed;
+* the same two as the typed layout writes them, next to the test of a list's single-string
+  facet (a VARCHAR with a Trie index, empty for these rows);
 * one INT8 field per vocabulary value with a sort index (``milvus.layout``'s member flags),
   tested with ``== 1`` and with ``in [1]``;
 * one INT64 bit set of the members with a sort index, tested with ``in`` on the bit sets that
@@ -48,6 +50,8 @@ EQUIVALENT = {
     "array_contains ORed",
     "INT8 flag per value == 1 (STL_SORT)",
     "INT8 flag per value in [1]",
+    "as the store writes it, without flags",
+    "as the store writes it, with flags",
 }
 """The spellings of the same selection (and the INT64 bit set tests)."""
 
@@ -65,6 +69,12 @@ def expressions(bitsets_present: list[int]) -> dict[str, str]:
         "INT8 flag per value in [1]": "(r_uk in [1] or r_apac in [1])",
         f"INT64 bit set in {len(present)} present sets": f"bits in {present}",
         f"INT64 bit set in all {len(every)} sets": f"bits in {every}",
+        "as the store writes it, without flags": (
+            '((regions_s in ["apac", "uk"]) or array_contains_any(regions, ["apac", "uk"]))'
+        ),
+        "as the store writes it, with flags": (
+            '((regions_s in ["apac", "uk"]) or (r_apac == 1) or (r_uk == 1))'
+        ),
         "INT64 bit set, bitwise and": f"(bits & {wanted}) != 0",
         "INT64 bit set, modulo": "(bits % 16 >= 8)",
         "selective: category + array_contains_any": (
@@ -100,6 +110,7 @@ def fill(client: MilvusClient, count: int, rng: np.random.Generator) -> list[int
     schema.add_field(
         "regions", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=128, max_length=256
     )
+    schema.add_field("regions_s", DataType.VARCHAR, max_length=1024)
     schema.add_field("bits", DataType.INT64)
     for region in REGIONS:
         schema.add_field(f"r_{region}", DataType.INT8)
@@ -120,6 +131,7 @@ def fill(client: MilvusClient, count: int, rng: np.random.Generator) -> list[int
                 "plan": PLANS[int(rng.integers(len(PLANS)))],
                 "category": f"category-{int(rng.integers(20)):02d}",
                 "regions": [str(region) for region in regions],
+                "regions_s": "",
                 "bits": bits,
                 "embedding": vector.tolist(),
             }
@@ -131,6 +143,7 @@ def fill(client: MilvusClient, count: int, rng: np.random.Generator) -> list[int
     index_params.add_index("embedding", index_type="FLAT", metric_type="COSINE")
     index_params.add_index("plan", index_type="Trie")
     index_params.add_index("category", index_type="Trie")
+    index_params.add_index("regions_s", index_type="Trie")
     index_params.add_index("bits", index_type="STL_SORT")
     for region in REGIONS:
         index_params.add_index(f"r_{region}", index_type="STL_SORT")
