@@ -9,7 +9,8 @@ oracle does not admit, or one outside the slot scope).
 FAISS: every example is a new knowledge base with ``--per-knowledge-base`` conversations.
 Milvus: ``--milvus-knowledge-bases`` knowledge bases are synced once each (collections are
 reused), then conversations are drawn against them; the access attributes are declared, so they
-are held in typed fields (hostile values that do not fit in the overflow JSON field).
+are held in typed fields (hostile values that do not fit in the overflow JSON field), ``plan``
+with member flags for its declared values.
 
 LLM over HTTP: ``--llm-cases`` conversations go through the real LLM self-query path (Rasa's LLM
 client, LangChain's parser, our validation) against a local OpenAI-compatible server that answers
@@ -67,10 +68,12 @@ from tests.access_fuzz import (  # noqa: E402
 from tests.fake_openai import FAKE_API_KEY, FakeOpenAI  # noqa: E402
 
 FIELDS = [
-    {"name": "plan", "type": "list[string]"},
+    {"name": "plan", "type": "list[string]", "values": ["free", "plus", "premium", "true"]},
     {"name": "region", "type": "list[string]"},
     {"name": "tier", "type": "string"},
 ]
+"""``plan`` has a declared vocabulary (member flags, ``milvus/layout.py``) that the hostile values
+mostly fall outside of; ``region`` has none (its list field alone)."""
 
 
 class ServedFilters:

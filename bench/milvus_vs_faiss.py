@@ -4,23 +4,25 @@ Synthetic knowledge base: ``--chunks`` chunks with 384-d unit vectors (all-MiniL
 and front-matter-like metadata (plan, regions list, category, price as text, updated date). The
 "embedder" returns the precomputed vectors, so ingest numbers measure the store, not a model.
 
-Two collections of the same chunks, both FLAT/COSINE (exact), both flushed and indexed by the
-store before they are published: one with no declared attributes (every attribute in the
-``filterable`` JSON field, the previous release's layout) and one with the five attributes
-declared in ``metadata_fields`` (typed scalar fields, ``milvus.layout``).
+Up to three collections of the same chunks (``--layouts``), all FLAT/COSINE (exact), flushed and
+indexed by the store before they are published: ``json``, no declared attributes (every
+attribute in the ``filterable`` JSON field, the previous release's layout); ``typed``, the five
+attributes declared in ``metadata_fields`` with the regions' vocabulary (typed scalar fields and
+member flags, ``milvus.layout``); ``typed-array``, the same without the regions' vocabulary (the
+list only in its ARRAY field, which Milvus 2.3 cannot index).
 
 Measured, one run, printed as Markdown tables:
 * ingest: ``MilvusChunkStore.sync`` of every chunk into each collection, then a second sync;
-* filtered search, k=10, p50/p95 over ``--queries`` queries per filter, the three searches of
-  each query interleaved, their order rotating from query to query: JSON-field Milvus, typed
-  Milvus, FAISS ``IndexFlatIP`` restricted by an ``IDSelectorBitmap`` built from the FAISS
-  translator's mask (mask time included, as the FAISS backend pays it); ratios; top-10
-  agreement (share of one side's ten ids the other returns);
+* filtered search, k=10, p50/p95 over ``--queries`` queries per filter, the searches of each
+  query interleaved, their order rotating from query to query: each Milvus collection, and FAISS
+  ``IndexFlatIP`` restricted by an ``IDSelectorBitmap`` built from the FAISS translator's mask
+  (mask time included, as the FAISS backend pays it); ratios; top-10 agreement;
 * the filter alone: a ``count(*)`` query with the same expression on each collection (no
   vector scan), to tell filter evaluation from the FLAT scan.
 
 Usage: ``python bench/milvus_vs_faiss.py --chunks 100000`` (starts a loopback server in a temp
-dir and stops it), or ``--uri http://host:19530`` for a running server.
+dir and stops it), or ``--uri http://host:19530`` for a running server; at 1M chunks
+``--layouts typed`` leaves out the slower-to-fill JSON collection.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
+import os
 import platform
 import tempfile
 import time
@@ -61,17 +64,27 @@ FILTERS = {
     "none": None,
     "plan (1/3)": 'eq("plan", "Premium")',
     "region list (~1/3)": 'in("regions", ["uk", "apac"])',
+    "category + region (~2%)": 'and(eq("category", "category-07"), eq("regions", "africa"))',
     "category + date (~2%)": 'and(eq("category", "category-07"), gte("updated", "2024-01-01"))',
     "price range + not (~8%)": 'and(lt("price", 20), not(eq("plan", "basic")))',
     "access shape (2/3)": 'not(nin("plan", ["premium", "business"]))',
 }
 DECLARED = [
     MetadataField(name="plan", type="string"),
-    MetadataField(name="regions", type="list[string]"),
+    MetadataField(name="regions", type="list[string]", values=REGIONS),
     MetadataField(name="category", type="string"),
     MetadataField(name="price", type="float"),
     MetadataField(name="updated", type="date"),
 ]
+LAYOUTS = {
+    "json": (),
+    "typed-array": [
+        field.model_copy(update={"values": None}) if field.name == "regions" else field
+        for field in DECLARED
+    ],
+    "typed": DECLARED,
+}
+"""Collection layouts by name: what each declares in ``metadata_fields``."""
 COUNT_REPEATS = 30
 
 
@@ -144,7 +157,15 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--uri", default=None, help="a running Milvus; default: start one")
+    parser.add_argument(
+        "--layouts",
+        default="json,typed-array,typed",
+        help=f"comma-separated, of {', '.join(LAYOUTS)}; ratios are to the first one",
+    )
     args = parser.parse_args()
+    layouts = [name.strip() for name in args.layouts.split(",")]
+    if not layouts or not set(layouts) <= set(LAYOUTS):
+        parser.error(f"--layouts: choose from {', '.join(LAYOUTS)}")
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     rng = np.random.default_rng(7)
     chunks, vectors = synthetic_knowledge_base(args.chunks, rng)
@@ -155,7 +176,7 @@ def main() -> None:
     def embed(texts: list[str]) -> np.ndarray:
         return vectors[[row_of[text] for text in texts]]
 
-    print(f"# Milvus JSON fields vs typed fields vs FAISS, {args.chunks:,} chunks, {DIMENSION}-d")
+    print(f"# Milvus ({', '.join(layouts)}) vs FAISS, {args.chunks:,} chunks, {DIMENSION}-d")
     print(
         f"{platform.platform()}, {platform.processor() or platform.machine()}, "
         f"faiss {faiss.__version__}, {dt.date.today().isoformat()}, k={K}\n"
@@ -165,10 +186,10 @@ def main() -> None:
     faiss_build_s = time.perf_counter() - started
     translator = FaissTranslator(MetadataColumns([chunk.metadata for chunk in chunks]))
 
+    print(_load_average("at the start"))
     with milvus_server(args.uri) as uri:
         stores = {
-            "JSON fields": MilvusChunkStore.connect(_config(uri, "json")),
-            "typed fields": MilvusChunkStore.connect(_config(uri, "typed"), DECLARED),
+            name: MilvusChunkStore.connect(_config(uri, name), LAYOUTS[name]) for name in layouts
         }
         print("| ingest | seconds | chunks/s |\n|---|---:|---:|")
         for name, store in stores.items():
@@ -184,14 +205,19 @@ def main() -> None:
             )
         rate = args.chunks / faiss_build_s
         print(f"| FAISS IndexFlatIP add | {faiss_build_s:.2f} | {rate:,.0f} |\n")
+        print(_load_average("after ingest"))
         _search_table(stores, index, translator, chunks, queries, args.chunks)
+        print(_load_average("after the searches"))
         _filter_alone_table(stores, args.chunks)
+        print(_load_average("at the end"))
         for store in stores.values():
             store.close()
 
 
 def _config(uri: str, kind: str) -> MilvusConfig:
-    return MilvusConfig(uri=uri, collection=f"bench_{kind}_{uuid.uuid4().hex[:8]}")
+    return MilvusConfig(
+        uri=uri, collection=f"bench_{kind.replace('-', '_')}_{uuid.uuid4().hex[:8]}"
+    )
 
 
 def _search_table(
@@ -202,49 +228,72 @@ def _search_table(
     queries: np.ndarray,
     total: int,
 ) -> None:
-    json_store, typed_store = stores["JSON fields"], stores["typed fields"]
+    names = list(stores)
+    first, others = names[0], names[1:]
     print(
-        "| filter | matching | JSON p50 ms | typed p50 ms | FAISS p50 ms | JSON / typed "
-        "| typed / FAISS | JSON p95 | typed p95 | FAISS p95 | top-10 typed = JSON "
-        "| top-10 typed = FAISS |"
+        "| filter | matching | "
+        + " | ".join(f"{name} p50 ms" for name in names)
+        + " | FAISS p50 ms | "
+        + "".join(f"{first} / {name} | " for name in others)
+        + f"{names[-1]} / FAISS | "
+        + " | ".join(f"{name} p95" for name in names)
+        + " | FAISS p95 | "
+        + "".join(f"top-10 {name} = {first} | " for name in others)
+        + f"top-10 {names[-1]} = FAISS |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    columns = 2 + 2 * len(names) + 2 + 2 * len(others) + 2
+    print("|---|" + "---:|" * (columns - 1))
     for name, text in FILTERS.items():
         directive = None if text is None else parse_filter(text)
         matching = total if directive is None else int(directive.accept(translator).sum())
-        times: dict[str, list[float]] = {"json": [], "typed": [], "faiss": []}
-        same_as_json, same_as_faiss = [], []
+        times: dict[str, list[float]] = {kind: [] for kind in [*names, "FAISS"]}
+        same_as_first: dict[str, list[bool]] = {kind: [] for kind in others}
+        same_as_faiss: list[bool] = []
         for number, query in enumerate(queries):
             searches: list[tuple[str, Callable[[], list[Any]]]] = [
-                ("json", partial(json_store.search, query, directive, K)),
-                ("typed", partial(typed_store.search, query, directive, K)),
-                ("faiss", partial(faiss_search, index, translator, query, directive)),
+                (kind, partial(store.search, query, directive, K)) for kind, store in stores.items()
             ]
-            shift = number % len(searches)  # each goes first, second and third equally often
+            searches.append(("FAISS", partial(faiss_search, index, translator, query, directive)))
+            shift = number % len(searches)  # each goes first, second, ... equally often
             found: dict[str, list[Any]] = {}
             for kind, search in searches[shift:] + searches[:shift]:
                 seconds, found[kind] = timed(search)
                 times[kind].append(seconds)
-            json_hits, typed_hits, rows = found["json"], found["typed"], found["faiss"]
-            typed_ids = [hit.chunk.chunk_id for hit in typed_hits]
-            same_as_json.append(typed_ids == [hit.chunk.chunk_id for hit in json_hits])
-            same_as_faiss.append(set(typed_ids) == {chunks[row].chunk_id for row in rows})
-        (j50, j95), (t50, t95), (f50, f95) = (percentiles(times[k]) for k in times)
+            ids = {kind: [hit.chunk.chunk_id for hit in found[kind]] for kind in names}
+            for kind in others:
+                same_as_first[kind].append(ids[kind] == ids[first])
+            same_as_faiss.append(
+                set(ids[names[-1]]) == {chunks[r].chunk_id for r in found["FAISS"]}
+            )
+        p50 = {kind: percentiles(samples)[0] for kind, samples in times.items()}
+        p95 = {kind: percentiles(samples)[1] for kind, samples in times.items()}
         print(
-            f"| {name} | {matching:,} | {j50:.1f} | {t50:.1f} | {f50:.1f} | {j50 / t50:.2f}x "
-            f"| {t50 / f50:.2f}x | {j95:.1f} | {t95:.1f} | {f95:.1f} "
-            f"| {np.mean(same_as_json):.3f} | {np.mean(same_as_faiss):.3f} |"
+            f"| {name} | {matching:,} | "
+            + " | ".join(f"{p50[kind]:.1f}" for kind in names)
+            + f" | {p50['FAISS']:.1f} | "
+            + "".join(f"{p50[first] / p50[kind]:.2f}x | " for kind in others)
+            + f"{p50[names[-1]] / p50['FAISS']:.2f}x | "
+            + " | ".join(f"{p95[kind]:.1f}" for kind in names)
+            + f" | {p95['FAISS']:.1f} | "
+            + "".join(f"{np.mean(same_as_first[kind]):.3f} | " for kind in others)
+            + f"{np.mean(same_as_faiss):.3f} |"
         )
     print(
-        "\ntop-10 typed = JSON: share of queries whose ten ids come back in the same order from "
-        "both collections; typed = FAISS: the same ten ids (as a set).\n"
+        f"\ntop-10 X = {first}: share of queries whose ten ids come back in the same order from "
+        f"both collections; {names[-1]} = FAISS: the same ten ids (as a set).\n"
     )
 
 
 def _filter_alone_table(stores: dict[str, MilvusChunkStore], total: int) -> None:
     """The filter evaluated without a vector scan: ``count(*)`` with the same expression."""
-    print("| filter (count(*) query, no vector scan) | JSON p50 ms | typed p50 ms | JSON / typed |")
-    print("|---|---:|---:|---:|")
+    names = list(stores)
+    print(
+        "| filter (count(*) query, no vector scan) | "
+        + " | ".join(f"{name} p50 ms" for name in names)
+        + " |"
+        + "".join(f" {names[0]} / {name} |" for name in names[1:])
+    )
+    print("|---|" + "---:|" * (2 * len(names) - 1))
     for name, text in FILTERS.items():
         if text is None:
             continue
@@ -260,7 +309,17 @@ def _filter_alone_table(stores: dict[str, MilvusChunkStore], total: int) -> None
                 store._client.query(version.name, filter=expression, output_fields=["count(*)"])  # noqa: SLF001
                 samples.append(time.perf_counter() - started)
             medians.append(float(np.median(samples)) * 1000)
-        print(f"| {name} | {medians[0]:.1f} | {medians[1]:.1f} | {medians[0] / medians[1]:.2f}x |")
+        print(
+            f"| {name} | "
+            + " | ".join(f"{median:.1f}" for median in medians)
+            + " |"
+            + "".join(f" {medians[0] / median:.2f}x |" for median in medians[1:])
+        )
+
+
+def _load_average(when: str) -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"\nLoad average {when}: {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} CPUs)\n"
 
 
 def _faiss_index(vectors: np.ndarray) -> faiss.IndexFlatIP:

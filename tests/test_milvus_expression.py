@@ -108,6 +108,7 @@ CHUNKS = [
     Chunk("f", "f", {"updated": 2024, "title": "Ünïcode 😀 title", "plan": "premium "}),
 ]
 IDS = {chunk.chunk_id for chunk in CHUNKS}
+VOCABULARIES = {"platform": ("Android", "iOS", "windows"), "tags": ("two", "three")}
 DECLARED = [
     MetadataField(name="plan", type="string"),
     MetadataField(name="price", type="float"),
@@ -119,6 +120,14 @@ DECLARED = [
     MetadataField(name="rank", type="integer"),
 ]
 """Typed fields for every attribute but "unknown"; "tags" holds numbers and bools as members."""
+WITH_MEMBER_FLAGS = [
+    field.model_copy(update={"values": VOCABULARIES[field.name]})
+    if field.name in VOCABULARIES
+    else field
+    for field in DECLARED
+]
+"""The same, with the lists' vocabularies declared (member flag fields): each vocabulary leaves
+out values the chunks hold ("web", "1", "true"), which only the list field itself has."""
 
 
 def fake_embed(texts: list[str]) -> np.ndarray:
@@ -126,10 +135,13 @@ def fake_embed(texts: list[str]) -> np.ndarray:
     return np.stack([np.random.default_rng(seed).normal(size=DIMENSION) for seed in seeds])
 
 
-@pytest.fixture(scope="module", params=["json_fields", "typed_fields"])
+LAYOUTS = {"json_fields": (), "typed_fields": DECLARED, "member_flags": WITH_MEMBER_FLAGS}
+
+
+@pytest.fixture(scope="module", params=list(LAYOUTS))
 def store(milvus_uri: str, request: pytest.FixtureRequest) -> Iterator[MilvusChunkStore]:  # noqa: F811
     config = MilvusConfig(uri=milvus_uri, collection=f"semantics_{uuid.uuid4().hex[:8]}")
-    store = MilvusChunkStore.connect(config, DECLARED if request.param == "typed_fields" else ())
+    store = MilvusChunkStore.connect(config, LAYOUTS[request.param])
     store.sync(CHUNKS, fake_embed)
     yield store
     store.close()
@@ -397,6 +409,18 @@ def test_declared_attributes_are_filtered_on_typed_fields(store: MilvusChunkStor
     assert "filterable" in store.expression(parse_filter('eq("unknown", "x")'))
 
 
+def test_declared_list_values_are_filtered_on_member_flags(store: MilvusChunkStore) -> None:
+    """A list's declared values are tested on their indexed flag fields, other values on the list
+    field itself (no index), and the selection is the same either way."""
+    platform = next((t for t in store.planned.typed if t.attribute == "platform"), None)
+    if platform is None or not platform.flags:
+        pytest.skip("no member flags in this layout")
+    declared = store.expression(parse_filter('in("platform", ["IOS", "android"])'))
+    other = store.expression(parse_filter('in("platform", ["web", "ios"])'))
+    assert "array_contains_any" not in declared and declared.count(" == 1)") == 2, declared
+    assert other.count(" == 1)") == 1 and '_l, ["web"])' in other, other
+
+
 MIXED_ATTRIBUTES = {
     "plan": "string",
     "platform": "list[string]",
@@ -443,6 +467,10 @@ MIXED_VALUES: list[object] = [
 collection holds them in the overflow JSON, next to rows whose values fit."""
 
 
+MIXED_VOCABULARIES = {"platform": ("android", "two", "a", "m7", "premium")}
+"""Member flags for some of the list's values, among them members of lists that overflow."""
+
+
 def mixed_chunks(count: int = 90) -> list[Chunk]:
     rng = np.random.default_rng(20261123)
     chunks = []
@@ -462,7 +490,10 @@ MIXED_FAISS = FaissTranslator(MetadataColumns([chunk.metadata for chunk in MIXED
 @pytest.fixture(scope="module")
 def mixed_store(milvus_uri: str) -> Iterator[MilvusChunkStore]:  # noqa: F811
     config = MilvusConfig(uri=milvus_uri, collection=f"mixed_{uuid.uuid4().hex[:8]}")
-    declared = [MetadataField(name=name, type=kind) for name, kind in MIXED_ATTRIBUTES.items()]  # type: ignore[arg-type]
+    declared = [
+        MetadataField(name=name, type=kind, values=MIXED_VOCABULARIES.get(name))  # type: ignore[arg-type]
+        for name, kind in MIXED_ATTRIBUTES.items()
+    ]
     store = MilvusChunkStore.connect(config, declared)
     store.sync(MIXED, fake_embed)
     yield store

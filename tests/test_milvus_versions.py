@@ -239,3 +239,52 @@ def test_a_schema_declaring_more_than_fits_still_filters_every_attribute(
     assert "plan" not in version.layout.typed_names
     for text in ('eq("attribute 0", "v1")', 'ne("attribute 29", "v0")', 'eq("plan", "premium")'):
         assert selected(store, text) == specified(chunks, text), text
+
+
+REGION_WITH_VALUES = REGION.model_copy(update={"values": ("EU", "us", "latam")})
+"""A vocabulary that leaves out one value the chunks hold ("apac")."""
+
+
+@pytest.mark.usefixtures("pointer_read_every_time")
+def test_declaring_a_lists_values_builds_a_version_with_member_flags(
+    config: MilvusConfig, client: MilvusClient
+) -> None:
+    writer = MilvusChunkStore.connect(config, [PLAN, RANK, REGION])
+    writer.sync(CHUNKS, embed)
+    replica = MilvusChunkStore.connect(config, [PLAN, RANK, REGION])
+    plain = replica.served()
+    assert plain is not None
+
+    report = MilvusChunkStore.connect(config, [PLAN, RANK, REGION_WITH_VALUES]).sync(CHUNKS, embed)
+
+    flagged = replica.read_version()
+    assert flagged is not None and flagged.name != plain.name
+    region = flagged.layout.typed_attribute("region")
+    assert region is not None and region.flags == ("eu", "latam", "us")
+    fields = {field["name"] for field in client.describe_collection(flagged.name)["fields"]}
+    assert {region.flag_field(value) for value in region.flags} <= fields
+    assert report.embedded == len(CHUNKS)
+    assert_same_selections(replica, CHUNKS)
+    assert selected(replica, 'in("region", ["apac", "us"])') == {"a", "e"}
+    assert selected(replica, 'nin("region", ["latam", "eu"])') == {"e"}
+
+
+def test_a_layout_without_member_flags_keeps_its_version_name() -> None:
+    """Collections written before member flags existed are served on, not rebuilt."""
+    layout = CollectionLayout.planned([PLAN, RANK, REGION])
+    assert '"flags"' not in layout.description()
+    assert CollectionLayout.described(layout.description()) == layout
+    flagged = CollectionLayout.planned([PLAN, RANK, REGION_WITH_VALUES])
+    assert CollectionLayout.described(flagged.description()) == flagged
+    assert flagged.version_name("kb") != layout.version_name("kb")
+
+
+def test_member_flags_never_take_an_attributes_place_in_the_field_limit() -> None:
+    with capture_logs() as logs:
+        layout = CollectionLayout.planned([REGION_WITH_VALUES, *many_fields(25), RANK])
+
+    typed = {typed.attribute: typed for typed in layout.typed}
+    assert "rank" in typed and typed["region"].flags == ()
+    assert 8 + sum(typed.field_count for typed in layout.typed) <= MAX_FIELDS
+    [warning] = [log for log in logs if log["event"] == "milvus.layout.fields_over_limit"]
+    assert warning["without_member_flags"] == ["region"] and warning["attributes"] == []

@@ -11,7 +11,8 @@ the ``filterable`` JSON field for the others::
 What a filter means is defined once, in ``filters.semantics`` (shared with the FAISS backend);
 this module only spells its primitive selections over the normal form: "has the attribute" is
 the presence field (typed) or ``exists`` (JSON), texts are an ``in`` list on the scalar facet or
-``array_contains_any``/``json_contains_any`` on the members, typed readings compare one facet.
+``array_contains_any``/``json_contains_any`` on the members (member flags, where the layout has
+them, for a list's declared values), typed readings compare one facet.
 A typed attribute whose layout admits overflow rows is also tested on the ``overflow`` JSON.
 Milvus 2.3 evaluates ``like`` only as a prefix and has no substring test on list members; the
 shared semantics resolves ``like`` and ``contain`` against the attribute's vocabulary (its
@@ -131,8 +132,7 @@ class ExpressionSelections:
         if present and scalars and TEXT in typed.facets:
             parts.append(_in(typed.field(TEXT), present))
         if present and members and MEMBERS in typed.facets:
-            literals = ", ".join(string_literal(text) for text in present)
-            parts.append(f"array_contains_any({typed.field(MEMBERS)}, [{literals}])")
+            parts.extend(_typed_members(typed, present))
         if attribute in self._layout.overflow:
             parts.append(_json_texts(OVERFLOW_FIELD, attribute, texts, scalars, members))
         return _join(parts, "or") if parts else NEVER
@@ -180,6 +180,18 @@ def _json_texts(
         literals = ", ".join(string_literal(text) for text in texts)
         parts.append(f"json_contains_any({_path(field, attribute, MEMBERS)}, [{literals}])")
     return _join(parts, "or")
+
+
+def _typed_members(typed: TypedAttribute, texts: Sequence[str]) -> list[str]:
+    """Some typed member is one of ``texts``: an indexed flag test for each declared value, and
+    ``array_contains_any`` (no index in Milvus 2.3) for the others (``milvus.layout``)."""
+    flags = [typed.flag_field(text) for text in texts]
+    tests = [f"({flag} == 1)" for flag in flags if flag is not None]
+    others = [text for text, flag in zip(texts, flags, strict=True) if flag is None]
+    if others:
+        literals = ", ".join(string_literal(text) for text in others)
+        tests.append(f"array_contains_any({typed.field(MEMBERS)}, [{literals}])")
+    return tests
 
 
 def _typed_in(typed: TypedAttribute, key: str, values: Sequence[Any]) -> list[str]:
