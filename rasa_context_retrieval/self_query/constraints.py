@@ -30,6 +30,9 @@ class Constraint:
     each: bool = False
     """A value of a list field said with "and" next to others ("a balcony and a dishwasher"):
     each must be there, rather than any of them."""
+    negated: bool = False
+    """The extractor read a negation said with it ("not on Android", "can't ship today");
+    ``negation.bind_negations`` leaves such a condition as it is."""
 
     def overlaps(self, start: int, end: int) -> bool:
         return self.start < end and start < self.end

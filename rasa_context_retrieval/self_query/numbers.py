@@ -441,13 +441,19 @@ class NumberPhrases:
             if said.counted != AGE_CUE and field.knows(AGE_CUE):
                 return []  # "for 12 climbers" counts people, not the youngest climber's age
             comparators = [Comparator.LTE]  # "for 8 year olds": a youngest age of 8 or less
-        if NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start]):
+        negated = bool(NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start]))
+        if negated:
             if len(comparators) > 1:
                 return []  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
             comparators = [OPPOSITE[comparator] for comparator in comparators]
         return [
             Constraint(
-                field.name, comparator, int(value) if field.integer else value, said.start, end
+                field.name,
+                comparator,
+                int(value) if field.integer else value,
+                said.start,
+                end,
+                negated=negated,
             )
             for comparator, value in zip(comparators, sorted(values), strict=True)
         ]

@@ -99,11 +99,13 @@ TOPIC_ANCHOR_WORDS = ("category", "section", "topic", "docs", "articles")
 
 # Words that negate what follows them, for values and booleans alike: "not", "nothing" (not
 # "nothing but"), "isn't", "except", "excluding", "without", "with no", "other than", "apart
-# from", "outside", "anything but", "any language but", "don't want", "didn't like".
+# from", "outside", "anything but", "anyone but", "anywhere but", "any language but", "don't
+# want", "didn't like".
 NEGATORS = (
     r"not|never|no\s+longer|nothing(?!\s+but\b)|cannot|\w+n['’]t|(?:is|are|was|were|ca|do|does|did|wo|has|have)nt"
     r"|except(?:\s+for)?|excluding|exclude|without|with\s+no|other\s+than|apart\s+from"
-    r"|outside(?:\s+of)?|(?:any(?:thing)?|every(?:thing)?|all)(?:\s+[a-z]+)?\s+but|but\s+not"
+    r"|outside(?:\s+of)?|(?:(?:any|every)(?:thing|one|body|where)?|all)(?:\s+[a-z]+)?\s+but"
+    r"|but\s+not"
     r"|(?:(?:do|does|did)\s+not|\w+n['’]?t)\s+(?:want|like|need|enjoy)"
 )
 # "non-premium", "non vegetarian": the prefix form of a negation.

@@ -47,6 +47,7 @@ from rasa_context_retrieval.self_query.dates import Clock, DatePhrases
 from rasa_context_retrieval.self_query.glosses import GlossPhrases
 from rasa_context_retrieval.self_query.items import item_nouns
 from rasa_context_retrieval.self_query.limits import LimitPhrases
+from rasa_context_retrieval.self_query.negation import bind_negations
 from rasa_context_retrieval.self_query.numbers import NumberPhrases
 from rasa_context_retrieval.self_query.phrases import COORDINATION
 from rasa_context_retrieval.self_query.vocabulary import ValueVocabulary
@@ -147,6 +148,7 @@ class RuleQueryConstructor:
         found += self._values.find(scanned, found) if found else values
         found += self._glosses.find(scanned, found)
         found += self._booleans.find(scanned, found)
+        found = bind_negations(scanned, found)
         return [c for c in found if not told_as_personal_past(scanned, c.start)]
 
 

@@ -712,4 +712,5 @@ class ValueVocabulary:
             start=start,
             end=candidate.end,
             each=candidate.each and not candidate.negated,
+            negated=candidate.negated,
         )
