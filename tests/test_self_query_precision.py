@@ -115,3 +115,20 @@ def test_a_negation_governs_the_value_it_is_said_of(text: str, wanted: str) -> N
 )
 def test_an_unclear_negation_gives_no_filter_never_the_opposite(text: str) -> None:
     assert clinics().construct(text).filter is None
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a date of something that ends looks ahead, even when its description says "Last day"
+        ("stalls whose lease ends after August", 'gt("lease_ends", "2025-08-31")'),
+        ("stalls added after August", 'gt("listed", "2024-08-31")'),
+    ],
+)
+def test_a_month_without_a_year_goes_the_way_its_field_looks(text: str, wanted: str) -> None:
+    assert stalls().construct(text).filter == expected(wanted)
+
+
+def test_a_month_said_about_a_place_is_no_date_of_records() -> None:
+    said = clinics().construct("Is York very busy in August?")
+    assert said.filter == expected('eq("city", "York")')
