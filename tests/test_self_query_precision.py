@@ -132,3 +132,36 @@ def test_a_month_without_a_year_goes_the_way_its_field_looks(text: str, wanted: 
 def test_a_month_said_about_a_place_is_no_date_of_records() -> None:
     said = clinics().construct("Is York very busy in August?")
     assert said.filter == expected('eq("city", "York")')
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a number in % goes only to a rate field, one in a currency only to a money field
+        ("stalls with more than 30% organic stock", 'gt("organic_share", 30)'),
+        ("stalls with a pitch fee under £40", 'lt("pitch_fee_gbp", 40)'),
+        (
+            "cheese stalls paying more than 8%",
+            'and(eq("produce", "cheese"), gt("organic_share", 8))',
+        ),
+    ],
+)
+def test_a_number_with_a_unit_goes_to_a_field_of_that_unit(text: str, wanted: str) -> None:
+    assert stalls().construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # no field is kept in percent or in kilometres: no filter rather than the fee or the size
+        "plots costing more than 5% a year",
+        "plots more than 3 km away",
+    ],
+)
+def test_a_number_with_a_unit_no_field_is_kept_in_gives_no_filter(text: str) -> None:
+    assert allotments().construct(text).filter is None
+
+
+def test_a_year_goes_to_the_field_whose_description_says_the_verb() -> None:
+    said = allotments().construct("plots that were first let out in 2019")
+    assert said.filter == expected('eq("first_let_year", 2019)')

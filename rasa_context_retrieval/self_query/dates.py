@@ -290,11 +290,15 @@ class DatePhrases:
         participles = set().union(*self._verbs.values())
         self._scope = time_scope(self._date_fields, {*item_nouns, *participles})
 
-    def find(self, text: str, *, scoped: bool = False) -> list[Constraint]:
-        """Date conditions; ``scoped``: the message is already a filtering one (it names values)."""
+    def find(
+        self, text: str, *, scoped: bool = False, year_field_named: bool = False
+    ) -> list[Constraint]:
+        """Date conditions; ``scoped``: the message is already a filtering one (it names values);
+        ``year_field_named``: it says a word of an integer year field, which then takes a year
+        unless a date field is named too."""
         if not self._date_fields or not (scoped or self._scope.search(text)):
             return []
-        attribute = self._attribute(text)
+        attribute = self._attribute(text, only_if_named=year_field_named)
         if attribute is None:
             return []
         today = self._today()
@@ -319,8 +323,8 @@ class DatePhrases:
             )
         return found
 
-    def _attribute(self, text: str) -> str | None:
-        if len(self._date_fields) == 1:
+    def _attribute(self, text: str, *, only_if_named: bool = False) -> str | None:
+        if len(self._date_fields) == 1 and not only_if_named:
             return self._date_fields[0]
         lowered = text.lower()
         said = set(WORD.findall(lowered))

@@ -141,7 +141,8 @@ class RuleQueryConstructor:
         """Every condition found in ``text``, with the span of words that said it."""
         scanned = text[:MAX_SCANNED_CHARS]
         values = self._values.find(scanned, [])
-        found = self._dates.find(scanned, scoped=bool(values))
+        year_named = self._years.is_named(scanned)
+        found = self._dates.find(scanned, scoped=bool(values), year_field_named=year_named)
         found += self._years.find(scanned, found, scoped=bool(values), values=values)
         found += self._numbers.find(scanned, found, values)
         # Values are read again only around what the other kinds took; else the first reading holds.
