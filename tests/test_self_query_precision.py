@@ -165,3 +165,18 @@ def test_a_number_with_a_unit_no_field_is_kept_in_gives_no_filter(text: str) -> 
 def test_a_year_goes_to_the_field_whose_description_says_the_verb() -> None:
     said = allotments().construct("plots that were first let out in 2019")
     assert said.filter == expected('eq("first_let_year", 2019)')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a count with a unit after it is a quantity, and "my first" the user's own
+        "I did my first 10 km walk with a surgeon's dog",
+        "the first 5 km of the walk to the clinic",
+        # the user's story in the perfect is no date filter
+        "I've had my dog inspected since 2019, is that enough?",
+    ],
+)
+def test_the_users_own_numbers_and_story_are_no_filter(text: str) -> None:
+    said = clinics().construct(text)
+    assert (said.filter, said.limit) == (None, None)

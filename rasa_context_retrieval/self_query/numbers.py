@@ -31,6 +31,8 @@ from rasa_context_retrieval.self_query.phrases import (
     CUE_STOPWORDS,
     CURRENCY_SYMBOLS,
     CURRENCY_WORDS,
+    DATA_SIZES,
+    MEASURE_ABBREVIATIONS,
     MONETARY_CUES,
     MONETARY_FIELD_WORDS,
     MULTIPLIERS,
@@ -143,18 +145,6 @@ MONEY_MULTIPLIER = re.compile(r"grand$", re.IGNORECASE)
 NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
 
 
-# Units of measure as fields abbreviate them in their names (``height_cm``, ``weight_g``): a
-# user's "centimetres" is a cue for the one, and the short forms may be written onto the number.
-MEASURE_ABBREVIATIONS = {
-    **dict.fromkeys(["centimetre", "centimetres", "centimeter", "centimeters"], "cm"),
-    **dict.fromkeys(["millimetre", "millimetres", "millimeter", "millimeters"], "mm"),
-    **dict.fromkeys(["metre", "metres", "meter", "meters"], "m"),
-    **dict.fromkeys(["kilometre", "kilometres", "kilometer", "kilometers"], "km"),
-    **dict.fromkeys(["gram", "grams", "gramme", "grammes"], "g"),
-    **dict.fromkeys(["kilogram", "kilograms", "kilo", "kilos"], "kg"),
-    **dict.fromkeys(["litre", "litres", "liter", "liters"], "l"),
-    **dict.fromkeys(["millilitre", "millilitres", "milliliter", "milliliters"], "ml"),
-}
 _GLUED_UNITS = "|".join(sorted(set(MEASURE_ABBREVIATIONS.values()), key=len, reverse=True))
 
 
@@ -232,7 +222,6 @@ PERCENT = "percent"
 MONEY = "money"
 PERCENT_AFTER = re.compile(r"\s*(?:%|per\s*cent(?!\w)|percent(?!\w))", re.IGNORECASE)
 PERCENT_FIELD_WORDS = frozenset(["percent", "percentage", "pct", "rate", "apr", "aer"])
-DATA_SIZES = {"gb": "gb", "gig": "gb", "gigs": "gb", "gigabytes": "gb", "mb": "mb", "tb": "tb"}
 _MEASURES = "|".join(
     sorted(
         {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES},

@@ -228,6 +228,27 @@ TIME_UNIT_WORDS = {
     **dict.fromkeys(["yr", "yrs"], "year"),
 }
 
+# Units of measure as fields abbreviate them in their names (``height_cm``, ``weight_g``): a
+# user's "centimetres" is a cue for the one, and the short forms may be written onto the number.
+MEASURE_ABBREVIATIONS = {
+    **dict.fromkeys(["centimetre", "centimetres", "centimeter", "centimeters"], "cm"),
+    **dict.fromkeys(["millimetre", "millimetres", "millimeter", "millimeters"], "mm"),
+    **dict.fromkeys(["metre", "metres", "meter", "meters"], "m"),
+    **dict.fromkeys(["kilometre", "kilometres", "kilometer", "kilometers"], "km"),
+    **dict.fromkeys(["gram", "grams", "gramme", "grammes"], "g"),
+    **dict.fromkeys(["kilogram", "kilograms", "kilo", "kilos"], "kg"),
+    **dict.fromkeys(["litre", "litres", "liter", "liters"], "l"),
+    **dict.fromkeys(["millilitre", "millilitres", "milliliter", "milliliters"], "ml"),
+}
+# Sizes of data, as a user writes them ("10GB", "50 gigs").
+DATA_SIZES = {"gb": "gb", "gig": "gb", "gigs": "gb", "gigabytes": "gb", "mb": "mb", "tb": "tb"}
+# Every word for a unit a number may be said in: after a count it makes the count a quantity
+# ("my first 10 km walk"), not a number of results.
+UNIT_WORDS = frozenset(
+    [*TIME_UNIT_WORDS, *MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES]
+    + ["miles", "mile", "percent", "%"]
+)
+
 # Words right after a number that multiply it: "$80k", "100 thousand dollars".
 # "40 grand" is money: the word is a currency as well as a multiplier (see numbers._has_currency).
 MULTIPLIERS = {"k": 1_000, "thousand": 1_000, "grand": 1_000, "million": 1_000_000}
