@@ -180,3 +180,19 @@ def test_a_year_goes_to_the_field_whose_description_says_the_verb() -> None:
 def test_the_users_own_numbers_and_story_are_no_filter(text: str) -> None:
     said = clinics().construct(text)
     assert (said.filter, said.limit) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("a DS course", 'eq("subject", "data science")'),
+        # a plural of initials is written with a small "s": "DSS" is another word
+        ("DSS courses", None),
+    ],
+)
+def test_initials_name_a_value_and_a_word_in_capitals_does_not(
+    text: str, wanted: str | None
+) -> None:
+    fields = (MetadataField(name="subject", type="string", description="Subject of the course"),)
+    rules = RuleQueryConstructor(fields, {"subject": frozenset(["data science", "history"])})
+    assert rules.construct(text).filter == expected(wanted)
