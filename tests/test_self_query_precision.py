@@ -111,6 +111,10 @@ def test_a_negation_governs_the_value_it_is_said_of(text: str, wanted: str) -> N
         "I don't live in Leeds any more",
         # a negation far from the value in its clause: unclear, so no filter rather than eq
         "clinics that do not seem to ever really offer grooming",
+        # a negation outside a clause that describes the documents may be about the user
+        "why can't I find a clinic in Leeds?",
+        "not sure about a dermatologist",
+        "never been to York, any clinics there?",
     ],
 )
 def test_an_unclear_negation_gives_no_filter_never_the_opposite(text: str) -> None:

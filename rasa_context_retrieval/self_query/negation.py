@@ -7,12 +7,14 @@ negation said in a form no extractor reads ("cards that don't come with travel i
 filter, which hides exactly the documents the user asked for. ``bind_negations`` is the one
 safety net every kind of condition goes through, after all extractors ran:
 
-* a negating word in the same clause before a condition governs it when nothing but a verb,
-  a preposition or an article stands between ("don't come with", "isn't in", "anywhere but"):
-  the condition is negated there (``ne`` for a value, the other truth value for a boolean);
-* a negation further away in the clause, one with the user as its subject ("I don't have a
-  Visa"), or a negated bound or date range (whose negation is an "or"), is not clear: that
-  condition gives no filter, never ``eq``;
+* a negating word in a clause that describes the thing before it ("cards that don't come with
+  travel insurance", "doctors who aren't in Boston") governs a condition when nothing but a
+  verb, a preposition or an article stands between: the condition is negated there (``ne``
+  for a value, the other truth value for a boolean);
+* any other negation before a condition in its clause is not clear: one further away, one
+  with the user as its subject, one outside such a clause ("I'm not sure about comedy", "why
+  can't I find hotels in Rome?", "never been to Rome"), or a negated bound or date range
+  (whose negation is an "or"). That condition gives no filter, never ``eq``;
 * a negated verb of functioning ("sync is not working on Android") reports a problem on the
   value, not a wish to exclude it: no negation;
 * a clause ends at punctuation and at a word that starts another clause ("that", "which",
@@ -65,11 +67,13 @@ FUNCTIONING_VERBS = re.compile(
     r"|show|shows|showing|display|displaying|play|plays|playing|print|printing|charge|charging)\b",
     re.IGNORECASE,
 )
-# The user as the subject of the negated verb: "I don't have a Visa", "we're not in Berlin".
-# A wish ("I don't want horror") is a negator of its own and never reaches this test.
+# The user as the subject of the negated verb: "... that I don't have".
 USER_SUBJECT = re.compile(r"\b(?:i|we)(?:['’](?:m|re|ve|d))?\s+(?:\w+\s+)?$", re.IGNORECASE)
 JOINING_WORD = re.compile(r"\b(?:and|or|nor)\b", re.IGNORECASE)
-WISH_NEGATOR = re.compile(r"(?:want|like|need|enjoy)$", re.IGNORECASE)
+# Words that open a clause describing the thing before them: "cards that don't come with ...",
+# "doctors who aren't in ...". Only there is a negation about the documents clear; elsewhere
+# it may be about the user ("I'm not sure about comedy", "why can't I find hotels in Rome?").
+RELATIVE_WORDS = frozenset(["that", "which", "who", "whom", "whose", "where"])
 
 
 def bind_negations(text: str, found: Sequence[Constraint]) -> list[Constraint]:
@@ -111,9 +115,9 @@ def _scope(text: str, index: int, ordered: Sequence[Constraint], scopes: dict[in
         if previous.negated or _is_negation(previous):
             return Scope.CLEAR
         return scopes[index - 1]
-    clause_start = 0
+    clause_start, relative = 0, False
     for end in CLAUSE_END.finditer(text, 0, constraint.start):
-        clause_start = end.end()
+        clause_start, relative = end.end(), end[0].lower() in RELATIVE_WORDS
     negator = _last_negator(text, clause_start, constraint.start, ordered)
     if negator is None:
         return Scope.NONE
@@ -122,8 +126,7 @@ def _scope(text: str, index: int, ordered: Sequence[Constraint], scopes: dict[in
         return Scope.NONE  # the negation went to the condition said right after it
     if FUNCTIONING_VERBS.search(between):
         return Scope.NONE
-    own = USER_SUBJECT.search(text, clause_start, negator.start())
-    if own and not WISH_NEGATOR.search(negator[0]):
+    if not relative or USER_SUBJECT.search(text, clause_start, negator.start()):
         return Scope.UNCLEAR
     return Scope.CLEAR if len(WORD.findall(between)) <= MAX_WORDS_BETWEEN else Scope.UNCLEAR
 

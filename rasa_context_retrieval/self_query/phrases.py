@@ -115,12 +115,14 @@ NEGATING_PREFIX = r"\bnon\s*-?\s*"
 # participle and its preposition: "not on Android", "except the enterprise tier", "non-premium",
 # "not directed by Greta Gerwig", "isn't made by Apple", "not under the GPL", "not written in
 # Python", "not available in English", "aren't dramas", "I don't want horror", "outside
-# finance", and "no" right before it ("but no politics"). Other words in between ("not working
+# finance", and "no" right before it ("but no politics"). "never been to Rome" is where the
+# user has been, not a participle that describes documents. Other words in between ("not working
 # on android") break it on purpose: that is a question about Android.
 _PREPOSITIONS = r"on|in|at|to|of|for|from|with|under|within|using|via|by|about|as"
 NEGATION_BEFORE_VALUE = re.compile(
     rf"(?:\b(?:{NEGATORS})\s+(?:(?:{_PREPOSITIONS}|the|a|an|any|my|our"
-    rf"|(?:\w+(?:ed|en|able|ible)|made)\s+(?:{_PREPOSITIONS}))\s+){{0,2}}|{NEGATING_PREFIX}"
+    rf"|(?:(?!been\b)\w+(?:ed|en|able|ible)|made)\s+(?:{_PREPOSITIONS}))\s+){{0,2}}"
+    rf"|{NEGATING_PREFIX}"
     r"|\bno\s+)$",
     re.IGNORECASE,
 )
