@@ -183,7 +183,9 @@ class BooleanPhrases:
                     break
                 before = text[max(0, start - LOOKBEHIND_CHARS) : start]
                 negated = bool(NEGATION_BEFORE.search(before) or NEGATOR.search(text, start, end))
-                return Constraint(field.name, Comparator.EQ, not negated, start, end)
+                return Constraint(
+                    field.name, Comparator.EQ, not negated, start, end, negated=negated
+                )
         return None
 
     def _said(self, text: str, field: _BooleanField, taken: list[Constraint]) -> Constraint | None:
@@ -200,7 +202,10 @@ class BooleanPhrases:
                     negated or self.describes_documents(text, before, end, taken)
                 ):
                     continue
-                return Constraint(field.name, Comparator.EQ, plain != negated, start, end)
+                read = negated or not plain  # "out of stock", "can't ship today": a denial
+                return Constraint(
+                    field.name, Comparator.EQ, plain != negated, start, end, negated=read
+                )
         return None
 
     def describes_documents(

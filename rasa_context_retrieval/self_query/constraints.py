@@ -30,6 +30,9 @@ class Constraint:
     each: bool = False
     """A value of a list field said with "and" next to others ("a balcony and a dishwasher"):
     each must be there, rather than any of them."""
+    negated: bool = False
+    """The extractor read a negation said with it ("not on Android", "can't ship today");
+    ``negation.bind_negations`` leaves such a condition as it is."""
 
     def overlaps(self, start: int, end: int) -> bool:
         return self.start < end and start < self.end
@@ -42,9 +45,10 @@ def overlaps_any(start: int, end: int, taken: list[Constraint]) -> bool:
 
 # A first-person clause in the past up to the mention: "I cooked a ...", "we bought a ...", "an
 # article I read in ...", "my old one was a ...", "my suitcase got lost on the way from ...", and
-# a supposition ("if it were a 2019 model"). A clause ends at punctuation, not at the comma or
-# point inside a number ("I paid 1,100 a month for my place in ..."). "I need" is no past
-# ("-eed"), nor is "I am interested in" or "is my data stored in" (states, not stories).
+# a supposition ("if it were a 2019 model"), also in the perfect ("I've banked with you since
+# ..."). A clause ends at punctuation, not at the comma or point inside a number ("I paid 1,100
+# a month for my place in ..."). "I need" is no past ("-eed"), nor is "I am interested in" or
+# "is my data stored in" (states, not stories).
 # Irregular past forms; after "my <thing>" only these, as "my data stored in" is a state.
 _IRREGULAR_PAST = (
     r"read|saw|ate|drank|bought|sold"
@@ -54,7 +58,7 @@ _IRREGULAR_PAST = (
 )
 _IN_CLAUSE = r"(?:[^,.;!?]|(?<=\d)[,.](?=\d))"
 PERSONAL_PAST = re.compile(
-    rf"(?:\b(?:I|we)\s+(?:(?!am\b|are\b)\w+\s+)?(?:\w+(?<!e)ed|{_IRREGULAR_PAST})"
+    rf"(?:\b(?:I|we)(?:['’]ve|['’]d)?\s+(?:(?!am\b|are\b)\w+\s+)?(?:\w+(?<!e)ed|{_IRREGULAR_PAST})"
     rf"|\b(?:my|our)\s+(?:[a-z]+\s+){{0,2}}(?:{_IRREGULAR_PAST}|used\s+to)"
     r"|\b(?:if|suppose|supposing|imagine)\s+(?:it|they|that|this)\s+(?:was|were|had|would))"
     rf"\b{_IN_CLAUSE}*$",

@@ -160,11 +160,15 @@ AHEAD_WORDS = re.compile(
     r"|reservation|visit|lesson|exam)s?\b",
     re.IGNORECASE,
 )
+# "last" is a word of records only before a participle ("last revised", "last reported"); in
+# "Last day the offer can be taken" it is the final day of something that ends.
 RECORDED_WORDS = re.compile(
     r"\b(?:was|were|been|published|posted|updated|released|created|added|modified|listed"
-    r"|uploaded|changed|edited|issued|written|sold|joined|founded|born|last)\b",
+    r"|uploaded|changed|edited|issued|written|sold|joined|founded|born|last\s+\w+ed)\b",
     re.IGNORECASE,
 )
+WORD = re.compile(r"[a-z]+")
+PARTICIPLE = re.compile(r"\b[a-z]{3,}ed\b", re.IGNORECASE)
 ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 ISO_MONTH = re.compile(r"(\d{4})-(\d{2})")
 YEAR_IN = re.compile(_YEAR)
@@ -235,8 +239,13 @@ def looks_ahead(field: MetadataField) -> bool:
     """Whether a date field holds when something takes place ("Day the talk takes place", a
     departure, a deadline) rather than when something was recorded ("Date the article was
     published"): a month said without a year is then the coming one."""
-    said = f"{field.name.replace('_', ' ')} {field.description}"
-    return bool(AHEAD_WORDS.search(said)) and not RECORDED_WORDS.search(said)
+    name = field.name.replace("_", " ")
+    # The name says it first ("offer_ends", "last_updated"); the description when it does not.
+    for said in (name, field.description):
+        ahead, recorded = bool(AHEAD_WORDS.search(said)), bool(RECORDED_WORDS.search(said))
+        if ahead != recorded:
+            return ahead
+    return False
 
 
 def date_value(day: dt.date) -> dict[str, str]:
@@ -272,20 +281,37 @@ class DatePhrases:
             field.name for field in fields if field.type == "date" and looks_ahead(field)
         )
         self._today = today
-        self._scope = time_scope(self._date_fields, item_nouns)
+        # The verb a date field's description uses ("When the ticket was opened") names it too.
+        self._verbs = {
+            field.name: frozenset(word.lower() for word in PARTICIPLE.findall(field.description))
+            for field in fields
+            if field.type == "date"
+        }
+        participles = set().union(*self._verbs.values())
+        self._scope = time_scope(self._date_fields, {*item_nouns, *participles})
 
-    def find(self, text: str, *, scoped: bool = False) -> list[Constraint]:
-        """Date conditions; ``scoped``: the message is already a filtering one (it names values)."""
+    def find(
+        self, text: str, *, scoped: bool = False, year_field_named: bool = False
+    ) -> list[Constraint]:
+        """Date conditions; ``scoped``: the message is already a filtering one (it names values);
+        ``year_field_named``: it says a word of an integer year field, which then takes a year
+        unless a date field is named too."""
         if not self._date_fields or not (scoped or self._scope.search(text)):
             return []
-        attribute = self._attribute(text)
+        attribute = self._attribute(text, only_if_named=year_field_named)
         if attribute is None:
             return []
         today = self._today()
         found: list[Constraint] = []
         claimed: list[tuple[int, int]] = []
         ahead = attribute in self._ahead
+        # A message that only names a value ("Is the Lake District busy in August?") says a
+        # month about that thing, not about when a record was made: no date of records then,
+        # unless the year is said. A date of things that take place is what such a month asks.
+        about_records = not ahead and not self._scope.search(text)
         for start, end, conditions in self._conditions(text, today, ahead):
+            if about_records and not YEAR_IN.search(text, start, end):
+                continue
             # A phrase read as a date claims its words even when it makes no condition
             # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
             if any(start < other_end and other_start < end for other_start, other_end in claimed):
@@ -297,14 +323,18 @@ class DatePhrases:
             )
         return found
 
-    def _attribute(self, text: str) -> str | None:
-        if len(self._date_fields) == 1:
+    def _attribute(self, text: str, *, only_if_named: bool = False) -> str | None:
+        if len(self._date_fields) == 1 and not only_if_named:
             return self._date_fields[0]
         lowered = text.lower()
+        said = set(WORD.findall(lowered))
+        # Named by its name's first letters or by its description's verb ("added" for "Day the
+        # stall was added"); a date said in a message naming none or two of them gives no filter.
         named = [
             name
             for name in self._date_fields
             if any(word[:NAME_PREFIX_CHARS] in lowered for word in name.lower().split("_"))
+            or self._verbs[name] & said
         ]
         return named[0] if len(named) == 1 else None
 

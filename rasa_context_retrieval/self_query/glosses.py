@@ -156,10 +156,15 @@ class GlossPhrases:
                 continue
             if isinstance(gloss.value, bool):
                 return Constraint(
-                    gloss.attribute, Comparator.EQ, gloss.value != negated, start, end
+                    gloss.attribute,
+                    Comparator.EQ,
+                    gloss.value != negated,
+                    start,
+                    end,
+                    negated=negated,
                 )
             comparator = Comparator.NE if negated else Comparator.EQ
-            return Constraint(gloss.attribute, comparator, gloss.value, start, end)
+            return Constraint(gloss.attribute, comparator, gloss.value, start, end, negated=negated)
         return None
 
 

@@ -21,7 +21,7 @@ from rasa_context_retrieval.self_query.constraints import (
     overlaps_any,
     told_as_personal_past,
 )
-from rasa_context_retrieval.self_query.phrases import SMALL_NUMBER_WORDS
+from rasa_context_retrieval.self_query.phrases import SMALL_NUMBER_WORDS, UNIT_WORDS
 
 MAX_LIMIT = 50
 """A larger count is not a number of results anyone reads; the configured ``top_k`` applies."""
@@ -54,9 +54,11 @@ class LimitPhrases:
     def find(self, text: str, taken: list[Constraint]) -> int | None:
         for match in TOP.finditer(text):
             count = _count(match["n"])
+            before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
             if (
                 count is not None
                 and not overlaps_any(match.start(), match.end(), taken)
+                and not OWNED_BEFORE.search(before)  # "my first 10": the user's own
                 and self._ranks_documents(text, match)
             ):
                 return count
@@ -84,6 +86,8 @@ class LimitPhrases:
         if following is None:
             return True
         word = following["word"].lower()
+        if word in UNIT_WORDS:
+            return False  # "the first 10 km": a quantity, not a number of results
         plural = inflection.singularize(word) != word
         return not plural or word in RESULT_NOUNS or self._is_document_word(word)
 

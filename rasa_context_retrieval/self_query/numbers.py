@@ -31,6 +31,8 @@ from rasa_context_retrieval.self_query.phrases import (
     CUE_STOPWORDS,
     CURRENCY_SYMBOLS,
     CURRENCY_WORDS,
+    DATA_SIZES,
+    MEASURE_ABBREVIATIONS,
     MONETARY_CUES,
     MONETARY_FIELD_WORDS,
     MULTIPLIERS,
@@ -143,18 +145,6 @@ MONEY_MULTIPLIER = re.compile(r"grand$", re.IGNORECASE)
 NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
 
 
-# Units of measure as fields abbreviate them in their names (``height_cm``, ``weight_g``): a
-# user's "centimetres" is a cue for the one, and the short forms may be written onto the number.
-MEASURE_ABBREVIATIONS = {
-    **dict.fromkeys(["centimetre", "centimetres", "centimeter", "centimeters"], "cm"),
-    **dict.fromkeys(["millimetre", "millimetres", "millimeter", "millimeters"], "mm"),
-    **dict.fromkeys(["metre", "metres", "meter", "meters"], "m"),
-    **dict.fromkeys(["kilometre", "kilometres", "kilometer", "kilometers"], "km"),
-    **dict.fromkeys(["gram", "grams", "gramme", "grammes"], "g"),
-    **dict.fromkeys(["kilogram", "kilograms", "kilo", "kilos"], "kg"),
-    **dict.fromkeys(["litre", "litres", "liter", "liters"], "l"),
-    **dict.fromkeys(["millilitre", "millilitres", "milliliter", "milliliters"], "ml"),
-}
 _GLUED_UNITS = "|".join(sorted(set(MEASURE_ABBREVIATIONS.values()), key=len, reverse=True))
 
 
@@ -225,6 +215,21 @@ UNIT_AFTER = re.compile(rf"\s*(?P<unit>{_UNITS})(?!\w)(?:\s+(?:long|old)(?!\w))?
 DECLARED_UNIT = re.compile(rf"(?:\bin|\()\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORECASE)
 # The cue a said unit of time gives to every field kept in one (not a word a user can write).
 DURATION_CUE = "<duration>"
+# Units a number may be said in besides time, as kinds a field is kept in: "4%" is a rate,
+# "$20" money, "10GB" and "8 km" measures. A number said with one goes only to a field kept in
+# it (by its name or description); with no such field, to no field.
+PERCENT = "percent"
+MONEY = "money"
+PERCENT_AFTER = re.compile(r"\s*(?:%|per\s*cent(?!\w)|percent(?!\w))", re.IGNORECASE)
+PERCENT_FIELD_WORDS = frozenset(["percent", "percentage", "pct", "rate", "apr", "aer"])
+_MEASURES = "|".join(
+    sorted(
+        {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES},
+        key=len,
+        reverse=True,
+    )
+)
+MEASURE_AFTER = re.compile(rf"\s*(?P<unit>{_MEASURES})(?!\w)", re.IGNORECASE)
 WORD = re.compile(r"[a-z]+")
 # "I'm", "it's": the letters after the apostrophe are no word ("m" would be a unit).
 CONTRACTION = re.compile(r"['’](?:m|s|re|ve|ll|d|t)\b")
@@ -281,6 +286,8 @@ class NumericField:
     """It keeps the most of something allowed ("Most people allowed on board")."""
     minimum: bool = False
     """It keeps the least of something required ("Youngest recommended age")."""
+    kinds: frozenset[str] = frozenset()
+    """The units besides time it is kept in (``PERCENT``, ``MONEY``, "km", "gb")."""
 
     @classmethod
     def from_field(
@@ -302,9 +309,26 @@ class NumericField:
         said = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
         maximum = bool(MAXIMUM_WORDS.intersection(said))
         minimum = bool(MINIMUM_WORDS.intersection(said)) and not maximum
+        kinds = _kinds(said, field.description, monetary=monetary)
+        cues.update(dict.fromkeys(map(_kind_cue, kinds), NAME_CUE_WEIGHT))
         return cls(
-            field.name, field.type == "integer", cues, unit, singular, monetary, maximum, minimum
+            field.name,
+            field.type == "integer",
+            cues,
+            unit,
+            singular,
+            monetary,
+            maximum,
+            minimum,
+            kinds,
         )
+
+    def takes(self, kind: str | None) -> bool:
+        """Whether a number said in ``kind`` may be this field's: one kept in that unit, or in
+        no unit at all for a measure ("Length of the trail" takes "8 km", not "4%")."""
+        if kind is None or kind in self.kinds:
+            return True
+        return kind not in (PERCENT, MONEY) and not self.kinds and self.unit is None
 
     def score(self, cues: set[str]) -> int:
         return sum(self.cues.get(cue, 0) for cue in cues)
@@ -441,13 +465,19 @@ class NumberPhrases:
             if said.counted != AGE_CUE and field.knows(AGE_CUE):
                 return []  # "for 12 climbers" counts people, not the youngest climber's age
             comparators = [Comparator.LTE]  # "for 8 year olds": a youngest age of 8 or less
-        if NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start]):
+        negated = bool(NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start]))
+        if negated:
             if len(comparators) > 1:
                 return []  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
             comparators = [OPPOSITE[comparator] for comparator in comparators]
         return [
             Constraint(
-                field.name, comparator, int(value) if field.integer else value, said.start, end
+                field.name,
+                comparator,
+                int(value) if field.integer else value,
+                said.start,
+                end,
+                negated=negated,
             )
             for comparator, value in zip(comparators, sorted(values), strict=True)
         ]
@@ -486,28 +516,36 @@ class NumberPhrases:
         after = _clause_words(text[end : end + CONTEXT_CHARS], first=True)
         before = _clause_words(text[max(0, said.start - CONTEXT_CHARS) : said.start], first=False)
         cues |= set(after) | set(before)
+        kind = _said_kind(text, said, end)
+        if kind is not None:
+            cues.add(_kind_cue(kind))
         if (
             said.plain
             and unit is None
+            and kind is None
             and _parse_number(said.bounds[0][1]) >= MIN_PLAIN_AMOUNT
             and not any(field.score(cues) for field in self._fields)
             and any(_same_clause(text, value.end, said.start) for value in values)
         ):
             return self._only_monetary, end, None
-        return self._best_field(cues, unit), end, unit
+        return self._best_field(cues, unit, kind), end, unit
 
     def _named(self, said: _Said) -> tuple[NumericField | None, int, None]:
         """ "4-star hotels": the one field whose name holds the word."""
         named = [field for field in self._fields if said.counted in field.name_words]
         return (named[0] if len(named) == 1 else None), said.end, None
 
-    def _best_field(self, cues: set[str], unit: str | None = None) -> NumericField | None:
+    def _best_field(
+        self, cues: set[str], unit: str | None = None, kind: str | None = None
+    ) -> NumericField | None:
         """The field the cues point to most, if one does; a unit of time said ("20 minutes")
-        leaves out the fields kept in a unit it does not convert to (an age in years)."""
+        leaves out the fields kept in a unit it does not convert to (an age in years), any other
+        unit the fields not kept in it ("4%" is no fee)."""
         fields = [
             field
             for field in self._fields
-            if unit is None or field.unit is None or _conversion(unit, field.unit) is not None
+            if (unit is None or field.unit is None or _conversion(unit, field.unit) is not None)
+            and field.takes(kind)
         ]
         scored = sorted(((field.score(cues), field) for field in fields), key=lambda s: -s[0])
         if not scored or scored[0][0] == 0:
@@ -518,6 +556,43 @@ class NumberPhrases:
 
     def _is_cue_or_stopword(self, word: str) -> bool:
         return word in STOP_KEYS or any(field.knows(word) for field in self._fields)
+
+
+def _kinds(words: Sequence[str], description: str, *, monetary: bool) -> frozenset[str]:
+    """The units besides time a field is kept in, from the words of its name and description."""
+    kinds = {MEASURE_ABBREVIATIONS.get(word, DATA_SIZES.get(word, word)) for word in words}
+    kinds &= {*MEASURE_ABBREVIATIONS.values(), *DATA_SIZES.values()}
+    if PERCENT_FIELD_WORDS.intersection(words) or "%" in description:
+        kinds.add(PERCENT)
+    if monetary:
+        kinds.add(MONEY)
+    return frozenset(kinds)
+
+
+def _kind_cue(kind: str) -> str:
+    """The cue a said unit gives to the fields kept in it (not a word a user can write)."""
+    return f"<{kind}>"
+
+
+def _said_kind(text: str, said: _Said, end: int) -> str | None:
+    """The unit besides time a number is said in: a currency, "%", "GB", "km" after it."""
+    if said.currency:
+        return MONEY
+    number_end = end if said.named else _last_number_end(text, said)
+    if PERCENT_AFTER.match(text, number_end):
+        return PERCENT
+    measure = MEASURE_AFTER.match(text, number_end)
+    if measure is None:
+        return None
+    word = measure["unit"].lower()
+    return MEASURE_ABBREVIATIONS.get(word, DATA_SIZES.get(word, word))
+
+
+def _last_number_end(text: str, said: _Said) -> int:
+    """Where the last number of a comparison ends ("more than 4[%]", "between 5 and 10[GB]")."""
+    number = said.bounds[-1][1]
+    found = text.rfind(number, said.start, said.end)
+    return said.end if found < 0 else found + len(number)
 
 
 def _same_clause(text: str, start: int, end: int) -> bool:

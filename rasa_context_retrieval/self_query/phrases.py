@@ -99,11 +99,13 @@ TOPIC_ANCHOR_WORDS = ("category", "section", "topic", "docs", "articles")
 
 # Words that negate what follows them, for values and booleans alike: "not", "nothing" (not
 # "nothing but"), "isn't", "except", "excluding", "without", "with no", "other than", "apart
-# from", "outside", "anything but", "any language but", "don't want", "didn't like".
+# from", "outside", "anything but", "anyone but", "anywhere but", "any language but", "don't
+# want", "didn't like".
 NEGATORS = (
     r"not|never|no\s+longer|nothing(?!\s+but\b)|cannot|\w+n['’]t|(?:is|are|was|were|ca|do|does|did|wo|has|have)nt"
     r"|except(?:\s+for)?|excluding|exclude|without|with\s+no|other\s+than|apart\s+from"
-    r"|outside(?:\s+of)?|(?:any(?:thing)?|every(?:thing)?|all)(?:\s+[a-z]+)?\s+but|but\s+not"
+    r"|outside(?:\s+of)?|(?:(?:any|every)(?:thing|one|body|where)?|all)(?:\s+[a-z]+)?\s+but"
+    r"|but\s+not"
     r"|(?:(?:do|does|did)\s+not|\w+n['’]?t)\s+(?:want|like|need|enjoy)"
 )
 # "non-premium", "non vegetarian": the prefix form of a negation.
@@ -113,12 +115,14 @@ NEGATING_PREFIX = r"\bnon\s*-?\s*"
 # participle and its preposition: "not on Android", "except the enterprise tier", "non-premium",
 # "not directed by Greta Gerwig", "isn't made by Apple", "not under the GPL", "not written in
 # Python", "not available in English", "aren't dramas", "I don't want horror", "outside
-# finance", and "no" right before it ("but no politics"). Other words in between ("not working
+# finance", and "no" right before it ("but no politics"). "never been to Rome" is where the
+# user has been, not a participle that describes documents. Other words in between ("not working
 # on android") break it on purpose: that is a question about Android.
 _PREPOSITIONS = r"on|in|at|to|of|for|from|with|under|within|using|via|by|about|as"
 NEGATION_BEFORE_VALUE = re.compile(
     rf"(?:\b(?:{NEGATORS})\s+(?:(?:{_PREPOSITIONS}|the|a|an|any|my|our"
-    rf"|(?:\w+(?:ed|en|able|ible)|made)\s+(?:{_PREPOSITIONS}))\s+){{0,2}}|{NEGATING_PREFIX}"
+    rf"|(?:(?!been\b)\w+(?:ed|en|able|ible)|made)\s+(?:{_PREPOSITIONS}))\s+){{0,2}}"
+    rf"|{NEGATING_PREFIX}"
     r"|\bno\s+)$",
     re.IGNORECASE,
 )
@@ -225,6 +229,27 @@ TIME_UNIT_WORDS = {
     **dict.fromkeys(["mo", "mos"], "month"),
     **dict.fromkeys(["yr", "yrs"], "year"),
 }
+
+# Units of measure as fields abbreviate them in their names (``height_cm``, ``weight_g``): a
+# user's "centimetres" is a cue for the one, and the short forms may be written onto the number.
+MEASURE_ABBREVIATIONS = {
+    **dict.fromkeys(["centimetre", "centimetres", "centimeter", "centimeters"], "cm"),
+    **dict.fromkeys(["millimetre", "millimetres", "millimeter", "millimeters"], "mm"),
+    **dict.fromkeys(["metre", "metres", "meter", "meters"], "m"),
+    **dict.fromkeys(["kilometre", "kilometres", "kilometer", "kilometers"], "km"),
+    **dict.fromkeys(["gram", "grams", "gramme", "grammes"], "g"),
+    **dict.fromkeys(["kilogram", "kilograms", "kilo", "kilos"], "kg"),
+    **dict.fromkeys(["litre", "litres", "liter", "liters"], "l"),
+    **dict.fromkeys(["millilitre", "millilitres", "milliliter", "milliliters"], "ml"),
+}
+# Sizes of data, as a user writes them ("10GB", "50 gigs").
+DATA_SIZES = {"gb": "gb", "gig": "gb", "gigs": "gb", "gigabytes": "gb", "mb": "mb", "tb": "tb"}
+# Every word for a unit a number may be said in: after a count it makes the count a quantity
+# ("my first 10 km walk"), not a number of results.
+UNIT_WORDS = frozenset(
+    [*TIME_UNIT_WORDS, *MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES]
+    + ["miles", "mile", "percent", "%"]
+)
 
 # Words right after a number that multiply it: "$80k", "100 thousand dollars".
 # "40 grand" is money: the word is a currency as well as a multiplier (see numbers._has_currency).

@@ -47,6 +47,7 @@ from rasa_context_retrieval.self_query.dates import Clock, DatePhrases
 from rasa_context_retrieval.self_query.glosses import GlossPhrases
 from rasa_context_retrieval.self_query.items import item_nouns
 from rasa_context_retrieval.self_query.limits import LimitPhrases
+from rasa_context_retrieval.self_query.negation import bind_negations
 from rasa_context_retrieval.self_query.numbers import NumberPhrases
 from rasa_context_retrieval.self_query.phrases import COORDINATION
 from rasa_context_retrieval.self_query.vocabulary import ValueVocabulary
@@ -140,13 +141,15 @@ class RuleQueryConstructor:
         """Every condition found in ``text``, with the span of words that said it."""
         scanned = text[:MAX_SCANNED_CHARS]
         values = self._values.find(scanned, [])
-        found = self._dates.find(scanned, scoped=bool(values))
+        year_named = self._years.is_named(scanned)
+        found = self._dates.find(scanned, scoped=bool(values), year_field_named=year_named)
         found += self._years.find(scanned, found, scoped=bool(values), values=values)
         found += self._numbers.find(scanned, found, values)
         # Values are read again only around what the other kinds took; else the first reading holds.
         found += self._values.find(scanned, found) if found else values
         found += self._glosses.find(scanned, found)
         found += self._booleans.find(scanned, found)
+        found = bind_negations(scanned, found)
         return [c for c in found if not told_as_personal_past(scanned, c.start)]
 
 

@@ -153,6 +153,15 @@ class _Candidate:
     """It names something other than the documents ("my dog"): no neighbour makes it a filter."""
 
 
+def _initials_lengths(candidate: _Candidate) -> set[int]:
+    """How many letters the initials of each value a candidate may name have."""
+    return {
+        len(sense.value.split())
+        for sense in candidate.senses
+        if sense.strictness is Strictness.INITIALS
+    }
+
+
 def fold_accents(text: str) -> str:
     """``text`` with accents dropped letter by letter ("rosé" -> "rose", "Müller" -> "Muller"),
     of the same length, so that positions found in the folded text hold in the original."""
@@ -580,6 +589,9 @@ class ValueVocabulary:
         "talks on ML"; never a capitalised word on its own ("OK, thanks")."""
         if not _written_in_capitals(text, candidate):
             return False
+        said = text[candidate.start : candidate.end]
+        if said.endswith("S") and len(said) - 1 in _initials_lengths(candidate):
+            return False  # a plural of initials is written "MLs"; "SOS" is a word of its own
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
         return bool(
             self._item_after.match(text, candidate.end)
@@ -712,4 +724,5 @@ class ValueVocabulary:
             start=start,
             end=candidate.end,
             each=candidate.each and not candidate.negated,
+            negated=candidate.negated,
         )

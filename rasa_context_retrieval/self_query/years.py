@@ -36,6 +36,8 @@ from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS
 
 NOUN = re.compile(r"[a-z]{3,}")
 NOT_OWN_WORDS = CUE_STOPWORDS | {"year", "years", "when", "was", "were", "released", "made"}
+# Words shorter than this ("new", "the") say nothing about which time field is meant.
+MIN_DISTINCT_CHARS = 4
 YEAR_WORD = re.compile(r"\byears?\b", re.IGNORECASE)
 DURATION_IN_YEARS = re.compile(r"\bin\s+years\b|\byears\s+(?:of|old)\b|\bage\b", re.IGNORECASE)
 _YEAR = r"(?:19|20)\d{2}"
@@ -96,11 +98,18 @@ class YearPhrases:
             nouns = {word for word in NOUN.findall(said) if word not in NOT_OWN_WORDS}
             own_words |= nouns | {inflection.pluralize(noun) for noun in nouns}
         self._scope = time_scope([field.name for field in year_fields], own_words)
+        self._distinct = _distinct_words(year_fields, fields, item_nouns)
         self._year_before = re.compile(
             rf"(?<![\w$€£.,/-])(?P<a>{_YEAR})(?=(?P<chain>(?:\s*(?:,|/|\bor\b|\band\b)\s*{_YEAR})*)"
             rf"[\s-]+(?P<next>(?:{words_pattern(frozenset(own_words))})(?!\w))?)",
             re.IGNORECASE,
         )
+
+    def is_named(self, text: str) -> bool:
+        """Whether ``text`` says a word only the year field's name or description has ("took
+        effect" for "Year the current version of the policy took effect"): a year said with it
+        is this field's, not a date field's."""
+        return bool(self._distinct) and not self._distinct.isdisjoint(NOUN.findall(text.lower()))
 
     def find(
         self,
@@ -169,3 +178,22 @@ def _decade(match: re.Match[str]) -> list[tuple[Comparator, int]]:
     if word in (AFTER_END, UNTIL_END):
         return [(COMPARATORS[word], first + 9)]
     return [(COMPARATORS[word], first)]
+
+
+def _distinct_words(
+    year_fields: Sequence[MetadataField],
+    fields: Sequence[MetadataField],
+    item_nouns: Collection[str],
+) -> frozenset[str]:
+    """Words of the one year field that no date field and no document noun shares."""
+    if len(year_fields) != 1:
+        return frozenset()
+    (year_field,) = year_fields
+    dates = " ".join(
+        f"{field.name.replace('_', ' ')} {field.description}".lower()
+        for field in fields
+        if field.type == "date"
+    )
+    own = NOUN.findall(f"{year_field.name.replace('_', ' ')} {year_field.description}".lower())
+    shared = set(NOUN.findall(dates)) | set(item_nouns) | NOT_OWN_WORDS
+    return frozenset(word for word in own if len(word) >= MIN_DISTINCT_CHARS and word not in shared)

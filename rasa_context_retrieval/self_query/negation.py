@@ -1,0 +1,155 @@
+"""Which conditions a negation governs, and what becomes of one no rule read as negated.
+
+Each extractor reads the negations it was written for ("not on Android", "non-vegetarian",
+"nothing rated below 7") and marks the condition it produced (``Constraint.negated``). A
+negation said in a form no extractor reads ("cards that don't come with travel insurance",
+"routes that don't go along the coast") used to leave its value as a plain ``eq``: the opposite
+filter, which hides exactly the documents the user asked for. ``bind_negations`` is the one
+safety net every kind of condition goes through, after all extractors ran:
+
+* a negating word in a clause that describes the thing before it ("cards that don't come with
+  travel insurance", "doctors who aren't in Boston") governs a condition when nothing but a
+  verb, a preposition or an article stands between: the condition is negated there (``ne``
+  for a value, the other truth value for a boolean);
+* any other negation before a condition in its clause is not clear: one further away, one
+  with the user as its subject, one outside such a clause ("I'm not sure about comedy", "why
+  can't I find hotels in Rome?", "never been to Rome"), or a negated bound or date range
+  (whose negation is an "or"). That condition gives no filter, never ``eq``;
+* a negated verb of functioning ("sync is not working on Android") reports a problem on the
+  value, not a wish to exclude it: no negation;
+* a clause ends at punctuation and at a word that starts another clause ("that", "which",
+  "because", a plain "but"), so "cheap but good" and "not a Visa but a Mastercard" stay
+  positive; values joined by "and"/"or" share the scope of the first ("without a pool or a gym").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+from collections.abc import Sequence
+
+from langchain_core.structured_query import Comparator
+
+from rasa_context_retrieval.self_query.constraints import Constraint
+from rasa_context_retrieval.self_query.phrases import COORDINATION, NEGATORS
+
+
+class Scope(enum.Enum):
+    """How a negation said before a condition relates to it."""
+
+    NONE = "none"
+    CLEAR = "clear"
+    UNCLEAR = "unclear"
+
+
+# "no" governs the noun after it ("no travel insurance"); with the shared negators it is the
+# whole set of words that negate what follows. The prefix "non-" negates only the word it is
+# written onto, which the extractors read themselves ("nonstop with TAP" keeps TAP).
+SCOPE_NEGATOR = re.compile(rf"\b(?:{NEGATORS}|no)\b", re.IGNORECASE)
+# Where a clause ends: punctuation, or a word that opens another clause. "but" is a plain
+# conjunction unless it is part of a negator ("anything but", "but not"), which are found first.
+CLAUSE_END = re.compile(
+    r"[,.;:!?()]|\b(?:that|which|who|whom|whose|where|when|while|because|since|if|so|though"
+    r"|although|but|whereas|unless)\b",
+    re.IGNORECASE,
+)
+# What may stand between a negator and the condition it clearly governs: a few words, the
+# verb and its preposition or article ("don't come with", "don't go along the").
+MAX_WORDS_BETWEEN = 3
+WORD = re.compile(r"[^\W\d_][\w'’-]*")
+# Verbs of something working: negated, they report a problem where the value is ("sync is not
+# working on Android", "the app won't open on iOS"), the value is still what the user asks about.
+FUNCTIONING_VERBS = re.compile(
+    r"\b(?:work|works|working|worked|load|loads|loading|open|opens|opening|start|starts"
+    r"|starting|sync|syncs|syncing|connect|connects|connecting|install|installs|installing"
+    r"|launch|launches|launching|boot|boots|booting|respond|responding|run|runs|running"
+    r"|show|shows|showing|display|displaying|play|plays|playing|print|printing|charge|charging)\b",
+    re.IGNORECASE,
+)
+# The user as the subject of the negated verb: "... that I don't have".
+USER_SUBJECT = re.compile(r"\b(?:i|we)(?:['’](?:m|re|ve|d))?\s+(?:\w+\s+)?$", re.IGNORECASE)
+JOINING_WORD = re.compile(r"\b(?:and|or|nor)\b", re.IGNORECASE)
+# Words that open a clause describing the thing before them: "cards that don't come with ...",
+# "doctors who aren't in ...". Only there is a negation about the documents clear; elsewhere
+# it may be about the user ("I'm not sure about comedy", "why can't I find hotels in Rome?").
+RELATIVE_WORDS = frozenset(["that", "which", "who", "whom", "whose", "where"])
+
+
+def bind_negations(text: str, found: Sequence[Constraint]) -> list[Constraint]:
+    """``found`` with each condition a negation governs negated, and each one it governs
+    unclearly dropped; conditions an extractor already read as negated are kept as they are."""
+    ordered = sorted(found, key=lambda constraint: constraint.start)
+    kept: list[Constraint] = []
+    scopes: dict[int, Scope] = {}
+    for index, constraint in enumerate(ordered):
+        scope = _scope(text, index, ordered, scopes)
+        scopes[index] = scope
+        if constraint.negated or _is_negation(constraint) or scope is Scope.NONE:
+            kept.append(constraint)
+        elif scope is Scope.CLEAR and (negated := negate(constraint)) is not None:
+            kept.append(negated)
+    return kept
+
+
+def negate(constraint: Constraint) -> Constraint | None:
+    """The negation of one condition, or ``None`` when it is no single condition (a bound, a
+    date, a range: its negation is an "or")."""
+    value = constraint.value
+    if constraint.comparator is not Comparator.EQ or isinstance(value, dict):
+        return None
+    if isinstance(value, bool):
+        return dataclasses.replace(constraint, value=not value, negated=True)
+    return dataclasses.replace(constraint, comparator=Comparator.NE, negated=True, each=False)
+
+
+def _is_negation(constraint: Constraint) -> bool:
+    return constraint.comparator in (Comparator.NE, Comparator.NIN)
+
+
+def _scope(text: str, index: int, ordered: Sequence[Constraint], scopes: dict[int, Scope]) -> Scope:
+    constraint = ordered[index]
+    if index and _joined(text, ordered[index - 1], constraint):
+        previous = ordered[index - 1]
+        # "without a pool or a gym": a value joined to the one before shares its scope.
+        if previous.negated or _is_negation(previous):
+            return Scope.CLEAR
+        return scopes[index - 1]
+    clause_start, relative = 0, False
+    for end in CLAUSE_END.finditer(text, 0, constraint.start):
+        clause_start, relative = end.end(), end[0].lower() in RELATIVE_WORDS
+    negator = _last_negator(text, clause_start, constraint.start, ordered)
+    if negator is None:
+        return Scope.NONE
+    between = text[negator.end() : constraint.start]
+    if any(other.start >= negator.end() and other.end <= constraint.start for other in ordered):
+        return Scope.NONE  # the negation went to the condition said right after it
+    if FUNCTIONING_VERBS.search(between):
+        return Scope.NONE
+    if not relative or USER_SUBJECT.search(text, clause_start, negator.start()):
+        return Scope.UNCLEAR
+    return Scope.CLEAR if len(WORD.findall(between)) <= MAX_WORDS_BETWEEN else Scope.UNCLEAR
+
+
+def _joined(text: str, previous: Constraint, constraint: Constraint) -> bool:
+    """Whether two conditions are said as one list: values of one field ("not Visa or
+    Mastercard"), or two things had joined by "and"/"or" ("without a pool or a gym"); not two
+    conditions on different fields side by side ("anyone but a dentist, taking new patients")."""
+    joiner = COORDINATION.fullmatch(text, previous.end, constraint.start)
+    if joiner is None:
+        return False
+    if previous.attribute == constraint.attribute:
+        return True
+    both_had = isinstance(previous.value, bool) and isinstance(constraint.value, bool)
+    return both_had and bool(JOINING_WORD.search(joiner[0]))
+
+
+def _last_negator(
+    text: str, start: int, end: int, ordered: Sequence[Constraint]
+) -> re.Match[str] | None:
+    """The last negating word in ``text[start:end]`` that no condition said as its own."""
+    last = None
+    for match in SCOPE_NEGATOR.finditer(text, start, end):
+        if not any(other.overlaps(match.start(), match.end()) for other in ordered):
+            last = match
+    return last

@@ -1,0 +1,202 @@
+"""A wrong filter hides the documents the user asked for, so the rules are built to make none:
+a negation is never read as its opposite, a month without a year goes the way its date field
+looks, and a number with a unit goes only to a field of that unit. Made-up schemas (pet
+clinics, market stalls, allotments) that no rule and no benchmark set uses."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from langchain_core.structured_query import FilterDirective
+
+from rasa_context_retrieval.filters.syntax import parse_filter
+from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
+
+TODAY = dt.date(2025, 6, 15)
+
+CLINICS = (
+    MetadataField(name="city", type="string", description="Town the clinic is in"),
+    MetadataField(name="specialism", type="string", description="What the vet specialises in"),
+    MetadataField(
+        name="services",
+        type="list[string]",
+        description="Services the clinic offers",
+        values=["grooming", "boarding", "microchipping", "hydrotherapy"],
+    ),
+    MetadataField(
+        name="open_sundays", type="boolean", description="Whether the clinic opens on Sundays"
+    ),
+    MetadataField(name="inspected", type="date", description="Day the clinic was last inspected"),
+)
+CLINIC_VALUES = {
+    "city": frozenset(["Leeds", "York", "Hull"]),
+    "specialism": frozenset(["surgeon", "dermatologist", "nutritionist"]),
+}
+STALLS = (
+    MetadataField(name="produce", type="string", description="What the stall sells"),
+    MetadataField(
+        name="pitch_fee_gbp", type="float", description="Weekly pitch fee of the stall in GBP"
+    ),
+    MetadataField(
+        name="organic_share", type="float", description="Share of organic stock in percent"
+    ),
+    MetadataField(name="lease_ends", type="date", description="Last day the lease can run"),
+    MetadataField(name="listed", type="date", description="Day the stall was added"),
+)
+STALL_VALUES = {"produce": frozenset(["cheese", "bread", "flowers"])}
+ALLOTMENTS = (
+    MetadataField(name="size_m2", type="float", description="Plot size in square metres"),
+    MetadataField(name="rent", type="float", description="Yearly rent in pounds"),
+    MetadataField(name="waiting_months", type="integer", description="Months on the waiting list"),
+    MetadataField(
+        name="first_let_year", type="integer", description="Year the plot was first let out"
+    ),
+    MetadataField(name="reviewed", type="date", description="Day the listing was reviewed"),
+)
+
+
+def clinics() -> RuleQueryConstructor:
+    return RuleQueryConstructor(CLINICS, CLINIC_VALUES, today=lambda: TODAY)
+
+
+def stalls() -> RuleQueryConstructor:
+    return RuleQueryConstructor(STALLS, STALL_VALUES, today=lambda: TODAY)
+
+
+def allotments() -> RuleQueryConstructor:
+    return RuleQueryConstructor(ALLOTMENTS, {}, today=lambda: TODAY)
+
+
+def expected(text: str | None) -> FilterDirective | None:
+    return None if text is None else parse_filter(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # "anything / anyone / anywhere but X" never filters on X
+        ("anyone but a surgeon", 'ne("specialism", "surgeon")'),
+        ("a vet anywhere but Leeds", 'ne("city", "Leeds")'),
+        (
+            "anyone but a surgeon, open on Sundays",
+            'and(ne("specialism", "surgeon"), eq("open_sundays", true))',
+        ),
+        # a negated verb of having: the value is what the documents must not have
+        ("clinics that don't offer grooming", 'ne("services", "grooming")'),
+        (
+            "clinics that do not do boarding or hydrotherapy",
+            'nin("services", ["boarding", "hydrotherapy"])',
+        ),
+        ("clinics that aren't open on Sundays", 'eq("open_sundays", false)'),
+        # "but" as a plain conjunction keeps what follows positive
+        (
+            "not a surgeon but a dermatologist",
+            'and(eq("specialism", "dermatologist"), ne("specialism", "surgeon"))',
+        ),
+        ("cheap but good clinics in Hull", 'eq("city", "Hull")'),
+        # a negated verb of functioning reports a problem where the value is
+        ("booking is not working for York", 'eq("city", "York")'),
+    ],
+)
+def test_a_negation_governs_the_value_it_is_said_of(text: str, wanted: str) -> None:
+    assert clinics().construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the user's own situation, negated: neither the value nor its opposite
+        "I don't live in Leeds any more",
+        # a negation far from the value in its clause: unclear, so no filter rather than eq
+        "clinics that do not seem to ever really offer grooming",
+        # a negation outside a clause that describes the documents may be about the user
+        "why can't I find a clinic in Leeds?",
+        "not sure about a dermatologist",
+        "never been to York, any clinics there?",
+    ],
+)
+def test_an_unclear_negation_gives_no_filter_never_the_opposite(text: str) -> None:
+    assert clinics().construct(text).filter is None
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a date of something that ends looks ahead, even when its description says "Last day"
+        ("stalls whose lease ends after August", 'gt("lease_ends", "2025-08-31")'),
+        ("stalls added after August", 'gt("listed", "2024-08-31")'),
+    ],
+)
+def test_a_month_without_a_year_goes_the_way_its_field_looks(text: str, wanted: str) -> None:
+    assert stalls().construct(text).filter == expected(wanted)
+
+
+def test_a_month_said_about_a_place_is_no_date_of_records() -> None:
+    said = clinics().construct("Is York very busy in August?")
+    assert said.filter == expected('eq("city", "York")')
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a number in % goes only to a rate field, one in a currency only to a money field
+        ("stalls with more than 30% organic stock", 'gt("organic_share", 30)'),
+        ("stalls with a pitch fee under £40", 'lt("pitch_fee_gbp", 40)'),
+        (
+            "cheese stalls paying more than 8%",
+            'and(eq("produce", "cheese"), gt("organic_share", 8))',
+        ),
+    ],
+)
+def test_a_number_with_a_unit_goes_to_a_field_of_that_unit(text: str, wanted: str) -> None:
+    assert stalls().construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # no field is kept in percent or in kilometres: no filter rather than the fee or the size
+        "plots costing more than 5% a year",
+        "plots more than 3 km away",
+    ],
+)
+def test_a_number_with_a_unit_no_field_is_kept_in_gives_no_filter(text: str) -> None:
+    assert allotments().construct(text).filter is None
+
+
+def test_a_year_goes_to_the_field_whose_description_says_the_verb() -> None:
+    said = allotments().construct("plots that were first let out in 2019")
+    assert said.filter == expected('eq("first_let_year", 2019)')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a count with a unit after it is a quantity, and "my first" the user's own
+        "I did my first 10 km walk with a surgeon's dog",
+        "the first 5 km of the walk to the clinic",
+        # the user's story in the perfect is no date filter
+        "I've had my dog inspected since 2019, is that enough?",
+    ],
+)
+def test_the_users_own_numbers_and_story_are_no_filter(text: str) -> None:
+    said = clinics().construct(text)
+    assert (said.filter, said.limit) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("a DS course", 'eq("subject", "data science")'),
+        # a plural of initials is written with a small "s": "DSS" is another word
+        ("DSS courses", None),
+    ],
+)
+def test_initials_name_a_value_and_a_word_in_capitals_does_not(
+    text: str, wanted: str | None
+) -> None:
+    fields = (MetadataField(name="subject", type="string", description="Subject of the course"),)
+    rules = RuleQueryConstructor(fields, {"subject": frozenset(["data science", "history"])})
+    assert rules.construct(text).filter == expected(wanted)
