@@ -28,13 +28,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
+import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 from pymilvus import DataType, MilvusClient, MilvusException
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from milvus_vs_faiss import milvus_server  # noqa: E402
 
 DIMENSION = 384
 K = 10
@@ -84,21 +87,6 @@ def expressions(bitsets_present: list[int]) -> dict[str, str]:
         "negated: not array_contains_any": 'not array_contains_any(regions, ["uk", "apac"])',
         "negated: not INT8 flags": "not (r_uk == 1 or r_apac == 1)",
     }
-
-
-@contextmanager
-def milvus_server() -> Iterator[str]:
-    from milvus import MilvusServer  # type: ignore[import-untyped]
-
-    with tempfile.TemporaryDirectory(prefix="milvus-bench-") as base_dir:
-        server = MilvusServer()
-        server.set_base_dir(base_dir)
-        server.listen_port = 0
-        server.start()
-        try:
-            yield f"http://127.0.0.1:{server.listen_port}"
-        finally:
-            server.stop()
 
 
 def fill(client: MilvusClient, count: int, rng: np.random.Generator) -> list[int]:
@@ -169,7 +157,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args()
     rng = np.random.default_rng(7)
-    with milvus_server() as uri:
+    with milvus_server(None) as uri:
         client = MilvusClient(uri)
         bitsets = fill(client, args.chunks, rng)
         print(f"# List filters on Milvus 2.3, {args.chunks:,} rows, {DIMENSION}-d FLAT, k={K}\n")
