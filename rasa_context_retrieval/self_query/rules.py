@@ -27,12 +27,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import threading
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import structlog
-from cachetools import LRUCache
 from langchain_core.structured_query import (
     Comparator,
     Comparison,
@@ -61,10 +59,6 @@ logger = structlog.get_logger(__name__)
 DEFAULT_STRIP_FILTER_WORDS = False
 # Messages are short; a pasted log file is not scanned beyond this for filters.
 MAX_SCANNED_CHARS = 1_000
-FOUND_CACHE_SIZE = 2_048
-"""Messages whose conditions one constructor keeps: a conversation's earlier turns are read again
-on every follow-up (carried filters), and a message's conditions depend only on its text, the
-schema, the known values (a new set of values builds a new constructor) and the day."""
 # Order of comparisons on one attribute in the filter tree: values first, then lower bounds.
 COMPARATOR_ORDER = {
     comparator: rank
@@ -111,11 +105,6 @@ class RuleQueryConstructor:
         self.strip_filter_words = strip_filter_words
         self._field_order = {field.name: position for position, field in enumerate(fields)}
         items = item_nouns(fields)
-        self._today = today
-        self._found: LRUCache[tuple[str, dt.date], tuple[Constraint, ...]] = LRUCache(
-            FOUND_CACHE_SIZE
-        )
-        self._found_lock = threading.Lock()
         self._dates = DatePhrases(fields, today, items)
         self._years = YearPhrases(fields, items)
         self._numbers = NumberPhrases(fields, items)
@@ -150,16 +139,7 @@ class RuleQueryConstructor:
 
     def constraints(self, text: str) -> list[Constraint]:
         """Every condition found in ``text``, with the span of words that said it."""
-        key = (text[:MAX_SCANNED_CHARS], self._today())
-        with self._found_lock:
-            known = self._found.get(key)
-        if known is None:
-            known = tuple(self._find(key[0]))
-            with self._found_lock:
-                self._found[key] = known
-        return list(known)
-
-    def _find(self, scanned: str) -> list[Constraint]:
+        scanned = text[:MAX_SCANNED_CHARS]
         values = self._values.find(scanned, [])
         year_named = self._years.is_named(scanned)
         found = self._dates.find(scanned, scoped=bool(values), year_field_named=year_named)
