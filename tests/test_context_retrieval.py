@@ -282,3 +282,18 @@ def _wanted(value: Any) -> set[str] | None:
     values = value if isinstance(value, list) else [value]
     wanted = {str(v).strip().casefold() for v in values if v is not None and str(v).strip()}
     return wanted or None
+
+
+async def test_an_attribute_no_document_has_does_not_rebuild_the_rules_each_search(
+    docs: Path, embedder: Any
+):
+    """Planners rebuild their vocabulary when ``known_values`` is a new mapping: a declared
+    attribute without values must not make every search look like a changed index."""
+    fields = [*FIELDS, {"name": "audience", "type": "string"}]
+    store = ContextRetrieval(embeddings=embedder)
+    store.connect(endpoint(docs, metadata_fields=fields))
+    first = store.engine.known_values()
+    await store.search("", state(("user", "How much storage do I get?")), 0.0)
+    assert store.engine.known_values() is first
+    assert first["audience"] == frozenset()
+    assert first["price_per_month"] == frozenset()  # numbers are not values to say

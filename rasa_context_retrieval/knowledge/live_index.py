@@ -27,6 +27,10 @@ from rasa_context_retrieval.retrieve.faiss_backend import FaissBackend
 
 logger = structlog.get_logger()
 
+NO_VALUES: frozenset[str] = frozenset()
+"""What ``known_values`` reads for an attribute without values: one object, so that a search
+can tell by identity that nothing changed."""
+
 
 class LiveIndex:
     """The serving backend, the local index it was built from (if any), and their refresh."""
@@ -47,6 +51,7 @@ class LiveIndex:
         self._checked_at = time.monotonic()
         self._refreshing = threading.Lock()
         self._values: dict[str, frozenset[str]] = {}
+        self._values_read: dict[str, frozenset[str]] = {}
 
     @classmethod
     def open(
@@ -100,19 +105,23 @@ class LiveIndex:
         """Distinct string values per declared attribute in the served chunks; an attribute
         declared with ``values`` is not read (planners use the declared values as they are).
 
-        The same mapping object while nothing changed: planners rebuild their vocabulary only
-        when it is a new one.
+        The same mapping object while the values are the same: planners rebuild their vocabulary
+        only when it is a new one. A backend may hand out equal sets as new objects (an attribute
+        no document has, a re-read of a Milvus collection): every empty set is read as one object,
+        and a read that is not the last one read is compared by value, once.
         """
-        backend, cached = self.backend, self._values
+        backend, last_read = self.backend, self._values_read
         values = {
-            field.name: backend.values_of(field.name)
+            field.name: backend.values_of(field.name) or NO_VALUES
             for field in self.config.metadata_fields
             if field.values is None
         }
-        if values.keys() == cached.keys() and all(values[k] is cached[k] for k in values):
-            return cached
-        self._values = values
-        return values
+        if values.keys() == last_read.keys() and all(values[k] is last_read[k] for k in values):
+            return self._values
+        self._values_read = values
+        if values != self._values:
+            self._values = values
+        return self._values
 
     def _inspect_collection(self) -> None:
         """Warn about absent attributes and read ``known_values`` (a scan of the collection),
