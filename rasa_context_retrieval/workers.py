@@ -13,9 +13,9 @@ import asyncio
 import contextvars
 import functools
 import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import ParamSpec, TypeVar
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, ParamSpec, TypeVar
 
 SEARCH_WORKERS = max(2, min(4, os.cpu_count() or 2))
 
@@ -32,3 +32,35 @@ async def off_loop(
     context = contextvars.copy_context()
     call = functools.partial(context.run, function, *args, **kwargs)
     return await asyncio.get_running_loop().run_in_executor(_pool, call)
+
+
+_side_pool = ThreadPoolExecutor(
+    max_workers=max(1, (os.cpu_count() or 2) - 1), thread_name_prefix="side-by-side"
+)
+
+
+def side_by_side(calls: Sequence[Callable[[], Result]]) -> list[Result]:
+    """``[call() for call in calls]``, the first on the calling thread and the others at once
+    beside it, for the independent parts of one search whose work releases the GIL (a model
+    call per length group, a FAISS scan per query view): one search then uses the idle cores,
+    as torch spreads one call over them.
+
+    The others run on a pool of their own, so a caller that is itself a search worker never
+    waits on its own pool, and nothing on this pool ever waits for it. A part the pool has not
+    started by the time the first is done is run by the caller instead: when every core is busy
+    with other searches, a search is never slower than running its parts in turn.
+    """
+    others: list[Future[Result]] = []
+    for call in calls[1:]:
+        try:
+            others.append(_side_pool.submit(call))
+        except RuntimeError:  # the interpreter is exiting: the pool takes no more work
+            others.append(_not_started())
+    results = [calls[0]()]
+    for call, future in zip(calls[1:], others, strict=True):
+        results.append(call() if future.cancel() else future.result())
+    return results
+
+
+def _not_started() -> Future[Any]:
+    return Future()  # pending: ``cancel()`` succeeds and the caller runs the part itself

@@ -18,6 +18,7 @@ here slows the start of a process that never takes this path.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -26,7 +27,6 @@ import threading
 import uuid
 import warnings
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from filelock import FileLock
 
 from rasa_context_retrieval.knowledge.length_groups import length_groups
 from rasa_context_retrieval.knowledge.model_integrity import file_sha256
+from rasa_context_retrieval.workers import side_by_side
 
 EXPORT_FORMAT = 1
 """Bump when the exported graph changes (wrapper, inputs, opset): old exports are then unused."""
@@ -49,12 +50,6 @@ PIPELINE_PACKAGE = "sentence_transformers."
 """Module types are read by class name within this package: sentence-transformers 6 saves
 ``sentence_transformers.base.modules.transformer.Transformer`` where earlier releases saved
 ``sentence_transformers.models.Transformer``; both are the same pipeline step."""
-
-
-_GROUP_POOL = ThreadPoolExecutor(
-    max_workers=max(1, (os.cpu_count() or 2) - 1), thread_name_prefix="query-model"
-)
-"""Runs a query mix's further length groups beside its first (see ``OnnxQueryEncoder.encode``)."""
 
 _EXPORTING = threading.Lock()
 """One torch export at a time in this process (the file lock covers other processes)."""
@@ -215,25 +210,15 @@ class OnnxQueryEncoder:
         groups = length_groups([len(e.ids) for e in encodings])
         if not groups:
             return np.empty((0, 0), dtype=np.float32)
-        # The groups are independent model calls and onnxruntime releases the GIL: the others
-        # run beside the first (on a pool of their own, so a caller that is itself a pool worker
-        # can never wait on its own pool), as torch would spread one call over the cores.
-        others = [self._beside([encodings[i] for i in g]) for g in groups[1:]]
-        results = [self._run([encodings[i] for i in groups[0]])]
-        results += [future.result() for future in others]
+        # The groups are independent model calls, and onnxruntime releases the GIL.
+        results = side_by_side(
+            [functools.partial(self._run, [encodings[i] for i in group]) for group in groups]
+        )
         vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(encodings)
         for group, found in zip(groups, results, strict=True):
             for index, vector in zip(group, found, strict=True):
                 vectors[index] = vector
         return np.stack(vectors)
-
-    def _beside(self, encodings: Sequence[Any]) -> Future[np.ndarray]:
-        try:
-            return _GROUP_POOL.submit(self._run, encodings)
-        except RuntimeError:  # the interpreter is exiting: the pool takes no more work
-            done: Future[np.ndarray] = Future()
-            done.set_result(self._run(encodings))
-            return done
 
     def _run(self, encodings: Sequence[Any]) -> np.ndarray:
         """One model call; padding (id 0, masked out) to the group's longest text."""
