@@ -292,3 +292,22 @@ def test_a_short_follow_up_to_an_answer_is_not_read_as_an_answer_to_a_question()
     assert weighted_query_texts(conversation)[0].text == "paper ones? statement"  # elliptical
     conversation = Conversation(turns=(*conversation.turns[:2], Turn("user", "paper copies?")))
     assert weighted_query_texts(conversation)[0].text == "paper copies?"  # names two things
+
+
+async def test_a_facet_swap_asks_the_question_before_about_the_thing_it_names(
+    bank: ContextRetrieval,
+):
+    result = await search(
+        bank,
+        "What does a personal overdraft cost?",
+        "The arranged overdraft on a personal account costs 39.9% EAR variable.",
+        "and for the business account?",
+    )
+
+    turns, searched = view_texts(result)
+    assert turns[:2] == [
+        "and for the business account? What does a business overdraft cost?",
+        "What does a business overdraft cost?",
+    ]
+    assert "personal" not in searched[0].lower()  # the facet the user moved away from
+    assert result.results[0].metadata["source"] == "accounts/business-overdraft.md"

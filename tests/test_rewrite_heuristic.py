@@ -12,6 +12,8 @@ from rasa_context_retrieval.rewrite.heuristic import (
     RewriteMode,
     looks_like_follow_up,
     standalone_query,
+    swapped_facets,
+    swapped_question,
 )
 
 PLAN_ANSWER = (
@@ -77,6 +79,32 @@ def test_a_facet_swapped_twice_keeps_the_subject_but_not_the_replaced_facet() ->
         "and on iOS? make files available offline"
     )
     assert "android" in words(standalone_query(priced, RewriteMode.CHAINED_WORDS))
+
+
+OVERDRAFT = (
+    "What does a personal overdraft cost?",
+    "The arranged overdraft on a personal account costs 39.9% EAR variable.",
+)
+
+
+def test_a_facet_swap_drops_the_facet_it_replaces() -> None:
+    query = standalone_query(chat(*OVERDRAFT, "and for the business account?"))
+
+    assert words(query) == words("and for the business account? overdraft cost")
+
+
+def test_a_swap_replaces_what_an_earlier_text_names_beside_the_same_word() -> None:
+    swap = "what about business accounts?"
+
+    assert swapped_facets(swap, [OVERDRAFT[1]]) == {"personal": "business"}
+    assert swapped_question(swap, OVERDRAFT[0], [OVERDRAFT[1]]) == (
+        "What does a business overdraft cost?"
+    )
+    # Not a swap: no swap opening, or nothing earlier beside the same word.
+    assert swapped_facets("is a business account cheaper?", [OVERDRAFT[1]]) == {}
+    assert swapped_question("and for the business loan?", OVERDRAFT[0], [OVERDRAFT[1]]) is None
+    # The swap names both: nothing is replaced.
+    assert swapped_facets("and a personal business account?", [OVERDRAFT[1]]) == {}
 
 
 def test_standalone_question_is_left_alone() -> None:

@@ -16,7 +16,12 @@ rank (``retrieve/fusion.py``), like the rankings of LLM paraphrases:
   Android?") is led by itself plus the subject's words, or its own embedding would outweigh
   the context; so is the answer to a question the bot asked ("Which card do you have?" ...
   "the gold one"): the search is about the user's question before it, qualified by the
-  answer. This view leads: relevance scores are cosines to it;
+  answer. A facet swap that names the thing it means beside a word an earlier turn used
+  with its alternative ("and for the business account?" after "... on a personal account")
+  asks the previous question again about that thing: it is led by itself plus that question
+  with the alternative replaced ("What does a business overdraft cost?"), which also stands
+  in for the previous question. Its own two words alone find the thing in general, not the
+  aspect just discussed. This view leads: relevance scores are cosines to it;
 * the words: the standalone query (``rewrite_heuristic``, by default the chained words, which
   keep the subject of "and on Android?" ... "and on iOS?"), as one text.
 
@@ -43,6 +48,7 @@ from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.rewrite.heuristic import (
     content_words,
     looks_like_follow_up,
+    swapped_question,
     without_scope_statements,
 )
 
@@ -150,7 +156,10 @@ def weighted_query_texts(
     since ("how much does it cost? enable offline files Android"). Alone it names no subject,
     and its embedding would outweigh the context. So is a follow-up that answers the bot's
     question ("business" after "Is this for a personal or a business account?"): it qualifies
-    the question the user asked before, it does not replace it. Never raises.
+    the question the user asked before, it does not replace it. A facet swap ("and for the
+    business account?") is led by itself plus the previous question with the facet it replaces
+    swapped (``swapped_question``), and that question replaces the previous one in the mix.
+    Never raises.
     """
     latest = conversation.latest_user_text
     if not latest.strip():
@@ -162,7 +171,10 @@ def weighted_query_texts(
     topic = next((text for text in reversed(earlier) if not looks_like_follow_up(text)), None)
     last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
     lead = latest
-    if is_elliptical(latest) or asks_a_question(last_bot):
+    swapped = swapped_question(latest, previous, [last_bot])
+    if swapped is not None:
+        lead, previous = f"{latest} {swapped}", swapped
+    elif is_elliptical(latest) or asks_a_question(last_bot):
         lead = " ".join([latest, *_subject_words(earlier, topic)])
     texts = [QueryText(lead, LATEST_WEIGHT), QueryText(previous, weights.previous_question)]
     if topic is not None and topic != previous:

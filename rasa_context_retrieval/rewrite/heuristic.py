@@ -12,6 +12,11 @@ content words), appends a few *content words* from earlier turns:
 * the two words the bot's last answer repeats most (its subject, e.g. "soy milk"), never more:
   a whole answer would drown the question.
 
+A facet swap that names its thing beside a word an earlier turn used with an alternative ("and
+for the business account?" after "... on a personal account") carries no word it replaces
+("personal"): carried along, the alternative pulls the search back to what the user moved away
+from (``swapped_facets``).
+
 The result is a plain string, because it is shown to users and logged as ``metadata["query"]``;
 mixing embeddings instead of words could not be shown there.
 
@@ -172,9 +177,12 @@ def standalone_query(conversation: Conversation, mode: RewriteMode = DEFAULT_MOD
         context = content_words(" ".join(_unique([earlier_user[0], earlier_user[-1]])))
     else:
         context = _chained_context(earlier_user, latest)
-    carried = _new_words(context, latest)[:MAX_CARRIED_WORDS]
+    last_bot = _last_bot_text(conversation.history)
+    contrasted = swapped_facets(latest, [earlier_user[-1], last_bot])
+    carried = [word for word in _new_words(context, latest) if word.lower() not in contrasted]
+    carried = carried[:MAX_CARRIED_WORDS]
     if mode is RewriteMode.CHAINED_AND_BOT_WORDS:
-        bot_words = _repeated_words(_last_bot_text(conversation.history))
+        bot_words = _repeated_words(last_bot)
         carried += _new_words(bot_words, " ".join([latest, *carried]))[:MAX_BOT_WORDS]
     return " ".join([latest, *carried]) if carried else latest
 
@@ -248,6 +256,57 @@ def swaps_a_facet(message: str) -> bool:
     """An ellipsis that names one thing in place of an earlier one ("and on iOS?")."""
     opens_elliptically = message.lower().strip().startswith(ELLIPSIS_OPENINGS)
     return opens_elliptically and len(content_words(message)) <= 1
+
+
+def swapped_facets(message: str, earlier: Sequence[str]) -> dict[str, str]:
+    """What a facet swap replaces: each word of ``earlier`` (lowercased) that the message
+    replaces, mapped to the message's word in its place.
+
+    "and for the business account?" after "The overdraft on a personal account ..." gives
+    ``{"personal": "business"}``: a swap names the thing it means where an earlier text named
+    its alternative, both modifying the same word ("business account", "personal account").
+    Carried along, the alternative would pull the search back to what the user moved away
+    from. Only messages that open like a swap ("and ...", "what about ...") count; any other
+    gives ``{}``.
+    """
+    if not message.lower().strip().startswith(ELLIPSIS_OPENINGS):
+        return {}
+    own = {head: modifier for modifier, head in _modifier_pairs(message)}
+    mentioned = {_stem(word) for word in WORD_PATTERN.findall(message)}
+    return {
+        modifier.lower(): own[head]
+        for text in earlier
+        for modifier, head in _modifier_pairs(text)
+        if head in own and _stem(modifier) not in mentioned
+    }
+
+
+def swapped_question(message: str, question: str, earlier: Sequence[str]) -> str | None:
+    """``question`` asked again with the facets ``message`` swaps ("What does a personal
+    overdraft cost?" -> "What does a business overdraft cost?"), or ``None`` when it names
+    none of them: a swap asks the question before about another thing."""
+    swaps = swapped_facets(message, [question, *earlier])
+    if not swaps:
+        return None
+    pattern = re.compile(r"\b(" + "|".join(re.escape(word) for word in swaps) + r")\b", re.I)
+    swapped = pattern.sub(lambda match: swaps[match.group(0).lower()], question)
+    return swapped if swapped != question else None
+
+
+def _modifier_pairs(text: str) -> list[tuple[str, str]]:
+    """Adjacent content words (the modifier as spelt, the head stemmed): "personal account"."""
+    words = WORD_PATTERN.findall(text)
+    return [
+        (first, _stem(second))
+        for first, second in zip(words, words[1:], strict=False)
+        if _is_content_word(first.lower()) and _is_content_word(second.lower())
+    ]
+
+
+def _stem(word: str) -> str:
+    """A plural's singular, crudely ("accounts" -> "account"): enough to match a repeated noun."""
+    lowered = word.lower()
+    return lowered[:-1] if len(lowered) > 3 and lowered.endswith("s") else lowered
 
 
 def _repeated_words(text: str) -> list[str]:
