@@ -107,6 +107,12 @@ def test_a_swap_replaces_what_an_earlier_text_names_beside_the_same_word() -> No
     assert swapped_facets("and a personal business account?", [OVERDRAFT[1]]) == {}
 
 
+def test_a_shared_number_is_no_facet() -> None:
+    """ "files 7" and "android 7" share a number, not a word that both modify."""
+    assert swapped_facets("and on android 7?", ["How do I enable offline files 7?"]) == {}
+    assert swapped_question("and on Android 14?", "How do I install it on iOS 14?", []) is None
+
+
 def test_standalone_question_is_left_alone() -> None:
     message = "How do I reset the password of my home router?"
 

@@ -294,13 +294,21 @@ def swapped_question(message: str, question: str, earlier: Sequence[str]) -> str
 
 
 def _modifier_pairs(text: str) -> list[tuple[str, str]]:
-    """Adjacent content words (the modifier as spelt, the head stemmed): "personal account"."""
+    """Adjacent content words (the modifier as spelt, the head stemmed): "personal account".
+
+    Both must be words, not numbers: in "files 7" or "iOS 17" the number names no facet, and
+    read as a head it would pair any two texts that share a number.
+    """
     words = WORD_PATTERN.findall(text)
     return [
         (first, _stem(second))
         for first, second in zip(words, words[1:], strict=False)
-        if _is_content_word(first.lower()) and _is_content_word(second.lower())
+        if _is_facet_word(first) and _is_facet_word(second)
     ]
+
+
+def _is_facet_word(word: str) -> bool:
+    return _is_content_word(word.lower()) and not any(char.isdigit() for char in word)
 
 
 def _stem(word: str) -> str:
