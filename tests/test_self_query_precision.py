@@ -200,3 +200,57 @@ def test_initials_name_a_value_and_a_word_in_capitals_does_not(
     fields = (MetadataField(name="subject", type="string", description="Subject of the course"),)
     rules = RuleQueryConstructor(fields, {"subject": frozenset(["data science", "history"])})
     assert rules.construct(text).filter == expected(wanted)
+
+
+CAR_PARKS = (
+    MetadataField(name="town", type="string", description="Town the car park is in"),
+    MetadataField(name="day_rate", type="float", description="Price to park all day in GBP"),
+    MetadataField(
+        name="penalty", type="float", description="Amount in GBP a driver is fined for overstaying"
+    ),
+    MetadataField(
+        name="charging_price", type="float", description="EV charging price in pence per kWh"
+    ),
+    MetadataField(name="hourly_fee", type="float", description="Fee in pence per hour"),
+    MetadataField(name="max_stay_hours", type="integer", description="Longest stay allowed"),
+)
+
+
+def car_parks() -> RuleQueryConstructor:
+    return RuleQueryConstructor(
+        CAR_PARKS, {"town": frozenset(["Bath", "Wells"])}, today=lambda: TODAY
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # an amount described "in GBP" like another is money too: the named field takes it
+        ("car parks with a penalty under £60", 'lt("penalty", 60)'),
+        ("a fine of €100 or less in Bath", 'and(eq("town", "Bath"), lte("penalty", 100))'),
+        # pence and cents are a unit of their own, written onto the number or not
+        ("charging price under 30p per kWh", 'lt("charging_price", 30)'),
+        ("an hourly fee below 80 pence", 'lt("hourly_fee", 80)'),
+        # the words after a number's unit that open another phrase name the next comparison
+        (
+            "a day rate between £5 and £10 with a charging price of at most 35p",
+            'and(gte("day_rate", 5), lte("day_rate", 10), lte("charging_price", 35))',
+        ),
+        # "in pence per hour" is a rate: the fee is not kept in hours
+        ("stays of at least 3 hours", 'gte("max_stay_hours", 3)'),
+    ],
+)
+def test_money_subunits_and_rates_point_to_their_field(text: str, wanted: str) -> None:
+    assert car_parks().construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # pence go to no field kept in pounds, pounds to no field kept in pence
+        "car parks in Wells for under 50p",
+        "charging price under £1",
+    ],
+)
+def test_pence_and_pounds_do_not_convert(text: str) -> None:
+    assert car_parks().construct(text).filter in (None, expected('eq("town", "Wells")'))

@@ -38,6 +38,8 @@ from rasa_context_retrieval.self_query.phrases import (
     MULTIPLIERS,
     PERIOD_WORDS,
     SMALL_NUMBER_WORDS,
+    SUBUNIT,
+    SUBUNIT_WORDS,
     TIME_UNIT_SECONDS,
     TIME_UNIT_WORDS,
 )
@@ -145,12 +147,14 @@ MONEY_MULTIPLIER = re.compile(r"grand$", re.IGNORECASE)
 NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
 
 
-_GLUED_UNITS = "|".join(sorted(set(MEASURE_ABBREVIATIONS.values()), key=len, reverse=True))
+_GLUED_UNITS = "|".join(
+    sorted({*MEASURE_ABBREVIATIONS.values(), *SUBUNIT_WORDS}, key=len, reverse=True)
+)
 
 
 def _amount(tag: str) -> str:
     """A number with optional currency before or after it, or a unit of measure written onto it
-    ("200mm", "500g"); ``2FA`` and ``v2`` are not amounts."""
+    ("200mm", "500g", "25p"); ``2FA`` and ``v2`` are not amounts."""
     return (
         rf"(?P<{tag}_pre>[{_SYMBOLS}]\s?)?(?<![\w.,])(?P<{tag}>{_NUMBER})"
         rf"(?:\s?(?P<{tag}_post>[{_SYMBOLS}]|(?:{_CURRENCY_WORDS})(?!\w))|(?!\w|[.,]\d)"
@@ -213,6 +217,9 @@ HALF_AFTER = re.compile(r"\s+and\s+a\s+half(?!\w)", re.IGNORECASE)
 UNIT_AFTER = re.compile(rf"\s*(?P<unit>{_UNITS})(?!\w)(?:\s+(?:long|old)(?!\w))?", re.IGNORECASE)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
 DECLARED_UNIT = re.compile(rf"(?:\bin|\()\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORECASE)
+# "Standing charge in pence per day": a unit of time after "per" is the rate an amount is
+# counted over, not the unit the field is kept in.
+RATE_IN_DESCRIPTION = re.compile(r"\b(?:per|each|every)\s+[a-z]+", re.IGNORECASE)
 # The cue a said unit of time gives to every field kept in one (not a word a user can write).
 DURATION_CUE = "<duration>"
 # Units a number may be said in besides time, as kinds a field is kept in: "4%" is a rate,
@@ -224,7 +231,7 @@ PERCENT_AFTER = re.compile(r"\s*(?:%|per\s*cent(?!\w)|percent(?!\w))", re.IGNORE
 PERCENT_FIELD_WORDS = frozenset(["percent", "percentage", "pct", "rate", "apr", "aer"])
 _MEASURES = "|".join(
     sorted(
-        {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES},
+        {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS},
         key=len,
         reverse=True,
     )
@@ -248,6 +255,9 @@ ANY_NUMBER = re.compile(
 )
 # A comparison's words end at punctuation or at the next number ("under 20 for 3 devices").
 CLAUSE_BREAK = re.compile(r"[,.;:!?()]|\d")
+# Words that open another phrase: what follows names something else ("between 40 and 60p with
+# a unit rate of at most 24.5p": "unit rate" is the second comparison's).
+PHRASE_OPENER = re.compile(r"\b(?:with|and|or|but|that|which|while|whereas)\b", re.IGNORECASE)
 
 
 _STEMMER = Stemmer.Stemmer("english")
@@ -299,14 +309,19 @@ class NumericField:
         description_words = _cue_words(field.description) - item_keys
         cues = dict.fromkeys(description_words, DESCRIPTION_CUE_WEIGHT)
         cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
-        monetary = bool((name_words | description_words) & MONETARY_FIELD_WORDS)
+        said = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
+        # From every word, also those several descriptions share ("in EUR" on two amounts).
+        in_subunit = bool(SUBUNIT_WORDS.keys() & set(said))
+        monetary = not in_subunit and any(
+            inflection.singularize(word) in MONETARY_FIELD_WORDS for word in said
+        )
         if monetary:
             cues.update(dict.fromkeys(map(cue_key, MONETARY_CUES), NAME_CUE_WEIGHT))
-        unit = _declared_unit(field)
+        # An amount of money is counted over its time words ("day_rate"), never kept in them.
+        unit = None if monetary or in_subunit else _declared_unit(field)
         if unit is not None:
             cues[DURATION_CUE] = NAME_CUE_WEIGHT
         singular = frozenset(map(inflection.singularize, WORD.findall(field.name.lower())))
-        said = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
         maximum = bool(MAXIMUM_WORDS.intersection(said))
         minimum = bool(MINIMUM_WORDS.intersection(said)) and not maximum
         kinds = _kinds(said, field.description, monetary=monetary)
@@ -506,17 +521,17 @@ class NumberPhrases:
             end = said_unit.end()
         if unit is not None:
             cues.add(DURATION_CUE)
+        kind = _said_kind(text, said, end)
         next_word = WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
         if (
             next_word
-            and not (rate or said_unit)
+            and not (rate or said_unit or kind)
             and not self._is_cue_or_stopword(cue_key(next_word[0]))
         ):
             return None, end, unit  # "more than 3 files": it counts something we do not index.
         after = _clause_words(text[end : end + CONTEXT_CHARS], first=True)
         before = _clause_words(text[max(0, said.start - CONTEXT_CHARS) : said.start], first=False)
         cues |= set(after) | set(before)
-        kind = _said_kind(text, said, end)
         if kind is not None:
             cues.add(_kind_cue(kind))
         if (
@@ -562,10 +577,14 @@ def _kinds(words: Sequence[str], description: str, *, monetary: bool) -> frozens
     """The units besides time a field is kept in, from the words of its name and description."""
     kinds = {MEASURE_ABBREVIATIONS.get(word, DATA_SIZES.get(word, word)) for word in words}
     kinds &= {*MEASURE_ABBREVIATIONS.values(), *DATA_SIZES.values()}
-    if PERCENT_FIELD_WORDS.intersection(words) or "%" in description:
-        kinds.add(PERCENT)
+    if SUBUNIT_WORDS.keys() & (set(words) - {"p"}):
+        kinds.add(SUBUNIT)
     if monetary:
         kinds.add(MONEY)
+    # "rate" is a percentage unless the field says it is kept in another unit ("Unit rate in
+    # pence per kWh"); a "%" in the description always says so.
+    if (PERCENT_FIELD_WORDS.intersection(words) and not kinds) or "%" in description:
+        kinds.add(PERCENT)
     return frozenset(kinds)
 
 
@@ -585,7 +604,7 @@ def _said_kind(text: str, said: _Said, end: int) -> str | None:
     if measure is None:
         return None
     word = measure["unit"].lower()
-    return MEASURE_ABBREVIATIONS.get(word, DATA_SIZES.get(word, word))
+    return MEASURE_ABBREVIATIONS.get(word, DATA_SIZES.get(word, SUBUNIT_WORDS.get(word, word)))
 
 
 def _last_number_end(text: str, said: _Said) -> int:
@@ -617,14 +636,21 @@ def _has_currency(match: re.Match[str], *tags: str) -> bool:
 
 
 def _clause_words(text: str, *, first: bool) -> list[str]:
-    """Up to ``CONTEXT_WORDS`` cue words next to the comparison, within its clause.
+    """Up to ``CONTEXT_WORDS`` cue words next to the comparison, within its clause and, after
+    it, within its phrase.
 
     Words right after another number are that number's ("below 400 calories and under 45
-    minutes": "calories" says nothing about the 45)."""
+    minutes": "calories" says nothing about the 45), up to a word that opens another phrase."""
     pieces = CLAUSE_BREAK.split(text)
     clause = pieces[0] if first else pieces[-1]
-    if not first and len(pieces) > 1 and text[-len(clause) - 1 : len(text) - len(clause)].isdigit():
-        return []
+    if first:
+        clause = PHRASE_OPENER.split(clause, maxsplit=1)[0]
+    elif len(pieces) > 1 and text[-len(clause) - 1 : len(text) - len(clause)].isdigit():
+        # "60p with a unit rate of at most 24.5p": only a new phrase's words are this number's.
+        opened = PHRASE_OPENER.split(clause)
+        if len(opened) == 1:
+            return []
+        clause = opened[-1]
     words = [cue_key(word) for word in WORD.findall(CONTRACTION.sub("", clause.lower()))]
     words = [word for word in words if word not in STOP_KEYS]
     return words[:CONTEXT_WORDS] if first else words[-CONTEXT_WORDS:]
@@ -652,7 +678,8 @@ def _declared_unit(field: MetadataField) -> str | None:
     declared = DECLARED_UNIT.search(field.description)
     if declared:
         return TIME_UNIT_WORDS[declared["unit"].lower()]
-    words = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
+    described = RATE_IN_DESCRIPTION.sub(" ", field.description)
+    words = WORD.findall(f"{field.name.replace('_', ' ')} {described}".lower())
     units = {
         TIME_UNIT_WORDS[word]
         for word in words

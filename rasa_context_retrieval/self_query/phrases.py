@@ -244,11 +244,16 @@ MEASURE_ABBREVIATIONS = {
 }
 # Sizes of data, as a user writes them ("10GB", "50 gigs").
 DATA_SIZES = {"gb": "gb", "gig": "gb", "gigs": "gb", "gigabytes": "gb", "mb": "mb", "tb": "tb"}
+# A currency's hundredth, as fields keep small prices ("Unit rate in pence per kWh") and users
+# write them ("25p", "30 cents"): a unit of its own, never converted to or from the currency, so
+# "£20" is no unit rate and "25p" no fee kept in pounds.
+SUBUNIT = "pence"
+SUBUNIT_WORDS = dict.fromkeys(["p", "pence", "penny", "pennies", "cent", "cents", "ct"], SUBUNIT)
 # Every word for a unit a number may be said in: after a count it makes the count a quantity
 # ("my first 10 km walk"), not a number of results.
 UNIT_WORDS = frozenset(
     [*TIME_UNIT_WORDS, *MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES]
-    + ["miles", "mile", "percent", "%"]
+    + [*SUBUNIT_WORDS, "miles", "mile", "percent", "%"]
 )
 
 # Words right after a number that multiply it: "$80k", "100 thousand dollars".
