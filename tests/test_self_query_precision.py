@@ -254,3 +254,39 @@ def test_money_subunits_and_rates_point_to_their_field(text: str, wanted: str) -
 )
 def test_pence_and_pounds_do_not_convert(text: str) -> None:
     assert car_parks().construct(text).filter in (None, expected('eq("town", "Wells")'))
+
+
+FAIRS = (
+    MetadataField(name="town", type="string", description="Town the fair is held in"),
+    MetadataField(name="opens_on", type="date", description="Day the fair opens"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # the field looks ahead: a month without a year is the coming one ...
+        (
+            "fairs opening in March",
+            'and(gte("opens_on", "2026-03-01"), lte("opens_on", "2026-03-31"))',
+        ),
+        # ... unless the message says it lies behind: "since", a verb in the past
+        ("fairs open since 1 April", 'gte("opens_on", "2025-04-01")'),
+        ("fairs that took place on 3 May", 'eq("opens_on", "2025-05-03")'),
+        (
+            "fairs that were opened in March",
+            'and(gte("opens_on", "2025-03-01"), lte("opens_on", "2025-03-31"))',
+        ),
+    ],
+)
+def test_the_message_says_which_way_a_month_without_a_year_lies(text: str, wanted: str) -> None:
+    rules = RuleQueryConstructor(FAIRS, {"town": frozenset(["Ely"])}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
+
+
+def test_a_told_direction_stays_in_its_clause() -> None:
+    rules = RuleQueryConstructor(FAIRS, {"town": frozenset(["Ely"])}, today=lambda: TODAY)
+    said = rules.construct("I went to Ely last year, which fairs open in March?")
+    assert said.filter == expected(
+        'and(gte("opens_on", "2026-03-01"), lte("opens_on", "2026-03-31"))'
+    )

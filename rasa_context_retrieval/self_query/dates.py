@@ -167,6 +167,20 @@ RECORDED_WORDS = re.compile(
     r"|uploaded|changed|edited|issued|written|sold|joined|founded|born|last\s+\w+ed)\b",
     re.IGNORECASE,
 )
+# The message itself may say which way a month or day without a year lies, and then it wins
+# over the field's direction: "since" reaches back from today, a finite verb in the past ("took
+# effect on 1 June", "went on sale in April", "was cancelled in March") tells of a day gone,
+# "will" or "going to" of one to come. Regular "-ed" forms are left out: a participle says
+# nothing of when ("concerts scheduled for March").
+TOLD_GONE = re.compile(
+    r"\b(?:since|was|were|did|had|took|went|came|began|became|gave|saw|wrote|ran|rode"
+    r"|drove|flew|grew|knew|threw|fell|ate|drank|swam|sang|chose|got)\b",
+    re.IGNORECASE,
+)
+TOLD_COMING = re.compile(r"\b(?:will|going\s+to|shall)\b|['’]ll\b", re.IGNORECASE)
+# How far back in the clause before a date such a word still speaks of it.
+TOLD_LOOKBEHIND_CHARS = 40
+CLAUSE_END = re.compile(r"[,.;:!?]|\b(?:and|but|or|because|while)\b", re.IGNORECASE)
 WORD = re.compile(r"[a-z]+")
 PARTICIPLE = re.compile(r"\b[a-z]{3,}ed\b", re.IGNORECASE)
 ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -344,10 +358,12 @@ class DatePhrases:
         said = []
         for match in RANGE.finditer(text):
             low, high = ("a", "b") if match["a"] else ("c", "d")
-            said.append((match.start(), match.end(), _range(match[low], match[high], today, ahead)))
+            here = told_ahead(text, match.start(), ahead)
+            said.append((match.start(), match.end(), _range(match[low], match[high], today, here)))
         for match in DAY_SPAN.finditer(text):
             first = DAY_OF_MONTH.sub(match["first"], match["b"], count=1)
-            said.append((match.start(), match.end(), _range(first, match["b"], today, ahead)))
+            here = told_ahead(text, match.start(), ahead)
+            said.append((match.start(), match.end(), _range(first, match["b"], today, here)))
         bare = BARE.finditer(text) if ANY_MONTH.search(text) else ()
         for match in [*SINGLE.finditer(text), *bare]:
             said_word = " ".join((match.groupdict().get("word") or "").lower().split())
@@ -357,12 +373,16 @@ class DatePhrases:
             word = DATE_WORDS.get(said_word, WITHIN)
             negated = NEGATED.search(text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()])
             starting = said_word == "from"
-            ahead_here = ahead if which is None else which == COMING
+            if which is not None:
+                ahead_here = which == COMING
+            else:
+                ahead_here = said_word != "since" and told_ahead(text, match.start(), ahead)
             conditions = [] if negated else _single(word, match["a"], today, ahead_here, starting)
             said.append((match.start(), match.end(), conditions))
         for pattern, word in ((LATER, FROM_START), (EARLIER, UNTIL_END)):
             for match in pattern.finditer(text):
-                said.append((match.start(), match.end(), _single(word, match["a"], today, ahead)))
+                here = told_ahead(text, match.start(), ahead)
+                said.append((match.start(), match.end(), _single(word, match["a"], today, here)))
         for match in RELATIVE.finditer(text):
             said.append((match.start(), match.end(), _relative(match, today, ahead)))
         for match in NAMED_DAY.finditer(text):
@@ -370,6 +390,18 @@ class DatePhrases:
             word = DATE_WORDS.get(" ".join((match["word"] or "in").lower().split()), WITHIN)
             said.append((match.start(), match.end(), _bounds(word, (day, day))))
         return sorted(said, key=lambda condition: (condition[0], -condition[1]))
+
+
+def told_ahead(text: str, start: int, ahead: bool) -> bool:
+    """Whether a month or day without a year said at ``text[start]`` is the coming one: as the
+    clause before it tells ("since", "took effect", "will"), else as its field looks."""
+    before = text[max(0, start - TOLD_LOOKBEHIND_CHARS) : start]
+    clause = CLAUSE_END.split(before)[-1]
+    if TOLD_GONE.search(clause):
+        return False
+    if TOLD_COMING.search(clause):
+        return True
+    return ahead
 
 
 def _is_day(text: str) -> bool:
