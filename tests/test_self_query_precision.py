@@ -290,3 +290,43 @@ def test_a_told_direction_stays_in_its_clause() -> None:
     assert said.filter == expected(
         'and(gte("opens_on", "2026-03-01"), lte("opens_on", "2026-03-31"))'
     )
+
+
+COVERS = (
+    MetadataField(
+        name="cover_type",
+        type="string",
+        description="Kind of cover",
+        values=["loose cover", "fitted cover", "stretch cover"],
+    ),
+    MetadataField(
+        name="fits",
+        type="list[string]",
+        description="Furniture the cover is made for",
+        values=["sofa", "armchair", "footstool"],
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # the head noun said once stands for each value joined before it
+        ("loose or fitted covers", 'in("cover_type", ["loose cover", "fitted cover"])'),
+        (
+            "stretch, loose or fitted covers",
+            'in("cover_type", ["stretch cover", "loose cover", "fitted cover"])',
+        ),
+        # a word that makes no value with the head noun is no value
+        ("blue or fitted covers", 'eq("cover_type", "fitted cover")'),
+        # "both ... and ..." asks for each value of a list field, plain "and" for any
+        (
+            "covers that fit both the sofa and the armchair",
+            'and(eq("fits", "sofa"), eq("fits", "armchair"))',
+        ),
+        ("covers for the sofa and the armchair", 'in("fits", ["sofa", "armchair"])'),
+    ],
+)
+def test_coordinated_values_share_a_head_noun_and_both_means_each(text: str, wanted: str) -> None:
+    rules = RuleQueryConstructor(COVERS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

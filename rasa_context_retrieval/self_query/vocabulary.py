@@ -121,6 +121,13 @@ HAD_BEFORE = re.compile(
     re.IGNORECASE,
 )
 LIST_COMMA = re.compile(r"\s*,\s*(?:(?:a|an|the|some)\s+)?", re.IGNORECASE)
+# "on both the bus and the ferry": each of the values joined, whatever the verb.
+BOTH_BEFORE = re.compile(r"\bboth\s+(?:(?:a|an|the|some)\s+)?$", re.IGNORECASE)
+# "weekly or monthly passes", "red, white or rosé wines": a word joined to a value of several
+# words stands for that value with its first word replaced (the head noun is said once).
+ELLIPTIC_WORD_BEFORE = re.compile(
+    r"(?<![\w-])(?P<word>[^\W\d_][\w-]*)(?:\s*,\s*|\s*/\s*|\s+(?:or|and)\s+)$"
+)
 
 
 class Strictness(Enum):
@@ -449,6 +456,7 @@ class ValueVocabulary:
                 candidates.append(_Candidate(match.start(), match.end(), tuple(senses)))
         if self._multiword:
             candidates = self._with_short_forms(text, candidates, taken)
+        candidates = self._with_shared_heads(text, candidates, taken)
         for candidate in candidates:
             candidate.elsewhere = self._names_another_thing(text, candidate, candidates)
             if not candidate.elsewhere:
@@ -495,6 +503,38 @@ class ValueVocabulary:
                 if senses:
                     found.append(_Candidate(start, end, senses))
                     break
+        return sorted(found, key=lambda candidate: candidate.start)
+
+    def _with_shared_heads(
+        self, text: str, candidates: list[_Candidate], taken: list[Constraint]
+    ) -> list[_Candidate]:
+        """Add the values said with the head noun of a later one ("weekly or monthly passes"
+        for ``weekly pass`` and ``monthly pass``): a word joined by "or", "and" or a comma to a
+        value of several words, when it and the value's other words are a value of the same
+        field. Nothing is guessed: the phrase must be a surface form of a declared value."""
+        found = list(candidates)
+        for candidate in candidates:
+            written = text[candidate.start : candidate.end].split()
+            if len(written) < 2:
+                continue
+            rest, start = " ".join(written[1:]), candidate.start
+            attributes = {sense.attribute for sense in candidate.senses}
+            while joined := ELLIPTIC_WORD_BEFORE.search(
+                text, max(0, start - LOOKBEHIND_CHARS), start
+            ):
+                senses = tuple(
+                    sense
+                    for sense in self._senses.get(surface_key(f"{joined['word']} {rest}"), ())
+                    if sense.attribute in attributes
+                )
+                if (
+                    not senses
+                    or overlaps_any(joined.start(), joined.end("word"), taken)
+                    or any(c.start < joined.end("word") and joined.start() < c.end for c in found)
+                ):
+                    break
+                found.append(_Candidate(joined.start(), joined.end("word"), senses))
+                start = joined.start()
         return sorted(found, key=lambda candidate: candidate.start)
 
     def _shortened(self, said: tuple[str, ...]) -> tuple[ValueSense, ...]:
@@ -680,9 +720,9 @@ class ValueVocabulary:
 
     def _mark_each(self, text: str, candidates: list[_Candidate]) -> None:
         """Values of a list field had by the documents, joined by "and" ("with a balcony and a
-        dishwasher", "has a pool, a spa and a gym"), must each be there: a document lists
-        several. Joined by "or", or not said as things had ("on android and iOS": where it
-        applies), any of them."""
+        dishwasher", "has a pool, a spa and a gym") or said with "both", must each be there: a
+        document lists several. Joined by "or", or not said as things had ("on android and
+        iOS": where it applies), any of them."""
         chain: list[_Candidate] = []
         for previous, candidate in zip(candidates, candidates[1:], strict=False):
             joined = (
@@ -708,7 +748,7 @@ class ValueVocabulary:
         if len(chain) < 2 or not EACH_JOINER.fullmatch(text, chain[-2].end, chain[-1].start):
             return
         before = text[max(0, chain[0].start - LOOKBEHIND_CHARS) : chain[0].start]
-        if HAD_BEFORE.search(before):
+        if HAD_BEFORE.search(before) or BOTH_BEFORE.search(before):
             for candidate in chain:
                 candidate.each = True
 
