@@ -330,3 +330,22 @@ COVERS = (
 def test_coordinated_values_share_a_head_noun_and_both_means_each(text: str, wanted: str) -> None:
     rules = RuleQueryConstructor(COVERS, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a year alone is what the integer year field holds ...
+        ("plots from before 2019", 'lt("first_let_year", 2019)'),
+        # ... and the date field's when the message names it, or says a month
+        ("plots reviewed before 2019", 'lt("reviewed", "2019-01-01")'),
+        (
+            "plots from March 2024",
+            'and(gte("reviewed", "2024-03-01"), lte("reviewed", "2024-03-31"))',
+        ),
+    ],
+)
+def test_a_year_alone_goes_to_the_year_field_unless_the_date_field_is_named(
+    text: str, wanted: str
+) -> None:
+    assert allotments().construct(text).filter == expected(wanted)

@@ -288,9 +288,17 @@ class DatePhrases:
     """Finds date conditions and assigns them to the schema's date field."""
 
     def __init__(
-        self, fields: Sequence[MetadataField], today: Clock, item_nouns: Collection[str] = ()
+        self,
+        fields: Sequence[MetadataField],
+        today: Clock,
+        item_nouns: Collection[str] = (),
+        *,
+        year_field: bool = False,
     ) -> None:
+        """``year_field``: the schema also has an integer field of calendar years, which a year
+        said alone belongs to unless a date field is named."""
         self._date_fields = [field.name for field in fields if field.type == "date"]
+        self._year_field = year_field
         self._ahead = frozenset(
             field.name for field in fields if field.type == "date" and looks_ahead(field)
         )
@@ -323,8 +331,14 @@ class DatePhrases:
         # month about that thing, not about when a record was made: no date of records then,
         # unless the year is said. A date of things that take place is what such a month asks.
         about_records = not ahead and not self._scope.search(text)
+        # A year with no month ("before 2021") is what an integer year field holds; a date
+        # field takes it only when the message names that date field.
+        years_elsewhere = self._year_field and self._attribute(text, only_if_named=True) is None
         for start, end, conditions in self._conditions(text, today, ahead):
             if about_records and not YEAR_IN.search(text, start, end):
+                continue
+            if years_elsewhere and _only_a_year(text[start:end]):
+                claimed.append((start, end))
                 continue
             # A phrase read as a date claims its words even when it makes no condition
             # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
@@ -402,6 +416,11 @@ def told_ahead(text: str, start: int, ahead: bool) -> bool:
     if TOLD_COMING.search(clause):
         return True
     return ahead
+
+
+def _only_a_year(text: str) -> bool:
+    """Whether a date phrase names years and no month or day ("before 2021", "in 2019")."""
+    return bool(YEAR_IN.search(text)) and not ANY_MONTH.search(text) and not ISO_MONTH.search(text)
 
 
 def _is_day(text: str) -> bool:

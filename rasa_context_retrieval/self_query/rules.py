@@ -105,8 +105,8 @@ class RuleQueryConstructor:
         self.strip_filter_words = strip_filter_words
         self._field_order = {field.name: position for position, field in enumerate(fields)}
         items = item_nouns(fields)
-        self._dates = DatePhrases(fields, today, items)
         self._years = YearPhrases(fields, items)
+        self._dates = DatePhrases(fields, today, items, year_field=self._years.has_field)
         self._numbers = NumberPhrases(fields, items)
         self._booleans = BooleanPhrases(fields, items)
         self._glosses = GlossPhrases(

@@ -105,6 +105,11 @@ class YearPhrases:
             re.IGNORECASE,
         )
 
+    @property
+    def has_field(self) -> bool:
+        """Whether the schema has one integer field of calendar years."""
+        return self._attribute is not None
+
     def is_named(self, text: str) -> bool:
         """Whether ``text`` says a word only the year field's name or description has ("took
         effect" for "Year the current version of the policy took effect"): a year said with it
