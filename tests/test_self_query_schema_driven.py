@@ -152,6 +152,35 @@ def test_a_gloss_written_as_a_noun_counts_in_the_plural() -> None:
     assert filter_of(flats, {}, "is a studio worth it?") is None
 
 
+GYMS = (
+    MetadataField(
+        name="plan",
+        type="string",
+        description="How the membership is paid",
+        values=["fixed", "rolling"],
+    ),
+    MetadataField(
+        name="commitment_months",
+        type="integer",
+        description="Months the member signs up for (0 when the membership has no fixed term)",
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # "(0 when the membership has no fixed term)": what the subject has is the gloss, and
+        # the value "fixed" inside it is no value of its own
+        ("memberships with no fixed term", 'eq("commitment_months", 0)'),
+        ("fixed memberships", 'eq("plan", "fixed")'),
+        ("rolling memberships", 'eq("plan", "rolling")'),
+    ],
+)
+def test_a_gloss_of_several_words_takes_its_words_before_a_value(text: str, expected: str) -> None:
+    assert filter_of(GYMS, {}, text) == parse_filter(expected)
+
+
 WORKSHOPS = (
     MetadataField(name="craft", type="string", description="Craft taught at the workshop"),
     MetadataField(name="length_minutes", type="integer", description="Length in minutes"),

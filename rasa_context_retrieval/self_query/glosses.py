@@ -8,7 +8,10 @@ such gloss is a phrase for one value of the field: "direct flights" is ``stops =
 studio" ``bedrooms = 0``, "manual hybrids" ``automatic = false``, "open VPN tickets"
 ``resolved = false``.
 
-A gloss of two words or more ("all ages", "very expensive") counts wherever it is said. A single
+A gloss may be a clause of what the documents have: "(0 when the tariff has no fixed term)" is
+"no fixed term". A gloss of two words or more ("all ages", "very expensive", "no fixed term")
+counts wherever it is said, and is read before the values, so that a value inside it ("fixed")
+does not take its words. A single
 word ("direct", "open", "manual") is an everyday word, so it counts, like a one-word boolean
 name (see ``booleans``), only where it describes the documents ("direct flights", "open VPN
 tickets", "tickets that are still open"), said in the plural as the kind of thing wanted
@@ -29,9 +32,11 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 
-# "(0 for a direct flight)", "0 = none", "-1 means unlimited": a number, then what it stands for.
+# "(0 for a direct flight)", "0 = none", "-1 means unlimited", "(0 when the tariff has no fixed
+# term)": a number, then what it stands for.
 NUMBER_FOR = re.compile(
-    r"(?<![\w.-])(?P<value>\d+)\s*(?:for|=|:|means)\s+(?P<phrase>[a-z][a-z\s'-]*?)\s*(?=[),;.]|$)",
+    r"(?<![\w.-])(?P<value>\d+)\s*(?:for|=|:|means|when|if)\s+"
+    r"(?P<phrase>[a-z][a-z\s'-]*?)\s*(?=[),;.]|$)",
     re.IGNORECASE,
 )
 # "from 1 (inexpensive) to 4 (very expensive)": a number and its word in brackets.
@@ -49,6 +54,8 @@ STATE_OF_SUBJECT = re.compile(
     r"^(?:the|a|an|its)\s+[a-z]+\s+(?:is|are|has\s+been|was)\s+(?:still\s+|[a-z]+ly\s+)?"
     r"(?P<state>[a-z-]+)$"
 )
+# "the tariff has no fixed term": what the subject has is the gloss ("no fixed term").
+HAD_BY_SUBJECT = re.compile(r"^(?:the|a|an|its)\s+[a-z]+\s+(?:has|have)\s+(?P<had>.+)$")
 ARTICLES = frozenset(["a", "an"])
 LEADING_WORDS = frozenset(["a", "an", "the", "any"])
 MAX_GLOSS_WORDS = 3
@@ -94,13 +101,16 @@ def glosses_of(field: MetadataField, item_nouns: Collection[str]) -> list[Gloss]
 def _gloss_words(phrase: str, item_nouns: Collection[str]) -> tuple[list[str], bool]:
     lowered = " ".join(phrase.lower().split())
     state = STATE_OF_SUBJECT.match(lowered)
+    had = HAD_BY_SUBJECT.match(lowered)
+    lowered = had["had"] if had else lowered
     words = [state["state"]] if state else re.findall(r"[a-z]+(?:['-][a-z]+)*", lowered)
     noun = bool(words) and words[0] in ARTICLES
     while words and words[0] in LEADING_WORDS:
         words = words[1:]
     while len(words) > 1 and words[-1] in item_nouns:
         words, noun = words[:-1], False  # "a direct flight": "direct", an adjective
-    if not words or len(words) > MAX_GLOSS_WORDS or len(words[0]) < MIN_WORD_CHARS:
+    content = words[1:] if words[:1] == ["no"] else words  # "no fixed term"
+    if not content or len(words) > MAX_GLOSS_WORDS or len(content[0]) < MIN_WORD_CHARS:
         return [], False
     return words, noun
 
@@ -128,10 +138,16 @@ class GlossPhrases:
         self._describes_documents = describes_documents
         self._negated = negated
 
-    def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
-        """One condition per field whose gloss is said, unless its words are taken."""
+    def find(
+        self, text: str, taken: list[Constraint], *, phrases_only: bool = False
+    ) -> list[Constraint]:
+        """One condition per field whose gloss is said, unless its words are taken;
+        ``phrases_only``: only glosses of several words, which are read before the values, so
+        that a value inside one ("fixed" in "no fixed term") does not take its words."""
         found: list[Constraint] = []
         for gloss in self._glosses:
+            if phrases_only and gloss.single:
+                continue
             if any(constraint.attribute == gloss.attribute for constraint in taken + found):
                 continue
             constraint = self._said(text, gloss, taken + found)

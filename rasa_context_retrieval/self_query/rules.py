@@ -140,13 +140,16 @@ class RuleQueryConstructor:
     def constraints(self, text: str) -> list[Constraint]:
         """Every condition found in ``text``, with the span of words that said it."""
         scanned = text[:MAX_SCANNED_CHARS]
-        values = self._values.find(scanned, [])
+        # A gloss of several words is the schema's own phrase: its words are no value's.
+        glossed = self._glosses.find(scanned, [], phrases_only=True)
+        values = self._values.find(scanned, glossed)
         year_named = self._years.is_named(scanned)
         found = self._dates.find(scanned, scoped=bool(values), year_field_named=year_named)
         found += self._years.find(scanned, found, scoped=bool(values), values=values)
-        found += self._numbers.find(scanned, found, values)
+        found += self._numbers.find(scanned, found + glossed, values)
         # Values are read again only around what the other kinds took; else the first reading holds.
-        found += self._values.find(scanned, found) if found else values
+        found += self._values.find(scanned, found + glossed) if found else values
+        found += glossed
         found += self._glosses.find(scanned, found)
         found += self._booleans.find(scanned, found)
         found = bind_negations(scanned, found)
