@@ -349,3 +349,31 @@ def test_a_year_alone_goes_to_the_year_field_unless_the_date_field_is_named(
     text: str, wanted: str
 ) -> None:
     assert allotments().construct(text).filter == expected(wanted)
+
+
+HEATING = (
+    MetadataField(
+        name="fuel", type="string", description="What the deal supplies", values=["gas", "oil"]
+    ),
+    MetadataField(
+        name="offset",
+        type="boolean",
+        description="Whether all the gas on the deal is carbon offset by the supplier",
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("gas deals", 'eq("fuel", "gas")'),
+        # a value qualified by another word of a yes/no field's description is that field's
+        # subject ("offset gas"), not a value asked for
+        ("deals with carbon offset gas", 'eq("offset", true)'),
+    ],
+)
+def test_a_value_qualified_as_a_boolean_describes_it_is_no_value(
+    text: str, wanted: str | None
+) -> None:
+    rules = RuleQueryConstructor(HEATING, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

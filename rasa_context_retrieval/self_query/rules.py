@@ -152,6 +152,14 @@ class RuleQueryConstructor:
         found += glossed
         found += self._glosses.find(scanned, found)
         found += self._booleans.find(scanned, found)
+        # "100% renewable electricity": a value qualified as a yes/no field describes itself.
+        found = [
+            c
+            for c in found
+            if not (
+                isinstance(c.value, str) and self._booleans.qualifies_as_described(scanned, c.end)
+            )
+        ]
         found = bind_negations(scanned, found)
         return [c for c in found if not told_as_personal_past(scanned, c.start)]
 
