@@ -398,7 +398,7 @@ class DatePhrases:
                 here = told_ahead(text, match.start(), ahead)
                 said.append((match.start(), match.end(), _single(word, match["a"], today, here)))
         for match in RELATIVE.finditer(text):
-            said.append((match.start(), match.end(), _relative(match, today, ahead)))
+            said.append((match.start(), match.end(), _relative(match, today)))
         for match in NAMED_DAY.finditer(text):
             day = today + dt.timedelta(days=NAMED_DAYS[match["day"].lower()])
             word = DATE_WORDS.get(" ".join((match["word"] or "in").lower().split()), WITHIN)
@@ -480,9 +480,9 @@ def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[B
     return [(Comparator.GTE, low_period[0]), (Comparator.LTE, high_period[1])]
 
 
-def _relative(match: re.Match[str], today: dt.date, ahead: bool = False) -> list[Bound]:
-    """ "the last 6 months", "last year", "this week"; ahead, for things that take place, also
-    "this month" as a whole, "next week" and "the next 3 days"."""
+def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
+    """ "the last 6 months", "last year", "this week" (the whole week, as a named period is);
+    "next week" and "the next 3 days"."""
     unit = match["unit"].lower()
     which = match["which"].lower()
     count = (match["count"] or "").lower()
@@ -490,13 +490,9 @@ def _relative(match: re.Match[str], today: dt.date, ahead: bool = False) -> list
     one = relativedelta(**{unit + "s": 1})
     if which in ("this", "current"):
         start = _unit_start(today, unit)
-        if ahead and word == WITHIN:
+        if word == WITHIN:  # the whole period, as "in 2025" or "in June" is
             return _bounds(word, (start, _unit_start(today + one, unit) - dt.timedelta(days=1)))
-        return (
-            [(Comparator.GTE, start)]
-            if word in (WITHIN, FROM_START)
-            else _bounds(word, (start, today))
-        )
+        return [(Comparator.GTE, start)] if word == FROM_START else _bounds(word, (start, today))
     if which in ("next", "coming", "upcoming"):
         if count:
             amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
