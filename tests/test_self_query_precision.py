@@ -377,3 +377,28 @@ def test_a_value_qualified_as_a_boolean_describes_it_is_no_value(
 ) -> None:
     rules = RuleQueryConstructor(HEATING, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+STORAGE = (
+    MetadataField(name="storage_gb", type="integer", description="Cloud storage included, in GB"),
+    MetadataField(name="term_months", type="integer", description="Minimum term in months"),
+    MetadataField(name="price", type="float", description="Price per month in GBP"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a data size written onto the number
+        ("plans with at least 200GB of storage", 'gte("storage_gb", 200)'),
+        ("100GB or less", 'lte("storage_gb", 100)'),
+        # "or shorter" / "or longer" bound a length like "or less" / "or more"
+        ("a term of 18 months or shorter", 'lte("term_months", 18)'),
+        # a year is twelve months
+        ("a term of 2 years or longer", 'gte("term_months", 24)'),
+        ("plans of a year or less", 'lte("term_months", 12)'),
+    ],
+)
+def test_data_sizes_lengths_and_years_in_months(text: str, wanted: str) -> None:
+    rules = RuleQueryConstructor(STORAGE, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

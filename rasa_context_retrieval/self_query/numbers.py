@@ -35,6 +35,7 @@ from rasa_context_retrieval.self_query.phrases import (
     MEASURE_ABBREVIATIONS,
     MONETARY_CUES,
     MONETARY_FIELD_WORDS,
+    MONTHS_IN,
     MULTIPLIERS,
     PERIOD_WORDS,
     SMALL_NUMBER_WORDS,
@@ -148,13 +149,13 @@ NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
 
 
 _GLUED_UNITS = "|".join(
-    sorted({*MEASURE_ABBREVIATIONS.values(), *SUBUNIT_WORDS}, key=len, reverse=True)
+    sorted({*MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS}, key=len, reverse=True)
 )
 
 
 def _amount(tag: str) -> str:
     """A number with optional currency before or after it, or a unit of measure written onto it
-    ("200mm", "500g", "25p"); ``2FA`` and ``v2`` are not amounts."""
+    ("200mm", "500g", "10GB", "25p"); ``2FA`` and ``v2`` are not amounts."""
     return (
         rf"(?P<{tag}_pre>[{_SYMBOLS}]\s?)?(?<![\w.,])(?P<{tag}>{_NUMBER})"
         rf"(?:\s?(?P<{tag}_post>[{_SYMBOLS}]|(?:{_CURRENCY_WORDS})(?!\w))|(?!\w|[.,]\d)"
@@ -180,8 +181,10 @@ PREFIX = re.compile(
 )
 POSTFIX = re.compile(
     rf"{_amount('n')}\s*(?:(?P<noun>[a-z]+)\s+)??"
-    r"(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper)|at\s+(?:the\s+)?most"
-    r"|max(?:imum)?)|(?P<at_least>(?:or|and)\s+(?:more|over|above|higher|greater|up)"
+    r"(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper|shorter|smaller"
+    r"|lighter|younger)|at\s+(?:the\s+)?most|max(?:imum)?)"
+    r"|(?P<at_least>(?:or|and)\s+(?:more|over|above|higher|greater|up|longer|bigger|larger"
+    r"|heavier|taller|older)"
     r"|at\s+(?:the\s+)?least|minimum|\+))(?!\w)",
     re.IGNORECASE,
 )
@@ -696,6 +699,8 @@ def _conversion(said: str, kept: str | None) -> float | None:
     if said == kept:
         return 1.0
     said_seconds, kept_seconds = TIME_UNIT_SECONDS[said], TIME_UNIT_SECONDS[kept]
+    if said in MONTHS_IN and kept in MONTHS_IN:
+        return MONTHS_IN[said] / MONTHS_IN[kept]
     if said_seconds is None or kept_seconds is None:
         return None
     return said_seconds / kept_seconds

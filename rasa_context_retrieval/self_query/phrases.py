@@ -209,7 +209,8 @@ PERIOD_WORDS = {
 }
 
 # Units a duration may be said or kept in ("90 minutes", "Total cooking time in minutes"), with
-# their length in seconds. A month or a year has no fixed length: it converts only to itself.
+# their length in seconds. A month or a year has no fixed length in seconds: it converts only to
+# itself and to the other (a year is twelve months, "a year or less" on a term kept in months).
 TIME_UNIT_SECONDS: dict[str, int | None] = {
     "second": 1,
     "minute": 60,
@@ -219,6 +220,7 @@ TIME_UNIT_SECONDS: dict[str, int | None] = {
     "month": None,
     "year": None,
 }
+MONTHS_IN = {"month": 1, "year": 12}
 # Every spelling of those units.
 TIME_UNIT_WORDS = {
     **{unit: unit for unit in TIME_UNIT_SECONDS},
