@@ -402,3 +402,25 @@ STORAGE = (
 def test_data_sizes_lengths_and_years_in_months(text: str, wanted: str) -> None:
     rules = RuleQueryConstructor(STORAGE, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+CLUBS = (
+    MetadataField(name="joining_fee", type="float", description="One-off fee in GBP to join"),
+    MetadataField(name="monthly_fee", type="float", description="Monthly fee in GBP"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # no amount of a money field named is 0; its money noun may be said as another one
+        ("clubs with no joining fee", 'eq("joining_fee", 0)'),
+        ("a club without a monthly charge", 'eq("monthly_fee", 0)'),
+        # a money noun that names no one field, or other words with it: no filter
+        ("clubs with no fees", None),
+        ("clubs with no hidden monthly fees", None),
+    ],
+)
+def test_no_amount_of_a_named_charge_is_zero(text: str, wanted: str | None) -> None:
+    rules = RuleQueryConstructor(CLUBS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

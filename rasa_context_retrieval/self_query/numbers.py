@@ -5,7 +5,8 @@ at least, between ... and ..., 20 or less, exactly) and the words around it poin
 integer or float field. The pointing is done with cue words: the field's name and description
 words, currency words for a monetary field, a rate such as "a month" matching ``price_per_month``.
 Anything else ("error 404", "reset 2FA", "more than 3 files", "over 2 months ago") gives no filter:
-a missing filter costs a little ranking, a wrong one hides the answer.
+a missing filter costs a little ranking, a wrong one hides the answer. Without a number, "no"
+before a money field's own name ("with no monthly fee") says it is 0.
 
 The comparison phrases are hand-written regular expressions: libraries that parse quantities
 (quantulum3, numerizer) read "20 dollars" but not "no more than" or "20 or less" as comparisons.
@@ -256,6 +257,13 @@ OPPOSITE = {
 ANY_NUMBER = re.compile(
     rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)}|an?\s+(?:{_UNITS}))(?!\w)", re.IGNORECASE
 )
+# "with no monthly fee", "without a monthly charge": up to three words after "no".
+NO_CHARGE = re.compile(
+    r"\b(?:no|without)\s+(?:(?:a|an|any)\s+)?(?P<words>[a-z]+(?:[\s-][a-z]+){0,2})",
+    re.IGNORECASE,
+)
+# Nouns that say an amount is charged: one stands for another in a field's name.
+MONEY_NOUNS = frozenset(["fee", "charge", "cost", "price"])
 # A comparison's words end at punctuation or at the next number ("under 20 for 3 devices").
 CLAUSE_BREAK = re.compile(r"[,.;:!?()]|\d")
 # Words that open another phrase: what follows names something else ("between 40 and 60p with
@@ -389,19 +397,50 @@ class NumberPhrases:
         items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
         self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
         self._count_of_field = _count_of_field(numeric)
+        self._charges = {
+            field.name: (field.integer, words)
+            for field, source in zip(self._fields, numeric, strict=True)
+            if field.monetary and (words := _charge_words(source))
+        }
 
     def find(
         self, text: str, taken: list[Constraint], values: Sequence[Constraint] = ()
     ) -> list[Constraint]:
         """Numeric conditions; ``values`` are the value conditions in ``text``: a plain amount
         after one ("kids bikes under 300") is a price."""
+        found: list[Constraint] = self._no_charge(text, taken) if self._charges else []
         if not self._fields or not ANY_NUMBER.search(text):
-            return []
-        found: list[Constraint] = []
+            return found
         for said in self._said(text):
             if overlaps_any(said.start, said.end, taken + found):
                 continue
             found.extend(self._constraints(text, said, values))
+        return found
+
+    def _no_charge(self, text: str, taken: list[Constraint]) -> list[Constraint]:
+        """ "with no monthly fee", "without a monthly charge", "no excess at all": an amount of
+        money the documents do not charge is 0. The words after "no" must be the field's name,
+        its money noun said as any money noun ("charge" for ``monthly_fee``), and nothing else
+        ("no foreign transaction fees" is no monthly fee)."""
+        found: list[Constraint] = []
+        for match in NO_CHARGE.finditer(text):
+            said = [inflection.singularize(word.lower()) for word in match["words"].split()]
+            for size in range(len(said), 0, -1):
+                named = [
+                    name
+                    for name, (_, words) in self._charges.items()
+                    if _names_charge(said[:size], words)
+                ]
+                if not named:
+                    continue
+                end = match.start("words") + len(" ".join(match["words"].split()[:size]))
+                if len(named) == 1 and not overlaps_any(match.start(), end, taken):
+                    integer = self._charges[named[0]][0]
+                    zero = 0 if integer else 0.0
+                    found.append(
+                        Constraint(named[0], Comparator.EQ, zero, match.start(), end, negated=True)
+                    )
+                break
         return found
 
     def _said(self, text: str) -> list[_Said]:
@@ -574,6 +613,22 @@ class NumberPhrases:
 
     def _is_cue_or_stopword(self, word: str) -> bool:
         return word in STOP_KEYS or any(field.knows(word) for field in self._fields)
+
+
+def _charge_words(field: MetadataField) -> frozenset[str]:
+    """The words of a money field's name in the singular, without a currency ("exit_fee_gbp"
+    -> exit, fee)."""
+    words = {inflection.singularize(word) for word in WORD.findall(field.name.lower())}
+    return frozenset(words - set(CURRENCY_WORDS))
+
+
+def _names_charge(said: Sequence[str], name_words: frozenset[str]) -> bool:
+    """Whether the words ``said`` after "no" name the money field of ``name_words``."""
+    said_set = set(said)
+    nouns = said_set & MONEY_NOUNS
+    if not said_set <= name_words | MONEY_NOUNS or not name_words - MONEY_NOUNS <= said_set:
+        return False
+    return bool(nouns) or said_set == name_words
 
 
 def _kinds(words: Sequence[str], description: str, *, monetary: bool) -> frozenset[str]:
