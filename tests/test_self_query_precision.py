@@ -424,3 +424,38 @@ CLUBS = (
 def test_no_amount_of_a_named_charge_is_zero(text: str, wanted: str | None) -> None:
     rules = RuleQueryConstructor(CLUBS, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("fields", "text", "wanted"),
+    [
+        # a person of an age must fit: at most the youngest allowed, at least the oldest
+        (
+            (
+                MetadataField(
+                    name="min_age", type="integer", description="Youngest camper, in years"
+                ),
+            ),
+            "camps a 9 year old could join",
+            'lte("min_age", 9)',
+        ),
+        (
+            (
+                MetadataField(
+                    name="min_age", type="integer", description="Youngest camper, in years"
+                ),
+            ),
+            "which camps can I send my 12-year-old to?",
+            'lte("min_age", 12)',
+        ),
+        (
+            (MetadataField(name="max_age", type="integer", description="Oldest age to apply"),),
+            "cover an 80 year old can still buy",
+            'gte("max_age", 80)',
+        ),
+    ],
+)
+def test_a_person_of_an_age_must_fit_the_age_limits(
+    fields: tuple[MetadataField, ...], text: str, wanted: str
+) -> None:
+    assert RuleQueryConstructor(fields, {}).construct(text).filter == expected(wanted)

@@ -207,6 +207,13 @@ FOR_PARTY = re.compile(
     + r")[\s-]+(?:(?P<aged>years?[\s-]+olds?)|(?P<noun>(?!(?:or|and|to|of)\b)[a-z]{3,}))(?!\w)",
     re.IGNORECASE,
 )
+# "a 16 year old", "my 14-year-old": a person of that age, who must fit like a party.
+AGED_PERSON = re.compile(
+    r"(?<![\w-])(?:an?|my|our)\s+(?P<n>\d{1,3}|"
+    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    + r")[\s-]+years?[\s-]+old(?![\w-])",
+    re.IGNORECASE,
+)
 AGE_CUE = "age"
 MAXIMUM_WORDS = frozenset(["max", "maximum", "most", "capacity", "largest"])
 MINIMUM_WORDS = frozenset(["min", "minimum", "least", "fewest", "youngest", "smallest"])
@@ -473,6 +480,11 @@ class NumberPhrases:
             said.append(
                 _Said(bounds, match.start(), match.end(), False, counted=counted, party=True)
             )
+        for match in AGED_PERSON.finditer(text):
+            bounds = ((Comparator.GTE, match["n"]),)
+            said.append(
+                _Said(bounds, match.start(), match.end(), False, counted=AGE_CUE, party=True)
+            )
         compounds = [*self._compound.finditer(text)]
         if self._count_of_field is not None:
             # "I have 2 bedrooms": the user's own, not a wish; "for 3 bedrooms": a party to fit.
@@ -567,7 +579,7 @@ class NumberPhrases:
         next_word = WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
         if (
             next_word
-            and not (rate or said_unit or kind)
+            and not (rate or said_unit or kind or said.party)
             and not self._is_cue_or_stopword(cue_key(next_word[0]))
         ):
             return None, end, unit  # "more than 3 files": it counts something we do not index.
