@@ -313,6 +313,23 @@ def test_the_noun_a_description_is_about_anchors_an_everyday_value() -> None:
     assert filter_of(trains, {}, "what is standard for luggage?") is None
 
 
+def test_the_nouns_a_kind_is_a_kind_of_anchor_an_everyday_value() -> None:
+    # "Kind of phone contract": "home phone", "a work contract" name the field after the value
+    contracts = (
+        MetadataField(
+            name="plan",
+            type="string",
+            description="Kind of phone contract",
+            values=["home", "work", "free"],
+        ),
+    )
+    assert filter_of(contracts, {}, "home phone deals") == parse_filter('eq("plan", "home")')
+    assert filter_of(contracts, {}, "anything but a work contract") == parse_filter(
+        'ne("plan", "work")'
+    )
+    assert filter_of(contracts, {}, "I work from home, which deals?") is None
+
+
 TRAILS = (
     MetadataField(
         name="grade",

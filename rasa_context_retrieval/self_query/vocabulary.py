@@ -88,6 +88,9 @@ DESCRIPTION_PHRASE_END = re.compile(
     r"[,.;:()]|\s(?:of|in|for|on|at|to|from|by|with|the|a|an|that|which|is|are|who|when|as)\s"
 )
 MIN_HEAD_CHARS = 4
+# "Kind of insurance cover", "Type of ticket or pass": the description names what its values
+# are kinds of.
+KIND_OF = re.compile(r"^(?:the\s+)?(?:kind|type|sort|category|form|variety)\s+of\s+(?:an?\s+)?")
 SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
 # "my dog", "our cat": someone's own thing of a kind is not a wish for documents of that kind
 # ("my Android phone" still scopes a support question: a platform is no kind of document).
@@ -278,14 +281,24 @@ def _named_as_topic(field: MetadataField) -> bool:
 
 def _description_head(field: MetadataField) -> set[str]:
     """The noun a description's first phrase is about ("Travel class of the fare" -> "class",
-    "Triage priority" -> "priority"): said after a value ("first class", "low priority"), it
-    names the value's field as its name does."""
-    phrase = DESCRIPTION_PHRASE_END.split(field.description.strip().lower(), maxsplit=1)[0]
-    words = phrase.split()
-    head = words[-1] if words else ""
-    if len(head) < MIN_HEAD_CHARS or not head.isalpha() or head in CUE_STOPWORDS:
-        return set()
-    return {head, inflection.pluralize(head)}
+    "Triage priority" -> "priority", "Kind of insurance cover" -> "insurance", "cover"): said
+    after a value ("first class", "low priority", "home insurance"), it names the value's field
+    as its name does."""
+    described = field.description.strip().lower()
+    kind_of = KIND_OF.match(described)
+    if kind_of:
+        # "Kind of insurance cover": the nouns of what it is a kind of ("home insurance")
+        phrase = DESCRIPTION_PHRASE_END.split(described[kind_of.end() :], maxsplit=1)[0]
+        heads = [word for word in phrase.split() if word != "or"]
+    else:
+        phrase = DESCRIPTION_PHRASE_END.split(described, maxsplit=1)[0]
+        heads = phrase.split()[-1:]
+    kept = {
+        head
+        for head in heads
+        if len(head) >= MIN_HEAD_CHARS and head.isalpha() and head not in CUE_STOPWORDS
+    }
+    return kept | {inflection.pluralize(head) for head in kept}
 
 
 def _words_pattern(words: Iterable[str]) -> str:
