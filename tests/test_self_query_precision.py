@@ -459,3 +459,28 @@ def test_a_person_of_an_age_must_fit_the_age_limits(
     fields: tuple[MetadataField, ...], text: str, wanted: str
 ) -> None:
     assert RuleQueryConstructor(fields, {}).construct(text).filter == expected(wanted)
+
+
+ROOMS = (
+    MetadataField(name="max_guests", type="integer", description="Most guests the room can hold"),
+    MetadataField(name="day_rate", type="float", description="Price for a day in GBP"),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a verb of holding before a count of people is a party that must fit
+        ("rooms that can take 40 people", 'gte("max_guests", 40)'),
+        ("rooms that seat at least 12", 'gte("max_guests", 12)'),
+        # any word for people counts the guests
+        ("a room for 25 people", 'gte("max_guests", 25)'),
+        # a count of something else is no party
+        ("a room that fits 3 tables", None),
+    ],
+)
+def test_a_party_that_must_fit_is_said_with_a_verb_of_holding(
+    text: str, wanted: str | None
+) -> None:
+    rules = RuleQueryConstructor(ROOMS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

@@ -207,6 +207,20 @@ FOR_PARTY = re.compile(
     + r")[\s-]+(?:(?P<aged>years?[\s-]+olds?)|(?P<noun>(?!(?:or|and|to|of)\b)[a-z]{3,}))(?!\w)",
     re.IGNORECASE,
 )
+PEOPLE_WORDS = ("people", "persons", "guests", "passengers", "adults", "visitors", "diners")
+# "can take 120 people", "seats at least 8", "sleeps 6": a verb of holding before a count is a
+# party that must fit, like "for 10 people" ("up to 8" is left to "up to"; "fits 2 bikes" counts
+# something else).
+HOLDING_VERB = re.compile(
+    r"(?<![\w-])(?:take|hold|seat|fit|accommodate|sleep|host)s?\s+(?:at\s+least\s+)?"
+    r"(?P<n>\d{1,4}|"
+    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    + rf")(?:\s+(?P<noun>{'|'.join(PEOPLE_WORDS)}|players)(?![\w-])"
+    # no noun, or a count of something else ("fits 2 bikes"): not a party
+    r"|(?=\s*(?:[,.;:!?)]|$)|\s+(?:and|or|in|on|at|for|with|please)\b))",
+    re.IGNORECASE,
+)
+PEOPLE = "people"
 # "a 16 year old", "my 14-year-old": a person of that age, who must fit like a party.
 AGED_PERSON = re.compile(
     r"(?<![\w-])(?:an?|my|our)\s+(?P<n>\d{1,3}|"
@@ -292,6 +306,7 @@ def cue_key(word: str) -> str:
 
 
 STOP_KEYS = frozenset(cue_key(word) for word in CUE_STOPWORDS)
+PEOPLE_KEYS = frozenset(cue_key(word) for word in PEOPLE_WORDS)
 
 
 def _cue_words(text: str) -> set[str]:
@@ -453,6 +468,10 @@ class NumberPhrases:
     def _said(self, text: str) -> list[_Said]:
         said: list[_Said] = []
         bounds: tuple[tuple[Comparator, str], ...]
+        for match in HOLDING_VERB.finditer(text):
+            bounds = ((Comparator.GTE, match["n"]),)
+            held = cue_key((match["noun"] or PEOPLE).lower())
+            said.append(_Said(bounds, match.start(), match.end(), False, counted=held, party=True))
         for match in RANGE.finditer(text):
             low, high = ("a", "c") if match["a"] else ("b", "c") if match["b"] else ("d", "e")
             bounds = ((Comparator.GTE, match[low]), (Comparator.LTE, match[high]))
@@ -561,9 +580,11 @@ class NumberPhrases:
         if said.currency:
             cues.add(cue_key("currency"))
         if said.counted is not None:
-            if not self._is_cue_or_stopword(said.counted):
+            # A party of people is counted in any word for people ("120 people" for guests).
+            counted = PEOPLE_KEYS if said.party and said.counted in PEOPLE_KEYS else {said.counted}
+            if not any(self._is_cue_or_stopword(word) for word in counted):
                 return None, end, None
-            cues.add(said.counted)
+            cues |= counted
         unit = said.unit
         rate = RATE_AFTER.match(text, end)
         said_unit = None if rate or unit else UNIT_AFTER.match(text, end)
