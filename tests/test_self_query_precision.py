@@ -484,3 +484,30 @@ def test_a_party_that_must_fit_is_said_with_a_verb_of_holding(
 ) -> None:
     rules = RuleQueryConstructor(ROOMS, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+LESSONS = (
+    MetadataField(
+        name="languages",
+        type="list[string]",
+        description="Languages the lesson is taught in",
+        values=["French", "German", "Welsh"],
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # the words the description says of the documents, negated, negate the value
+        ("lessons not taught in Welsh", 'ne("languages", "Welsh")'),
+        (
+            "lessons that aren't taught in French or German",
+            'nin("languages", ["French", "German"])',
+        ),
+        ("lessons taught in Welsh", 'eq("languages", "Welsh")'),
+    ],
+)
+def test_a_negated_word_of_the_fields_description_negates_its_value(text: str, wanted: str) -> None:
+    rules = RuleQueryConstructor(LESSONS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

@@ -118,10 +118,10 @@ NEGATING_PREFIX = r"\bnon\s*-?\s*"
 # finance", and "no" right before it ("but no politics"). "never been to Rome" is where the
 # user has been, not a participle that describes documents. Other words in between ("not working
 # on android") break it on purpose: that is a question about Android.
-_PREPOSITIONS = r"on|in|at|to|of|for|from|with|under|within|using|via|by|about|as"
+PREPOSITIONS = r"on|in|at|to|of|for|from|with|under|within|using|via|by|about|as"
 NEGATION_BEFORE_VALUE = re.compile(
-    rf"(?:\b(?:{NEGATORS})\s+(?:(?:{_PREPOSITIONS}|the|a|an|any|my|our"
-    rf"|(?:(?!been\b)\w+(?:ed|en|able|ible)|made)\s+(?:{_PREPOSITIONS}))\s+){{0,2}}"
+    rf"(?:\b(?:{NEGATORS})\s+(?:(?:{PREPOSITIONS}|the|a|an|any|my|our"
+    rf"|(?:(?!been\b)\w+(?:ed|en|able|ible)|made)\s+(?:{PREPOSITIONS}))\s+){{0,2}}"
     rf"|{NEGATING_PREFIX}"
     r"|\bno\s+)$",
     re.IGNORECASE,

@@ -53,6 +53,8 @@ from rasa_context_retrieval.self_query.phrases import (
     DETERMINERS_BEFORE_TOPIC,
     EVERYDAY_WORDS,
     NEGATION_BEFORE_VALUE,
+    NEGATORS,
+    PREPOSITIONS,
     SCOPE_NOUNS,
     TOPIC_ANCHOR_WORDS,
     TOPIC_FIELD_WORDS,
@@ -88,6 +90,7 @@ DESCRIPTION_PHRASE_END = re.compile(
     r"[,.;:()]|\s(?:of|in|for|on|at|to|from|by|with|the|a|an|that|which|is|are|who|when|as)\s"
 )
 MIN_HEAD_CHARS = 4
+DESCRIBED_WORD = re.compile(r"[a-z]{3,}")
 # "Kind of insurance cover", "Type of ticket or pass": the description names what its values
 # are kinds of.
 KIND_OF = re.compile(r"^(?:the\s+)?(?:kind|type|sort|category|form|variety)\s+of\s+(?:an?\s+)?")
@@ -301,6 +304,24 @@ def _description_head(field: MetadataField) -> set[str]:
     return kept | {inflection.pluralize(head) for head in kept}
 
 
+def _negated_as_described(field: MetadataField) -> re.Pattern[str] | None:
+    """ "not valid on" for "Means of transport the ticket is valid on", "not taught in" for
+    "Languages the course is taught in": a negator, then a word the field's description says
+    of the documents and its preposition, right before the value, negate it."""
+    words = {
+        word
+        for word in DESCRIBED_WORD.findall(field.description.lower())
+        if word not in CUE_STOPWORDS
+    }
+    if not words:
+        return None
+    return re.compile(
+        rf"\b(?:{NEGATORS})\s+(?:{_words_pattern(words)})\s+(?:{PREPOSITIONS})\s+"
+        r"(?:(?:the|a|an|any)\s+)?$",
+        re.IGNORECASE,
+    )
+
+
 def _words_pattern(words: Iterable[str]) -> str:
     return "|".join(re.escape(word) for word in sorted(set(words), key=len, reverse=True))
 
@@ -324,6 +345,7 @@ class ValueVocabulary:
         self._multiword: dict[str, list[tuple[tuple[str, ...], ValueSense]]] = {}
         self._own_field_after: dict[str, re.Pattern[str]] = {}
         self._own_field_before: dict[str, re.Pattern[str]] = {}
+        self._negated_as_described: dict[str, re.Pattern[str] | None] = {}
         # Fields whose values are kinds of the documents: "category", "Kind of animal".
         self._kind_fields = frozenset(
             field.name
@@ -339,6 +361,7 @@ class ValueVocabulary:
                 rf"(?<!\w)(?:{_words_pattern(anchors)})\s*(?:[:=]\s*|is\s+|of\s+)?$",
                 re.IGNORECASE,
             )
+            self._negated_as_described[field.name] = _negated_as_described(field)
             aliases = field.alias_map
             values = field.values or tuple(known_values.get(field.name, ()))
             for value in dict.fromkeys([*values, *aliases]):
@@ -476,6 +499,9 @@ class ValueVocabulary:
                 candidate.chosen = self._resolve(text, candidate)
             before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
             candidate.negated = bool(NEGATION_BEFORE_VALUE.search(before))
+            if candidate.chosen and not candidate.negated:
+                described = self._negated_as_described[candidate.chosen.attribute]
+                candidate.negated = bool(described and described.search(before))
         self._accept_compounds(text, candidates)
         for group in self._coordinated_groups(text, candidates):
             self._share_within(group)
