@@ -511,3 +511,22 @@ LESSONS = (
 def test_a_negated_word_of_the_fields_description_negates_its_value(text: str, wanted: str) -> None:
     rules = RuleQueryConstructor(LESSONS, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a one-word boolean said as a state the documents are in
+        ("add-ons that are still in preview", 'eq("preview", true)'),
+        ("add-ons that are not in preview", 'eq("preview", false)'),
+        # a question's opening is no description of the documents
+        ("what is in preview?", None),
+    ],
+)
+def test_a_one_word_boolean_is_a_state_the_documents_are_in(text: str, wanted: str | None) -> None:
+    fields = (
+        MetadataField(
+            name="preview", type="boolean", description="Whether the add-on is not yet stable"
+        ),
+    )
+    assert RuleQueryConstructor(fields, {}).construct(text).filter == expected(wanted)

@@ -53,16 +53,18 @@ AUXILIARIES = frozenset(
 NAME_LEADS = frozenset(["is", "has", "can"])
 ARTICLES = frozenset(["a", "an", "the"])
 NEGATION_BEFORE = re.compile(
-    rf"(?:\b(?:{NEGATORS})\s+(?:(?:be|been|being|currently|yet|a|an|[a-z]+ly)\s+){{0,2}}"
+    rf"(?:\b(?:{NEGATORS})\s+(?:(?:be|been|being|currently|yet|still|a|an|in|[a-z]+ly)\s+){{0,2}}"
     rf"|{NEGATING_PREFIX})$",
     re.IGNORECASE,
 )
-# "that are vegetarian", "that's fully remote", "anything vegetarian", "that are still open";
+# "that are vegetarian", "that's fully remote", "anything vegetarian", "that are still open",
+# "that are still in beta" (a state one is in);
 # not a question's opening ("Is remote work better?", "what is vegetarian?").
 PREDICATE_BEFORE = re.compile(
     r"(?:\b(?!(?:what|how|why|where|when|who)\b)[a-z]+"
     r"(?:\s+(?:is|are|be|been|being|was|were)|['’](?:s|re))|\b(?:something|anything)"
-    r"|\b[a-z]+\s+(?:that|which)(?:\s+(?:can|will))?)\s+(?:(?:[a-z]+ly|still|already)\s+)?$",
+    r"|\b[a-z]+\s+(?:that|which)(?:\s+(?:can|will))?)\s+(?:(?:[a-z]+ly|still|already)\s+)?"
+    r"(?:in\s+)?$",
     re.IGNORECASE,
 )
 OWNED_BEFORE = re.compile(r"\b(?:my|our)\s+$", re.IGNORECASE)
