@@ -530,3 +530,17 @@ def test_a_one_word_boolean_is_a_state_the_documents_are_in(text: str, wanted: s
         ),
     )
     assert RuleQueryConstructor(fields, {}).construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a question that opens on a thing the documents have asks about it
+        ("When does the grooming start at weekends?", None),
+        ("What time does the last boarding slot end?", None),
+        # asked as what the documents must have, it is still a filter
+        ("which clinics do boarding?", 'eq("services", "boarding")'),
+    ],
+)
+def test_a_question_opening_on_a_thing_had_asks_about_it(text: str, wanted: str | None) -> None:
+    assert clinics().construct(text).filter == expected(wanted)

@@ -107,11 +107,11 @@ VERB_SLOT_BEFORE = re.compile(
 # "a cat['s] slow blink": a possessor, not a kind wanted.
 POSSESSIVE_AFTER = re.compile(r"['’]s\b")
 # "Cincinnati [Reds]": a capitalised word right before a capitalised value continues a name.
-# "Is parking free?", "What time is breakfast served?": the thing a question opens on is what it
-# asks about, not a wish for documents that have it.
+# "Is parking free?", "What time is breakfast served?", "When does the last tram leave?": the
+# thing a question opens on is what it asks about, not a wish for documents that have it.
 QUESTION_SUBJECT_BEFORE = re.compile(
     r"(?:^|[.!?]\s+)(?:(?:what|when|where|how|which)(?:\s+(?:time|much|long|often|late|early))?"
-    r"\s+)?(?:is|are|was|were)\s+(?:the\s+)?$",
+    r"\s+)?(?:is|are|was|were|does|do|did)\s+(?:the\s+(?:[a-z]+\s+)?)?$",
     re.IGNORECASE,
 )
 # "Electric Pump-Fed": a capitalised word right after a lowercase value written capitalised.
