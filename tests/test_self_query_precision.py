@@ -544,3 +544,22 @@ def test_a_one_word_boolean_is_a_state_the_documents_are_in(text: str, wanted: s
 )
 def test_a_question_opening_on_a_thing_had_asks_about_it(text: str, wanted: str | None) -> None:
     assert clinics().construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a phrasal verb of release makes a date a wish about the documents
+        ("what came out in the last 7 days?", 'gte("aired", "2025-06-08")'),
+        (
+            "anything brought out this year?",
+            'and(gte("aired", "2025-01-01"), lte("aired", "2025-12-31"))',
+        ),
+        # the user's own story stays no filter
+        ("I came out of a meeting in the last hour, anything good?", None),
+    ],
+)
+def test_a_phrasal_verb_of_release_scopes_a_date(text: str, wanted: str | None) -> None:
+    fields = (MetadataField(name="aired", type="date", description="Day the show aired"),)
+    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
