@@ -563,3 +563,15 @@ def test_a_phrasal_verb_of_release_scopes_a_date(text: str, wanted: str | None) 
     fields = (MetadataField(name="aired", type="date", description="Day the show aired"),)
     rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("stalls whose lease ends before the end of the month", 'lte("lease_ends", "2025-06-30")'),
+        ("leases ending by the end of next month", 'lte("lease_ends", "2025-07-31")'),
+        ("leases that end by the end of the year", 'lte("lease_ends", "2025-12-31")'),
+    ],
+)
+def test_the_end_of_a_period_is_its_last_day(text: str, wanted: str) -> None:
+    assert stalls().construct(text).filter == expected(wanted)

@@ -144,6 +144,12 @@ RELATIVE = re.compile(
     rf"(?:(?P<count>{_COUNT})\s+)?(?P<unit>day|week|month|year)s?(?!\w)",
     re.IGNORECASE,
 )
+# "before the end of the month", "by the end of next week": up to the last day of that period.
+END_OF = re.compile(
+    r"(?<!\w)(?:before|by|until|till)\s+the\s+end\s+of\s+(?:the\s+|this\s+|(?P<next>next)\s+)"
+    r"(?P<unit>week|month|year)(?!\w)",
+    re.IGNORECASE,
+)
 NAMED_DAYS = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}
 NAMED_DAY = re.compile(
     rf"(?<!\w)(?:(?P<word>{_DATE_WORDS})\s+)?(?P<day>{'|'.join(NAMED_DAYS)})(?!\w)", re.IGNORECASE
@@ -399,6 +405,13 @@ class DatePhrases:
                 said.append((match.start(), match.end(), _single(word, match["a"], today, here)))
         for match in RELATIVE.finditer(text):
             said.append((match.start(), match.end(), _relative(match, today)))
+        for match in END_OF.finditer(text):
+            unit = match["unit"].lower()
+            start = _unit_start(today, unit)
+            if match["next"]:
+                start = _unit_start(start + relativedelta(**{unit + "s": 1}), unit)
+            end = _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)
+            said.append((match.start(), match.end(), [(Comparator.LTE, end)]))
         for match in NAMED_DAY.finditer(text):
             day = today + dt.timedelta(days=NAMED_DAYS[match["day"].lower()])
             word = DATE_WORDS.get(" ".join((match["word"] or "in").lower().split()), WITHIN)
