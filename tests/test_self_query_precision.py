@@ -575,3 +575,33 @@ def test_a_phrasal_verb_of_release_scopes_a_date(text: str, wanted: str | None) 
 )
 def test_the_end_of_a_period_is_its_last_day(text: str, wanted: str) -> None:
     assert stalls().construct(text).filter == expected(wanted)
+
+
+TENTS = (
+    MetadataField(
+        name="tier", type="string", description="Range the tent is in", values=["basic", "pro"]
+    ),
+    MetadataField(
+        name="season",
+        type="string",
+        description="Season the tent is made for",
+        values=["summer", "winter"],
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # an everyday value stacked before another value and a noun for the documents
+        ("basic summer tents", 'and(eq("tier", "basic"), eq("season", "summer"))'),
+        # alone, or not before the documents' noun, it is an everyday word
+        ("what is basic summer camping?", 'eq("season", "summer")'),
+        ("the basic idea of winter tents", 'eq("season", "winter")'),
+    ],
+)
+def test_an_everyday_value_stacked_before_another_describes_the_documents(
+    text: str, wanted: str
+) -> None:
+    rules = RuleQueryConstructor(TENTS, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

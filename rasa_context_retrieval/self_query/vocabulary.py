@@ -503,6 +503,7 @@ class ValueVocabulary:
                 described = self._negated_as_described[candidate.chosen.attribute]
                 candidate.negated = bool(described and described.search(before))
         self._accept_compounds(text, candidates)
+        self._accept_stacked(text, candidates)
         for group in self._coordinated_groups(text, candidates):
             self._share_within(group)
         self._mark_each(text, candidates)
@@ -704,6 +705,28 @@ class ValueVocabulary:
             ]
             if len(topics) == 1:
                 candidate.chosen = topics[0]
+
+    def _accept_stacked(self, text: str, candidates: list[_Candidate]) -> None:
+        """An everyday value right before a chosen value of another field that a noun for the
+        documents follows describes them too: "basic car policies", "cheap summer tents"."""
+        for candidate, following in zip(candidates, candidates[1:], strict=False):
+            if candidate.chosen is not None or candidate.elsewhere or following.chosen is None:
+                continue
+            if text[candidate.end : following.start].strip():
+                continue
+            if not (
+                self._item_after.match(text, following.end)
+                or self._scope_after.match(text, following.end)
+            ):
+                continue
+            cued = [
+                sense
+                for sense in candidate.senses
+                if sense.strictness is Strictness.CUED
+                and sense.attribute != following.chosen.attribute
+            ]
+            if len(cued) == 1:
+                candidate.chosen = cued[0]
 
     def _has_own_field(self, text: str, candidate: _Candidate, sense: ValueSense) -> bool:
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
