@@ -424,6 +424,11 @@ class NumberPhrases:
             for field, source in zip(self._fields, numeric, strict=True)
             if field.monetary and (words := _charge_words(source))
         }
+        # Every word a charge may be named by, in the singular and the plural, to its singular.
+        named_by = {word for _, words in self._charges.values() for word in words} | MONEY_NOUNS
+        self._charge_forms = {
+            form: word for word in named_by for form in (word, inflection.pluralize(word))
+        }
 
     def find(
         self, text: str, taken: list[Constraint], values: Sequence[Constraint] = ()
@@ -446,7 +451,11 @@ class NumberPhrases:
         ("no foreign transaction fees" is no monthly fee)."""
         found: list[Constraint] = []
         for match in NO_CHARGE.finditer(text):
-            said = [inflection.singularize(word.lower()) for word in match["words"].split()]
+            said = []
+            for word in match["words"].split():
+                if word.lower() not in self._charge_forms:
+                    break  # no word past one that names no charge is part of its name
+                said.append(self._charge_forms[word.lower()])
             for size in range(len(said), 0, -1):
                 named = [
                     name
