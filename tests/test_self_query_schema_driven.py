@@ -143,6 +143,21 @@ def test_a_one_word_gloss_said_of_something_else_is_no_filter(text: str) -> None
     assert filter_of(SCOOTERS, SCOOTER_VALUES, text) is None
 
 
+def test_a_phrase_in_brackets_ending_a_yes_no_description_says_yes() -> None:
+    piers = (
+        MetadataField(
+            name="ramped",
+            type="boolean",
+            description="Whether a pushchair can get onto the pier without lifting (step free)",
+        ),
+    )
+    assert filter_of(piers, {}, "step-free piers") == parse_filter('eq("ramped", true)')
+    assert filter_of(piers, {}, "piers that aren't step free") == parse_filter(
+        'eq("ramped", false)'
+    )
+    assert filter_of(piers, {}, "what is the longest pier?") is None
+
+
 def test_a_gloss_written_as_a_noun_counts_in_the_plural() -> None:
     # "(0 for a studio)": "studios" names the kind of flat wanted; the singular alone does not.
     flats = (

@@ -3,7 +3,8 @@
 A schema often says what a number or a yes/no means for its documents: "Number of stops on the
 way (0 for a direct flight)", "Number of bedrooms (0 for a studio)", "Minimum age to get in (0
 for all ages)", "Automatic transmission (false = manual)", "False while the issue is still open,
-true once the fix is confirmed", "Price level from 1 (inexpensive) to 4 (very expensive)". Each
+true once the fix is confirmed", "Price level from 1 (inexpensive) to 4 (very expensive)",
+"Whether guests can get in without steps (wheelchair accessible)" (the "yes" in brackets). Each
 such gloss is a phrase for one value of the field: "direct flights" is ``stops = 0``, "a
 studio" ``bedrooms = 0``, "manual hybrids" ``automatic = false``, "open VPN tickets"
 ``resolved = false``.
@@ -49,6 +50,9 @@ ANSWER_FOR = re.compile(
     r"(?P<phrase>[a-z][a-z\s'-]*?)\s*(?=[),;.]|$)",
     re.IGNORECASE,
 )
+# "Whether guests can get in without steps (wheelchair accessible)": a phrase in brackets that
+# ends a yes/no description says the "yes" in other words.
+YES_BRACKETED = re.compile(r"\((?P<phrase>[a-z][a-z\s'-]*)\)\s*\.?\s*$", re.IGNORECASE)
 # "the issue is still open": the state said of the subject is the gloss.
 STATE_OF_SUBJECT = re.compile(
     r"^(?:the|a|an|its)\s+[a-z]+\s+(?:is|are|has\s+been|was)\s+(?:still\s+|[a-z]+ly\s+)?"
@@ -90,6 +94,9 @@ def glosses_of(field: MetadataField, item_nouns: Collection[str]) -> list[Gloss]
     else:
         for match in ANSWER_FOR.finditer(field.description):
             said.append((match["value"].lower() in ("true", "yes"), match["phrase"]))
+        bracketed = YES_BRACKETED.search(field.description)
+        if bracketed and not ANSWER_FOR.search(bracketed["phrase"]):
+            said.append((True, bracketed["phrase"]))
     glosses = []
     for value, phrase in said:
         words, noun = _gloss_words(phrase, item_nouns)
