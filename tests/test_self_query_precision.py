@@ -605,3 +605,19 @@ def test_an_everyday_value_stacked_before_another_describes_the_documents(
 ) -> None:
     rules = RuleQueryConstructor(TENTS, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+def test_the_age_of_a_thing_is_no_person_who_must_fit() -> None:
+    fields = (
+        MetadataField(
+            name="min_age", type="integer", description="Youngest age the game is for, in years"
+        ),
+        MetadataField(name="maker", type="string", description="Who makes the game"),
+    )
+    rules = RuleQueryConstructor(fields, {"maker": frozenset(["Ravensburger"])})
+    assert rules.construct("games for my 3 year old").filter == expected('lte("min_age", 3)')
+    # an age said of a noun for the documents or of a value is the thing's age
+    assert rules.construct("are my 5 year old games still sold?").filter is None
+    assert rules.construct("my 10-year-old Ravensburger box is missing a piece").filter == (
+        expected('eq("maker", "Ravensburger")')
+    )

@@ -418,6 +418,7 @@ class NumberPhrases:
         self._only_monetary = monetary[0] if len(monetary) == 1 else None
         items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
         self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
+        self._item_after = re.compile(rf"[\s-]+(?:{items})(?!\w)", re.IGNORECASE)
         self._count_of_field = _count_of_field(numeric)
         self._charges = {
             field.name: (field.integer, words)
@@ -441,8 +442,18 @@ class NumberPhrases:
         for said in self._said(text):
             if overlaps_any(said.start, said.end, taken + found):
                 continue
+            if said.party and said.counted == AGE_CUE and self._ages_a_thing(text, said, values):
+                continue
             found.extend(self._constraints(text, said, values))
         return found
+
+    def _ages_a_thing(self, text: str, said: _Said, values: Sequence[Constraint]) -> bool:
+        """ "a 3 year old laptop", "my 10-year-old Volvo": an age of a thing (a noun for the
+        documents or a value right after it), not of a person who must fit."""
+        if self._item_after.match(text, said.end):
+            return True
+        gap = len(text[said.end :]) - len(text[said.end :].lstrip(" -"))
+        return any(value.start == said.end + gap for value in values)
 
     def _no_charge(self, text: str, taken: list[Constraint]) -> list[Constraint]:
         """ "with no monthly fee", "without a monthly charge", "no excess at all": an amount of
