@@ -621,3 +621,22 @@ def test_the_age_of_a_thing_is_no_person_who_must_fit() -> None:
     assert rules.construct("my 10-year-old Ravensburger box is missing a piece").filter == (
         expected('eq("maker", "Ravensburger")')
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # the field's name between the comparison and its number
+        ("hostels above comfort level 2", 'gt("comfort_level", 2)'),
+        ("nothing above comfort level 3", 'lte("comfort_level", 3)'),
+        ("at least level 4", 'gte("comfort_level", 4)'),
+        # words that are no field's name leave the number to the usual cues
+        ("above the 3 hostels", None),
+    ],
+)
+def test_a_comparison_may_name_its_field_before_the_number(text: str, wanted: str | None) -> None:
+    fields = (
+        MetadataField(name="comfort_level", type="integer", description="From 1 (basic) to 5"),
+        MetadataField(name="beds", type="integer", description="Number of beds"),
+    )
+    assert RuleQueryConstructor(fields, {}).construct(text).filter == expected(wanted)

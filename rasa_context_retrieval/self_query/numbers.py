@@ -180,6 +180,13 @@ PREFIX = re.compile(
     rf"(?<!\w)(?P<comparator>{_phrases(list(PREFIX_COMPARATORS))})\s*(?:an?\s+)?{_amount('n')}",
     re.IGNORECASE,
 )
+# "above price level 2", "at least level 3": a comparison with the field's name between it and
+# the number.
+NAMED_PREFIX = re.compile(
+    rf"(?<!\w)(?P<comparator>{_phrases(list(PREFIX_COMPARATORS))})\s+"
+    rf"(?P<named>[a-z]+(?:[\s_-]+[a-z]+)?)\s+{_amount('n')}",
+    re.IGNORECASE,
+)
 POSTFIX = re.compile(
     rf"{_amount('n')}\s*(?:(?P<noun>[a-z]+)\s+)??"
     r"(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper|shorter|smaller"
@@ -503,6 +510,11 @@ class NumberPhrases:
             plain = phrase in PLAIN_AMOUNT_COMPARATORS
             currency = _has_currency(match, "n")
             said.append(_Said(bounds, match.start(), match.end(), currency, cue, plain))
+        for match in NAMED_PREFIX.finditer(text):
+            phrase = " ".join(match["comparator"].lower().split())
+            bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
+            named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
+            said.append(_Said(bounds, match.start(), match.end(), False, counted=named, named=True))
         for match in POSTFIX.finditer(text):
             comparator = Comparator.LTE if match["at_most"] else Comparator.GTE
             bounds = ((comparator, match["n"]),)
@@ -641,8 +653,9 @@ class NumberPhrases:
         return self._best_field(cues, unit, kind), end, unit
 
     def _named(self, said: _Said) -> tuple[NumericField | None, int, None]:
-        """ "4-star hotels": the one field whose name holds the word."""
-        named = [field for field in self._fields if said.counted in field.name_words]
+        """ "4-star hotels", "above price level 2": the one field whose name holds the words."""
+        words = set((said.counted or "").split())
+        named = [field for field in self._fields if words and words <= field.name_words]
         return (named[0] if len(named) == 1 else None), said.end, None
 
     def _best_field(
