@@ -640,3 +640,20 @@ def test_a_comparison_may_name_its_field_before_the_number(text: str, wanted: st
         MetadataField(name="beds", type="integer", description="Number of beds"),
     )
     assert RuleQueryConstructor(fields, {}).construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a year compared as old or new is the documents' year in a message about anything
+        ("anything older than 2015?", 'lt("first_let_year", 2015)'),
+        (
+            "under 20 square metres, 2018 or newer",
+            'and(lt("size_m2", 20), gte("first_let_year", 2018))',
+        ),
+        # a year said plainly still needs a message about the documents
+        ("what happened in 2015?", None),
+    ],
+)
+def test_a_year_compared_as_old_or_new_needs_no_other_scope(text: str, wanted: str | None) -> None:
+    assert allotments().construct(text).filter == expected(wanted)
