@@ -657,3 +657,23 @@ def test_a_comparison_may_name_its_field_before_the_number(text: str, wanted: st
 )
 def test_a_year_compared_as_old_or_new_needs_no_other_scope(text: str, wanted: str | None) -> None:
     assert allotments().construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # a message that opens on a plural noun and a date word asks for things of that time,
+        # even when the schema never names those things
+        ("shows in 2026", 'and(gte("aired", "2026-01-01"), lte("aired", "2026-12-31"))'),
+        ("gigs since March 2024", 'gte("aired", "2024-03-01")'),
+        # a date said in passing still is no filter
+        ("what happened in 2026?", None),
+        ("my parents met in 2016", None),
+    ],
+)
+def test_a_message_opening_on_things_and_a_date_asks_for_things_of_that_time(
+    text: str, wanted: str | None
+) -> None:
+    fields = (MetadataField(name="aired", type="date", description="Day it first aired"),)
+    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

@@ -75,6 +75,13 @@ COMPARATOR_ORDER = {
         ]
     )
 }
+# "concerts between 1 and 15 August", "gigs in 2026": a message that opens on a plural noun and
+# a date word names the things it asks for and when, as a search box query does.
+ASKED_FOR_FIRST = re.compile(
+    r"^\s*(?:any\s+|all\s+)?[a-z]{3,}s\s+(?:in|on|from|after|before|since|between|during|for)\s"
+    r"|^\s*(?:any\s+|all\s+)?[a-z]{3,}s\s+(?:older|newer)\s+than\s",
+    re.IGNORECASE,
+)
 LEFTOVER_SPACE = re.compile(r"\s+")
 SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([?.!,;:])")
 DANGLING_EDGES = re.compile(r"^[\s,;:\-]+|[\s,;:\-]+$")
@@ -144,8 +151,9 @@ class RuleQueryConstructor:
         glossed = self._glosses.find(scanned, [], phrases_only=True)
         values = self._values.find(scanned, glossed)
         year_named = self._years.is_named(scanned)
-        found = self._dates.find(scanned, scoped=bool(values), year_field_named=year_named)
-        found += self._years.find(scanned, found, scoped=bool(values), values=values)
+        scoped = bool(values) or bool(ASKED_FOR_FIRST.match(scanned))
+        found = self._dates.find(scanned, scoped=scoped, year_field_named=year_named)
+        found += self._years.find(scanned, found, scoped=scoped, values=values)
         found += self._numbers.find(scanned, found + glossed, values)
         # Values are read again only around what the other kinds took; else the first reading holds.
         found += self._values.find(scanned, found + glossed) if found else values
