@@ -155,6 +155,18 @@ class BooleanPhrases:
         hint = "|".join(sorted(map(re.escape, starts)))
         self._described_hint = re.compile(rf"(?<!\w)(?:{hint})", re.I) if starts else None
         self._item_after = item_after(item_nouns)
+        self._described_any = any(len(field.described_all) > 1 for field in self._fields)
+
+    def without_described_values(self, text: str, found: list[Constraint]) -> list[Constraint]:
+        """``found`` without the values said as a yes/no field's subject ("100% renewable
+        electricity", see ``qualifies_as_described``)."""
+        if not self._described_any:
+            return found
+        return [
+            c
+            for c in found
+            if not (isinstance(c.value, str) and self.qualifies_as_described(text, c.end))
+        ]
 
     def qualifies_as_described(self, text: str, end: int) -> bool:
         """Whether the word ending at ``text[end]`` and the word right before it are both

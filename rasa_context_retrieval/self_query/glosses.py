@@ -141,20 +141,19 @@ class GlossPhrases:
         describes_documents: Callable[[str, str, int, list[Constraint]], bool],
         negated: Callable[[str], bool],
     ) -> None:
-        self._glosses = [gloss for field in fields for gloss in glosses_of(field, item_nouns)]
+        glosses = [gloss for field in fields for gloss in glosses_of(field, item_nouns)]
+        self._phrases = [gloss for gloss in glosses if not gloss.single]
+        self._words = [gloss for gloss in glosses if gloss.single]
         self._describes_documents = describes_documents
         self._negated = negated
 
-    def find(
-        self, text: str, taken: list[Constraint], *, phrases_only: bool = False
-    ) -> list[Constraint]:
-        """One condition per field whose gloss is said, unless its words are taken;
-        ``phrases_only``: only glosses of several words, which are read before the values, so
-        that a value inside one ("fixed" in "no fixed term") does not take its words."""
+    def find(self, text: str, taken: list[Constraint], *, phrases: bool) -> list[Constraint]:
+        """One condition per field whose gloss is said, unless its words are taken; ``phrases``:
+        the glosses of several words, which are read before the values, so that a value inside
+        one ("fixed" in "no fixed term") does not take its words; else the one-word glosses,
+        which lean on the values around them."""
         found: list[Constraint] = []
-        for gloss in self._glosses:
-            if phrases_only and gloss.single:
-                continue
+        for gloss in self._phrases if phrases else self._words:
             if any(constraint.attribute == gloss.attribute for constraint in taken + found):
                 continue
             constraint = self._said(text, gloss, taken + found)

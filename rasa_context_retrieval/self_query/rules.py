@@ -148,7 +148,7 @@ class RuleQueryConstructor:
         """Every condition found in ``text``, with the span of words that said it."""
         scanned = text[:MAX_SCANNED_CHARS]
         # A gloss of several words is the schema's own phrase: its words are no value's.
-        glossed = self._glosses.find(scanned, [], phrases_only=True)
+        glossed = self._glosses.find(scanned, [], phrases=True)
         values = self._values.find(scanned, glossed)
         year_named = self._years.is_named(scanned)
         scoped = bool(values) or bool(ASKED_FOR_FIRST.match(scanned))
@@ -158,16 +158,9 @@ class RuleQueryConstructor:
         # Values are read again only around what the other kinds took; else the first reading holds.
         found += self._values.find(scanned, found + glossed) if found else values
         found += glossed
-        found += self._glosses.find(scanned, found)
+        found += self._glosses.find(scanned, found, phrases=False)
         found += self._booleans.find(scanned, found)
-        # "100% renewable electricity": a value qualified as a yes/no field describes itself.
-        found = [
-            c
-            for c in found
-            if not (
-                isinstance(c.value, str) and self._booleans.qualifies_as_described(scanned, c.end)
-            )
-        ]
+        found = self._booleans.without_described_values(scanned, found)
         found = bind_negations(scanned, found)
         return [c for c in found if not told_as_personal_past(scanned, c.start)]
 

@@ -67,6 +67,7 @@ LATER, EARLIER = open_ended(_YEAR, before=r"(?<!\w)")
 SINGLE = re.compile(
     rf"(?<!\w)(?P<word>{_WORDS})\s+{_FILLER}(?P<a>{_YEAR})(?!\w){OPEN_ENDED_AFTER}", re.IGNORECASE
 )
+ANY_YEAR = re.compile(rf"(?<!\d){_YEAR}(?!\d)")
 COMPARED = re.compile(
     rf"(?<!\w)(?P<word>older\s+than|newer\s+than)\s+{_FILLER}(?P<a>{_YEAR})(?!\w)", re.IGNORECASE
 )
@@ -161,6 +162,8 @@ class YearPhrases:
         """ "older than 2010", "2018 or newer": a year compared as old or new is the documents'
         year in a message about anything (a story says "in 2010", not "newer than 2010")."""
         said: list[Said] = []
+        if not ANY_YEAR.search(text):
+            return said
         for pattern, comparator in ((LATER, Comparator.GTE), (EARLIER, Comparator.LTE)):
             for match in pattern.finditer(text):
                 said.append((match.start(), match.end(), [(comparator, int(match["a"]))]))
