@@ -41,6 +41,7 @@ TUNING_SETS = (
     "self_query_holdout.yaml",
     "self_query_holdout2.yaml",
     "self_query_holdout3.yaml",
+    "self_query_holdout4.yaml",
 )
 SAMPLES = 6
 TOP_ATOMS = 6

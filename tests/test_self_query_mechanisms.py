@@ -211,7 +211,11 @@ def test_years_in_the_plural_make_a_duration_field() -> None:
     rules = RuleQueryConstructor([experience], {}, today=lambda: TODAY)
     said = rules.construct("roles needing at least 5 years of experience")
     assert said.filter == expected('gte("experience", 5)')
-    assert rules.construct("roles needing at least 60 months of experience").filter is None
+    # twelve months make a year; a part of a year on a field of whole years is no filter
+    assert rules.construct("roles needing at least 60 months of experience").filter == expected(
+        'gte("experience", 5)'
+    )
+    assert rules.construct("roles needing at least 18 months of experience").filter is None
 
 
 def test_a_calendar_year_field_is_no_duration() -> None:
@@ -369,6 +373,14 @@ def test_a_participle_with_the_object_of_its_verb_is_no_state(
         ("the top 3 guitars", 3),
         ("the first 2 results please", 2),
         ("best five under 500 euros", 5),
+        # a count asked for with a verb of showing, whatever follows it
+        ("show me two second-hand cellos", 2),
+        ("refurbished ones under 300 euros, show me three", 3),
+        ("give me 4 options", 4),
+        ("two suggestions please", 2),
+        # not a count of something else, nor a quantity
+        ("show me 2 of them", None),
+        ("show me 10 minutes of practice tips", None),
     ],
 )
 def test_a_rank_counts_documents_only(text: str, limit: int | None) -> None:

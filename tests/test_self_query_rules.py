@@ -101,7 +101,8 @@ PHRASINGS: list[tuple[str, str | None]] = [
         "changes from January to March 2025",
         'and(gte("updated", "2025-01-01"), lte("updated", "2025-03-31"))',
     ),
-    ("what's new this year", 'gte("updated", "2025-01-01")'),
+    # "this year" is the whole year, as "in 2025" is
+    ("what's new this year", 'and(gte("updated", "2025-01-01"), lte("updated", "2025-12-31"))'),
     ("updates in the last 6 months", 'gte("updated", "2024-12-15")'),
     ("release notes since 2023-05-10", 'gte("updated", "2023-05-10")'),
     ("articles updated 2024 or later", 'gte("updated", "2024-01-01")'),

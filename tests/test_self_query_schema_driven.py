@@ -143,6 +143,21 @@ def test_a_one_word_gloss_said_of_something_else_is_no_filter(text: str) -> None
     assert filter_of(SCOOTERS, SCOOTER_VALUES, text) is None
 
 
+def test_a_phrase_in_brackets_ending_a_yes_no_description_says_yes() -> None:
+    piers = (
+        MetadataField(
+            name="ramped",
+            type="boolean",
+            description="Whether a pushchair can get onto the pier without lifting (step free)",
+        ),
+    )
+    assert filter_of(piers, {}, "step-free piers") == parse_filter('eq("ramped", true)')
+    assert filter_of(piers, {}, "piers that aren't step free") == parse_filter(
+        'eq("ramped", false)'
+    )
+    assert filter_of(piers, {}, "what is the longest pier?") is None
+
+
 def test_a_gloss_written_as_a_noun_counts_in_the_plural() -> None:
     # "(0 for a studio)": "studios" names the kind of flat wanted; the singular alone does not.
     flats = (
@@ -150,6 +165,35 @@ def test_a_gloss_written_as_a_noun_counts_in_the_plural() -> None:
     )
     assert filter_of(flats, {}, "any studios near the park?") == parse_filter('eq("bedrooms", 0)')
     assert filter_of(flats, {}, "is a studio worth it?") is None
+
+
+GYMS = (
+    MetadataField(
+        name="plan",
+        type="string",
+        description="How the membership is paid",
+        values=["fixed", "rolling"],
+    ),
+    MetadataField(
+        name="commitment_months",
+        type="integer",
+        description="Months the member signs up for (0 when the membership has no fixed term)",
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # "(0 when the membership has no fixed term)": what the subject has is the gloss, and
+        # the value "fixed" inside it is no value of its own
+        ("memberships with no fixed term", 'eq("commitment_months", 0)'),
+        ("fixed memberships", 'eq("plan", "fixed")'),
+        ("rolling memberships", 'eq("plan", "rolling")'),
+    ],
+)
+def test_a_gloss_of_several_words_takes_its_words_before_a_value(text: str, expected: str) -> None:
+    assert filter_of(GYMS, {}, text) == parse_filter(expected)
 
 
 WORKSHOPS = (
@@ -282,6 +326,23 @@ def test_the_noun_a_description_is_about_anchors_an_everyday_value() -> None:
         'eq("carriage", "standard")'
     )
     assert filter_of(trains, {}, "what is standard for luggage?") is None
+
+
+def test_the_nouns_a_kind_is_a_kind_of_anchor_an_everyday_value() -> None:
+    # "Kind of phone contract": "home phone", "a work contract" name the field after the value
+    contracts = (
+        MetadataField(
+            name="plan",
+            type="string",
+            description="Kind of phone contract",
+            values=["home", "work", "free"],
+        ),
+    )
+    assert filter_of(contracts, {}, "home phone deals") == parse_filter('eq("plan", "home")')
+    assert filter_of(contracts, {}, "anything but a work contract") == parse_filter(
+        'ne("plan", "work")'
+    )
+    assert filter_of(contracts, {}, "I work from home, which deals?") is None
 
 
 TRAILS = (

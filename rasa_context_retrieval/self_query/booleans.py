@@ -53,16 +53,18 @@ AUXILIARIES = frozenset(
 NAME_LEADS = frozenset(["is", "has", "can"])
 ARTICLES = frozenset(["a", "an", "the"])
 NEGATION_BEFORE = re.compile(
-    rf"(?:\b(?:{NEGATORS})\s+(?:(?:be|been|being|currently|yet|a|an|[a-z]+ly)\s+){{0,2}}"
+    rf"(?:\b(?:{NEGATORS})\s+(?:(?:be|been|being|currently|yet|still|a|an|in|[a-z]+ly)\s+){{0,2}}"
     rf"|{NEGATING_PREFIX})$",
     re.IGNORECASE,
 )
-# "that are vegetarian", "that's fully remote", "anything vegetarian", "that are still open";
+# "that are vegetarian", "that's fully remote", "anything vegetarian", "that are still open",
+# "that are still in beta" (a state one is in);
 # not a question's opening ("Is remote work better?", "what is vegetarian?").
 PREDICATE_BEFORE = re.compile(
     r"(?:\b(?!(?:what|how|why|where|when|who)\b)[a-z]+"
     r"(?:\s+(?:is|are|be|been|being|was|were)|['’](?:s|re))|\b(?:something|anything)"
-    r"|\b[a-z]+\s+(?:that|which)(?:\s+(?:can|will))?)\s+(?:(?:[a-z]+ly|still|already)\s+)?$",
+    r"|\b[a-z]+\s+(?:that|which)(?:\s+(?:can|will))?)\s+(?:(?:[a-z]+ly|still|already)\s+)?"
+    r"(?:in\s+)?$",
     re.IGNORECASE,
 )
 OWNED_BEFORE = re.compile(r"\b(?:my|our)\s+$", re.IGNORECASE)
@@ -97,6 +99,7 @@ DESCRIPTION_STOPWORDS = (
 NEGATION_WORDS = frozenset(["no", "not", "never", "without", "non"])
 NEGATOR = re.compile(rf"\b(?:{NEGATORS})\b", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(r"[,.;:!?()]")
+LAST_TWO_WORDS = re.compile(r"\b([a-z]{3,})\s+([a-z]{3,})$", re.IGNORECASE)
 _STEMMER = Stemmer.Stemmer("english")
 # "foldable" -> "fold", "washable" -> "wash": a name that says what can be done with the item.
 ABLE_SUFFIX = re.compile(r"(?:able|ible)$")
@@ -136,6 +139,8 @@ class _BooleanField:
     """"out of stock" for an "in stock" field."""
     described: frozenset[str]
     """The stems of the description's content words, said in any order; empty: unused."""
+    described_all: frozenset[str] = frozenset()
+    """The stems of all the content words of the description's clause, however many."""
 
 
 class BooleanPhrases:
@@ -150,6 +155,29 @@ class BooleanPhrases:
         hint = "|".join(sorted(map(re.escape, starts)))
         self._described_hint = re.compile(rf"(?<!\w)(?:{hint})", re.I) if starts else None
         self._item_after = item_after(item_nouns)
+        self._described_any = any(len(field.described_all) > 1 for field in self._fields)
+
+    def without_described_values(self, text: str, found: list[Constraint]) -> list[Constraint]:
+        """``found`` without the values said as a yes/no field's subject ("100% renewable
+        electricity", see ``qualifies_as_described``)."""
+        if not self._described_any:
+            return found
+        return [
+            c
+            for c in found
+            if not (isinstance(c.value, str) and self.qualifies_as_described(text, c.end))
+        ]
+
+    def qualifies_as_described(self, text: str, end: int) -> bool:
+        """Whether the word ending at ``text[end]`` and the word right before it are both
+        content words of one boolean field's description: "100% renewable electricity" for
+        "Whether all the electricity on the tariff comes from renewable sources" speaks of the
+        yes/no property, so "electricity" there is no value of another field."""
+        said = LAST_TWO_WORDS.search(text, max(0, end - 2 * LOOKBEHIND_CHARS), end)
+        if said is None:
+            return False
+        stems = set(_STEMMER.stemWords([said[1].lower(), said[2].lower()]))
+        return len(stems) == 2 and any(stems <= field.described_all for field in self._fields)
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
         """Boolean conditions; ``taken`` are the conditions found so far (values included)."""
@@ -259,6 +287,7 @@ def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
         _alternatives(words, UN_PREFIX),
         denied,
         _described_stems(field, item_stems),
+        _content_stems(field, item_stems),
     )
 
 
@@ -268,9 +297,14 @@ def _described_stems(field: MetadataField, item_stems: frozenset[str]) -> frozen
     words = WORD.findall(CLAUSE_END.split(field.description.strip())[0].lower())
     if NEGATION_WORDS.intersection(words):
         return frozenset()
-    content = [word for word in words if word not in DESCRIPTION_STOPWORDS]
-    stems = frozenset(_STEMMER.stemWords(content)) - item_stems
+    stems = _content_stems(field, item_stems)
     return stems if MIN_DESCRIBED_WORDS <= len(stems) <= MAX_DESCRIBED_WORDS else frozenset()
+
+
+def _content_stems(field: MetadataField, item_stems: frozenset[str]) -> frozenset[str]:
+    words = WORD.findall(CLAUSE_END.split(field.description.strip())[0].lower())
+    content = [word for word in words if word not in DESCRIPTION_STOPWORDS]
+    return frozenset(_STEMMER.stemWords(content)) - item_stems
 
 
 def _stemmed_words(text: str) -> list[tuple[str, int, int]]:

@@ -144,6 +144,12 @@ RELATIVE = re.compile(
     rf"(?:(?P<count>{_COUNT})\s+)?(?P<unit>day|week|month|year)s?(?!\w)",
     re.IGNORECASE,
 )
+# "before the end of the month", "by the end of next week": up to the last day of that period.
+END_OF = re.compile(
+    r"(?<!\w)(?:before|by|until|till)\s+the\s+end\s+of\s+(?:the\s+|this\s+|(?P<next>next)\s+)"
+    r"(?P<unit>week|month|year)(?!\w)",
+    re.IGNORECASE,
+)
 NAMED_DAYS = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}
 NAMED_DAY = re.compile(
     rf"(?<!\w)(?:(?P<word>{_DATE_WORDS})\s+)?(?P<day>{'|'.join(NAMED_DAYS)})(?!\w)", re.IGNORECASE
@@ -167,6 +173,20 @@ RECORDED_WORDS = re.compile(
     r"|uploaded|changed|edited|issued|written|sold|joined|founded|born|last\s+\w+ed)\b",
     re.IGNORECASE,
 )
+# The message itself may say which way a month or day without a year lies, and then it wins
+# over the field's direction: "since" reaches back from today, a finite verb in the past ("took
+# effect on 1 June", "went on sale in April", "was cancelled in March") tells of a day gone,
+# "will" or "going to" of one to come. Regular "-ed" forms are left out: a participle says
+# nothing of when ("concerts scheduled for March").
+TOLD_GONE = re.compile(
+    r"\b(?:since|was|were|did|had|took|went|came|began|became|gave|saw|wrote|ran|rode"
+    r"|drove|flew|grew|knew|threw|fell|ate|drank|swam|sang|chose|got)\b",
+    re.IGNORECASE,
+)
+TOLD_COMING = re.compile(r"\b(?:will|going\s+to|shall)\b|['’]ll\b", re.IGNORECASE)
+# How far back in the clause before a date such a word still speaks of it.
+TOLD_LOOKBEHIND_CHARS = 40
+CLAUSE_END = re.compile(r"[,.;:!?]|\b(?:and|but|or|because|while)\b", re.IGNORECASE)
 WORD = re.compile(r"[a-z]+")
 PARTICIPLE = re.compile(r"\b[a-z]{3,}ed\b", re.IGNORECASE)
 ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -274,9 +294,17 @@ class DatePhrases:
     """Finds date conditions and assigns them to the schema's date field."""
 
     def __init__(
-        self, fields: Sequence[MetadataField], today: Clock, item_nouns: Collection[str] = ()
+        self,
+        fields: Sequence[MetadataField],
+        today: Clock,
+        item_nouns: Collection[str] = (),
+        *,
+        year_field: bool = False,
     ) -> None:
+        """``year_field``: the schema also has an integer field of calendar years, which a year
+        said alone belongs to unless a date field is named."""
         self._date_fields = [field.name for field in fields if field.type == "date"]
+        self._year_field = year_field
         self._ahead = frozenset(
             field.name for field in fields if field.type == "date" and looks_ahead(field)
         )
@@ -309,8 +337,14 @@ class DatePhrases:
         # month about that thing, not about when a record was made: no date of records then,
         # unless the year is said. A date of things that take place is what such a month asks.
         about_records = not ahead and not self._scope.search(text)
+        # A year with no month ("before 2021") is what an integer year field holds; a date
+        # field takes it only when the message names that date field.
+        years_elsewhere = self._year_field and self._attribute(text, only_if_named=True) is None
         for start, end, conditions in self._conditions(text, today, ahead):
             if about_records and not YEAR_IN.search(text, start, end):
+                continue
+            if years_elsewhere and _only_a_year(text[start:end]):
+                claimed.append((start, end))
                 continue
             # A phrase read as a date claims its words even when it makes no condition
             # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
@@ -344,10 +378,12 @@ class DatePhrases:
         said = []
         for match in RANGE.finditer(text):
             low, high = ("a", "b") if match["a"] else ("c", "d")
-            said.append((match.start(), match.end(), _range(match[low], match[high], today, ahead)))
+            here = told_ahead(text, match.start(), ahead)
+            said.append((match.start(), match.end(), _range(match[low], match[high], today, here)))
         for match in DAY_SPAN.finditer(text):
             first = DAY_OF_MONTH.sub(match["first"], match["b"], count=1)
-            said.append((match.start(), match.end(), _range(first, match["b"], today, ahead)))
+            here = told_ahead(text, match.start(), ahead)
+            said.append((match.start(), match.end(), _range(first, match["b"], today, here)))
         bare = BARE.finditer(text) if ANY_MONTH.search(text) else ()
         for match in [*SINGLE.finditer(text), *bare]:
             said_word = " ".join((match.groupdict().get("word") or "").lower().split())
@@ -357,19 +393,47 @@ class DatePhrases:
             word = DATE_WORDS.get(said_word, WITHIN)
             negated = NEGATED.search(text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()])
             starting = said_word == "from"
-            ahead_here = ahead if which is None else which == COMING
+            if which is not None:
+                ahead_here = which == COMING
+            else:
+                ahead_here = said_word != "since" and told_ahead(text, match.start(), ahead)
             conditions = [] if negated else _single(word, match["a"], today, ahead_here, starting)
             said.append((match.start(), match.end(), conditions))
         for pattern, word in ((LATER, FROM_START), (EARLIER, UNTIL_END)):
             for match in pattern.finditer(text):
-                said.append((match.start(), match.end(), _single(word, match["a"], today, ahead)))
+                here = told_ahead(text, match.start(), ahead)
+                said.append((match.start(), match.end(), _single(word, match["a"], today, here)))
         for match in RELATIVE.finditer(text):
-            said.append((match.start(), match.end(), _relative(match, today, ahead)))
+            said.append((match.start(), match.end(), _relative(match, today)))
+        for match in END_OF.finditer(text):
+            unit = match["unit"].lower()
+            start = _unit_start(today, unit)
+            if match["next"]:
+                start = _unit_start(start + relativedelta(**{unit + "s": 1}), unit)
+            end = _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)
+            said.append((match.start(), match.end(), [(Comparator.LTE, end)]))
         for match in NAMED_DAY.finditer(text):
             day = today + dt.timedelta(days=NAMED_DAYS[match["day"].lower()])
             word = DATE_WORDS.get(" ".join((match["word"] or "in").lower().split()), WITHIN)
             said.append((match.start(), match.end(), _bounds(word, (day, day))))
         return sorted(said, key=lambda condition: (condition[0], -condition[1]))
+
+
+def told_ahead(text: str, start: int, ahead: bool) -> bool:
+    """Whether a month or day without a year said at ``text[start]`` is the coming one: as the
+    clause before it tells ("since", "took effect", "will"), else as its field looks."""
+    before = text[max(0, start - TOLD_LOOKBEHIND_CHARS) : start]
+    clause = CLAUSE_END.split(before)[-1]
+    if TOLD_GONE.search(clause):
+        return False
+    if TOLD_COMING.search(clause):
+        return True
+    return ahead
+
+
+def _only_a_year(text: str) -> bool:
+    """Whether a date phrase names years and no month or day ("before 2021", "in 2019")."""
+    return bool(YEAR_IN.search(text)) and not ANY_MONTH.search(text) and not ISO_MONTH.search(text)
 
 
 def _is_day(text: str) -> bool:
@@ -429,9 +493,9 @@ def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[B
     return [(Comparator.GTE, low_period[0]), (Comparator.LTE, high_period[1])]
 
 
-def _relative(match: re.Match[str], today: dt.date, ahead: bool = False) -> list[Bound]:
-    """ "the last 6 months", "last year", "this week"; ahead, for things that take place, also
-    "this month" as a whole, "next week" and "the next 3 days"."""
+def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
+    """ "the last 6 months", "last year", "this week" (the whole week, as a named period is);
+    "next week" and "the next 3 days"."""
     unit = match["unit"].lower()
     which = match["which"].lower()
     count = (match["count"] or "").lower()
@@ -439,13 +503,9 @@ def _relative(match: re.Match[str], today: dt.date, ahead: bool = False) -> list
     one = relativedelta(**{unit + "s": 1})
     if which in ("this", "current"):
         start = _unit_start(today, unit)
-        if ahead and word == WITHIN:
+        if word == WITHIN:  # the whole period, as "in 2025" or "in June" is
             return _bounds(word, (start, _unit_start(today + one, unit) - dt.timedelta(days=1)))
-        return (
-            [(Comparator.GTE, start)]
-            if word in (WITHIN, FROM_START)
-            else _bounds(word, (start, today))
-        )
+        return [(Comparator.GTE, start)] if word == FROM_START else _bounds(word, (start, today))
     if which in ("next", "coming", "upcoming"):
         if count:
             amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)

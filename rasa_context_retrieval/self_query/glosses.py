@@ -3,12 +3,16 @@
 A schema often says what a number or a yes/no means for its documents: "Number of stops on the
 way (0 for a direct flight)", "Number of bedrooms (0 for a studio)", "Minimum age to get in (0
 for all ages)", "Automatic transmission (false = manual)", "False while the issue is still open,
-true once the fix is confirmed", "Price level from 1 (inexpensive) to 4 (very expensive)". Each
+true once the fix is confirmed", "Price level from 1 (inexpensive) to 4 (very expensive)",
+"Whether guests can get in without steps (wheelchair accessible)" (the "yes" in brackets). Each
 such gloss is a phrase for one value of the field: "direct flights" is ``stops = 0``, "a
 studio" ``bedrooms = 0``, "manual hybrids" ``automatic = false``, "open VPN tickets"
 ``resolved = false``.
 
-A gloss of two words or more ("all ages", "very expensive") counts wherever it is said. A single
+A gloss may be a clause of what the documents have: "(0 when the tariff has no fixed term)" is
+"no fixed term". A gloss of two words or more ("all ages", "very expensive", "no fixed term")
+counts wherever it is said, and is read before the values, so that a value inside it ("fixed")
+does not take its words. A single
 word ("direct", "open", "manual") is an everyday word, so it counts, like a one-word boolean
 name (see ``booleans``), only where it describes the documents ("direct flights", "open VPN
 tickets", "tickets that are still open"), said in the plural as the kind of thing wanted
@@ -29,9 +33,11 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 
-# "(0 for a direct flight)", "0 = none", "-1 means unlimited": a number, then what it stands for.
+# "(0 for a direct flight)", "0 = none", "-1 means unlimited", "(0 when the tariff has no fixed
+# term)": a number, then what it stands for.
 NUMBER_FOR = re.compile(
-    r"(?<![\w.-])(?P<value>\d+)\s*(?:for|=|:|means)\s+(?P<phrase>[a-z][a-z\s'-]*?)\s*(?=[),;.]|$)",
+    r"(?<![\w.-])(?P<value>\d+)\s*(?:for|=|:|means|when|if)\s+"
+    r"(?P<phrase>[a-z][a-z\s'-]*?)\s*(?=[),;.]|$)",
     re.IGNORECASE,
 )
 # "from 1 (inexpensive) to 4 (very expensive)": a number and its word in brackets.
@@ -44,11 +50,16 @@ ANSWER_FOR = re.compile(
     r"(?P<phrase>[a-z][a-z\s'-]*?)\s*(?=[),;.]|$)",
     re.IGNORECASE,
 )
+# "Whether guests can get in without steps (wheelchair accessible)": a phrase in brackets that
+# ends a yes/no description says the "yes" in other words.
+YES_BRACKETED = re.compile(r"\((?P<phrase>[a-z][a-z\s'-]*)\)\s*\.?\s*$", re.IGNORECASE)
 # "the issue is still open": the state said of the subject is the gloss.
 STATE_OF_SUBJECT = re.compile(
     r"^(?:the|a|an|its)\s+[a-z]+\s+(?:is|are|has\s+been|was)\s+(?:still\s+|[a-z]+ly\s+)?"
     r"(?P<state>[a-z-]+)$"
 )
+# "the tariff has no fixed term": what the subject has is the gloss ("no fixed term").
+HAD_BY_SUBJECT = re.compile(r"^(?:the|a|an|its)\s+[a-z]+\s+(?:has|have)\s+(?P<had>.+)$")
 ARTICLES = frozenset(["a", "an"])
 LEADING_WORDS = frozenset(["a", "an", "the", "any"])
 MAX_GLOSS_WORDS = 3
@@ -83,6 +94,9 @@ def glosses_of(field: MetadataField, item_nouns: Collection[str]) -> list[Gloss]
     else:
         for match in ANSWER_FOR.finditer(field.description):
             said.append((match["value"].lower() in ("true", "yes"), match["phrase"]))
+        bracketed = YES_BRACKETED.search(field.description)
+        if bracketed and not ANSWER_FOR.search(bracketed["phrase"]):
+            said.append((True, bracketed["phrase"]))
     glosses = []
     for value, phrase in said:
         words, noun = _gloss_words(phrase, item_nouns)
@@ -94,13 +108,16 @@ def glosses_of(field: MetadataField, item_nouns: Collection[str]) -> list[Gloss]
 def _gloss_words(phrase: str, item_nouns: Collection[str]) -> tuple[list[str], bool]:
     lowered = " ".join(phrase.lower().split())
     state = STATE_OF_SUBJECT.match(lowered)
+    had = HAD_BY_SUBJECT.match(lowered)
+    lowered = had["had"] if had else lowered
     words = [state["state"]] if state else re.findall(r"[a-z]+(?:['-][a-z]+)*", lowered)
     noun = bool(words) and words[0] in ARTICLES
     while words and words[0] in LEADING_WORDS:
         words = words[1:]
     while len(words) > 1 and words[-1] in item_nouns:
         words, noun = words[:-1], False  # "a direct flight": "direct", an adjective
-    if not words or len(words) > MAX_GLOSS_WORDS or len(words[0]) < MIN_WORD_CHARS:
+    content = words[1:] if words[:1] == ["no"] else words  # "no fixed term"
+    if not content or len(words) > MAX_GLOSS_WORDS or len(content[0]) < MIN_WORD_CHARS:
         return [], False
     return words, noun
 
@@ -124,14 +141,19 @@ class GlossPhrases:
         describes_documents: Callable[[str, str, int, list[Constraint]], bool],
         negated: Callable[[str], bool],
     ) -> None:
-        self._glosses = [gloss for field in fields for gloss in glosses_of(field, item_nouns)]
+        glosses = [gloss for field in fields for gloss in glosses_of(field, item_nouns)]
+        self._phrases = [gloss for gloss in glosses if not gloss.single]
+        self._words = [gloss for gloss in glosses if gloss.single]
         self._describes_documents = describes_documents
         self._negated = negated
 
-    def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
-        """One condition per field whose gloss is said, unless its words are taken."""
+    def find(self, text: str, taken: list[Constraint], *, phrases: bool) -> list[Constraint]:
+        """One condition per field whose gloss is said, unless its words are taken; ``phrases``:
+        the glosses of several words, which are read before the values, so that a value inside
+        one ("fixed" in "no fixed term") does not take its words; else the one-word glosses,
+        which lean on the values around them."""
         found: list[Constraint] = []
-        for gloss in self._glosses:
+        for gloss in self._phrases if phrases else self._words:
             if any(constraint.attribute == gloss.attribute for constraint in taken + found):
                 continue
             constraint = self._said(text, gloss, taken + found)

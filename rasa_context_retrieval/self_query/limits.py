@@ -1,12 +1,13 @@
 """How many results the user asks for: "top 3", "two movies", "show me 5 cheap laptops".
 
 A count is a limit when it follows "top"/"best"/"first" (unless it counts something else: "the
-first two marriages", or is the pronoun of "the first one"), or when it counts the documents
-themselves: within a few words it is followed by a plural noun for them ("movies", "articles",
-see ``items``) or a plural value ("thrillers", "laptops"). A count of anything else ("3 files",
-"2 devices"), after "I have" or a preposition ("split between two boats") or in the user's
-own past ("I watched two movies") is no limit, and numbers already read as a filter are
-skipped.
+first two marriages", or is the pronoun of "the first one"), when it is asked for with a verb
+of showing ("show me two ...", "give me 3"), or when it counts the documents or the results
+("two suggestions") themselves: within a few words it is followed by a plural noun for them
+("movies", "articles", see ``items``) or a plural value ("thrillers", "laptops"). A count of
+anything else ("3 files", "2 devices"), after "I have" or a preposition ("split between two
+boats") or in the user's own past ("I watched two movies") is no limit, and numbers already
+read as a filter are skipped.
 """
 
 from __future__ import annotations
@@ -31,10 +32,19 @@ TOP = re.compile(rf"(?<!\w)(?:top|best|first)\s+(?P<n>{_COUNT})(?!\w)", re.IGNOR
 COUNTED = re.compile(
     rf"(?<![\w$€£.,/-])(?P<n>{_COUNT})(?P<words>(?:\s+[a-z][a-z'-]*){{1,4}})", re.IGNORECASE
 )
+REQUESTED = re.compile(rf"(?<![\w$€£.,/-])(?P<n>{_COUNT})(?![\w-])", re.IGNORECASE)
 OWNED_BEFORE = re.compile(r"\b(?:have|has|had|own|bought|got|my|our)\s+(?:only\s+)?$", re.I)
 # "split between two boats", "on 3 bikes": a count after a preposition is part of the question.
 PREPOSITION_BEFORE = re.compile(r"\b(?:between|among|across|per|each|of|with|on|into)\s+$", re.I)
 LOOKBEHIND_CHARS = 16
+# "show me two ...", "give me 3", "list 5": a count asked for with a verb of showing is a number
+# of results, whatever noun follows it (or none: "..., show me two").
+REQUEST_BEFORE = re.compile(
+    r"\b(?:show|give|find|list|send|suggest|recommend)\s+(?:(?:me|us)\s+)?(?:the\s+)?$", re.I
+)
+REQUEST_CHARS = 24
+# Most messages ask with no verb of showing; one cheap scan spares looking before every count.
+REQUEST_VERB = re.compile(r"\b(?:show|give|find|list|send|suggest|recommend)\b", re.I)
 NEXT_WORD = re.compile(r"\s+(?P<word>[a-z][a-z'-]*)", re.IGNORECASE)
 # Nouns for what a search returns, whatever the documents are: "the top 3 results".
 RESULT_NOUNS = frozenset(
@@ -60,6 +70,17 @@ class LimitPhrases:
                 and not overlaps_any(match.start(), match.end(), taken)
                 and not OWNED_BEFORE.search(before)  # "my first 10": the user's own
                 and self._ranks_documents(text, match)
+            ):
+                return count
+        for match in REQUESTED.finditer(text) if REQUEST_VERB.search(text) else ():
+            following = NEXT_WORD.match(text, match.end())
+            if (
+                REQUEST_BEFORE.search(text, max(0, match.start() - REQUEST_CHARS), match.start())
+                and not overlaps_any(match.start(), match.end(), taken)
+                and not (following and following["word"].lower() in UNIT_WORDS)
+                and not (following and following["word"].lower() in ("of", "more", "other"))
+                and (count := _count(match["n"])) is not None
+                and count > 1
             ):
                 return count
         for match in COUNTED.finditer(text):
@@ -93,6 +114,8 @@ class LimitPhrases:
 
     def _counts_documents(self, match: re.Match[str]) -> bool:
         words = match["words"].lower().split()
+        if words[0] in RESULT_NOUNS:
+            return True  # "two suggestions please", "3 options for Lisbon"
         if not self._is_document_word(words[0]) and inflection.singularize(words[0]) != words[0]:
             return False  # "4 people looking for bikes": it counts people
         return any(self._is_document_word(word) for word in words)

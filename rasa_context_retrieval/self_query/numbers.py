@@ -5,7 +5,8 @@ at least, between ... and ..., 20 or less, exactly) and the words around it poin
 integer or float field. The pointing is done with cue words: the field's name and description
 words, currency words for a monetary field, a rate such as "a month" matching ``price_per_month``.
 Anything else ("error 404", "reset 2FA", "more than 3 files", "over 2 months ago") gives no filter:
-a missing filter costs a little ranking, a wrong one hides the answer.
+a missing filter costs a little ranking, a wrong one hides the answer. Without a number, "no"
+before a money field's own name ("with no monthly fee") says it is 0.
 
 The comparison phrases are hand-written regular expressions: libraries that parse quantities
 (quantulum3, numerizer) read "20 dollars" but not "no more than" or "20 or less" as comparisons.
@@ -35,9 +36,12 @@ from rasa_context_retrieval.self_query.phrases import (
     MEASURE_ABBREVIATIONS,
     MONETARY_CUES,
     MONETARY_FIELD_WORDS,
+    MONTHS_IN,
     MULTIPLIERS,
     PERIOD_WORDS,
     SMALL_NUMBER_WORDS,
+    SUBUNIT,
+    SUBUNIT_WORDS,
     TIME_UNIT_SECONDS,
     TIME_UNIT_WORDS,
 )
@@ -145,12 +149,14 @@ MONEY_MULTIPLIER = re.compile(r"grand$", re.IGNORECASE)
 NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
 
 
-_GLUED_UNITS = "|".join(sorted(set(MEASURE_ABBREVIATIONS.values()), key=len, reverse=True))
+_GLUED_UNITS = "|".join(
+    sorted({*MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS}, key=len, reverse=True)
+)
 
 
 def _amount(tag: str) -> str:
     """A number with optional currency before or after it, or a unit of measure written onto it
-    ("200mm", "500g"); ``2FA`` and ``v2`` are not amounts."""
+    ("200mm", "500g", "10GB", "25p"); ``2FA`` and ``v2`` are not amounts."""
     return (
         rf"(?P<{tag}_pre>[{_SYMBOLS}]\s?)?(?<![\w.,])(?P<{tag}>{_NUMBER})"
         rf"(?:\s?(?P<{tag}_post>[{_SYMBOLS}]|(?:{_CURRENCY_WORDS})(?!\w))|(?!\w|[.,]\d)"
@@ -174,10 +180,19 @@ PREFIX = re.compile(
     rf"(?<!\w)(?P<comparator>{_phrases(list(PREFIX_COMPARATORS))})\s*(?:an?\s+)?{_amount('n')}",
     re.IGNORECASE,
 )
+# "above price level 2", "at least level 3": a comparison with the field's name between it and
+# the number.
+NAMED_PREFIX = re.compile(
+    rf"(?<!\w)(?P<comparator>{_phrases(list(PREFIX_COMPARATORS))})\s+"
+    rf"(?P<named>[a-z]+(?:[\s_-]+[a-z]+)?)\s+{_amount('n')}",
+    re.IGNORECASE,
+)
 POSTFIX = re.compile(
     rf"{_amount('n')}\s*(?:(?P<noun>[a-z]+)\s+)??"
-    r"(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper)|at\s+(?:the\s+)?most"
-    r"|max(?:imum)?)|(?P<at_least>(?:or|and)\s+(?:more|over|above|higher|greater|up)"
+    r"(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper|shorter|smaller"
+    r"|lighter|younger)|at\s+(?:the\s+)?most|max(?:imum)?)"
+    r"|(?P<at_least>(?:or|and)\s+(?:more|over|above|higher|greater|up|longer|bigger|larger"
+    r"|heavier|taller|older)"
     r"|at\s+(?:the\s+)?least|minimum|\+))(?!\w)",
     re.IGNORECASE,
 )
@@ -199,6 +214,27 @@ FOR_PARTY = re.compile(
     + r")[\s-]+(?:(?P<aged>years?[\s-]+olds?)|(?P<noun>(?!(?:or|and|to|of)\b)[a-z]{3,}))(?!\w)",
     re.IGNORECASE,
 )
+PEOPLE_WORDS = ("people", "persons", "guests", "passengers", "adults", "visitors", "diners")
+# "can take 120 people", "seats at least 8", "sleeps 6": a verb of holding before a count is a
+# party that must fit, like "for 10 people" ("up to 8" is left to "up to"; "fits 2 bikes" counts
+# something else).
+HOLDING_VERB = re.compile(
+    r"(?<![\w-])(?:take|hold|seat|fit|accommodate|sleep|host)s?\s+(?:at\s+least\s+)?"
+    r"(?P<n>\d{1,4}|"
+    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    + rf")(?:\s+(?P<noun>{'|'.join(PEOPLE_WORDS)}|players)(?![\w-])"
+    # no noun, or a count of something else ("fits 2 bikes"): not a party
+    r"|(?=\s*(?:[,.;:!?)]|$)|\s+(?:and|or|in|on|at|for|with|please)\b))",
+    re.IGNORECASE,
+)
+PEOPLE = "people"
+# "a 16 year old", "my 14-year-old": a person of that age, who must fit like a party.
+AGED_PERSON = re.compile(
+    r"(?<![\w-])(?:an?|my|our)\s+(?P<n>\d{1,3}|"
+    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    + r")[\s-]+years?[\s-]+old(?![\w-])",
+    re.IGNORECASE,
+)
 AGE_CUE = "age"
 MAXIMUM_WORDS = frozenset(["max", "maximum", "most", "capacity", "largest"])
 MINIMUM_WORDS = frozenset(["min", "minimum", "least", "fewest", "youngest", "smallest"])
@@ -213,6 +249,9 @@ HALF_AFTER = re.compile(r"\s+and\s+a\s+half(?!\w)", re.IGNORECASE)
 UNIT_AFTER = re.compile(rf"\s*(?P<unit>{_UNITS})(?!\w)(?:\s+(?:long|old)(?!\w))?", re.IGNORECASE)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
 DECLARED_UNIT = re.compile(rf"(?:\bin|\()\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORECASE)
+# "Standing charge in pence per day": a unit of time after "per" is the rate an amount is
+# counted over, not the unit the field is kept in.
+RATE_IN_DESCRIPTION = re.compile(r"\b(?:per|each|every)\s+[a-z]+", re.IGNORECASE)
 # The cue a said unit of time gives to every field kept in one (not a word a user can write).
 DURATION_CUE = "<duration>"
 # Units a number may be said in besides time, as kinds a field is kept in: "4%" is a rate,
@@ -224,7 +263,7 @@ PERCENT_AFTER = re.compile(r"\s*(?:%|per\s*cent(?!\w)|percent(?!\w))", re.IGNORE
 PERCENT_FIELD_WORDS = frozenset(["percent", "percentage", "pct", "rate", "apr", "aer"])
 _MEASURES = "|".join(
     sorted(
-        {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES},
+        {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS},
         key=len,
         reverse=True,
     )
@@ -246,8 +285,18 @@ OPPOSITE = {
 ANY_NUMBER = re.compile(
     rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)}|an?\s+(?:{_UNITS}))(?!\w)", re.IGNORECASE
 )
+# "with no monthly fee", "without a monthly charge": up to three words after "no".
+NO_CHARGE = re.compile(
+    r"\b(?:no|without)\s+(?:(?:a|an|any)\s+)?(?P<words>[a-z]+(?:[\s-][a-z]+){0,2})",
+    re.IGNORECASE,
+)
+# Nouns that say an amount is charged: one stands for another in a field's name.
+MONEY_NOUNS = frozenset(["fee", "charge", "cost", "price"])
 # A comparison's words end at punctuation or at the next number ("under 20 for 3 devices").
 CLAUSE_BREAK = re.compile(r"[,.;:!?()]|\d")
+# Words that open another phrase: what follows names something else ("between 40 and 60p with
+# a unit rate of at most 24.5p": "unit rate" is the second comparison's).
+PHRASE_OPENER = re.compile(r"\b(?:with|and|or|but|that|which|while|whereas)\b", re.IGNORECASE)
 
 
 _STEMMER = Stemmer.Stemmer("english")
@@ -264,6 +313,7 @@ def cue_key(word: str) -> str:
 
 
 STOP_KEYS = frozenset(cue_key(word) for word in CUE_STOPWORDS)
+PEOPLE_KEYS = frozenset(cue_key(word) for word in PEOPLE_WORDS)
 
 
 def _cue_words(text: str) -> set[str]:
@@ -299,14 +349,19 @@ class NumericField:
         description_words = _cue_words(field.description) - item_keys
         cues = dict.fromkeys(description_words, DESCRIPTION_CUE_WEIGHT)
         cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
-        monetary = bool((name_words | description_words) & MONETARY_FIELD_WORDS)
+        said = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
+        # From every word, also those several descriptions share ("in EUR" on two amounts).
+        in_subunit = bool(SUBUNIT_WORDS.keys() & set(said))
+        monetary = not in_subunit and any(
+            inflection.singularize(word) in MONETARY_FIELD_WORDS for word in said
+        )
         if monetary:
             cues.update(dict.fromkeys(map(cue_key, MONETARY_CUES), NAME_CUE_WEIGHT))
-        unit = _declared_unit(field)
+        # An amount of money is counted over its time words ("day_rate"), never kept in them.
+        unit = None if monetary or in_subunit else _declared_unit(field)
         if unit is not None:
             cues[DURATION_CUE] = NAME_CUE_WEIGHT
         singular = frozenset(map(inflection.singularize, WORD.findall(field.name.lower())))
-        said = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
         maximum = bool(MAXIMUM_WORDS.intersection(said))
         minimum = bool(MINIMUM_WORDS.intersection(said)) and not maximum
         kinds = _kinds(said, field.description, monetary=monetary)
@@ -370,25 +425,80 @@ class NumberPhrases:
         self._only_monetary = monetary[0] if len(monetary) == 1 else None
         items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
         self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
+        self._item_after = re.compile(rf"[\s-]+(?:{items})(?!\w)", re.IGNORECASE)
         self._count_of_field = _count_of_field(numeric)
+        self._charges = {
+            field.name: (field.integer, words)
+            for field, source in zip(self._fields, numeric, strict=True)
+            if field.monetary and (words := _charge_words(source))
+        }
+        # Every word a charge may be named by, in the singular and the plural, to its singular.
+        named_by = {word for _, words in self._charges.values() for word in words} | MONEY_NOUNS
+        self._charge_forms = {
+            form: word for word in named_by for form in (word, inflection.pluralize(word))
+        }
 
     def find(
         self, text: str, taken: list[Constraint], values: Sequence[Constraint] = ()
     ) -> list[Constraint]:
         """Numeric conditions; ``values`` are the value conditions in ``text``: a plain amount
         after one ("kids bikes under 300") is a price."""
+        found: list[Constraint] = self._no_charge(text, taken) if self._charges else []
         if not self._fields or not ANY_NUMBER.search(text):
-            return []
-        found: list[Constraint] = []
+            return found
         for said in self._said(text):
             if overlaps_any(said.start, said.end, taken + found):
                 continue
+            if said.party and said.counted == AGE_CUE and self._ages_a_thing(text, said, values):
+                continue
             found.extend(self._constraints(text, said, values))
+        return found
+
+    def _ages_a_thing(self, text: str, said: _Said, values: Sequence[Constraint]) -> bool:
+        """ "a 3 year old laptop", "my 10-year-old Volvo": an age of a thing (a noun for the
+        documents or a value right after it), not of a person who must fit."""
+        if self._item_after.match(text, said.end):
+            return True
+        gap = len(text[said.end :]) - len(text[said.end :].lstrip(" -"))
+        return any(value.start == said.end + gap for value in values)
+
+    def _no_charge(self, text: str, taken: list[Constraint]) -> list[Constraint]:
+        """ "with no monthly fee", "without a monthly charge", "no excess at all": an amount of
+        money the documents do not charge is 0. The words after "no" must be the field's name,
+        its money noun said as any money noun ("charge" for ``monthly_fee``), and nothing else
+        ("no foreign transaction fees" is no monthly fee)."""
+        found: list[Constraint] = []
+        for match in NO_CHARGE.finditer(text):
+            said = []
+            for word in match["words"].split():
+                if word.lower() not in self._charge_forms:
+                    break  # no word past one that names no charge is part of its name
+                said.append(self._charge_forms[word.lower()])
+            for size in range(len(said), 0, -1):
+                named = [
+                    name
+                    for name, (_, words) in self._charges.items()
+                    if _names_charge(said[:size], words)
+                ]
+                if not named:
+                    continue
+                end = match.start("words") + len(" ".join(match["words"].split()[:size]))
+                if len(named) == 1 and not overlaps_any(match.start(), end, taken):
+                    integer = self._charges[named[0]][0]
+                    zero = 0 if integer else 0.0
+                    found.append(
+                        Constraint(named[0], Comparator.EQ, zero, match.start(), end, negated=True)
+                    )
+                break
         return found
 
     def _said(self, text: str) -> list[_Said]:
         said: list[_Said] = []
         bounds: tuple[tuple[Comparator, str], ...]
+        for match in HOLDING_VERB.finditer(text):
+            bounds = ((Comparator.GTE, match["n"]),)
+            held = cue_key((match["noun"] or PEOPLE).lower())
+            said.append(_Said(bounds, match.start(), match.end(), False, counted=held, party=True))
         for match in RANGE.finditer(text):
             low, high = ("a", "c") if match["a"] else ("b", "c") if match["b"] else ("d", "e")
             bounds = ((Comparator.GTE, match[low]), (Comparator.LTE, match[high]))
@@ -400,6 +510,11 @@ class NumberPhrases:
             plain = phrase in PLAIN_AMOUNT_COMPARATORS
             currency = _has_currency(match, "n")
             said.append(_Said(bounds, match.start(), match.end(), currency, cue, plain))
+        for match in NAMED_PREFIX.finditer(text):
+            phrase = " ".join(match["comparator"].lower().split())
+            bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
+            named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
+            said.append(_Said(bounds, match.start(), match.end(), False, counted=named, named=True))
         for match in POSTFIX.finditer(text):
             comparator = Comparator.LTE if match["at_most"] else Comparator.GTE
             bounds = ((comparator, match["n"]),)
@@ -415,6 +530,11 @@ class NumberPhrases:
             counted = AGE_CUE if match["aged"] else cue_key(match["noun"].lower())
             said.append(
                 _Said(bounds, match.start(), match.end(), False, counted=counted, party=True)
+            )
+        for match in AGED_PERSON.finditer(text):
+            bounds = ((Comparator.GTE, match["n"]),)
+            said.append(
+                _Said(bounds, match.start(), match.end(), False, counted=AGE_CUE, party=True)
             )
         compounds = [*self._compound.finditer(text)]
         if self._count_of_field is not None:
@@ -492,9 +612,11 @@ class NumberPhrases:
         if said.currency:
             cues.add(cue_key("currency"))
         if said.counted is not None:
-            if not self._is_cue_or_stopword(said.counted):
+            # A party of people is counted in any word for people ("120 people" for guests).
+            counted = PEOPLE_KEYS if said.party and said.counted in PEOPLE_KEYS else {said.counted}
+            if not any(self._is_cue_or_stopword(word) for word in counted):
                 return None, end, None
-            cues.add(said.counted)
+            cues |= counted
         unit = said.unit
         rate = RATE_AFTER.match(text, end)
         said_unit = None if rate or unit else UNIT_AFTER.match(text, end)
@@ -506,17 +628,17 @@ class NumberPhrases:
             end = said_unit.end()
         if unit is not None:
             cues.add(DURATION_CUE)
+        kind = _said_kind(text, said, end)
         next_word = WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
         if (
             next_word
-            and not (rate or said_unit)
+            and not (rate or said_unit or kind or said.party)
             and not self._is_cue_or_stopword(cue_key(next_word[0]))
         ):
             return None, end, unit  # "more than 3 files": it counts something we do not index.
         after = _clause_words(text[end : end + CONTEXT_CHARS], first=True)
         before = _clause_words(text[max(0, said.start - CONTEXT_CHARS) : said.start], first=False)
         cues |= set(after) | set(before)
-        kind = _said_kind(text, said, end)
         if kind is not None:
             cues.add(_kind_cue(kind))
         if (
@@ -531,8 +653,9 @@ class NumberPhrases:
         return self._best_field(cues, unit, kind), end, unit
 
     def _named(self, said: _Said) -> tuple[NumericField | None, int, None]:
-        """ "4-star hotels": the one field whose name holds the word."""
-        named = [field for field in self._fields if said.counted in field.name_words]
+        """ "4-star hotels", "above price level 2": the one field whose name holds the words."""
+        words = set((said.counted or "").split())
+        named = [field for field in self._fields if words and words <= field.name_words]
         return (named[0] if len(named) == 1 else None), said.end, None
 
     def _best_field(
@@ -558,14 +681,34 @@ class NumberPhrases:
         return word in STOP_KEYS or any(field.knows(word) for field in self._fields)
 
 
+def _charge_words(field: MetadataField) -> frozenset[str]:
+    """The words of a money field's name in the singular, without a currency ("exit_fee_gbp"
+    -> exit, fee)."""
+    words = {inflection.singularize(word) for word in WORD.findall(field.name.lower())}
+    return frozenset(words - set(CURRENCY_WORDS))
+
+
+def _names_charge(said: Sequence[str], name_words: frozenset[str]) -> bool:
+    """Whether the words ``said`` after "no" name the money field of ``name_words``."""
+    said_set = set(said)
+    nouns = said_set & MONEY_NOUNS
+    if not said_set <= name_words | MONEY_NOUNS or not name_words - MONEY_NOUNS <= said_set:
+        return False
+    return bool(nouns) or said_set == name_words
+
+
 def _kinds(words: Sequence[str], description: str, *, monetary: bool) -> frozenset[str]:
     """The units besides time a field is kept in, from the words of its name and description."""
     kinds = {MEASURE_ABBREVIATIONS.get(word, DATA_SIZES.get(word, word)) for word in words}
     kinds &= {*MEASURE_ABBREVIATIONS.values(), *DATA_SIZES.values()}
-    if PERCENT_FIELD_WORDS.intersection(words) or "%" in description:
-        kinds.add(PERCENT)
+    if SUBUNIT_WORDS.keys() & (set(words) - {"p"}):
+        kinds.add(SUBUNIT)
     if monetary:
         kinds.add(MONEY)
+    # "rate" is a percentage unless the field says it is kept in another unit ("Unit rate in
+    # pence per kWh"); a "%" in the description always says so.
+    if (PERCENT_FIELD_WORDS.intersection(words) and not kinds) or "%" in description:
+        kinds.add(PERCENT)
     return frozenset(kinds)
 
 
@@ -585,7 +728,7 @@ def _said_kind(text: str, said: _Said, end: int) -> str | None:
     if measure is None:
         return None
     word = measure["unit"].lower()
-    return MEASURE_ABBREVIATIONS.get(word, DATA_SIZES.get(word, word))
+    return MEASURE_ABBREVIATIONS.get(word, DATA_SIZES.get(word, SUBUNIT_WORDS.get(word, word)))
 
 
 def _last_number_end(text: str, said: _Said) -> int:
@@ -617,14 +760,21 @@ def _has_currency(match: re.Match[str], *tags: str) -> bool:
 
 
 def _clause_words(text: str, *, first: bool) -> list[str]:
-    """Up to ``CONTEXT_WORDS`` cue words next to the comparison, within its clause.
+    """Up to ``CONTEXT_WORDS`` cue words next to the comparison, within its clause and, after
+    it, within its phrase.
 
     Words right after another number are that number's ("below 400 calories and under 45
-    minutes": "calories" says nothing about the 45)."""
+    minutes": "calories" says nothing about the 45), up to a word that opens another phrase."""
     pieces = CLAUSE_BREAK.split(text)
     clause = pieces[0] if first else pieces[-1]
-    if not first and len(pieces) > 1 and text[-len(clause) - 1 : len(text) - len(clause)].isdigit():
-        return []
+    if first:
+        clause = PHRASE_OPENER.split(clause, maxsplit=1)[0]
+    elif len(pieces) > 1 and text[-len(clause) - 1 : len(text) - len(clause)].isdigit():
+        # "60p with a unit rate of at most 24.5p": only a new phrase's words are this number's.
+        opened = PHRASE_OPENER.split(clause)
+        if len(opened) == 1:
+            return []
+        clause = opened[-1]
     words = [cue_key(word) for word in WORD.findall(CONTRACTION.sub("", clause.lower()))]
     words = [word for word in words if word not in STOP_KEYS]
     return words[:CONTEXT_WORDS] if first else words[-CONTEXT_WORDS:]
@@ -652,7 +802,8 @@ def _declared_unit(field: MetadataField) -> str | None:
     declared = DECLARED_UNIT.search(field.description)
     if declared:
         return TIME_UNIT_WORDS[declared["unit"].lower()]
-    words = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
+    described = RATE_IN_DESCRIPTION.sub(" ", field.description)
+    words = WORD.findall(f"{field.name.replace('_', ' ')} {described}".lower())
     units = {
         TIME_UNIT_WORDS[word]
         for word in words
@@ -669,6 +820,8 @@ def _conversion(said: str, kept: str | None) -> float | None:
     if said == kept:
         return 1.0
     said_seconds, kept_seconds = TIME_UNIT_SECONDS[said], TIME_UNIT_SECONDS[kept]
+    if said in MONTHS_IN and kept in MONTHS_IN:
+        return MONTHS_IN[said] / MONTHS_IN[kept]
     if said_seconds is None or kept_seconds is None:
         return None
     return said_seconds / kept_seconds

@@ -118,10 +118,10 @@ NEGATING_PREFIX = r"\bnon\s*-?\s*"
 # finance", and "no" right before it ("but no politics"). "never been to Rome" is where the
 # user has been, not a participle that describes documents. Other words in between ("not working
 # on android") break it on purpose: that is a question about Android.
-_PREPOSITIONS = r"on|in|at|to|of|for|from|with|under|within|using|via|by|about|as"
+PREPOSITIONS = r"on|in|at|to|of|for|from|with|under|within|using|via|by|about|as"
 NEGATION_BEFORE_VALUE = re.compile(
-    rf"(?:\b(?:{NEGATORS})\s+(?:(?:{_PREPOSITIONS}|the|a|an|any|my|our"
-    rf"|(?:(?!been\b)\w+(?:ed|en|able|ible)|made)\s+(?:{_PREPOSITIONS}))\s+){{0,2}}"
+    rf"(?:\b(?:{NEGATORS})\s+(?:(?:{PREPOSITIONS}|the|a|an|any|my|our"
+    rf"|(?:(?!been\b)\w+(?:ed|en|able|ible)|made)\s+(?:{PREPOSITIONS}))\s+){{0,2}}"
     rf"|{NEGATING_PREFIX}"
     r"|\bno\s+)$",
     re.IGNORECASE,
@@ -209,7 +209,8 @@ PERIOD_WORDS = {
 }
 
 # Units a duration may be said or kept in ("90 minutes", "Total cooking time in minutes"), with
-# their length in seconds. A month or a year has no fixed length: it converts only to itself.
+# their length in seconds. A month or a year has no fixed length in seconds: it converts only to
+# itself and to the other (a year is twelve months, "a year or less" on a term kept in months).
 TIME_UNIT_SECONDS: dict[str, int | None] = {
     "second": 1,
     "minute": 60,
@@ -219,6 +220,7 @@ TIME_UNIT_SECONDS: dict[str, int | None] = {
     "month": None,
     "year": None,
 }
+MONTHS_IN = {"month": 1, "year": 12}
 # Every spelling of those units.
 TIME_UNIT_WORDS = {
     **{unit: unit for unit in TIME_UNIT_SECONDS},
@@ -244,11 +246,16 @@ MEASURE_ABBREVIATIONS = {
 }
 # Sizes of data, as a user writes them ("10GB", "50 gigs").
 DATA_SIZES = {"gb": "gb", "gig": "gb", "gigs": "gb", "gigabytes": "gb", "mb": "mb", "tb": "tb"}
+# A currency's hundredth, as fields keep small prices ("Unit rate in pence per kWh") and users
+# write them ("25p", "30 cents"): a unit of its own, never converted to or from the currency, so
+# "£20" is no unit rate and "25p" no fee kept in pounds.
+SUBUNIT = "pence"
+SUBUNIT_WORDS = dict.fromkeys(["p", "pence", "penny", "pennies", "cent", "cents", "ct"], SUBUNIT)
 # Every word for a unit a number may be said in: after a count it makes the count a quantity
 # ("my first 10 km walk"), not a number of results.
 UNIT_WORDS = frozenset(
     [*TIME_UNIT_WORDS, *MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES]
-    + ["miles", "mile", "percent", "%"]
+    + [*SUBUNIT_WORDS, "miles", "mile", "percent", "%"]
 )
 
 # Words right after a number that multiply it: "$80k", "100 thousand dollars".
@@ -361,6 +368,11 @@ DATE_SCOPE_WORDS = tuple(
         "introduced",
         "added",
         "announced",
+        "launched",
+        "launch",
+        "came out",
+        "come out",
+        "brought out",
         "published",
         "modified",
         "revised",

@@ -75,6 +75,13 @@ COMPARATOR_ORDER = {
         ]
     )
 }
+# "concerts between 1 and 15 August", "gigs in 2026": a message that opens on a plural noun and
+# a date word names the things it asks for and when, as a search box query does.
+ASKED_FOR_FIRST = re.compile(
+    r"^\s*(?:any\s+|all\s+)?[a-z]{3,}s\s+(?:in|on|from|after|before|since|between|during|for)\s"
+    r"|^\s*(?:any\s+|all\s+)?[a-z]{3,}s\s+(?:older|newer)\s+than\s",
+    re.IGNORECASE,
+)
 LEFTOVER_SPACE = re.compile(r"\s+")
 SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([?.!,;:])")
 DANGLING_EDGES = re.compile(r"^[\s,;:\-]+|[\s,;:\-]+$")
@@ -105,8 +112,8 @@ class RuleQueryConstructor:
         self.strip_filter_words = strip_filter_words
         self._field_order = {field.name: position for position, field in enumerate(fields)}
         items = item_nouns(fields)
-        self._dates = DatePhrases(fields, today, items)
         self._years = YearPhrases(fields, items)
+        self._dates = DatePhrases(fields, today, items, year_field=self._years.has_field)
         self._numbers = NumberPhrases(fields, items)
         self._booleans = BooleanPhrases(fields, items)
         self._glosses = GlossPhrases(
@@ -140,15 +147,20 @@ class RuleQueryConstructor:
     def constraints(self, text: str) -> list[Constraint]:
         """Every condition found in ``text``, with the span of words that said it."""
         scanned = text[:MAX_SCANNED_CHARS]
-        values = self._values.find(scanned, [])
+        # A gloss of several words is the schema's own phrase: its words are no value's.
+        glossed = self._glosses.find(scanned, [], phrases=True)
+        values = self._values.find(scanned, glossed)
         year_named = self._years.is_named(scanned)
-        found = self._dates.find(scanned, scoped=bool(values), year_field_named=year_named)
-        found += self._years.find(scanned, found, scoped=bool(values), values=values)
-        found += self._numbers.find(scanned, found, values)
+        scoped = bool(values) or bool(ASKED_FOR_FIRST.match(scanned))
+        found = self._dates.find(scanned, scoped=scoped, year_field_named=year_named)
+        found += self._years.find(scanned, found, scoped=scoped, values=values)
+        found += self._numbers.find(scanned, found + glossed, values)
         # Values are read again only around what the other kinds took; else the first reading holds.
-        found += self._values.find(scanned, found) if found else values
-        found += self._glosses.find(scanned, found)
+        found += self._values.find(scanned, found + glossed) if found else values
+        found += glossed
+        found += self._glosses.find(scanned, found, phrases=False)
         found += self._booleans.find(scanned, found)
+        found = self._booleans.without_described_values(scanned, found)
         found = bind_negations(scanned, found)
         return [c for c in found if not told_as_personal_past(scanned, c.start)]
 

@@ -53,6 +53,8 @@ from rasa_context_retrieval.self_query.phrases import (
     DETERMINERS_BEFORE_TOPIC,
     EVERYDAY_WORDS,
     NEGATION_BEFORE_VALUE,
+    NEGATORS,
+    PREPOSITIONS,
     SCOPE_NOUNS,
     TOPIC_ANCHOR_WORDS,
     TOPIC_FIELD_WORDS,
@@ -88,6 +90,10 @@ DESCRIPTION_PHRASE_END = re.compile(
     r"[,.;:()]|\s(?:of|in|for|on|at|to|from|by|with|the|a|an|that|which|is|are|who|when|as)\s"
 )
 MIN_HEAD_CHARS = 4
+DESCRIBED_WORD = re.compile(r"[a-z]{3,}")
+# "Kind of insurance cover", "Type of ticket or pass": the description names what its values
+# are kinds of.
+KIND_OF = re.compile(r"^(?:the\s+)?(?:kind|type|sort|category|form|variety)\s+of\s+(?:an?\s+)?")
 SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
 # "my dog", "our cat": someone's own thing of a kind is not a wish for documents of that kind
 # ("my Android phone" still scopes a support question: a platform is no kind of document).
@@ -101,11 +107,11 @@ VERB_SLOT_BEFORE = re.compile(
 # "a cat['s] slow blink": a possessor, not a kind wanted.
 POSSESSIVE_AFTER = re.compile(r"['’]s\b")
 # "Cincinnati [Reds]": a capitalised word right before a capitalised value continues a name.
-# "Is parking free?", "What time is breakfast served?": the thing a question opens on is what it
-# asks about, not a wish for documents that have it.
+# "Is parking free?", "What time is breakfast served?", "When does the last tram leave?": the
+# thing a question opens on is what it asks about, not a wish for documents that have it.
 QUESTION_SUBJECT_BEFORE = re.compile(
     r"(?:^|[.!?]\s+)(?:(?:what|when|where|how|which)(?:\s+(?:time|much|long|often|late|early))?"
-    r"\s+)?(?:is|are|was|were)\s+(?:the\s+)?$",
+    r"\s+)?(?:is|are|was|were|does|do|did)\s+(?:the\s+(?:[a-z]+\s+)?)?$",
     re.IGNORECASE,
 )
 # "Electric Pump-Fed": a capitalised word right after a lowercase value written capitalised.
@@ -121,6 +127,13 @@ HAD_BEFORE = re.compile(
     re.IGNORECASE,
 )
 LIST_COMMA = re.compile(r"\s*,\s*(?:(?:a|an|the|some)\s+)?", re.IGNORECASE)
+# "on both the bus and the ferry": each of the values joined, whatever the verb.
+BOTH_BEFORE = re.compile(r"\bboth\s+(?:(?:a|an|the|some)\s+)?$", re.IGNORECASE)
+# "weekly or monthly passes", "red, white or rosé wines": a word joined to a value of several
+# words stands for that value with its first word replaced (the head noun is said once).
+ELLIPTIC_WORD_BEFORE = re.compile(
+    r"(?<![\w-])(?P<word>[^\W\d_][\w-]*)(?:\s*,\s*|\s*/\s*|\s+(?:or|and)\s+)$"
+)
 
 
 class Strictness(Enum):
@@ -271,14 +284,42 @@ def _named_as_topic(field: MetadataField) -> bool:
 
 def _description_head(field: MetadataField) -> set[str]:
     """The noun a description's first phrase is about ("Travel class of the fare" -> "class",
-    "Triage priority" -> "priority"): said after a value ("first class", "low priority"), it
-    names the value's field as its name does."""
-    phrase = DESCRIPTION_PHRASE_END.split(field.description.strip().lower(), maxsplit=1)[0]
-    words = phrase.split()
-    head = words[-1] if words else ""
-    if len(head) < MIN_HEAD_CHARS or not head.isalpha() or head in CUE_STOPWORDS:
-        return set()
-    return {head, inflection.pluralize(head)}
+    "Triage priority" -> "priority", "Kind of insurance cover" -> "insurance", "cover"): said
+    after a value ("first class", "low priority", "home insurance"), it names the value's field
+    as its name does."""
+    described = field.description.strip().lower()
+    kind_of = KIND_OF.match(described)
+    if kind_of:
+        # "Kind of insurance cover": the nouns of what it is a kind of ("home insurance")
+        phrase = DESCRIPTION_PHRASE_END.split(described[kind_of.end() :], maxsplit=1)[0]
+        heads = [word for word in phrase.split() if word != "or"]
+    else:
+        phrase = DESCRIPTION_PHRASE_END.split(described, maxsplit=1)[0]
+        heads = phrase.split()[-1:]
+    kept = {
+        head
+        for head in heads
+        if len(head) >= MIN_HEAD_CHARS and head.isalpha() and head not in CUE_STOPWORDS
+    }
+    return kept | {inflection.pluralize(head) for head in kept}
+
+
+def _negated_as_described(field: MetadataField) -> re.Pattern[str] | None:
+    """ "not valid on" for "Means of transport the ticket is valid on", "not taught in" for
+    "Languages the course is taught in": a negator, then a word the field's description says
+    of the documents and its preposition, right before the value, negate it."""
+    words = {
+        word
+        for word in DESCRIBED_WORD.findall(field.description.lower())
+        if word not in CUE_STOPWORDS
+    }
+    if not words:
+        return None
+    return re.compile(
+        rf"\b(?:{NEGATORS})\s+(?:{_words_pattern(words)})\s+(?:{PREPOSITIONS})\s+"
+        r"(?:(?:the|a|an|any)\s+)?$",
+        re.IGNORECASE,
+    )
 
 
 def _words_pattern(words: Iterable[str]) -> str:
@@ -304,6 +345,7 @@ class ValueVocabulary:
         self._multiword: dict[str, list[tuple[tuple[str, ...], ValueSense]]] = {}
         self._own_field_after: dict[str, re.Pattern[str]] = {}
         self._own_field_before: dict[str, re.Pattern[str]] = {}
+        self._negated_as_described: dict[str, re.Pattern[str] | None] = {}
         # Fields whose values are kinds of the documents: "category", "Kind of animal".
         self._kind_fields = frozenset(
             field.name
@@ -319,6 +361,7 @@ class ValueVocabulary:
                 rf"(?<!\w)(?:{_words_pattern(anchors)})\s*(?:[:=]\s*|is\s+|of\s+)?$",
                 re.IGNORECASE,
             )
+            self._negated_as_described[field.name] = _negated_as_described(field)
             aliases = field.alias_map
             values = field.values or tuple(known_values.get(field.name, ()))
             for value in dict.fromkeys([*values, *aliases]):
@@ -449,13 +492,18 @@ class ValueVocabulary:
                 candidates.append(_Candidate(match.start(), match.end(), tuple(senses)))
         if self._multiword:
             candidates = self._with_short_forms(text, candidates, taken)
+        candidates = self._with_shared_heads(text, candidates, taken)
         for candidate in candidates:
             candidate.elsewhere = self._names_another_thing(text, candidate, candidates)
             if not candidate.elsewhere:
                 candidate.chosen = self._resolve(text, candidate)
             before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
             candidate.negated = bool(NEGATION_BEFORE_VALUE.search(before))
+            if candidate.chosen and not candidate.negated:
+                described = self._negated_as_described[candidate.chosen.attribute]
+                candidate.negated = bool(described and described.search(before))
         self._accept_compounds(text, candidates)
+        self._accept_stacked(text, candidates)
         for group in self._coordinated_groups(text, candidates):
             self._share_within(group)
         self._mark_each(text, candidates)
@@ -495,6 +543,38 @@ class ValueVocabulary:
                 if senses:
                     found.append(_Candidate(start, end, senses))
                     break
+        return sorted(found, key=lambda candidate: candidate.start)
+
+    def _with_shared_heads(
+        self, text: str, candidates: list[_Candidate], taken: list[Constraint]
+    ) -> list[_Candidate]:
+        """Add the values said with the head noun of a later one ("weekly or monthly passes"
+        for ``weekly pass`` and ``monthly pass``): a word joined by "or", "and" or a comma to a
+        value of several words, when it and the value's other words are a value of the same
+        field. Nothing is guessed: the phrase must be a surface form of a declared value."""
+        found = list(candidates)
+        for candidate in candidates:
+            written = text[candidate.start : candidate.end].split()
+            if len(written) < 2:
+                continue
+            rest, start = " ".join(written[1:]), candidate.start
+            attributes = {sense.attribute for sense in candidate.senses}
+            while joined := ELLIPTIC_WORD_BEFORE.search(
+                text, max(0, start - LOOKBEHIND_CHARS), start
+            ):
+                senses = tuple(
+                    sense
+                    for sense in self._senses.get(surface_key(f"{joined['word']} {rest}"), ())
+                    if sense.attribute in attributes
+                )
+                if (
+                    not senses
+                    or overlaps_any(joined.start(), joined.end("word"), taken)
+                    or any(c.start < joined.end("word") and joined.start() < c.end for c in found)
+                ):
+                    break
+                found.append(_Candidate(joined.start(), joined.end("word"), senses))
+                start = joined.start()
         return sorted(found, key=lambda candidate: candidate.start)
 
     def _shortened(self, said: tuple[str, ...]) -> tuple[ValueSense, ...]:
@@ -626,6 +706,28 @@ class ValueVocabulary:
             if len(topics) == 1:
                 candidate.chosen = topics[0]
 
+    def _accept_stacked(self, text: str, candidates: list[_Candidate]) -> None:
+        """An everyday value right before a chosen value of another field that a noun for the
+        documents follows describes them too: "basic car policies", "cheap summer tents"."""
+        for candidate, following in zip(candidates, candidates[1:], strict=False):
+            if candidate.chosen is not None or candidate.elsewhere or following.chosen is None:
+                continue
+            if text[candidate.end : following.start].strip():
+                continue
+            if not (
+                self._item_after.match(text, following.end)
+                or self._scope_after.match(text, following.end)
+            ):
+                continue
+            cued = [
+                sense
+                for sense in candidate.senses
+                if sense.strictness is Strictness.CUED
+                and sense.attribute != following.chosen.attribute
+            ]
+            if len(cued) == 1:
+                candidate.chosen = cued[0]
+
     def _has_own_field(self, text: str, candidate: _Candidate, sense: ValueSense) -> bool:
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
         return bool(
@@ -680,9 +782,9 @@ class ValueVocabulary:
 
     def _mark_each(self, text: str, candidates: list[_Candidate]) -> None:
         """Values of a list field had by the documents, joined by "and" ("with a balcony and a
-        dishwasher", "has a pool, a spa and a gym"), must each be there: a document lists
-        several. Joined by "or", or not said as things had ("on android and iOS": where it
-        applies), any of them."""
+        dishwasher", "has a pool, a spa and a gym") or said with "both", must each be there: a
+        document lists several. Joined by "or", or not said as things had ("on android and
+        iOS": where it applies), any of them."""
         chain: list[_Candidate] = []
         for previous, candidate in zip(candidates, candidates[1:], strict=False):
             joined = (
@@ -708,7 +810,7 @@ class ValueVocabulary:
         if len(chain) < 2 or not EACH_JOINER.fullmatch(text, chain[-2].end, chain[-1].start):
             return
         before = text[max(0, chain[0].start - LOOKBEHIND_CHARS) : chain[0].start]
-        if HAD_BEFORE.search(before):
+        if HAD_BEFORE.search(before) or BOTH_BEFORE.search(before):
             for candidate in chain:
                 candidate.each = True
 

@@ -67,6 +67,10 @@ LATER, EARLIER = open_ended(_YEAR, before=r"(?<!\w)")
 SINGLE = re.compile(
     rf"(?<!\w)(?P<word>{_WORDS})\s+{_FILLER}(?P<a>{_YEAR})(?!\w){OPEN_ENDED_AFTER}", re.IGNORECASE
 )
+ANY_YEAR = re.compile(rf"(?<!\d){_YEAR}(?!\d)")
+COMPARED = re.compile(
+    rf"(?<!\w)(?P<word>older\s+than|newer\s+than)\s+{_FILLER}(?P<a>{_YEAR})(?!\w)", re.IGNORECASE
+)
 NEGATED = re.compile(r"\b(?:not|except|excluding)\s*$", re.IGNORECASE)
 LOOKBEHIND_CHARS = 20
 
@@ -105,6 +109,11 @@ class YearPhrases:
             re.IGNORECASE,
         )
 
+    @property
+    def has_field(self) -> bool:
+        """Whether the schema has one integer field of calendar years."""
+        return self._attribute is not None
+
     def is_named(self, text: str) -> bool:
         """Whether ``text`` says a word only the year field's name or description has ("took
         effect" for "Year the current version of the policy took effect"): a year said with it
@@ -126,6 +135,8 @@ class YearPhrases:
         said = list(self._named_by_year(text, values))
         if scoped or said or self._scope.search(text):
             said += self._said(text)
+        else:
+            said += self._compared(text)
         found: list[Constraint] = []
         claimed = [(constraint.start, constraint.end) for constraint in taken]
         for start, end, bounds in sorted(said, key=lambda said: (said[0], -said[1])):
@@ -145,6 +156,20 @@ class YearPhrases:
             next_start = match.end("chain") + len(rest) - len(rest.lstrip(" -"))
             if match["next"] or any(value.start <= next_start < value.end for value in values):
                 said.append((match.start(), match.end(), [(Comparator.EQ, int(match["a"]))]))
+        return said
+
+    def _compared(self, text: str) -> list[Said]:
+        """ "older than 2010", "2018 or newer": a year compared as old or new is the documents'
+        year in a message about anything (a story says "in 2010", not "newer than 2010")."""
+        said: list[Said] = []
+        if not ANY_YEAR.search(text):
+            return said
+        for pattern, comparator in ((LATER, Comparator.GTE), (EARLIER, Comparator.LTE)):
+            for match in pattern.finditer(text):
+                said.append((match.start(), match.end(), [(comparator, int(match["a"]))]))
+        for match in COMPARED.finditer(text):
+            word = DATE_WORDS[" ".join(match["word"].lower().split())]
+            said.append((match.start(), match.end(), [(COMPARATORS[word], int(match["a"]))]))
         return said
 
     def _said(self, text: str) -> list[Said]:
