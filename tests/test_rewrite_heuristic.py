@@ -107,6 +107,14 @@ def test_a_swap_replaces_what_an_earlier_text_names_beside_the_same_word() -> No
     assert swapped_facets("and a personal business account?", [OVERDRAFT[1]]) == {}
 
 
+def test_a_longer_message_that_opens_with_and_is_no_swap() -> None:
+    """It asks something new; a word pair it shares with the question before is chance
+    ("connect (ticket" and "cost? (ticket")."""
+    earlier = "How much does the premium plan cost? (ticket 7)"
+    assert swapped_facets("and how many devices can I connect? (ticket 5)", [earlier]) == {}
+    assert swapped_facets("and the basic plan?", [earlier]) == {"premium": "basic"}
+
+
 def test_a_shared_number_is_no_facet() -> None:
     """ "files 7" and "android 7" share a number, not a word that both modify."""
     assert swapped_facets("and on android 7?", ["How do I enable offline files 7?"]) == {}

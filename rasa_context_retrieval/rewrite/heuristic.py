@@ -145,6 +145,10 @@ ELLIPSIS_OPENINGS = ("and ", "or ", "what about ", "how about ", "also ", "but "
 MIN_STANDALONE_CONTENT_WORDS = 3
 # Words carried from earlier user turns: more raise top-10 recall on CAsT but pull the first hit
 # towards the passage that answered the earlier turn (measured: 4 is the best balance).
+# A facet swap names its thing and the word it modifies, and little else ("and for the business
+# account?"); a longer message that opens with "and" asks something new ("and how many devices
+# can I connect?"), and a word pair in it would swap a word of the question before by chance.
+SWAP_MAX_CONTENT_WORDS = 3
 MAX_CARRIED_WORDS = 4
 # Words taken from the bot's last message, and how often it must repeat them to count.
 MAX_BOT_WORDS = 2
@@ -270,6 +274,8 @@ def swapped_facets(message: str, earlier: Sequence[str]) -> dict[str, str]:
     gives ``{}``.
     """
     if not message.lower().strip().startswith(ELLIPSIS_OPENINGS):
+        return {}
+    if len(content_words(message)) > SWAP_MAX_CONTENT_WORDS:
         return {}
     own = {head: modifier for modifier, head in _modifier_pairs(message)}
     mentioned = {_stem(word) for word in WORD_PATTERN.findall(message)}
