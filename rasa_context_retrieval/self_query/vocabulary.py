@@ -697,14 +697,7 @@ class ValueVocabulary:
                 continue
             if text[previous.end : candidate.start].strip():
                 continue
-            topics = [
-                sense
-                for sense in candidate.senses
-                if sense.strictness is Strictness.TOPIC
-                and sense.attribute != previous.chosen.attribute
-            ]
-            if len(topics) == 1:
-                candidate.chosen = topics[0]
+            candidate.chosen = _sole_sense(candidate, Strictness.TOPIC, previous.chosen.attribute)
 
     def _accept_stacked(self, text: str, candidates: list[_Candidate]) -> None:
         """An everyday value right before a chosen value of another field that a noun for the
@@ -719,14 +712,7 @@ class ValueVocabulary:
                 or self._scope_after.match(text, following.end)
             ):
                 continue
-            cued = [
-                sense
-                for sense in candidate.senses
-                if sense.strictness is Strictness.CUED
-                and sense.attribute != following.chosen.attribute
-            ]
-            if len(cued) == 1:
-                candidate.chosen = cued[0]
+            candidate.chosen = _sole_sense(candidate, Strictness.CUED, following.chosen.attribute)
 
     def _has_own_field(self, text: str, candidate: _Candidate, sense: ValueSense) -> bool:
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
@@ -828,3 +814,16 @@ class ValueVocabulary:
             each=candidate.each and not candidate.negated,
             negated=candidate.negated,
         )
+
+
+def _sole_sense(
+    candidate: _Candidate, strictness: Strictness, other_attribute: str
+) -> ValueSense | None:
+    """The candidate's one sense of this strictness on a field other than its neighbour's, or
+    None when it has none or several (a compound names one thing, never a guess among two)."""
+    senses = [
+        sense
+        for sense in candidate.senses
+        if sense.strictness is strictness and sense.attribute != other_attribute
+    ]
+    return senses[0] if len(senses) == 1 else None
