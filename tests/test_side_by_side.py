@@ -98,7 +98,7 @@ def test_views_searched_side_by_side_rank_as_searched_in_turn(
         candidates=20,
         hybrid=False,
     )
-    monkeypatch.setattr(retriever, "SIDE_BY_SIDE_MIN_ROWS", len(large_index) + 1)
+    monkeypatch.setattr(retriever, "SIDE_BY_SIDE_MIN_ROWS", len(large_index) + 1)  # in turn
     in_turn = retrieve(large_index, request)
     calls: list[int] = []
     real = retriever.side_by_side
@@ -107,7 +107,8 @@ def test_views_searched_side_by_side_rank_as_searched_in_turn(
         calls.append(len(parts))
         return real(parts)
 
-    monkeypatch.setattr(retriever, "SIDE_BY_SIDE_MIN_ROWS", len(large_index))
+    allowed = len(large_index) // 4 if filtered else len(large_index)
+    monkeypatch.setattr(retriever, "SIDE_BY_SIDE_MIN_ROWS", allowed)
     monkeypatch.setattr(retriever, "side_by_side", counted)
     beside = retrieve(large_index, request)
     assert calls == [3]
@@ -115,3 +116,21 @@ def test_views_searched_side_by_side_rank_as_searched_in_turn(
         (r.chunk.chunk_id, r.relevance) for r in in_turn
     ]
     assert len(beside) == 10
+
+
+def test_a_filter_allowing_fewer_rows_than_the_threshold_searches_in_turn(
+    large_index: KnowledgeIndex, monkeypatch: Any
+):
+    """A narrow filter's scans cost less than handing one to another thread."""
+    request = RetrievalRequest(
+        texts=["q"],
+        vectors=[np.eye(64, dtype=np.float32)[0], np.eye(64, dtype=np.float32)[1]],
+        filter=Comparison(comparator=Comparator.EQ, attribute="group", value="g1"),
+        top_k=5,
+        threshold=0.0,
+        candidates=10,
+        hybrid=False,
+    )
+    monkeypatch.setattr(retriever, "SIDE_BY_SIDE_MIN_ROWS", len(large_index) // 4 + 1)
+    monkeypatch.setattr(retriever, "side_by_side", lambda parts: pytest.fail("handed off"))
+    assert len(retrieve(large_index, request)) == 5

@@ -23,8 +23,9 @@ from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
 from rasa_context_retrieval.workers import side_by_side
 
 SIDE_BY_SIDE_MIN_ROWS = 20_000
-"""From this many chunks the views' dense searches run at once (``workers.side_by_side``): each
-is then a scan of milliseconds, against a thread hand-off of tens of microseconds."""
+"""From this many chunks allowed by the filter the views' dense searches run at once
+(``workers.side_by_side``): each is then a scan of milliseconds, against a thread hand-off of
+tens of microseconds; a narrow filter's scans are cheaper than the hand-off."""
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,9 @@ def retrieve(index: KnowledgeIndex, request: RetrievalRequest) -> list[ScoredChu
         functools.partial(index.dense.search, vector, request.candidates, mask)
         for vector in request.vectors
     ]
-    found = (
-        side_by_side(searches) if len(index) >= SIDE_BY_SIDE_MIN_ROWS else [s() for s in searches]
-    )
+    allowed = len(index) if mask is None else int(np.count_nonzero(mask))
+    beside = len(searches) > 1 and allowed >= SIDE_BY_SIDE_MIN_ROWS
+    found = side_by_side(searches) if beside else [search() for search in searches]
     rankings = [[row for row, _ in hits] for hits in found]
     if request.hybrid:
         lexical = index.lexical.search(request.texts[0], request.candidates, mask)
