@@ -450,3 +450,59 @@ def test_a_question_about_a_thing_had_is_no_filter_on_it(text: str, expected: st
 def test_a_count_before_a_count_fields_name_is_its_value(text: str, expected: str | None) -> None:
     found = filter_of(FERRIES, FERRY_VALUES, text)
     assert found == (parse_filter(expected) if expected else None)
+
+
+def test_a_count_before_a_singular_field_name_used_as_a_modifier_is_its_value() -> None:
+    fields = (
+        MetadataField(name="gpus", type="integer", description="Number of graphics cards"),
+        MetadataField(name="price", type="float", description="Price per hour in USD"),
+    )
+    assert filter_of(fields, {}, "4 GPU servers") == parse_filter('eq("gpus", 4)')
+    # the singular joined to nothing ("with 1 GPU") is the grammatical singular, not a name
+    assert filter_of(fields, {}, "servers with 1 GPU") is None
+
+
+SCANNERS = (
+    MetadataField(name="model", type="string", description="Scanner model"),
+    MetadataField(name="firmware", type="string", description="Firmware release the note is for"),
+    MetadataField(name="size_mb", type="float", description="Download size in MB"),
+)
+SCANNER_VALUES = {
+    "model": frozenset(["Fujitsu X500", "Canon R40", "Epson Workforce"]),
+    "firmware": frozenset(["2.0.3", "2.1.0", "3.0.1"]),
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a code of letters and digits names the one value it is part of
+        ("manuals for the X500", 'eq("model", "Fujitsu X500")'),
+        ("X500 or R40 scanners", 'in("model", ["Fujitsu X500", "Canon R40"])'),
+        # a release number of three parts is a value, not an amount
+        ("what changed in 2.1.0?", 'eq("firmware", "2.1.0")'),
+        ("fixes in 2.0.3 or 3.0.1", 'in("firmware", ["2.0.3", "3.0.1"])'),
+        # inside a longer number it is not said
+        ("fixes in 2.1.0.4", None),
+    ],
+)
+def test_codes_and_release_numbers_name_their_values(text: str, expected: str | None) -> None:
+    found = filter_of(SCANNERS, SCANNER_VALUES, text)
+    assert found == (parse_filter(expected) if expected else None)
+
+
+def test_a_field_name_inside_another_value_does_not_anchor_the_next_word() -> None:
+    fields = (
+        MetadataField(name="grant", type="string", description="Grant or fund the page is about"),
+        MetadataField(
+            name="page_kind",
+            type="string",
+            description="Kind of help page",
+            values=["deadlines", "eligibility"],
+        ),
+    )
+    values = {"grant": frozenset(["Arts Grant", "Travel Fund Deadline"])}
+    # "Grant" ends the value said; it is not the field ``grant`` named before "deadline"
+    assert filter_of(fields, values, "Arts Grant deadline dates") == parse_filter(
+        'eq("grant", "Arts Grant")'
+    )

@@ -61,6 +61,9 @@ from rasa_context_retrieval.self_query.phrases import (
 )
 
 MAX_VALUE_WORDS = 5
+# "4.1.1", "2.0.13": a value of digits alone is matched only in this form.
+RELEASE_NUMBER = re.compile(r"\d+(?:\.\d+){2,}")
+LONGER_NUMBER_AFTER = re.compile(r"\.\d")
 MAX_VALUE_CHARS = 60
 # Inflecting two-letter words goes wrong more often than right ("us", "eu" are names); three
 # letters are ordinary nouns often enough ("dogs", "reds", "guinea pigs").
@@ -223,10 +226,24 @@ def _in_title_case(text: str) -> bool:
 
 
 def _is_matchable(value: object) -> bool:
+    """Whether a value can be told from the words around it: some letters, or a release number
+    of three parts or more ("4.1.1"), which no amount or date is written as."""
     if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
         return False
     key = surface_key(value)
+    if RELEASE_NUMBER.fullmatch(key):
+        return True
     return any(char.isalpha() for char in key) and len(key.split(" ")) <= MAX_VALUE_WORDS
+
+
+def _is_model_code(word: str) -> bool:
+    """Whether one word of a value is a model code: letters and digits only, both ("H100", "T4",
+    "PS5"), so no word of English."""
+    return (
+        word.isalnum()
+        and any(char.isdigit() for char in word)
+        and any(char.isalpha() for char in word)
+    )
 
 
 def _surname(value: str) -> str | None:
@@ -441,6 +458,11 @@ class ValueVocabulary:
             first = surface_key(parts[0])
             if len(first) >= MIN_SURNAME_CHARS and first.isalpha():
                 self._add_short(field, value, {first}, Strictness.NAME)
+        codes = [word for word in words if _is_model_code(word)]
+        if len(words) > 1 and len(codes) == 1:
+            # "H100" for "NVIDIA H100", "PS5" for "Sony PS5": a code of letters and digits is
+            # the name's distinctive part; capitalised, as a name.
+            self._add_short(field, value, set(codes), Strictness.NAME)
         if len(words) > 1 and all(word.isalpha() for word in words):
             # "ML" for "machine learning", "AI" for "artificial intelligence": in capitals only.
             initials = "".join(word[0] for word in words)
@@ -488,6 +510,8 @@ class ValueVocabulary:
             # The regex matches case-insensitively by simple case folding; the rare letter whose
             # full folding differs ("İ") finds no sense and is skipped.
             senses = self._senses.get(surface_key(match[0]))
+            if LONGER_NUMBER_AFTER.match(text, match.end()):
+                continue  # "4.1.1" inside "4.1.1.2"
             if senses and not overlaps_any(match.start(), match.end(), taken):
                 candidates.append(_Candidate(match.start(), match.end(), tuple(senses)))
         if self._multiword:
@@ -496,7 +520,7 @@ class ValueVocabulary:
         for candidate in candidates:
             candidate.elsewhere = self._names_another_thing(text, candidate, candidates)
             if not candidate.elsewhere:
-                candidate.chosen = self._resolve(text, candidate)
+                candidate.chosen = self._resolve(text, candidate, candidates)
             before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
             candidate.negated = bool(NEGATION_BEFORE_VALUE.search(before))
             if candidate.chosen and not candidate.negated:
@@ -584,9 +608,13 @@ class ValueVocabulary:
                 senses.setdefault(sense.attribute, []).append(sense)
         return tuple(listed[0] for listed in senses.values() if len(listed) == 1)
 
-    def _resolve(self, text: str, candidate: _Candidate) -> ValueSense | None:
+    def _resolve(
+        self, text: str, candidate: _Candidate, candidates: list[_Candidate]
+    ) -> ValueSense | None:
         anchored = [
-            sense for sense in candidate.senses if self._has_own_field(text, candidate, sense)
+            sense
+            for sense in candidate.senses
+            if self._has_own_field(text, candidate, sense, candidates)
         ]
         if len(anchored) == 1:
             return anchored[0]
@@ -714,11 +742,26 @@ class ValueVocabulary:
                 continue
             candidate.chosen = _sole_sense(candidate, Strictness.CUED, following.chosen.attribute)
 
-    def _has_own_field(self, text: str, candidate: _Candidate, sense: ValueSense) -> bool:
-        before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
-        return bool(
-            self._own_field_after[sense.attribute].match(text, candidate.end)
-            or self._own_field_before[sense.attribute].search(before)
+    def _has_own_field(
+        self,
+        text: str,
+        candidate: _Candidate,
+        sense: ValueSense,
+        candidates: Sequence[_Candidate] = (),
+    ) -> bool:
+        """Whether the field's name is said next to the value ("category: plans", "gold tier").
+        A word of the name inside another value said there ("Child Benefit payment" for a field
+        ``benefit``) is that value's own word, not the field named."""
+        window_start = max(0, candidate.start - LOOKBEHIND_CHARS)
+        after = self._own_field_after[sense.attribute].match(text, candidate.end)
+        before = self._own_field_before[sense.attribute].search(text, window_start, candidate.start)
+        return any(
+            said is not None
+            and not any(
+                other is not candidate and other.start < said.end() and said.start() < other.end
+                for other in candidates
+            )
+            for said in (after, before)
         )
 
     def _is_cued(self, text: str, candidate: _Candidate) -> bool:
