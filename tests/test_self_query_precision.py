@@ -677,3 +677,37 @@ def test_a_message_opening_on_things_and_a_date_asks_for_things_of_that_time(
     fields = (MetadataField(name="aired", type="date", description="Day it first aired"),)
     rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # "past" and "beyond" before a date are "after" it
+        ("courses running past May 2026", 'gt("runs_until", "2026-05-31")'),
+        ("courses running beyond 2026", 'gt("runs_until", "2026-12-31")'),
+        # "this past May" is the May gone, whichever way the field looks
+        (
+            "courses running this past May",
+            'and(gte("runs_until", "2025-05-01"), lte("runs_until", "2025-05-31"))',
+        ),
+    ],
+)
+def test_past_and_beyond_a_date_are_after_it(text: str, wanted: str) -> None:
+    fields = (
+        MetadataField(name="runs_until", type="date", description="Last day the course runs"),
+    )
+    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
+
+
+def test_a_description_in_the_past_tense_holds_days_gone() -> None:
+    # "became available" is a record of a day gone, though "available" looks ahead
+    fields = (
+        MetadataField(
+            name="launch_day", type="date", description="Day the kayak became available to hire"
+        ),
+    )
+    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    assert rules.construct("kayaks launched after March").filter == expected(
+        'gt("launch_day", "2025-03-31")'
+    )

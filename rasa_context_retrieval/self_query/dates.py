@@ -57,6 +57,8 @@ DATE_TEXT = (
 AFTER_END, FROM_START, BEFORE_START, UNTIL_END, WITHIN = "gt", "gte", "lt", "lte", "in"
 DATE_WORDS = {
     "after": AFTER_END,
+    "beyond": AFTER_END,
+    "past": AFTER_END,
     "later than": AFTER_END,
     "newer than": AFTER_END,
     "since": FROM_START,
@@ -82,9 +84,19 @@ DATE_WORDS = {
     "throughout": WITHIN,
     "for": WITHIN,
 }
-_DATE_WORDS = "|".join(
-    r"\s+".join(words.split()) for words in sorted(DATE_WORDS, key=len, reverse=True)
-)
+# "this past May" is the May gone, not after it.
+WORD_GUARDS = {"past": r"(?<!this\s)(?<!the\s)"}
+
+
+def date_words_pattern(words: Collection[str]) -> str:
+    """One alternation of date words, the longest first, each guarded as it needs."""
+    return "|".join(
+        WORD_GUARDS.get(said, "") + r"\s+".join(said.split())
+        for said in sorted(words, key=len, reverse=True)
+    )
+
+
+_DATE_WORDS = date_words_pattern(DATE_WORDS)
 _FILLER = r"(?:the\s+)?(?:year\s+|month\s+of\s+)?"
 RANGE = re.compile(
     rf"(?<!\w)(?:between|from)\s+{_FILLER}(?P<a>{DATE_TEXT})\s+(?:and|to|until|till|through|-|–)"
@@ -169,7 +181,7 @@ AHEAD_WORDS = re.compile(
 # "last" is a word of records only before a participle ("last revised", "last reported"); in
 # "Last day the offer can be taken" it is the final day of something that ends.
 RECORDED_WORDS = re.compile(
-    r"\b(?:was|were|been|published|posted|updated|released|created|added|modified|listed"
+    r"\b(?:was|were|been|published|posted|updated|released|launched|created|added|modified|listed"
     r"|uploaded|changed|edited|issued|written|sold|joined|founded|born|last\s+\w+ed)\b",
     re.IGNORECASE,
 )
@@ -262,7 +274,9 @@ def looks_ahead(field: MetadataField) -> bool:
     name = field.name.replace("_", " ")
     # The name says it first ("offer_ends", "last_updated"); the description when it does not.
     for said in (name, field.description):
-        ahead, recorded = bool(AHEAD_WORDS.search(said)), bool(RECORDED_WORDS.search(said))
+        # A finite verb in the past ("Day the type became available") tells of a day gone too.
+        ahead = bool(AHEAD_WORDS.search(said))
+        recorded = bool(RECORDED_WORDS.search(said) or TOLD_GONE.search(said))
         if ahead != recorded:
             return ahead
     return False
