@@ -711,3 +711,19 @@ def test_a_description_in_the_past_tense_holds_days_gone() -> None:
     assert rules.construct("kayaks launched after March").filter == expected(
         'gt("launch_day", "2025-03-31")'
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # the value is the subject of a negated verb in a clause about the documents
+        ("services that the York clinic doesn't offer", 'ne("city", "York")'),
+        ("clinics that Leeds does not license", 'ne("city", "Leeds")'),
+        # said plainly it is still wanted
+        ("services that the York clinic offers", 'eq("city", "York")'),
+        # a negated verb of functioning reports a problem there, no exclusion
+        ("booking pages that York won't load", 'eq("city", "York")'),
+    ],
+)
+def test_a_value_as_subject_of_a_negated_clause_is_excluded(text: str, wanted: str) -> None:
+    assert clinics().construct(text).filter == expected(wanted)
