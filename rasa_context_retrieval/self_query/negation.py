@@ -15,6 +15,8 @@ safety net every kind of condition goes through, after all extractors ran:
   with the user as its subject, one outside such a clause ("I'm not sure about comedy", "why
   can't I find hotels in Rome?", "never been to Rome"), or a negated bound or date range
   (whose negation is an "or"). That condition gives no filter, never ``eq``;
+* a condition that opens such a clause as the subject of a negated verb ("books that the
+  Central library doesn't stock") is negated: the documents are what it does not have;
 * a negated verb of functioning ("sync is not working on Android") reports a problem on the
   value, not a wish to exclude it: no negation;
 * a clause ends at punctuation and at a word that starts another clause ("that", "which",
