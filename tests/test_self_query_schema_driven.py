@@ -291,10 +291,29 @@ def test_things_had_joined_by_and_must_each_be_there(text: str, expected: str) -
         "My bag got soaked on the crossing to Bergen. Who pays for that?",
         # The point inside a number does not end the clause of "I paid".
         "I paid 1,250 for my crossing to Tallinn. Is that a lot?",
+        # A story in the perfect: "I've been" something somewhere.
+        "I've been a regular on the Kiel route for years and the cabins are always cold.",
+        # The place of the user's own thing, and what happened to it.
+        "our camper van at Bergen got towed this morning",
     ],
 )
 def test_the_users_own_past_story_is_no_filter(text: str) -> None:
     assert filter_of(FERRIES, FERRY_VALUES, text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # "I've been looking for" is a wish, not a story
+        ("I've been looking for crossings to Oslo", 'eq("port", "Oslo")'),
+        # the user's own thing named by the value, no place said: still its scope
+        ("my Kiel booking got changed, which crossings are left?", 'eq("port", "Kiel")'),
+    ],
+)
+def test_a_wish_in_the_perfect_or_about_ones_own_thing_still_filters(
+    text: str, expected: str
+) -> None:
+    assert filter_of(FERRIES, FERRY_VALUES, text) == parse_filter(expected)
 
 
 def test_a_wish_after_a_past_story_still_filters() -> None:
