@@ -525,3 +525,41 @@ def test_a_field_name_inside_another_value_does_not_anchor_the_next_word() -> No
     assert filter_of(fields, values, "Arts Grant deadline dates") == parse_filter(
         'eq("grant", "Arts Grant")'
     )
+
+
+CLIMBING = (
+    MetadataField(
+        name="session_type",
+        type="string",
+        description="Kind of session",
+        values=["bouldering", "top rope", "lead climbing", "kids club"],
+    ),
+    MetadataField(name="coach", type="string", description="Coach running the session"),
+    MetadataField(name="wall", type="string", description="Centre the session is held at"),
+)
+CLIMBING_VALUES = {"coach": frozenset(["Ana Ruiz", "Ben Cole"]), "wall": frozenset(["Docklands"])}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a message that opens on a kind and goes on with a condition asks for that kind
+        (
+            "bouldering with Ana Ruiz",
+            'and(eq("session_type", "bouldering"), eq("coach", "Ana Ruiz"))',
+        ),
+        ("top rope for beginners", 'eq("session_type", "top rope")'),
+        (
+            "bouldering sessions not at Docklands",
+            'and(eq("session_type", "bouldering"), ne("wall", "Docklands"))',
+        ),
+        # kinds set apart from what is wanted are kinds
+        ("anything except lead climbing", 'ne("session_type", "lead climbing")'),
+        # opening on a kind said of something ("... is", "... of") is no such query
+        ("bouldering is hard on the fingers", None),
+        ("history of bouldering", None),
+    ],
+)
+def test_a_message_opening_on_a_kind_asks_for_it(text: str, expected: str | None) -> None:
+    found = filter_of(CLIMBING, CLIMBING_VALUES, text)
+    assert found == (parse_filter(expected) if expected else None)

@@ -19,8 +19,10 @@ plan?" does not mean category ``plans``. Each value therefore gets a strictness:
 * ``TOPIC``: a value of a topic-like field (category, tags, type, ...) is a filter when the
   sentence asks for things of that kind: a plural ("laptops"), a noun for the documents after it
   ("python articles", "comedy films"), a determiner or "about" before it ("a thriller", "which
-  monitor", "articles about python"), another value right before it ("a Samsung tablet") or its
-  field's name. "tips for sync" and "the security settings" stay questions, not filters;
+  monitor", "articles about python"), another value right before it ("a Samsung tablet"), its
+  field's name, an exclusion before it ("anything except spin") or, opening the message, a
+  condition after it ("yoga with Maya Patel": a search-box query for the kind). "tips for
+  sync" and "the security settings" stay questions, not filters;
 * ``NAME``: the last word of a person's or brand's name ("Spielberg" for "Steven Spielberg"),
   only when written with a capital and no other value shares it;
 * ``ANCHORED``: a value that is also a field name ("plans"), or outside topic fields a scope noun
@@ -136,6 +138,24 @@ BOTH_BEFORE = re.compile(r"\bboth\s+(?:(?:a|an|the|some)\s+)?$", re.IGNORECASE)
 # words stands for that value with its first word replaced (the head noun is said once).
 ELLIPTIC_WORD_BEFORE = re.compile(
     r"(?<![\w-])(?P<word>[^\W\d_][\w-]*)(?:\s*,\s*|\s*/\s*|\s+(?:or|and)\s+)$"
+)
+
+
+# A message that opens on a kind and goes on with a condition is a search-box query for that
+# kind ("yoga with Maya Patel", "how to apply for UC", "HIIT workouts not at Shoreditch"); "of"
+# and a verb after it ("History of Rome", "search is slow") make it a topic or a subject.
+MESSAGE_OPENING = re.compile(r"\s*(?:(?:any|some|all)\s+)?", re.IGNORECASE)
+KIND_QUERY_AFTER = re.compile(
+    r"(?:\s+(?:(?!(?:was|has|does|goes)\b)[a-z]{2,}(?<!ss)s\s+)?(?:for|with|at|under|over|between|near|without|except|not|but"
+    r"|this|next|on\s+(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?))"
+    r"\b|\s*[?.!]?\s*$)",
+    re.IGNORECASE,
+)
+# "anything except spin", "all but yoga": the kinds set apart from what is wanted.
+KIND_EXCLUDED_BEFORE = re.compile(
+    r"\b(?:except(?:\s+for)?|excluding|other\s+than|apart\s+from|(?:anything|everything|all)"
+    r"\s+but)\s+(?:(?:the|a|an)\s+)?$",
+    re.IGNORECASE,
 )
 
 
@@ -715,6 +735,10 @@ class ValueVocabulary:
         if self._item_after.match(text, candidate.end):
             return True
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
+        if KIND_EXCLUDED_BEFORE.search(before):
+            return True  # "anything except spin": kinds set apart are kinds
+        if MESSAGE_OPENING.fullmatch(before) and KIND_QUERY_AFTER.match(text, candidate.end):
+            return True  # "zumba for mixed ability groups": a search-box query for a kind
         return bool(DETERMINERS_BEFORE_TOPIC.search(before) or self._item_on_before.search(before))
 
     @staticmethod
