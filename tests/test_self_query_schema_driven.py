@@ -563,3 +563,26 @@ CLIMBING_VALUES = {"coach": frozenset(["Ana Ruiz", "Ben Cole"]), "wall": frozens
 def test_a_message_opening_on_a_kind_asks_for_it(text: str, expected: str | None) -> None:
     found = filter_of(CLIMBING, CLIMBING_VALUES, text)
     assert found == (parse_filter(expected) if expected else None)
+
+
+PRINTS = (
+    MetadataField(
+        name="in_catalogue", type="boolean", description="Whether the print can be ordered"
+    ),
+    MetadataField(
+        name="has_gilt_frame", type="boolean", description="Whether a gold-leaf surround is fitted"
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # an article between the words of a yes/no name, as English says it
+        ("prints that are in the catalogue", 'eq("in_catalogue", true)'),
+        # the last word of the name in the plural
+        ("prints without gilt frames", 'eq("has_gilt_frame", false)'),
+    ],
+)
+def test_a_yes_no_name_said_with_an_article_or_in_the_plural(text: str, expected: str) -> None:
+    assert filter_of(PRINTS, {}, text) == parse_filter(expected)

@@ -107,6 +107,7 @@ ABLE_SUFFIX = re.compile(r"(?:able|ible)$")
 # said of what the documents have ("with stabilization") or lack ("without heating").
 NOUN_SUFFIXES = r"i[sz]ation|ation|ication|cation|ment|ing"
 MIN_ROOT_CHARS = 3
+GAP_OR_ARTICLE = r"[\s-]+(?:(?:the|a|an)\s+)?"
 # What a field may say is welcome: "good with kids", "suitable for children", "safe for cats and
 # dogs" (each), "pets allowed", "allows dogs", "dog friendly".
 WELCOMED = re.compile(
@@ -376,9 +377,14 @@ def _alternatives(patterns: list[str], prefix: str = "") -> re.Pattern[str] | No
 
 
 def _pattern(words: list[str]) -> str:
-    """The words in order, the first one in any inflection ("ship" -> "ships", "shipping")."""
+    """The words in order, the first one in any inflection ("ship" -> "ships", "shipping"), the
+    last of several also in the plural ("local ssd": "without local SSDs"), and an article
+    between two words where English puts one ("on_shelf": "on the shelf")."""
     stem = _STEMMER.stemWord(words[0])
     first = re.escape(words[0])
     if len(stem) > 2:
         first = rf"(?:{first}|{re.escape(stem)}[a-z]{{0,{INFLECTION_CHARS}}})"
-    return r"[\s-]+".join([first, *map(re.escape, words[1:])])
+    rest = [re.escape(word) for word in words[1:]]
+    if rest and words[-1].isalpha() and len(words[-1]) >= MIN_ROOT_CHARS:
+        rest[-1] += "(?:e?s)?"
+    return GAP_OR_ARTICLE.join([first, *rest])
