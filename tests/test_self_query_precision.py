@@ -727,3 +727,30 @@ def test_a_description_in_the_past_tense_holds_days_gone() -> None:
 )
 def test_a_value_as_subject_of_a_negated_clause_is_excluded(text: str, wanted: str) -> None:
     assert clinics().construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # two words only one date field's description has name that field, over a noun
+        # sharing another field's first letters ("posters" for ``posted``)
+        (
+            "posters where offers are accepted until the end of the year",
+            'lte("bids_end", "2025-12-31")',
+        ),
+        # the name said whole still names its own field
+        (
+            "offers on prints posted this year",
+            'and(gte("posted", "2025-01-01"), lte("posted", "2025-12-31"))',
+        ),
+    ],
+)
+def test_a_date_field_named_by_its_own_description_words(text: str, wanted: str) -> None:
+    fields = (
+        MetadataField(name="posted", type="date", description="Day the poster went on sale"),
+        MetadataField(
+            name="bids_end", type="date", description="Last day offers are accepted for the print"
+        ),
+    )
+    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
