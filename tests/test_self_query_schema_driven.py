@@ -586,3 +586,29 @@ PRINTS = (
 )
 def test_a_yes_no_name_said_with_an_article_or_in_the_plural(text: str, expected: str) -> None:
     assert filter_of(PRINTS, {}, text) == parse_filter(expected)
+
+
+def test_a_name_ending_in_only_is_said_by_its_thing() -> None:
+    fields = (
+        MetadataField(
+            name="trade_account_only",
+            type="boolean",
+            description="Whether the offer is for business buyers",
+        ),
+    )
+    assert filter_of(fields, {}, "offers open to trade account holders") == parse_filter(
+        'eq("trade_account_only", true)'
+    )
+
+
+def test_a_count_before_a_plural_value_of_several_words_is_a_limit() -> None:
+    fields = (
+        MetadataField(
+            name="repair",
+            type="string",
+            description="Kind of repair",
+            values=["screen replacement", "battery swap"],
+        ),
+    )
+    found = rules(fields, {}).construct("three screen replacements under warranty")
+    assert found.limit == 3

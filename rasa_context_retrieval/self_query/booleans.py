@@ -124,6 +124,8 @@ OFFERED = frozenset(
     ["included", "available", "allowed", "provided", "offered", "permitted", "welcome"]
 )
 AROUND = ("with", "around", "for")
+# A name "<thing>_only" ("self_hosted_only", "cash_only"): the thing said is the field too.
+RESTRICTING = frozenset(["only", "exclusively"])
 # A name "<thing>_required" ("licence_required", "deposit_needed"): "needs a licence" says it,
 # "without a licence", "no licence needed" and "licence-free" deny it.
 REQUIRED = frozenset(["required", "needed", "mandatory", "necessary"])
@@ -320,12 +322,16 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
     their plain forms: the verb of an "-able" name ("foldable" -> "fold": "folding bikes",
     "bikes that fold"), the thing of "breakfast_included" ("with breakfast") and its verb
     before it ("includes breakfast", "allow pets" for ``pets_allowed``), "needs a <thing>"
-    and "<thing> needed" for "<thing>_required", "<thing>-friendly"
+    and "<thing> needed" for "<thing>_required", the thing of a name of several words ending
+    in "only" ("self-hosted" for ``self_hosted_only``), "<thing>-friendly"
     and "fine around <thing>" for "good with <thing>"."""
     name_words = WORD.findall(field.name.lower())
     while len(name_words) > 1 and name_words[0] in NAME_LEADS:
         name_words = name_words[1:]
     word_lists = [name_words]
+    if len(name_words) > 2 and name_words[-1] in RESTRICTING:
+        # "self_hosted_only": "self-hosted servers" says it; one word ("members") is too plain
+        word_lists.append(name_words[:-1])
     if len(name_words) == 1:
         root = ABLE_SUFFIX.sub("", name_words[0])
         if root != name_words[0] and len(root) >= MIN_ROOT_CHARS:
