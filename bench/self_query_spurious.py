@@ -42,6 +42,7 @@ TUNING_SETS = (
     "self_query_holdout2.yaml",
     "self_query_holdout3.yaml",
     "self_query_holdout4.yaml",
+    "self_query_holdout5.yaml",
 )
 SAMPLES = 6
 TOP_ATOMS = 6

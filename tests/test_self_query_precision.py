@@ -677,3 +677,80 @@ def test_a_message_opening_on_things_and_a_date_asks_for_things_of_that_time(
     fields = (MetadataField(name="aired", type="date", description="Day it first aired"),)
     rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
     assert rules.construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # "past" and "beyond" before a date are "after" it
+        ("courses running past May 2026", 'gt("runs_until", "2026-05-31")'),
+        ("courses running beyond 2026", 'gt("runs_until", "2026-12-31")'),
+        # "this past May" is the May gone, whichever way the field looks
+        (
+            "courses running this past May",
+            'and(gte("runs_until", "2025-05-01"), lte("runs_until", "2025-05-31"))',
+        ),
+    ],
+)
+def test_past_and_beyond_a_date_are_after_it(text: str, wanted: str) -> None:
+    fields = (
+        MetadataField(name="runs_until", type="date", description="Last day the course runs"),
+    )
+    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)
+
+
+def test_a_description_in_the_past_tense_holds_days_gone() -> None:
+    # "became available" is a record of a day gone, though "available" looks ahead
+    fields = (
+        MetadataField(
+            name="launch_day", type="date", description="Day the kayak became available to hire"
+        ),
+    )
+    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    assert rules.construct("kayaks launched after March").filter == expected(
+        'gt("launch_day", "2025-03-31")'
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # the value is the subject of a negated verb in a clause about the documents
+        ("services that the York clinic doesn't offer", 'ne("city", "York")'),
+        ("clinics that Leeds does not license", 'ne("city", "Leeds")'),
+        # said plainly it is still wanted
+        ("services that the York clinic offers", 'eq("city", "York")'),
+        # a negated verb of functioning reports a problem there, no exclusion
+        ("booking pages that York won't load", 'eq("city", "York")'),
+    ],
+)
+def test_a_value_as_subject_of_a_negated_clause_is_excluded(text: str, wanted: str) -> None:
+    assert clinics().construct(text).filter == expected(wanted)
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        # two words only one date field's description has name that field, over a noun
+        # sharing another field's first letters ("posters" for ``posted``)
+        (
+            "posters where offers are accepted until the end of the year",
+            'lte("bids_end", "2025-12-31")',
+        ),
+        # the name said whole still names its own field
+        (
+            "offers on prints posted this year",
+            'and(gte("posted", "2025-01-01"), lte("posted", "2025-12-31"))',
+        ),
+    ],
+)
+def test_a_date_field_named_by_its_own_description_words(text: str, wanted: str) -> None:
+    fields = (
+        MetadataField(name="posted", type="date", description="Day the poster went on sale"),
+        MetadataField(
+            name="bids_end", type="date", description="Last day offers are accepted for the print"
+        ),
+    )
+    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    assert rules.construct(text).filter == expected(wanted)

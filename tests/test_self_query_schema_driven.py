@@ -291,10 +291,29 @@ def test_things_had_joined_by_and_must_each_be_there(text: str, expected: str) -
         "My bag got soaked on the crossing to Bergen. Who pays for that?",
         # The point inside a number does not end the clause of "I paid".
         "I paid 1,250 for my crossing to Tallinn. Is that a lot?",
+        # A story in the perfect: "I've been" something somewhere.
+        "I've been a regular on the Kiel route for years and the cabins are always cold.",
+        # The place of the user's own thing, and what happened to it.
+        "our camper van at Bergen got towed this morning",
     ],
 )
 def test_the_users_own_past_story_is_no_filter(text: str) -> None:
     assert filter_of(FERRIES, FERRY_VALUES, text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # "I've been looking for" is a wish, not a story
+        ("I've been looking for crossings to Oslo", 'eq("port", "Oslo")'),
+        # the user's own thing named by the value, no place said: still its scope
+        ("my Kiel booking got changed, which crossings are left?", 'eq("port", "Kiel")'),
+    ],
+)
+def test_a_wish_in_the_perfect_or_about_ones_own_thing_still_filters(
+    text: str, expected: str
+) -> None:
+    assert filter_of(FERRIES, FERRY_VALUES, text) == parse_filter(expected)
 
 
 def test_a_wish_after_a_past_story_still_filters() -> None:
@@ -450,3 +469,146 @@ def test_a_question_about_a_thing_had_is_no_filter_on_it(text: str, expected: st
 def test_a_count_before_a_count_fields_name_is_its_value(text: str, expected: str | None) -> None:
     found = filter_of(FERRIES, FERRY_VALUES, text)
     assert found == (parse_filter(expected) if expected else None)
+
+
+def test_a_count_before_a_singular_field_name_used_as_a_modifier_is_its_value() -> None:
+    fields = (
+        MetadataField(name="gpus", type="integer", description="Number of graphics cards"),
+        MetadataField(name="price", type="float", description="Price per hour in USD"),
+    )
+    assert filter_of(fields, {}, "4 GPU servers") == parse_filter('eq("gpus", 4)')
+    # the singular joined to nothing ("with 1 GPU") is the grammatical singular, not a name
+    assert filter_of(fields, {}, "servers with 1 GPU") is None
+
+
+SCANNERS = (
+    MetadataField(name="model", type="string", description="Scanner model"),
+    MetadataField(name="firmware", type="string", description="Firmware release the note is for"),
+    MetadataField(name="size_mb", type="float", description="Download size in MB"),
+)
+SCANNER_VALUES = {
+    "model": frozenset(["Fujitsu X500", "Canon R40", "Epson Workforce"]),
+    "firmware": frozenset(["2.0.3", "2.1.0", "3.0.1"]),
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a code of letters and digits names the one value it is part of
+        ("manuals for the X500", 'eq("model", "Fujitsu X500")'),
+        ("X500 or R40 scanners", 'in("model", ["Fujitsu X500", "Canon R40"])'),
+        # a release number of three parts is a value, not an amount
+        ("what changed in 2.1.0?", 'eq("firmware", "2.1.0")'),
+        ("fixes in 2.0.3 or 3.0.1", 'in("firmware", ["2.0.3", "3.0.1"])'),
+        # inside a longer number it is not said
+        ("fixes in 2.1.0.4", None),
+    ],
+)
+def test_codes_and_release_numbers_name_their_values(text: str, expected: str | None) -> None:
+    found = filter_of(SCANNERS, SCANNER_VALUES, text)
+    assert found == (parse_filter(expected) if expected else None)
+
+
+def test_a_field_name_inside_another_value_does_not_anchor_the_next_word() -> None:
+    fields = (
+        MetadataField(name="grant", type="string", description="Grant or fund the page is about"),
+        MetadataField(
+            name="page_kind",
+            type="string",
+            description="Kind of help page",
+            values=["deadlines", "eligibility"],
+        ),
+    )
+    values = {"grant": frozenset(["Arts Grant", "Travel Fund Deadline"])}
+    # "Grant" ends the value said; it is not the field ``grant`` named before "deadline"
+    assert filter_of(fields, values, "Arts Grant deadline dates") == parse_filter(
+        'eq("grant", "Arts Grant")'
+    )
+
+
+CLIMBING = (
+    MetadataField(
+        name="session_type",
+        type="string",
+        description="Kind of session",
+        values=["bouldering", "top rope", "lead climbing", "kids club"],
+    ),
+    MetadataField(name="coach", type="string", description="Coach running the session"),
+    MetadataField(name="wall", type="string", description="Centre the session is held at"),
+)
+CLIMBING_VALUES = {"coach": frozenset(["Ana Ruiz", "Ben Cole"]), "wall": frozenset(["Docklands"])}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a message that opens on a kind and goes on with a condition asks for that kind
+        (
+            "bouldering with Ana Ruiz",
+            'and(eq("session_type", "bouldering"), eq("coach", "Ana Ruiz"))',
+        ),
+        ("top rope for beginners", 'eq("session_type", "top rope")'),
+        (
+            "bouldering sessions not at Docklands",
+            'and(eq("session_type", "bouldering"), ne("wall", "Docklands"))',
+        ),
+        # kinds set apart from what is wanted are kinds
+        ("anything except lead climbing", 'ne("session_type", "lead climbing")'),
+        # opening on a kind said of something ("... is", "... of") is no such query
+        ("bouldering is hard on the fingers", None),
+        ("history of bouldering", None),
+    ],
+)
+def test_a_message_opening_on_a_kind_asks_for_it(text: str, expected: str | None) -> None:
+    found = filter_of(CLIMBING, CLIMBING_VALUES, text)
+    assert found == (parse_filter(expected) if expected else None)
+
+
+PRINTS = (
+    MetadataField(
+        name="in_catalogue", type="boolean", description="Whether the print can be ordered"
+    ),
+    MetadataField(
+        name="has_gilt_frame", type="boolean", description="Whether a gold-leaf surround is fitted"
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # an article between the words of a yes/no name, as English says it
+        ("prints that are in the catalogue", 'eq("in_catalogue", true)'),
+        # the last word of the name in the plural
+        ("prints without gilt frames", 'eq("has_gilt_frame", false)'),
+    ],
+)
+def test_a_yes_no_name_said_with_an_article_or_in_the_plural(text: str, expected: str) -> None:
+    assert filter_of(PRINTS, {}, text) == parse_filter(expected)
+
+
+def test_a_name_ending_in_only_is_said_by_its_thing() -> None:
+    fields = (
+        MetadataField(
+            name="trade_account_only",
+            type="boolean",
+            description="Whether the offer is for business buyers",
+        ),
+    )
+    assert filter_of(fields, {}, "offers open to trade account holders") == parse_filter(
+        'eq("trade_account_only", true)'
+    )
+
+
+def test_a_count_before_a_plural_value_of_several_words_is_a_limit() -> None:
+    fields = (
+        MetadataField(
+            name="repair",
+            type="string",
+            description="Kind of repair",
+            values=["screen replacement", "battery swap"],
+        ),
+    )
+    found = rules(fields, {}).construct("three screen replacements under warranty")
+    assert found.limit == 3

@@ -107,6 +107,7 @@ ABLE_SUFFIX = re.compile(r"(?:able|ible)$")
 # said of what the documents have ("with stabilization") or lack ("without heating").
 NOUN_SUFFIXES = r"i[sz]ation|ation|ication|cation|ment|ing"
 MIN_ROOT_CHARS = 3
+GAP_OR_ARTICLE = r"[\s-]+(?:(?:the|a|an)\s+)?"
 # What a field may say is welcome: "good with kids", "suitable for children", "safe for cats and
 # dogs" (each), "pets allowed", "allows dogs", "dog friendly".
 WELCOMED = re.compile(
@@ -123,6 +124,8 @@ OFFERED = frozenset(
     ["included", "available", "allowed", "provided", "offered", "permitted", "welcome"]
 )
 AROUND = ("with", "around", "for")
+# A name "<thing>_only" ("self_hosted_only", "cash_only"): the thing said is the field too.
+RESTRICTING = frozenset(["only", "exclusively"])
 # A name "<thing>_required" ("licence_required", "deposit_needed"): "needs a licence" says it,
 # "without a licence", "no licence needed" and "licence-free" deny it.
 REQUIRED = frozenset(["required", "needed", "mandatory", "necessary"])
@@ -319,12 +322,16 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
     their plain forms: the verb of an "-able" name ("foldable" -> "fold": "folding bikes",
     "bikes that fold"), the thing of "breakfast_included" ("with breakfast") and its verb
     before it ("includes breakfast", "allow pets" for ``pets_allowed``), "needs a <thing>"
-    and "<thing> needed" for "<thing>_required", "<thing>-friendly"
+    and "<thing> needed" for "<thing>_required", the thing of a name of several words ending
+    in "only" ("self-hosted" for ``self_hosted_only``), "<thing>-friendly"
     and "fine around <thing>" for "good with <thing>"."""
     name_words = WORD.findall(field.name.lower())
     while len(name_words) > 1 and name_words[0] in NAME_LEADS:
         name_words = name_words[1:]
     word_lists = [name_words]
+    if len(name_words) > 2 and name_words[-1] in RESTRICTING:
+        # "self_hosted_only": "self-hosted servers" says it; one word ("members") is too plain
+        word_lists.append(name_words[:-1])
     if len(name_words) == 1:
         root = ABLE_SUFFIX.sub("", name_words[0])
         if root != name_words[0] and len(root) >= MIN_ROOT_CHARS:
@@ -376,9 +383,14 @@ def _alternatives(patterns: list[str], prefix: str = "") -> re.Pattern[str] | No
 
 
 def _pattern(words: list[str]) -> str:
-    """The words in order, the first one in any inflection ("ship" -> "ships", "shipping")."""
+    """The words in order, the first one in any inflection ("ship" -> "ships", "shipping"), the
+    last of several also in the plural ("local ssd": "without local SSDs"), and an article
+    between two words where English puts one ("on_shelf": "on the shelf")."""
     stem = _STEMMER.stemWord(words[0])
     first = re.escape(words[0])
     if len(stem) > 2:
         first = rf"(?:{first}|{re.escape(stem)}[a-z]{{0,{INFLECTION_CHARS}}})"
-    return r"[\s-]+".join([first, *map(re.escape, words[1:])])
+    rest = [re.escape(word) for word in words[1:]]
+    if rest and words[-1].isalpha() and len(words[-1]) >= MIN_ROOT_CHARS:
+        rest[-1] += "(?:e?s)?"
+    return GAP_OR_ARTICLE.join([first, *rest])

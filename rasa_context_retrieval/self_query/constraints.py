@@ -5,7 +5,8 @@ filter tree and, when asked, cuts their words out of the search text. Keeping th
 the condition is what makes that cut possible.
 
 A condition said inside the user's own past story ("I cooked a thai curry last week, what else
-could I make?", "I watched a movie in 2010") is not a wish for documents of that kind:
+could I make?", "I watched a movie in 2010", "I've been a member at Clapham since 2019", "our
+box in us-east-1 got rebooted") is not a wish for documents of that kind:
 ``told_as_personal_past`` is the one test every kind of condition goes through.
 """
 
@@ -55,6 +56,8 @@ _IRREGULAR_PAST = (
     r"|paid|was|were|got|had|did|made|went|heard|wrote|took|met|lost|began|started|rode|drove"
     r"|flew|gave|kept|left|came|ran|spent|found|chose|wore|sang|swam|taught|thought|shot"
     r"|brought|caught|sent|built|felt|held|told|won|lent|sat|slept|fell|broke|grew|knew|threw"
+    # "I've been a member at ..." tells a story; "I've been looking for ..." is a wish.
+    r"|been(?!\s+\w+ing\b)"
 )
 _IN_CLAUSE = r"(?:[^,.;!?]|(?<=\d)[,.](?=\d))"
 PERSONAL_PAST = re.compile(
@@ -69,12 +72,31 @@ PAST_FOR_ME_AFTER = re.compile(
     rf"{_IN_CLAUSE}*?\b(?:was|were|had\s+been)\b{_IN_CLAUSE}*?\b(?:for|to|on|with)\s+(?:me|us)\b",
     re.IGNORECASE,
 )
+# "our staging box in us-east-1 got rebooted", "my parcel from Leeds was lost": the place of
+# the user's own thing, in a clause that tells what happened to it.
+OWN_THING_BEFORE = re.compile(
+    r"\b(?:my|our)\s+(?:[a-z]+\s+){0,2}?(?:in|on|at|from)\s+(?:the\s+)?$", re.IGNORECASE
+)
+PLACE_PREPOSITION = re.compile(r"(?:in|on|at|from)\s+(?:the\s+)?", re.IGNORECASE)
+HAPPENED_AFTER = re.compile(
+    rf"[^\s,.;!?]+(?:\s+(?!(?:that|which|who|where)\b)[^\s,.;!?]+)?\s+"
+    rf"(?:\w+(?<!e)ed|{_IRREGULAR_PAST})\b",
+    re.IGNORECASE,
+)
 PERSONAL_LOOKBEHIND_CHARS = 60
 PERSONAL_LOOKAHEAD_CHARS = 60
 
 
 def told_as_personal_past(text: str, start: int) -> bool:
     """Whether the mention at ``text[start]`` sits in a first-person past clause."""
-    if PERSONAL_PAST.search(text[max(0, start - PERSONAL_LOOKBEHIND_CHARS) : start]):
+    before = text[max(0, start - PERSONAL_LOOKBEHIND_CHARS) : start]
+    if PERSONAL_PAST.search(before):
+        return True
+    # The span of a condition may open on its preposition ("in us-east-1").
+    place = PLACE_PREPOSITION.match(text, start)
+    said = place.end() if place else start
+    if OWN_THING_BEFORE.search(text, max(0, said - PERSONAL_LOOKBEHIND_CHARS), said) and (
+        HAPPENED_AFTER.match(text, said)
+    ):
         return True
     return bool(PAST_FOR_ME_AFTER.match(text[start : start + PERSONAL_LOOKAHEAD_CHARS]))

@@ -20,12 +20,17 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+import inflection
 from dateutil.relativedelta import relativedelta
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint
-from rasa_context_retrieval.self_query.phrases import DATE_SCOPE_WORDS, SMALL_NUMBER_WORDS
+from rasa_context_retrieval.self_query.phrases import (
+    CUE_STOPWORDS,
+    DATE_SCOPE_WORDS,
+    SMALL_NUMBER_WORDS,
+)
 
 Clock = Callable[[], dt.date]
 Period = tuple[dt.date, dt.date]
@@ -37,6 +42,9 @@ MONTHS["sept"] = 9
 LOOKBEHIND_CHARS = 20
 # A field name word matches a user's word by its first letters: "updated", "updates", "update".
 NAME_PREFIX_CHARS = 5
+# Content words of a date field's description: two of them said name the field.
+DESCRIBED_WORD = re.compile(r"[a-z]{4,}")
+MIN_DESCRIBED_WORDS = 2
 
 _YEAR = r"(?:19|20)\d{2}"
 _ANY_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
@@ -57,6 +65,8 @@ DATE_TEXT = (
 AFTER_END, FROM_START, BEFORE_START, UNTIL_END, WITHIN = "gt", "gte", "lt", "lte", "in"
 DATE_WORDS = {
     "after": AFTER_END,
+    "beyond": AFTER_END,
+    "past": AFTER_END,
     "later than": AFTER_END,
     "newer than": AFTER_END,
     "since": FROM_START,
@@ -82,9 +92,19 @@ DATE_WORDS = {
     "throughout": WITHIN,
     "for": WITHIN,
 }
-_DATE_WORDS = "|".join(
-    r"\s+".join(words.split()) for words in sorted(DATE_WORDS, key=len, reverse=True)
-)
+# "this past May" is the May gone, not after it.
+WORD_GUARDS = {"past": r"(?<!this\s)(?<!the\s)"}
+
+
+def date_words_pattern(words: Collection[str]) -> str:
+    """One alternation of date words, the longest first, each guarded as it needs."""
+    return "|".join(
+        WORD_GUARDS.get(said, "") + r"\s+".join(said.split())
+        for said in sorted(words, key=len, reverse=True)
+    )
+
+
+_DATE_WORDS = date_words_pattern(DATE_WORDS)
 _FILLER = r"(?:the\s+)?(?:year\s+|month\s+of\s+)?"
 RANGE = re.compile(
     rf"(?<!\w)(?:between|from)\s+{_FILLER}(?P<a>{DATE_TEXT})\s+(?:and|to|until|till|through|-|–)"
@@ -169,7 +189,7 @@ AHEAD_WORDS = re.compile(
 # "last" is a word of records only before a participle ("last revised", "last reported"); in
 # "Last day the offer can be taken" it is the final day of something that ends.
 RECORDED_WORDS = re.compile(
-    r"\b(?:was|were|been|published|posted|updated|released|created|added|modified|listed"
+    r"\b(?:was|were|been|published|posted|updated|released|launched|created|added|modified|listed"
     r"|uploaded|changed|edited|issued|written|sold|joined|founded|born|last\s+\w+ed)\b",
     re.IGNORECASE,
 )
@@ -262,7 +282,9 @@ def looks_ahead(field: MetadataField) -> bool:
     name = field.name.replace("_", " ")
     # The name says it first ("offer_ends", "last_updated"); the description when it does not.
     for said in (name, field.description):
-        ahead, recorded = bool(AHEAD_WORDS.search(said)), bool(RECORDED_WORDS.search(said))
+        # A finite verb in the past ("Day the type became available") tells of a day gone too.
+        ahead = bool(AHEAD_WORDS.search(said))
+        recorded = bool(RECORDED_WORDS.search(said) or TOLD_GONE.search(said))
         if ahead != recorded:
             return ahead
     return False
@@ -315,6 +337,9 @@ class DatePhrases:
             for field in fields
             if field.type == "date"
         }
+        self._described = _own_description_words(
+            [field for field in fields if field.type == "date"], item_nouns
+        )
         participles = set().union(*self._verbs.values())
         self._scope = time_scope(self._date_fields, {*item_nouns, *participles})
 
@@ -362,6 +387,24 @@ class DatePhrases:
             return self._date_fields[0]
         lowered = text.lower()
         said = set(WORD.findall(lowered))
+        # The name said whole ("released") or the description's verb names a field first; then
+        # two words only one description has ("security updates" for "Last day the release
+        # receives security updates"), over a noun that only shares a name's first letters
+        # ("releases" for ``released``).
+        exact = [
+            name
+            for name in self._date_fields
+            if set(name.lower().split("_")) <= said or self._verbs[name] & said
+        ]
+        if len(exact) == 1:
+            return exact[0]
+        described = [
+            name
+            for name in self._date_fields
+            if len(self._described[name] & said) >= MIN_DESCRIBED_WORDS
+        ]
+        if len(described) == 1:
+            return described[0]
         # Named by its name's first letters or by its description's verb ("added" for "Day the
         # stall was added"); a date said in a message naming none or two of them gives no filter.
         named = [
@@ -417,6 +460,32 @@ class DatePhrases:
             word = DATE_WORDS.get(" ".join((match["word"] or "in").lower().split()), WITHIN)
             said.append((match.start(), match.end(), _bounds(word, (day, day))))
         return sorted(said, key=lambda condition: (condition[0], -condition[1]))
+
+
+def _own_description_words(
+    fields: Sequence[MetadataField], item_nouns: Collection[str]
+) -> dict[str, frozenset[str]]:
+    """The content words only one date field's description has, as written and in the plural
+    or singular ("Last day the release receives security updates": "security", "updates"); two
+    of them said name that field. Words two descriptions share ("day", "release") and the
+    documents' nouns name none."""
+    words = {
+        field.name: {
+            word
+            for word in DESCRIBED_WORD.findall(field.description.lower())
+            if word not in CUE_STOPWORDS and word not in item_nouns
+        }
+        for field in fields
+    }
+    owned = {}
+    for name, own in words.items():
+        others = set().union(*(other for key, other in words.items() if key != name))
+        kept = own - others
+        nouns = {word for word in kept if not word.endswith(("ed", "es", "s"))}
+        forms = {inflection.pluralize(word) for word in nouns}
+        forms |= {inflection.singularize(word) for word in kept if word.endswith("s")}
+        owned[name] = frozenset(kept | forms)
+    return owned
 
 
 def told_ahead(text: str, start: int, ahead: bool) -> bool:

@@ -4,7 +4,8 @@ A count is a limit when it follows "top"/"best"/"first" (unless it counts someth
 first two marriages", or is the pronoun of "the first one"), when it is asked for with a verb
 of showing ("show me two ...", "give me 3"), or when it counts the documents or the results
 ("two suggestions") themselves: within a few words it is followed by a plural noun for them
-("movies", "articles", see ``items``) or a plural value ("thrillers", "laptops"). A count of
+("movies", "articles", see ``items``) or a plural value of one word or several ("thrillers",
+"security fixes"). A count of
 anything else ("3 files", "2 devices"), after "I have" or a preposition ("split between two
 boats") or in the user's own past ("I watched two movies") is no limit, and numbers already
 read as a filter are skipped.
@@ -118,7 +119,12 @@ class LimitPhrases:
             return True  # "two suggestions please", "3 options for Lisbon"
         if not self._is_document_word(words[0]) and inflection.singularize(words[0]) != words[0]:
             return False  # "4 people looking for bikes": it counts people
-        return any(self._is_document_word(word) for word in words)
+        # "two security fixes": a plural value may be several words
+        return any(
+            self._is_document_word(" ".join(words[start:end]))
+            for start in range(len(words))
+            for end in range(start + 1, len(words) + 1)
+        )
 
     def _is_document_word(self, word: str) -> bool:
         return word in self._plural_items or self._is_plural_value(word)

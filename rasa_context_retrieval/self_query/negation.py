@@ -15,6 +15,8 @@ safety net every kind of condition goes through, after all extractors ran:
   with the user as its subject, one outside such a clause ("I'm not sure about comedy", "why
   can't I find hotels in Rome?", "never been to Rome"), or a negated bound or date range
   (whose negation is an "or"). That condition gives no filter, never ``eq``;
+* a condition that opens such a clause as the subject of a negated verb ("books that the
+  Central library doesn't stock") is negated: the documents are what it does not have;
 * a negated verb of functioning ("sync is not working on Android") reports a problem on the
   value, not a wish to exclude it: no negation;
 * a clause ends at punctuation and at a word that starts another clause ("that", "which",
@@ -74,6 +76,15 @@ JOINING_WORD = re.compile(r"\b(?:and|or|nor)\b", re.IGNORECASE)
 # "doctors who aren't in ...". Only there is a negation about the documents clear; elsewhere
 # it may be about the user ("I'm not sure about comedy", "why can't I find hotels in Rome?").
 RELATIVE_WORDS = frozenset(["that", "which", "who", "whom", "whose", "where"])
+# "books that the Central library doesn't stock", "phones that Android does not support": a
+# condition opening a clause about the thing before it, as the subject of a negated verb, is
+# negated: the documents are what it does not have or do.
+SUBJECT_OPENING_CLAUSE = re.compile(r"\b(?:that|which)\s+(?:the\s+)?$", re.IGNORECASE)
+NEGATED_VERB_AFTER = re.compile(
+    r"(?:\s+[^\W\d_]+)?\s+(?:(?:does|do|did|is|are|was|were|has|have|can|will|would)"
+    r"(?:\s+not|n['’]t)|cannot|can['’]t|won['’]t|never)\s+(?P<verb>[^\W\d_]+)",
+    re.IGNORECASE,
+)
 
 
 def bind_negations(text: str, found: Sequence[Constraint]) -> list[Constraint]:
@@ -85,6 +96,8 @@ def bind_negations(text: str, found: Sequence[Constraint]) -> list[Constraint]:
     for index, constraint in enumerate(ordered):
         scope = _scope(text, index, ordered, scopes)
         scopes[index] = scope
+        if scope is Scope.NONE and not constraint.negated and _subject_of_negated(text, constraint):
+            scope = Scope.CLEAR
         if constraint.negated or _is_negation(constraint) or scope is Scope.NONE:
             kept.append(constraint)
         elif scope is Scope.CLEAR and (negated := negate(constraint)) is not None:
@@ -101,6 +114,16 @@ def negate(constraint: Constraint) -> Constraint | None:
     if isinstance(value, bool):
         return dataclasses.replace(constraint, value=not value, negated=True)
     return dataclasses.replace(constraint, comparator=Comparator.NE, negated=True, each=False)
+
+
+def _subject_of_negated(text: str, constraint: Constraint) -> bool:
+    """Whether the condition is the subject of a negated verb in a clause describing the thing
+    before it ("books that the Central library doesn't stock"); not a verb of functioning, which
+    reports a problem ("guides that Android won't open")."""
+    if not SUBJECT_OPENING_CLAUSE.search(text, 0, constraint.start):
+        return False
+    verb = NEGATED_VERB_AFTER.match(text, constraint.end)
+    return verb is not None and not FUNCTIONING_VERBS.fullmatch(verb["verb"])
 
 
 def _is_negation(constraint: Constraint) -> bool:

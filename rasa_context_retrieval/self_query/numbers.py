@@ -144,6 +144,8 @@ _NUMBER = (
     + rf"|(?:half\s+)?an?(?=\s+(?:{_UNITS})(?!\w))"
 )
 OWNED_CHARS = 16
+# "8 vCPU machines": a word after a field's singular that makes it a modifier, not a joiner.
+NOUN_AFTER_MODIFIER = r"(?!(?:and|or|nor|but|for|with|in|on|at|to|of|the|a|an)\b)[^\W\d_]{3,}"
 OWNED_OR_FOR_BEFORE = re.compile(rf"{OWNED_BEFORE.pattern}|\bfor\s+$", re.IGNORECASE)
 MONEY_MULTIPLIER = re.compile(r"grand$", re.IGNORECASE)
 NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
@@ -548,10 +550,12 @@ class NumberPhrases:
             ]
         for match in compounds:
             bounds = ((Comparator.EQ, match["n"]),)
-            if match.groupdict().get("noun2"):  # "a 2-bedroom flat": the field's name
-                counted = cue_key(inflection.pluralize(match["noun2"].lower()))
-            else:
-                counted = inflection.singularize(match["noun"].lower())
+            # "a 2-bedroom flat", "2 bedrooms": the field's name, in the singular as its name
+            # words are kept ("vcpu" for ``vcpus``, which no stem of "vcpus" gives).
+            found = match.groupdict()
+            counted = inflection.singularize(
+                (found.get("noun2") or found.get("noun3") or match["noun"]).lower()
+            )
             said.append(
                 _Said(bounds, match.start(), match.end(), False, counted=counted, named=True)
             )
@@ -828,9 +832,11 @@ def _conversion(said: str, kept: str | None) -> float | None:
 
 
 def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
-    """ "2 bedrooms", "a 2-bedroom flat", "0 stops": a count right before the name of an integer
-    field that is a plural noun (``bedrooms``, ``stops``) is that field's value, whatever noun
-    follows. After "top"/"best"/"first" it is a limit."""
+    """ "2 bedrooms", "a 2-bedroom flat", "8 vCPU machines", "0 stops": a count right before the
+    name of an integer field that is a plural noun (``bedrooms``, ``stops``), or before its
+    singular joined to the count or used as a modifier of a noun after it, is that field's
+    value, whatever noun follows ("with 1 change" alone is the grammatical singular of any
+    count, not a name). After "top"/"best"/"first" it is a limit."""
     plurals = sorted(
         {
             field.name.lower()
@@ -844,11 +850,12 @@ def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
     )
     if not plurals:
         return None
-    singulars = [inflection.singularize(name) for name in plurals]
+    alternatives = "|".join(re.escape(inflection.singularize(name)) for name in plurals)
     count = "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
     return re.compile(
         rf"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d{{1,3}}|{count})"
         rf"(?:\s+(?P<noun>{'|'.join(map(re.escape, plurals))})"
-        rf"|-(?P<noun2>{'|'.join(map(re.escape, singulars))}))(?![\w-])",
+        rf"|-(?P<noun2>{alternatives})"
+        rf"|\s+(?P<noun3>{alternatives})(?=\s+{NOUN_AFTER_MODIFIER}))(?![\w-])",
         re.IGNORECASE,
     )

@@ -19,8 +19,10 @@ plan?" does not mean category ``plans``. Each value therefore gets a strictness:
 * ``TOPIC``: a value of a topic-like field (category, tags, type, ...) is a filter when the
   sentence asks for things of that kind: a plural ("laptops"), a noun for the documents after it
   ("python articles", "comedy films"), a determiner or "about" before it ("a thriller", "which
-  monitor", "articles about python"), another value right before it ("a Samsung tablet") or its
-  field's name. "tips for sync" and "the security settings" stay questions, not filters;
+  monitor", "articles about python"), another value right before it ("a Samsung tablet"), its
+  field's name, an exclusion before it ("anything except spin") or, opening the message, a
+  condition after it ("yoga with Maya Patel": a search-box query for the kind). "tips for
+  sync" and "the security settings" stay questions, not filters;
 * ``NAME``: the last word of a person's or brand's name ("Spielberg" for "Steven Spielberg"),
   only when written with a capital and no other value shares it;
 * ``ANCHORED``: a value that is also a field name ("plans"), or outside topic fields a scope noun
@@ -61,6 +63,9 @@ from rasa_context_retrieval.self_query.phrases import (
 )
 
 MAX_VALUE_WORDS = 5
+# "4.1.1", "2.0.13": a value of digits alone is matched only in this form.
+RELEASE_NUMBER = re.compile(r"\d+(?:\.\d+){2,}")
+LONGER_NUMBER_AFTER = re.compile(r"\.\d")
 MAX_VALUE_CHARS = 60
 # Inflecting two-letter words goes wrong more often than right ("us", "eu" are names); three
 # letters are ordinary nouns often enough ("dogs", "reds", "guinea pigs").
@@ -133,6 +138,24 @@ BOTH_BEFORE = re.compile(r"\bboth\s+(?:(?:a|an|the|some)\s+)?$", re.IGNORECASE)
 # words stands for that value with its first word replaced (the head noun is said once).
 ELLIPTIC_WORD_BEFORE = re.compile(
     r"(?<![\w-])(?P<word>[^\W\d_][\w-]*)(?:\s*,\s*|\s*/\s*|\s+(?:or|and)\s+)$"
+)
+
+
+# A message that opens on a kind and goes on with a condition is a search-box query for that
+# kind ("yoga with Maya Patel", "how to apply for UC", "HIIT workouts not at Shoreditch"); "of"
+# and a verb after it ("History of Rome", "search is slow") make it a topic or a subject.
+MESSAGE_OPENING = re.compile(r"\s*(?:(?:any|some|all)\s+)?", re.IGNORECASE)
+KIND_QUERY_AFTER = re.compile(
+    r"(?:\s+(?:(?!(?:was|has|does|goes)\b)[a-z]{2,}(?<!ss)s\s+)?(?:for|with|at|under|over|between|near|without|except|not|but"
+    r"|this|next|on\s+(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?))"
+    r"\b|\s*[?.!]?\s*$)",
+    re.IGNORECASE,
+)
+# "anything except spin", "all but yoga": the kinds set apart from what is wanted.
+KIND_EXCLUDED_BEFORE = re.compile(
+    r"\b(?:except(?:\s+for)?|excluding|other\s+than|apart\s+from|(?:anything|everything|all)"
+    r"\s+but)\s+(?:(?:the|a|an)\s+)?$",
+    re.IGNORECASE,
 )
 
 
@@ -223,10 +246,24 @@ def _in_title_case(text: str) -> bool:
 
 
 def _is_matchable(value: object) -> bool:
+    """Whether a value can be told from the words around it: some letters, or a release number
+    of three parts or more ("4.1.1"), which no amount or date is written as."""
     if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
         return False
     key = surface_key(value)
+    if RELEASE_NUMBER.fullmatch(key):
+        return True
     return any(char.isalpha() for char in key) and len(key.split(" ")) <= MAX_VALUE_WORDS
+
+
+def _is_model_code(word: str) -> bool:
+    """Whether one word of a value is a model code: letters and digits only, both ("H100", "T4",
+    "PS5"), so no word of English."""
+    return (
+        word.isalnum()
+        and any(char.isdigit() for char in word)
+        and any(char.isalpha() for char in word)
+    )
 
 
 def _surname(value: str) -> str | None:
@@ -441,6 +478,11 @@ class ValueVocabulary:
             first = surface_key(parts[0])
             if len(first) >= MIN_SURNAME_CHARS and first.isalpha():
                 self._add_short(field, value, {first}, Strictness.NAME)
+        codes = [word for word in words if _is_model_code(word)]
+        if len(words) > 1 and len(codes) == 1:
+            # "H100" for "NVIDIA H100", "PS5" for "Sony PS5": a code of letters and digits is
+            # the name's distinctive part; capitalised, as a name.
+            self._add_short(field, value, set(codes), Strictness.NAME)
         if len(words) > 1 and all(word.isalpha() for word in words):
             # "ML" for "machine learning", "AI" for "artificial intelligence": in capitals only.
             initials = "".join(word[0] for word in words)
@@ -488,6 +530,8 @@ class ValueVocabulary:
             # The regex matches case-insensitively by simple case folding; the rare letter whose
             # full folding differs ("İ") finds no sense and is skipped.
             senses = self._senses.get(surface_key(match[0]))
+            if LONGER_NUMBER_AFTER.match(text, match.end()):
+                continue  # "4.1.1" inside "4.1.1.2"
             if senses and not overlaps_any(match.start(), match.end(), taken):
                 candidates.append(_Candidate(match.start(), match.end(), tuple(senses)))
         if self._multiword:
@@ -496,7 +540,7 @@ class ValueVocabulary:
         for candidate in candidates:
             candidate.elsewhere = self._names_another_thing(text, candidate, candidates)
             if not candidate.elsewhere:
-                candidate.chosen = self._resolve(text, candidate)
+                candidate.chosen = self._resolve(text, candidate, candidates)
             before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
             candidate.negated = bool(NEGATION_BEFORE_VALUE.search(before))
             if candidate.chosen and not candidate.negated:
@@ -584,9 +628,13 @@ class ValueVocabulary:
                 senses.setdefault(sense.attribute, []).append(sense)
         return tuple(listed[0] for listed in senses.values() if len(listed) == 1)
 
-    def _resolve(self, text: str, candidate: _Candidate) -> ValueSense | None:
+    def _resolve(
+        self, text: str, candidate: _Candidate, candidates: list[_Candidate]
+    ) -> ValueSense | None:
         anchored = [
-            sense for sense in candidate.senses if self._has_own_field(text, candidate, sense)
+            sense
+            for sense in candidate.senses
+            if self._has_own_field(text, candidate, sense, candidates)
         ]
         if len(anchored) == 1:
             return anchored[0]
@@ -687,6 +735,10 @@ class ValueVocabulary:
         if self._item_after.match(text, candidate.end):
             return True
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
+        if KIND_EXCLUDED_BEFORE.search(before):
+            return True  # "anything except spin": kinds set apart are kinds
+        if MESSAGE_OPENING.fullmatch(before) and KIND_QUERY_AFTER.match(text, candidate.end):
+            return True  # "zumba for mixed ability groups": a search-box query for a kind
         return bool(DETERMINERS_BEFORE_TOPIC.search(before) or self._item_on_before.search(before))
 
     @staticmethod
@@ -714,11 +766,26 @@ class ValueVocabulary:
                 continue
             candidate.chosen = _sole_sense(candidate, Strictness.CUED, following.chosen.attribute)
 
-    def _has_own_field(self, text: str, candidate: _Candidate, sense: ValueSense) -> bool:
-        before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
-        return bool(
-            self._own_field_after[sense.attribute].match(text, candidate.end)
-            or self._own_field_before[sense.attribute].search(before)
+    def _has_own_field(
+        self,
+        text: str,
+        candidate: _Candidate,
+        sense: ValueSense,
+        candidates: Sequence[_Candidate] = (),
+    ) -> bool:
+        """Whether the field's name is said next to the value ("category: plans", "gold tier").
+        A word of the name inside another value said there ("Child Benefit payment" for a field
+        ``benefit``) is that value's own word, not the field named."""
+        window_start = max(0, candidate.start - LOOKBEHIND_CHARS)
+        after = self._own_field_after[sense.attribute].match(text, candidate.end)
+        before = self._own_field_before[sense.attribute].search(text, window_start, candidate.start)
+        return any(
+            said is not None
+            and not any(
+                other is not candidate and other.start < said.end() and said.start() < other.end
+                for other in candidates
+            )
+            for said in (after, before)
         )
 
     def _is_cued(self, text: str, candidate: _Candidate) -> bool:

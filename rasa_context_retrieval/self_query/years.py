@@ -28,6 +28,7 @@ from rasa_context_retrieval.self_query.dates import (
     OPEN_ENDED_AFTER,
     UNTIL_END,
     WITHIN,
+    date_words_pattern,
     open_ended,
     time_scope,
 )
@@ -50,9 +51,7 @@ COMPARATORS = {
     UNTIL_END: Comparator.LTE,
     WITHIN: Comparator.EQ,
 }
-_WORDS = "|".join(
-    r"\s+".join(words.split()) for words in sorted([*DATE_WORDS, "of"], key=len, reverse=True)
-)
+_WORDS = date_words_pattern([*DATE_WORDS, "of"])
 _FILLER = r"(?:the\s+)?(?:year\s+)?"
 RANGE = re.compile(
     rf"(?<!\w)(?:between|from)\s+{_FILLER}(?P<a>{_YEAR})\s+(?:and|to|until|till|through|-|–)\s+"
