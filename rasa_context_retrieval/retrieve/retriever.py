@@ -58,9 +58,11 @@ def retrieve(index: KnowledgeIndex, request: RetrievalRequest) -> list[ScoredChu
         functools.partial(index.dense.search, vector, request.candidates, mask)
         for vector in request.vectors
     ]
-    allowed = len(index) if mask is None else int(np.count_nonzero(mask))
-    beside = len(searches) > 1 and allowed >= SIDE_BY_SIDE_MIN_ROWS
-    found = side_by_side(searches) if beside else [search() for search in searches]
+    found = (
+        side_by_side(searches)
+        if len(searches) > 1 and _allowed_rows(index, mask) >= SIDE_BY_SIDE_MIN_ROWS
+        else [search() for search in searches]
+    )
     rankings = [[row for row, _ in hits] for hits in found]
     if request.hybrid:
         lexical = index.lexical.search(request.texts[0], request.candidates, mask)
@@ -73,6 +75,10 @@ def retrieve(index: KnowledgeIndex, request: RetrievalRequest) -> list[ScoredChu
         if score >= request.threshold
     ]
     return results[: request.top_k]
+
+
+def _allowed_rows(index: KnowledgeIndex, mask: np.ndarray | None) -> int:
+    return len(index) if mask is None else int(np.count_nonzero(mask))
 
 
 def _fuse(rankings: list[list[int]]) -> list[int]:

@@ -143,12 +143,12 @@ ELLIPSIS_OPENINGS = ("and ", "or ", "what about ", "how about ", "also ", "but "
 
 # A message with fewer content words than this is too thin to stand alone.
 MIN_STANDALONE_CONTENT_WORDS = 3
-# Words carried from earlier user turns: more raise top-10 recall on CAsT but pull the first hit
-# towards the passage that answered the earlier turn (measured: 4 is the best balance).
 # A facet swap names its thing and the word it modifies, and little else ("and for the business
 # account?"); a longer message that opens with "and" asks something new ("and how many devices
 # can I connect?"), and a word pair in it would swap a word of the question before by chance.
 SWAP_MAX_CONTENT_WORDS = 3
+# Words carried from earlier user turns: more raise top-10 recall on CAsT but pull the first hit
+# towards the passage that answered the earlier turn (measured: 4 is the best balance).
 MAX_CARRIED_WORDS = 4
 # Words taken from the bot's last message, and how often it must repeat them to count.
 MAX_BOT_WORDS = 2
