@@ -56,10 +56,12 @@ def side_by_side(calls: Sequence[Callable[[], Result]]) -> list[Result]:
             others.append(_side_pool.submit(call))
         except RuntimeError:  # the interpreter is exiting: the pool takes no more work
             others.append(_not_started())
-    results = [calls[0]()]
-    for call, future in zip(calls[1:], others, strict=True):
-        results.append(call() if future.cancel() else future.result())
-    return results
+    first = calls[0]()
+    # Every part the pool has not started yet is the caller's, before it waits for any other:
+    # waiting in order left a part unstarted behind one that was running.
+    pairs = list(zip(calls[1:], others, strict=True))
+    mine = {n: call() for n, (call, future) in enumerate(pairs) if future.cancel()}
+    return [first, *(mine[n] if n in mine else future.result() for n, future in enumerate(others))]
 
 
 def _not_started() -> Future[Any]:

@@ -32,6 +32,8 @@ from rasa_context_retrieval.knowledge.query_embedder import (
 from rasa_context_retrieval.knowledge_search import QUERY_MODEL_FOLDER, KnowledgeSearch
 from tests.conftest import REPO_ROOT
 
+WAIT_S = 10.0
+
 QUESTIONS = [
     "How much does the premium plan cost?",
     "and how many devices can I connect?",
@@ -111,7 +113,7 @@ def test_int8_is_opt_in_and_an_export_with_other_vectors_fails_the_self_check(
 
 def test_concurrent_callers_each_get_their_own_vector(onnx_embedder: OnnxQueryEmbedder):
     alone = {q: onnx_embedder.embed_many([q])[0] for q in QUESTIONS}
-    batcher = QueryBatcher(onnx_embedder.embed_many, window_seconds=0.05)
+    batcher = QueryBatcher(onnx_embedder.encode, window_seconds=0.05)
     with ThreadPoolExecutor(max_workers=len(QUESTIONS)) as pool:
         for _ in range(3):
             vectors = list(pool.map(batcher.embed, QUESTIONS))
@@ -136,12 +138,12 @@ class _InFlight:
         self.most = 0
         self._lock = threading.Lock()
 
-    def __call__(self, texts: Any) -> np.ndarray:
+    def __call__(self, texts: Any, cores: int = 1) -> np.ndarray:
         with self._lock:
             self.running += 1
             self.most = max(self.most, self.running)
         try:
-            return np.asarray(self.embed_many(texts))
+            return np.asarray(self.embed_many(texts, cores))
         finally:
             with self._lock:
                 self.running -= 1
@@ -169,6 +171,30 @@ def test_searches_that_need_the_model_together_run_one_call_per_core_at_once(
     for vectors in results:
         for found, expected in zip(vectors, [*alone] * 8, strict=True):
             assert np.allclose(found, expected, atol=1e-5)
+
+
+def test_a_model_call_may_use_the_cores_no_other_call_is_using():
+    """Alone, a search's call may spread its texts over every core; beside another search's
+    call it keeps to its own core."""
+    seen: dict[str, int] = {}
+    first_inside, second_done = threading.Event(), threading.Event()
+
+    def embed_many(texts: Any, cores: int) -> np.ndarray:
+        seen[texts[0]] = cores
+        if texts[0] == "first":
+            first_inside.set()
+            assert second_done.wait(WAIT_S)
+        return np.zeros((len(texts), 2), dtype=np.float32)
+
+    batcher = QueryBatcher(embed_many, max_leaders=2, window_seconds=0.0)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        first = pool.submit(batcher.embed_many, ["first"])
+        assert first_inside.wait(WAIT_S)
+        batcher.embed_many(["second"])
+        second_done.set()
+        first.result()
+    batcher.embed_many(["third"])
+    assert seen == {"first": 2, "second": 1, "third": 2}
 
 
 def _example_config(index_path: Path, **overrides: Any) -> StoreConfig:
@@ -214,9 +240,9 @@ async def test_no_text_of_a_conversation_is_embedded_twice(
     embedded: Counter[str] = Counter()
     encode = onnx.encoder.encode
 
-    def counted(texts: Any) -> np.ndarray:
+    def counted(texts: Any, cores: int = 1) -> np.ndarray:
         embedded.update(texts)
-        return np.asarray(encode(texts))
+        return np.asarray(encode(texts, cores))
 
     monkeypatch.setattr(onnx.encoder, "encode", counted)
     turns: tuple[Turn, ...] = ()
@@ -258,7 +284,7 @@ def test_a_lone_search_never_waits_for_company_whatever_its_number_of_texts(
     """The window waits for searches, not texts: a follow-up's four-text mix, then a one-text
     question, are both alone, so neither waits the (here deliberately long) window."""
     window = 1.0
-    batcher = QueryBatcher(onnx_embedder.embed_many, window_seconds=window)
+    batcher = QueryBatcher(onnx_embedder.encode, window_seconds=window)
     started = time.perf_counter()
     batcher.embed_many(QUESTIONS[:4])
     batcher.embed_many(QUESTIONS[4:5])

@@ -60,6 +60,25 @@ def test_a_part_the_busy_pool_has_not_started_is_run_by_the_caller():
             blocker.result()
 
 
+def test_the_caller_runs_every_part_not_yet_started_before_it_waits_for_a_running_one():
+    """With one pool thread busy on the second part, the third waited behind it in order; here
+    the second can only end once the third has run, so that order would take ``WAIT_S``."""
+    third_ran = threading.Event()
+    release = threading.Event()
+    blockers = [_side_pool.submit(release.wait, WAIT_S) for _ in range(_side_pool._max_workers - 1)]
+    try:
+        started = time.perf_counter()
+        results = side_by_side(
+            [lambda: "first", lambda: third_ran.wait(WAIT_S), lambda: third_ran.set() or "third"]
+        )
+        assert results == ["first", True, "third"]
+        assert time.perf_counter() - started < WAIT_S / 2
+    finally:
+        release.set()
+        for blocker in blockers:
+            blocker.result()
+
+
 def test_an_error_in_any_part_reaches_the_caller():
     def fails() -> int:
         raise ValueError("part failed")

@@ -200,14 +200,15 @@ class OnnxQueryEncoder:
         self.model = model
         self.path = onnx_path
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str], cores: int = 1) -> np.ndarray:
+        """Unnormalised vectors of ``texts``; ``cores``: the cores free for this call."""
         prepared = [text.strip() for text in texts]  # sentence-transformers strips each text
         if self.model.do_lower_case:
             prepared = [text.lower() for text in prepared]
         # One text at a time: ``encode_batch`` hands even two texts to the tokenizer's own thread
         # pool, and under load its threads wait for a core behind the model calls.
         encodings = [self.tokenizer.encode(text) for text in prepared]
-        groups = length_groups([len(e.ids) for e in encodings])
+        groups = length_groups([len(e.ids) for e in encodings], cores=cores)
         if not groups:
             return np.empty((0, 0), dtype=np.float32)
         # The groups are independent model calls, and onnxruntime releases the GIL.

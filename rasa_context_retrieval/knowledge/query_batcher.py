@@ -10,8 +10,10 @@ number of texts, and batching costs an idle assistant nothing.
 
 One leader per core, not one in all: a model call is arithmetic that releases the GIL, so with a
 single leader a second search that needs its vectors waited for the first's call to end while a
-core stood idle (bench/results/query_embedding.md). Python's ``concurrent.futures`` has no
-micro-batching and asyncio-based batchers would run on the event loop, hence this small class.
+core stood idle (bench/results/query_embedding.md). Each call is told how many cores no other
+leader is using, so a lone search spreads its texts over the idle ones. Python's
+``concurrent.futures`` has no micro-batching and asyncio-based batchers would run on the event
+loop, hence this small class.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -31,7 +34,11 @@ DEFAULT_MAX_LEADERS = os.cpu_count() or 1
 """Model calls at once: each runs on one thread (``onnx_query.INTRA_OP_THREADS``)."""
 RECENT_BATCHES = 1000
 
-EmbedMany = Callable[[Sequence[str]], np.ndarray]
+
+class EmbedMany(Protocol):
+    """The model call: ``cores`` is how many cores it may use, its own and the idle ones."""
+
+    def __call__(self, texts: Sequence[str], cores: int) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -91,7 +98,8 @@ class QueryBatcher:
                     self._leaders -= 1
                     return
                 self._last_batch_searches = len(batch)
-            self._run(batch)
+                cores = 1 + self._max_leaders - self._leaders  # its own and those no leader uses
+            self._run(batch, cores)
 
     def _take_batch(self) -> list[_Request]:
         """Whole searches, up to ``max_batch`` texts (at least one search, however many)."""
@@ -105,12 +113,12 @@ class QueryBatcher:
             texts += len(request.texts)
         return taken
 
-    def _run(self, batch: list[_Request]) -> None:
+    def _run(self, batch: list[_Request], cores: int) -> None:
         texts = [text for request in batch for text in request.texts]
         futures = [future for request in batch for future in request.futures]
         self.batch_sizes.append(len(texts))
         try:
-            vectors = self._embed_many(texts)
+            vectors = self._embed_many(texts, cores)
             if len(vectors) != len(texts):
                 raise RuntimeError(f"{len(vectors)} vectors for {len(texts)} texts")
         except Exception as error:  # every waiting caller gets the error, none hangs

@@ -90,8 +90,8 @@ class OnnxQueryEmbedder:
         self.batcher = QueryBatcher(self.encode)
         self._failed = threading.Event()
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        return normalise(self.encoder.encode([text or "." for text in texts]))
+    def encode(self, texts: Sequence[str], cores: int = 1) -> np.ndarray:
+        return normalise(self.encoder.encode([text or "." for text in texts], cores))
 
     def embed(self, text: str) -> np.ndarray:
         return self.embed_many([text])[0]
