@@ -7,13 +7,16 @@ Parts (``--part``; all by default), each printing a Markdown table:
   (scale.py's generator around the example's real vectors), for
   ContextRetrieval with ``query_embedder: auto`` (ONNX) and ``rasa``, and Rasa's FAISS_Store on
   the same chunks and vectors (its own search: embed the last two messages, flat L2 search). The
-  three run interleaved, query by query, so machine noise hits them alike. Two ways, each in its
-  own table: *cold* clears the query-vector cache before each search, so every text of the mix is
-  embedded; *in conversation* first searches the earlier turns of the same conversation (untimed,
-  as the assistant did when they were asked) and then times the follow-up, so only what is new
-  since (the message and the bot's last reply) is embedded. Every conversation's texts are its
-  own, so nothing is shared between conversations. Bot replies are the example's stored answers
-  (what extractive mode says), so Rasa's query (message + reply) and our mix carry real lengths.
+  three run interleaved, query by query, so machine noise hits them alike. Three ways, each in
+  its own table: *cold* clears the query-vector cache before each search, so every text of the
+  mix is embedded; *in conversation* first searches the earlier turns of the same conversation
+  (untimed, as the assistant did when they were asked) and then times the follow-up, so only what
+  is new since (the message and the bot's last reply) is embedded. Bot replies are the example's
+  stored answers, so Rasa's query (message + reply) and our mix carry real lengths. In those two
+  ways every reply is tagged with its conversation, so nothing is shared between conversations,
+  as with replies an LLM writes; *in conversation, stored replies* gives the replies exactly as
+  the example assistant says them (extractive answers, ``use_generative_llm: false``), so a reply
+  another conversation already received is not embedded again (the example knowledge base only).
 * ``load``: bench/load.py's closed loop (every question new) at 100 and 200 conversations, for
   ``rasa`` and ``auto``, alternating.
 * ``int8``: top-10 agreement of int8 and fp32 ONNX query vectors (and fp32 against Rasa's
@@ -37,6 +40,7 @@ import tempfile
 import time
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,17 +84,33 @@ REPLIES: list[str] = []
 """The example assistant's stored answers (filled from the index): what extractive mode says."""
 
 
-def bot_reply(question: str) -> str:
-    """The assistant's answer to an earlier turn: a real stored answer, as unique as the turn."""
+@dataclass(frozen=True)
+class Way:
+    """How a follow-up is timed (see the module's docstring)."""
+
+    name: str
+    in_conversation: bool
+    stored_replies: bool = False
+
+
+IN_CONVERSATION = Way("in conversation", in_conversation=True)
+STORED_REPLIES = Way("in conversation, stored replies", in_conversation=True, stored_replies=True)
+COLD = Way("cold", in_conversation=False)
+
+
+def bot_reply(question: str, stored: bool = False) -> str:
+    """The assistant's answer to an earlier turn: a real stored answer, as the example says it
+    (``stored``) or tagged to be as unique as the turn."""
     tag = question.rsplit("(", 1)[-1].rstrip(")")
     answer = REPLIES[zlib.crc32(question.encode()) % len(REPLIES)] if REPLIES else "Here is how."
-    return f"{answer} ({tag})"
+    return answer if stored else f"{answer} ({tag})"
 
 
-def tracker_state(history: list[str], question: str) -> dict[str, Any]:
+def tracker_state(history: list[str], question: str, stored: bool = False) -> dict[str, Any]:
     events: list[dict[str, Any]] = []
     for earlier in history:
-        events += [{"event": "user", "text": earlier}, {"event": "bot", "text": bot_reply(earlier)}]
+        reply = bot_reply(earlier, stored)
+        events += [{"event": "user", "text": earlier}, {"event": "bot", "text": reply}]
     events.append({"event": "user", "text": question})
     return {"events": events, "slots": {}, "latest_message": {"text": question}}
 
@@ -116,7 +136,7 @@ Timed = Callable[[list[str], str], Any]
 
 
 def timed_systems(
-    client: Any, scratch: Path, large: bool, in_conversation: bool
+    client: Any, scratch: Path, large: bool, way: Way
 ) -> tuple[dict[str, Timed], dict[str, Timed], int]:
     """The systems to time, and what each does untimed before a follow-up (its earlier turns)."""
     from rasa.utils.endpoints import EndpointConfig
@@ -148,7 +168,8 @@ def timed_systems(
             if clear:
                 store.engine.clear_query_cache()
             store.connect(config)
-            return await store.search("", tracker_state(history, question), 0.0)
+            state = tracker_state(history, question, way.stored_replies)
+            return await store.search("", state, 0.0)
 
         return lambda history, question: asyncio.run(run(history, question))
 
@@ -162,14 +183,14 @@ def timed_systems(
         return run
 
     def rasas(history: list[str], question: str) -> Any:
-        last_bot = bot_reply(history[-1]) if history else ""
+        last_bot = bot_reply(history[-1], way.stored_replies) if history else ""
         query = f"{question}\n{last_bot}"  # its default: the last two messages, newest first
         rasa.connect(None)
         return asyncio.run(rasa.search(query, {}, 0.0))
 
     systems = {
-        "ContextRetrieval, ONNX": ours("auto", clear=not in_conversation),
-        "ContextRetrieval, Rasa's client": ours("rasa", clear=not in_conversation),
+        "ContextRetrieval, ONNX": ours("auto", clear=not way.in_conversation),
+        "ContextRetrieval, Rasa's client": ours("rasa", clear=not way.in_conversation),
         "Rasa FAISS_Store": rasas,
     }
 
@@ -177,7 +198,7 @@ def timed_systems(
         return None
 
     before: dict[str, Timed] = {name: nothing for name in systems}
-    if in_conversation:
+    if way.in_conversation:
         before["ContextRetrieval, ONNX"] = earlier_turns("auto")
         before["ContextRetrieval, Rasa's client"] = earlier_turns("rasa")
     return systems, before, len(chunks)
@@ -201,9 +222,9 @@ def _large_index(chunks: list[Chunk], vectors: np.ndarray, small: Any) -> Any:
     return KnowledgeIndex.build("bench", small.embedder, chunks, vectors, [], 200_000)
 
 
-def measure_latency(client: Any, large: bool, in_conversation: bool) -> dict[str, Any]:
+def measure_latency(client: Any, large: bool, way: Way) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as scratch:
-        systems, before, rows = timed_systems(client, Path(scratch), large, in_conversation)
+        systems, before, rows = timed_systems(client, Path(scratch), large, way)
         timings: dict[str, list[float]] = {name: [] for name in systems}
         names = list(systems)
         for n, (history, question) in enumerate(follow_ups(SEARCHES + 10)):
@@ -222,7 +243,7 @@ def measure_latency(client: Any, large: bool, in_conversation: bool) -> dict[str
         "chunks": rows,
         "rows": rows_out,
         "load": os.getloadavg()[0],
-        "way": "in conversation" if in_conversation else "cold",
+        "way": way.name,
     }
 
 
@@ -397,8 +418,10 @@ def main() -> None:
     client = real_embedder() if args.part != "load" else None
     if args.part in ("latency", "all"):
         for large in (False, True):
-            for in_conversation in (True, False):
-                result = measure_latency(client, large, in_conversation)
+            for way in (
+                (IN_CONVERSATION, COLD) if large else (IN_CONVERSATION, STORED_REPLIES, COLD)
+            ):
+                result = measure_latency(client, large, way)
                 print(latency_table(result) + "\n", flush=True)
     if args.part in ("load", "all"):
         print(measure_load(args.seconds, args.conversations) + "\n", flush=True)
