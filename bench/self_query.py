@@ -18,11 +18,19 @@ printed one by one, so that tuning on the rest cannot look at it.
 Run: ``python bench/self_query.py [--baseline CHECKOUT] [--show-dev]``. ``--baseline`` scores the
 engine package of another checkout (e.g. the main branch) in a subprocess, in the same run,
 for a before/after table.
+
+``--llm FILE`` scores the LLM self-query instead of the rules: FILE holds a ``vector_store.llm``
+block (YAML), and each schema gets the constructor the plugin builds for that block, with the
+schema's fields and its indexed values as the value catalogue. Questions are asked one at a
+time; an answer that failed (timeout, HTTP error, unparseable) counts as no filter and is also
+counted on its own. Like the plugin's, the prompt states no date, so questions relative to
+today ("listed in the last 7 days") can only come out right by chance.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
 import json
 import logging
@@ -54,9 +62,17 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="another checkout, scored for comparison")
     parser.add_argument("--json", action="store_true", help="print raw outcomes as JSON")
     parser.add_argument("--show-dev", action="store_true", help="list dev questions not correct")
+    parser.add_argument("--llm", type=Path, help="YAML file with a vector_store.llm block")
     args = parser.parse_args()
     sys.path.insert(0, str(args.code.resolve()))
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    if args.llm is not None:
+        rows, failed = score_llm(args.data, args.llm)
+        print(summary_table(rows))
+        print(f"\nLLM answers that failed (counted as no filter): {failed} of {len(rows)}")
+        if args.show_dev:
+            _show_not_correct(rows)
+        return
     outcomes, timing = score_all(args.data, args.code.resolve())
     if args.json:
         print(json.dumps({"rows": outcomes, "timing": timing}))
@@ -77,10 +93,14 @@ def main() -> None:
             f"p95 {run_timing['p95_us']:.0f} µs ({TIMING_ROUNDS} rounds, debug logging off)"
         )
     if args.show_dev:
-        for row in outcomes:
-            if not row["held_out"] and row["outcome"] != "correct":
-                print(f"{row['outcome']:8} {row['schema']:9} {row['q']}")
-                print(f"         expected {row['expected']}\n         got      {row['got']}")
+        _show_not_correct([row for row in outcomes if not row["held_out"]])
+
+
+def _show_not_correct(rows: Iterable[dict[str, Any]]) -> None:
+    for row in rows:
+        if row["outcome"] != "correct":
+            print(f"{row['outcome']:8} {row['schema']:9} {row['q']}")
+            print(f"         expected {row['expected']}\n         got      {row['got']}")
 
 
 def score_all(data: Path, code: Path) -> tuple[list[dict[str, Any]], dict[str, float]]:
@@ -105,16 +125,7 @@ def score_all(data: Path, code: Path) -> tuple[list[dict[str, Any]], dict[str, f
             structured = rules.construct(item["q"])
             expected = atoms(_parsed(item["filter"]), item.get("limit"))
             got = atoms(structured.filter, structured.limit)
-            rows.append(
-                {
-                    "schema": schema_name,
-                    "q": item["q"],
-                    "held_out": number % HELD_OUT_EVERY == 0,
-                    "outcome": outcome(expected, got),
-                    "expected": sorted(map(str, expected)),
-                    "got": sorted(map(str, got)),
-                }
-            )
+            rows.append(_row(schema_name, item, number, expected, got))
         durations += _durations(rules, [item["q"] for item in schema["questions"]])
     durations.sort()
     timing = {
@@ -122,6 +133,60 @@ def score_all(data: Path, code: Path) -> tuple[list[dict[str, Any]], dict[str, f
         "p95_us": durations[int(len(durations) * 0.95)] * 1e6,
     }
     return rows, timing
+
+
+def score_llm(data: Path, llm_file: Path) -> tuple[list[dict[str, Any]], int]:
+    """Every question through the plugin's LLM constructor; the rows, and how many answers failed.
+
+    One event loop for all questions: litellm keeps its HTTP clients per loop.
+    """
+    import yaml
+    from structlog.testing import capture_logs
+
+    from rasa_context_retrieval.llm.block import LLMBlock
+    from rasa_context_retrieval.llm.client import RetrievalLLM
+    from rasa_context_retrieval.llm.planner import time_budget
+    from rasa_context_retrieval.schema import MetadataField
+    from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
+
+    block = LLMBlock.model_validate(yaml.safe_load(llm_file.read_text(encoding="utf-8")))
+    client_config = block.client_config()
+    llm = RetrievalLLM.from_config(client_config)
+    labelled = yaml.safe_load(data.read_text(encoding="utf-8"))["schemas"]
+
+    async def ask_all() -> tuple[list[dict[str, Any]], int]:
+        rows, failed = [], 0
+        for schema_name, schema in labelled.items():
+            known = {name: frozenset(values) for name, values in schema["indexed_values"].items()}
+            constructor = LLMQueryConstructor(
+                llm,
+                [MetadataField(**field) for field in schema["fields"]],
+                timeout=time_budget(client_config),
+                known_values=lambda known=known: known,
+            )
+            for number, item in enumerate(schema["questions"], start=1):
+                with capture_logs() as logs:
+                    structured = await constructor.construct(item["q"])
+                failed += any(log["log_level"] == "warning" for log in logs)
+                got = atoms(structured.filter, structured.limit) if structured else set()
+                expected = atoms(_parsed(item["filter"]), item.get("limit"))
+                rows.append(_row(schema_name, item, number, expected, got))
+        return rows, failed
+
+    return asyncio.run(ask_all())
+
+
+def _row(
+    schema: str, item: Mapping[str, Any], number: int, expected: set[Atom], got: set[Atom]
+) -> dict[str, Any]:
+    return {
+        "schema": schema,
+        "q": item["q"],
+        "held_out": number % HELD_OUT_EVERY == 0,
+        "outcome": outcome(expected, got),
+        "expected": sorted(map(str, expected)),
+        "got": sorted(map(str, got)),
+    }
 
 
 def _durations(rules: Any, questions: list[str]) -> list[float]:
