@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from pathlib import Path
@@ -230,3 +231,13 @@ def test_the_llm_blocks_timeout_is_the_wall_time_budget_of_each_step(
     llm_config: dict[str, object], budget: float
 ) -> None:
     assert time_budget(llm_config) == budget
+
+
+async def test_the_combined_prompt_gives_today_s_date(fake_openai: FakeOpenAI) -> None:
+    llm = RetrievalLLM.from_config(fake_openai.llm_config())
+    dated = LLMQueryConstructor(llm, FIELDS, today=lambda: dt.date(2026, 11, 25))
+    fake_openai.reply(structured_answer("premium on Android", "NO_FILTER"))
+
+    await LLMRewriteAndFilter(dated, llm, heuristic).rewrite_and_structure(FOLLOW_UP)
+
+    assert fake_openai.prompts()[0].startswith("Today's date is 2026-11-25 (Wednesday).")

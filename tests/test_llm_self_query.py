@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from typing import Any
@@ -265,3 +266,18 @@ def test_nothing_the_llm_writes_admits_a_document_outside_the_slot_scope(
 
     if admits(final, doc, {}):
         assert doc["plan"] == slot_plan
+
+
+async def test_the_prompt_gives_today_s_date_so_relative_dates_have_a_year(
+    fake_openai: FakeOpenAI,
+) -> None:
+    """Without it, "updated this year" was read against whatever year the LLM guessed."""
+    fake_openai.reply(answer('gte("updated", "2026-01-01")'))
+
+    structured = await constructor(fake_openai, today=lambda: dt.date(2026, 11, 25)).construct(
+        "articles updated this year"
+    )
+
+    assert structured is not None
+    assert to_filter_syntax(structured.filter) == 'gte("updated", "2026-01-01")'
+    assert fake_openai.prompts()[0].startswith("Today's date is 2026-11-25 (Wednesday).")

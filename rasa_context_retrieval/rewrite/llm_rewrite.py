@@ -33,6 +33,7 @@ from rasa_context_retrieval.llm.client import LLMUnavailable, RetrievalLLM
 from rasa_context_retrieval.self_query.llm_constructor import (
     LLMQueryConstructor,
     conversation_schema_prompt,
+    dated,
 )
 
 logger = structlog.get_logger()
@@ -212,7 +213,10 @@ class LLMRewriteAndFilter:
         if not conversation.history:
             standalone = self._fallback(conversation)
             return standalone, await self._constructor.construct(standalone)
-        prompt = self._current_prompt().format(query=render_conversation(conversation))
+        prompt = dated(
+            self._current_prompt().format(query=render_conversation(conversation)),
+            self._constructor.today(),
+        )
         if prompt in self._cache:
             return self._cache[prompt]
         try:

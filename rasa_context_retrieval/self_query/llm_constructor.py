@@ -28,6 +28,9 @@ the index actually holds, with the aliases users say for them. A value outside t
 dropped like an invented attribute (an alias is read as its value), so the LLM cannot filter on a
 spelling no document has. The catalogue follows the index: the prompt is rebuilt when it changes.
 
+Every prompt starts with today's date: LangChain's prompt states none, so "updated this year" or
+"listed in the last 7 days" would be read against whatever year the LLM guesses.
+
 Unparseable answers, timeouts and LLM errors give ``None`` (logged with the reason); this module
 never raises into a search.
 """
@@ -61,6 +64,7 @@ from langchain_core.structured_query import (
 from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.llm.client import LLMUnavailable, RetrievalLLM
 from rasa_context_retrieval.schema import STRING_TYPES, AttributeType, MetadataField
+from rasa_context_retrieval.self_query.dates import Clock
 from rasa_context_retrieval.self_query.limits import (
     MAX_LIMIT,  # a larger limit is ignored; top_k applies
 )
@@ -131,8 +135,10 @@ class LLMQueryConstructor:
         enable_limit: bool = False,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         known_values: ValueSource | None = None,
+        today: Clock = dt.date.today,
     ) -> None:
         self._llm = llm
+        self.today = today
         self._declared = tuple(fields)
         self.document_contents = document_contents
         self.enable_limit = enable_limit
@@ -214,7 +220,9 @@ class LLMQueryConstructor:
         self.refresh_catalogue()
         try:
             structured = await self._llm.complete_and_parse(
-                self._prompt.format(query=standalone_query), self.parse_answer, timeout=self.timeout
+                dated(self._prompt.format(query=standalone_query), self.today()),
+                self.parse_answer,
+                timeout=self.timeout,
             )
         except LLMUnavailable as error:
             logger.warning("self_query.llm.unavailable", reason=str(error))
@@ -289,6 +297,14 @@ def attribute_info(metadata_field: MetadataField) -> AttributeInfo:
         description += ". A document can have several values; eq matches documents having the value"
     return AttributeInfo(
         name=metadata_field.name, description=description, type=metadata_field.type
+    )
+
+
+def dated(prompt: str, today: dt.date) -> str:
+    """``prompt`` with today's date before it, for the relative dates in the user's words."""
+    return (
+        f"Today's date is {today.isoformat()} ({today:%A}). Read relative dates such as "
+        f'"this year", "since last month" or "in the last 7 days" from it.\n\n{prompt}'
     )
 
 
