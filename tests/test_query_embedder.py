@@ -308,6 +308,13 @@ def test_a_mix_of_short_and_long_texts_gives_each_text_its_own_vector(
         assert float(np.dot(vector, rasa.embed(text))) >= 0.9999, text
 
 
+def test_spreading_a_mix_over_idle_cores_changes_no_vector(onnx_embedder: OnnxQueryEmbedder):
+    mix = [*QUESTIONS[:3], LONG_MIX[0], "and on iOS?"]
+    together = onnx_embedder.encode(mix, cores=1)
+    for cores in (2, 3, len(mix)):
+        assert np.allclose(onnx_embedder.encode(mix, cores=cores), together, atol=1e-5), cores
+
+
 def test_two_stores_exporting_at_once_in_one_process_both_get_a_working_export(
     model_path: Path, tmp_path: Path
 ):
