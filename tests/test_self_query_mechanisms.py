@@ -5,16 +5,11 @@ the tuning sets fails here."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
-from langchain_core.structured_query import FilterDirective
 
-from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
-
-TODAY = dt.date(2025, 6, 15)
+from tests.self_query_support import expected, rules_on
 
 HOTELS = (
     MetadataField(name="city", type="string", description="City the hotel is in"),
@@ -53,19 +48,15 @@ COURSE_VALUES = {"subject": frozenset(["math", "history", "design"])}
 
 
 def hotels() -> RuleQueryConstructor:
-    return RuleQueryConstructor(HOTELS, HOTEL_VALUES, today=lambda: TODAY)
+    return rules_on(HOTELS, HOTEL_VALUES)
 
 
 def podcasts() -> RuleQueryConstructor:
-    return RuleQueryConstructor(PODCASTS, PODCAST_VALUES, today=lambda: TODAY)
+    return rules_on(PODCASTS, PODCAST_VALUES)
 
 
 def courses() -> RuleQueryConstructor:
-    return RuleQueryConstructor(COURSES, COURSE_VALUES, today=lambda: TODAY)
-
-
-def expected(text: str | None) -> FilterDirective | None:
-    return None if text is None else parse_filter(text)
+    return rules_on(COURSES, COURSE_VALUES)
 
 
 @pytest.mark.parametrize(
@@ -158,7 +149,7 @@ def test_a_participle_that_ends_the_description_is_a_one_word_boolean() -> None:
 def test_booleans_come_from_the_description_words_in_any_order(
     text: str, wanted: str | None
 ) -> None:
-    rules = RuleQueryConstructor(EVENTS, {}, today=lambda: TODAY)
+    rules = rules_on(EVENTS, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -199,7 +190,7 @@ def test_a_duration_goes_to_the_field_kept_in_time_even_after_another_fields_wor
             name="listening_time", type="integer", description="Audiobook length in minutes"
         ),
     )
-    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    rules = rules_on(fields, {})
     said = rules.construct("audiobooks over 300 pages and under 2 hours")
     assert said.filter == expected('and(gt("pages", 300), lt("listening_time", 120))')
 
@@ -208,7 +199,7 @@ def test_years_in_the_plural_make_a_duration_field() -> None:
     experience = MetadataField(
         name="experience", type="integer", description="Years of experience required"
     )
-    rules = RuleQueryConstructor([experience], {}, today=lambda: TODAY)
+    rules = rules_on([experience], {})
     said = rules.construct("roles needing at least 5 years of experience")
     assert said.filter == expected('gte("experience", 5)')
     # twelve months make a year; a part of a year on a field of whole years is no filter
@@ -220,7 +211,7 @@ def test_years_in_the_plural_make_a_duration_field() -> None:
 
 def test_a_calendar_year_field_is_no_duration() -> None:
     year = MetadataField(name="year", type="integer", description="The year the film came out")
-    rules = RuleQueryConstructor([year], {}, today=lambda: TODAY)
+    rules = rules_on([year], {})
     assert rules.construct("films longer than 2 hours").filter is None
     assert rules.construct("films longer than 2 years").filter is None
 
@@ -306,7 +297,7 @@ def test_a_number_compounded_with_a_field_name_is_its_value(
 def test_a_form_of_a_name_word_is_no_compound() -> None:
     rating = MetadataField(name="rating", type="float", description="A 1-10 rating for the film")
     genre = MetadataField(name="genre", type="string", description="The genre of the film")
-    rules = RuleQueryConstructor([rating, genre], {"genre": ["drama"]}, today=lambda: TODAY)
+    rules = rules_on([rating, genre], {"genre": ["drama"]})
     said = rules.construct("the 3 rated films")
     assert (said.filter, said.limit) == (None, 3)
 
@@ -328,7 +319,7 @@ INSTRUMENT_VALUES = {"maker": frozenset(["Yamaha", "Fender", "Rangers"])}
 
 
 def instruments() -> RuleQueryConstructor:
-    return RuleQueryConstructor(INSTRUMENTS, INSTRUMENT_VALUES, today=lambda: TODAY)
+    return rules_on(INSTRUMENTS, INSTRUMENT_VALUES)
 
 
 @pytest.mark.parametrize(
@@ -393,7 +384,7 @@ def test_a_singular_noun_in_s_takes_es_in_the_plural() -> None:
         MetadataField(name="width_cm", type="integer", description="Width of the canvas"),
         MetadataField(name="framed", type="boolean", description="Whether the canvas is framed"),
     )
-    rules = RuleQueryConstructor(canvas, {"style": ["abstract", "portrait"]}, today=lambda: TODAY)
+    rules = rules_on(canvas, {"style": ["abstract", "portrait"]})
     assert rules.construct("abstract canvases").filter == expected('eq("style", "abstract")')
 
 
@@ -415,7 +406,7 @@ WHISKIES = (
     ],
 )
 def test_a_field_in_years_is_a_duration_not_a_calendar_year(text: str, wanted: str) -> None:
-    rules = RuleQueryConstructor(WHISKIES, {}, today=lambda: TODAY)
+    rules = rules_on(WHISKIES, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -445,7 +436,7 @@ FERRY_VALUES = {"port": frozenset(["Split", "Ancona", "Bari"])}
     ],
 )
 def test_words_that_are_no_wish(text: str, wanted: str | None, limit: int | None) -> None:
-    rules = RuleQueryConstructor(FERRIES, FERRY_VALUES, today=lambda: TODAY)
+    rules = rules_on(FERRIES, FERRY_VALUES)
     said = rules.construct(text)
     assert (said.filter, said.limit) == (expected(wanted), limit)
 
@@ -472,7 +463,7 @@ STUDIOS = (
     ],
 )
 def test_a_required_thing_is_said_needed_or_denied(text: str, wanted: str | None) -> None:
-    rules = RuleQueryConstructor(STUDIOS, {}, today=lambda: TODAY)
+    rules = rules_on(STUDIOS, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -497,7 +488,7 @@ CABINS_TO_RENT = (
 def test_a_party_that_must_fit_is_a_lower_bound_on_the_most_allowed(
     text: str, wanted: str | None
 ) -> None:
-    rules = RuleQueryConstructor(CABINS_TO_RENT, {}, today=lambda: TODAY)
+    rules = rules_on(CABINS_TO_RENT, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -523,7 +514,7 @@ AQUARIUMS = (
     ],
 )
 def test_a_unit_of_measure_names_the_field_kept_in_it(text: str, wanted: str | None) -> None:
-    rules = RuleQueryConstructor(AQUARIUMS, {}, today=lambda: TODAY)
+    rules = rules_on(AQUARIUMS, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -534,7 +525,7 @@ def test_a_short_form_may_keep_a_one_letter_word_whole() -> None:
         description="Camera system",
         values=["Hasselblad X", "Hasselblad H"],
     )
-    rules = RuleQueryConstructor([system], {}, today=lambda: TODAY)
+    rules = rules_on([system], {})
     assert rules.construct("lenses for the Hassel X").filter == expected(
         'eq("system", "Hasselblad X")'
     )
@@ -554,7 +545,7 @@ def test_the_noun_of_a_one_word_name_is_had_or_lacked(text: str, wanted: str | N
         MetadataField(name="insulated", type="boolean", description="Whether the tent is lined"),
         MetadataField(name="berths", type="integer", description="Sleeping places in the tent"),
     )
-    rules = RuleQueryConstructor(tents, {}, today=lambda: TODAY)
+    rules = rules_on(tents, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -579,7 +570,7 @@ ROOMS = (
     ],
 )
 def test_welcomed_things_and_setting_adverbs(text: str, wanted: str | None) -> None:
-    rules = RuleQueryConstructor(ROOMS, {}, today=lambda: TODAY)
+    rules = rules_on(ROOMS, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -603,7 +594,7 @@ CLIMBING_WALLS = (
 def test_a_party_that_must_fit_bounds_the_least_required_from_above(
     text: str, wanted: str | None
 ) -> None:
-    rules = RuleQueryConstructor(CLIMBING_WALLS, {}, today=lambda: TODAY)
+    rules = rules_on(CLIMBING_WALLS, {})
     assert rules.construct(text).filter == expected(wanted)
 
 

@@ -5,16 +5,11 @@ clinics, market stalls, allotments) that no rule and no benchmark set uses."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
-from langchain_core.structured_query import FilterDirective
 
-from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
-
-TODAY = dt.date(2025, 6, 15)
+from tests.self_query_support import expected, rules_on
 
 CLINICS = (
     MetadataField(name="city", type="string", description="Town the clinic is in"),
@@ -58,19 +53,15 @@ ALLOTMENTS = (
 
 
 def clinics() -> RuleQueryConstructor:
-    return RuleQueryConstructor(CLINICS, CLINIC_VALUES, today=lambda: TODAY)
+    return rules_on(CLINICS, CLINIC_VALUES)
 
 
 def stalls() -> RuleQueryConstructor:
-    return RuleQueryConstructor(STALLS, STALL_VALUES, today=lambda: TODAY)
+    return rules_on(STALLS, STALL_VALUES)
 
 
 def allotments() -> RuleQueryConstructor:
-    return RuleQueryConstructor(ALLOTMENTS, {}, today=lambda: TODAY)
-
-
-def expected(text: str | None) -> FilterDirective | None:
-    return None if text is None else parse_filter(text)
+    return rules_on(ALLOTMENTS, {})
 
 
 @pytest.mark.parametrize(
@@ -217,9 +208,7 @@ CAR_PARKS = (
 
 
 def car_parks() -> RuleQueryConstructor:
-    return RuleQueryConstructor(
-        CAR_PARKS, {"town": frozenset(["Bath", "Wells"])}, today=lambda: TODAY
-    )
+    return rules_on(CAR_PARKS, {"town": frozenset(["Bath", "Wells"])})
 
 
 @pytest.mark.parametrize(
@@ -280,12 +269,12 @@ FAIRS = (
     ],
 )
 def test_the_message_says_which_way_a_month_without_a_year_lies(text: str, wanted: str) -> None:
-    rules = RuleQueryConstructor(FAIRS, {"town": frozenset(["Ely"])}, today=lambda: TODAY)
+    rules = rules_on(FAIRS, {"town": frozenset(["Ely"])})
     assert rules.construct(text).filter == expected(wanted)
 
 
 def test_a_told_direction_stays_in_its_clause() -> None:
-    rules = RuleQueryConstructor(FAIRS, {"town": frozenset(["Ely"])}, today=lambda: TODAY)
+    rules = rules_on(FAIRS, {"town": frozenset(["Ely"])})
     said = rules.construct("I went to Ely last year, which fairs open in March?")
     assert said.filter == expected(
         'and(gte("opens_on", "2026-03-01"), lte("opens_on", "2026-03-31"))'
@@ -328,7 +317,7 @@ COVERS = (
     ],
 )
 def test_coordinated_values_share_a_head_noun_and_both_means_each(text: str, wanted: str) -> None:
-    rules = RuleQueryConstructor(COVERS, {}, today=lambda: TODAY)
+    rules = rules_on(COVERS, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -375,7 +364,7 @@ HEATING = (
 def test_a_value_qualified_as_a_boolean_describes_it_is_no_value(
     text: str, wanted: str | None
 ) -> None:
-    rules = RuleQueryConstructor(HEATING, {}, today=lambda: TODAY)
+    rules = rules_on(HEATING, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -400,7 +389,7 @@ STORAGE = (
     ],
 )
 def test_data_sizes_lengths_and_years_in_months(text: str, wanted: str) -> None:
-    rules = RuleQueryConstructor(STORAGE, {}, today=lambda: TODAY)
+    rules = rules_on(STORAGE, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -422,7 +411,7 @@ CLUBS = (
     ],
 )
 def test_no_amount_of_a_named_charge_is_zero(text: str, wanted: str | None) -> None:
-    rules = RuleQueryConstructor(CLUBS, {}, today=lambda: TODAY)
+    rules = rules_on(CLUBS, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -482,7 +471,7 @@ ROOMS = (
 def test_a_party_that_must_fit_is_said_with_a_verb_of_holding(
     text: str, wanted: str | None
 ) -> None:
-    rules = RuleQueryConstructor(ROOMS, {}, today=lambda: TODAY)
+    rules = rules_on(ROOMS, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -509,7 +498,7 @@ LESSONS = (
     ],
 )
 def test_a_negated_word_of_the_fields_description_negates_its_value(text: str, wanted: str) -> None:
-    rules = RuleQueryConstructor(LESSONS, {}, today=lambda: TODAY)
+    rules = rules_on(LESSONS, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -561,7 +550,7 @@ def test_a_question_opening_on_a_thing_had_asks_about_it(text: str, wanted: str 
 )
 def test_a_phrasal_verb_of_release_scopes_a_date(text: str, wanted: str | None) -> None:
     fields = (MetadataField(name="aired", type="date", description="Day the show aired"),)
-    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    rules = rules_on(fields, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -603,7 +592,7 @@ TENTS = (
 def test_an_everyday_value_stacked_before_another_describes_the_documents(
     text: str, wanted: str
 ) -> None:
-    rules = RuleQueryConstructor(TENTS, {}, today=lambda: TODAY)
+    rules = rules_on(TENTS, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -675,7 +664,7 @@ def test_a_message_opening_on_things_and_a_date_asks_for_things_of_that_time(
     text: str, wanted: str | None
 ) -> None:
     fields = (MetadataField(name="aired", type="date", description="Day it first aired"),)
-    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    rules = rules_on(fields, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -696,7 +685,7 @@ def test_past_and_beyond_a_date_are_after_it(text: str, wanted: str) -> None:
     fields = (
         MetadataField(name="runs_until", type="date", description="Last day the course runs"),
     )
-    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    rules = rules_on(fields, {})
     assert rules.construct(text).filter == expected(wanted)
 
 
@@ -707,7 +696,7 @@ def test_a_description_in_the_past_tense_holds_days_gone() -> None:
             name="launch_day", type="date", description="Day the kayak became available to hire"
         ),
     )
-    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    rules = rules_on(fields, {})
     assert rules.construct("kayaks launched after March").filter == expected(
         'gt("launch_day", "2025-03-31")'
     )
@@ -752,5 +741,5 @@ def test_a_date_field_named_by_its_own_description_words(text: str, wanted: str)
             name="bids_end", type="date", description="Last day offers are accepted for the print"
         ),
     )
-    rules = RuleQueryConstructor(fields, {}, today=lambda: TODAY)
+    rules = rules_on(fields, {})
     assert rules.construct(text).filter == expected(wanted)

@@ -14,8 +14,7 @@ from langchain_core.structured_query import Comparison, FilterDirective, Operati
 
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
-
-TODAY = dt.date(2025, 6, 15)
+from tests.self_query_support import rules_on
 
 SCHEMA = (
     MetadataField(name="plan", type="list[string]", values=("free", "plus", "premium", "business")),
@@ -149,7 +148,7 @@ def expected_filter(text: str | None) -> FilterDirective | None:
 
 @pytest.fixture(scope="module")
 def constructor() -> RuleQueryConstructor:
-    return RuleQueryConstructor(SCHEMA, {}, today=lambda: TODAY)
+    return rules_on(SCHEMA, {})
 
 
 @pytest.mark.parametrize(("text", "expected"), PHRASINGS)
@@ -212,7 +211,7 @@ def test_the_query_keeps_the_users_words_by_default(constructor: RuleQueryConstr
 
 
 def test_stripping_removes_only_the_words_that_made_filters() -> None:
-    constructor = RuleQueryConstructor(SCHEMA, {}, strip_filter_words=True, today=lambda: TODAY)
+    constructor = rules_on(SCHEMA, {}, strip_filter_words=True)
 
     assert constructor.construct("plans under $20 a month for android").query == "plans"
     assert constructor.construct("how do I sync on android and iOS?").query == "how do I sync?"
@@ -221,7 +220,7 @@ def test_stripping_removes_only_the_words_that_made_filters() -> None:
     assert constructor.construct("for Android").query == "for Android"
 
 
-STRIPPING = RuleQueryConstructor(SCHEMA, {}, strip_filter_words=True, today=lambda: TODAY)
+STRIPPING = rules_on(SCHEMA, {}, strip_filter_words=True)
 _FRAGMENTS = st.sampled_from(
     [
         "under",

@@ -4,16 +4,12 @@ field's description, and the other mechanisms that turn a schema's own words int
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.schema import MetadataField
-from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
-
-TODAY = dt.date(2025, 6, 15)
+from tests.self_query_support import rules_on
 
 FERRIES = (
     MetadataField(name="port", type="string", description="Port the crossing arrives at"),
@@ -43,16 +39,10 @@ EXHIBITIONS = (
 EXHIBITION_VALUES = {"museum": frozenset(["Louvre", "Prado", "Rijksmuseum"])}
 
 
-def rules(
-    fields: tuple[MetadataField, ...], values: dict[str, frozenset[str]]
-) -> RuleQueryConstructor:
-    return RuleQueryConstructor(fields, values, today=lambda: TODAY)
-
-
 def filter_of(
     fields: tuple[MetadataField, ...], values: dict[str, frozenset[str]], text: str
 ) -> FilterDirective | None:
-    return rules(fields, values).construct(text).filter
+    return rules_on(fields, values).construct(text).filter
 
 
 @pytest.mark.parametrize(
@@ -81,7 +71,7 @@ def test_from_a_day_of_a_record_is_that_day() -> None:
 
 def test_documents_named_once_by_a_description_are_counted_for_a_limit() -> None:
     # Only "Day the ferry sails" names what the documents are.
-    found = rules(FERRIES, FERRY_VALUES).construct("three ferries to Oslo")
+    found = rules_on(FERRIES, FERRY_VALUES).construct("three ferries to Oslo")
     assert found.limit == 3
     assert found.filter == parse_filter('eq("port", "Oslo")')
 
@@ -425,7 +415,7 @@ def test_a_kind_of_something_else_is_a_plain_value(text: str, expected: str | No
 
 
 def test_grand_and_quid_are_money() -> None:
-    ferries = rules(FERRIES, FERRY_VALUES)
+    ferries = rules_on(FERRIES, FERRY_VALUES)
     assert ferries.construct("crossings to Oslo under 2 grand").filter == parse_filter(
         'and(eq("port", "Oslo"), lt("fare", 2000))'
     )
@@ -610,5 +600,5 @@ def test_a_count_before_a_plural_value_of_several_words_is_a_limit() -> None:
             values=["screen replacement", "battery swap"],
         ),
     )
-    found = rules(fields, {}).construct("three screen replacements under warranty")
+    found = rules_on(fields, {}).construct("three screen replacements under warranty")
     assert found.limit == 3

@@ -3,19 +3,16 @@ values and aliases decide, not phrases of the example knowledge base."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.structured_query import Comparison, FilterDirective, Operation
 
-from rasa_context_retrieval.filters.syntax import parse_filter, to_filter_syntax
+from rasa_context_retrieval.filters.syntax import to_filter_syntax
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.limits import MAX_LIMIT
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
-
-TODAY = dt.date(2025, 6, 15)
+from tests.self_query_support import expected, rules_on
 
 MOVIES = (
     MetadataField(name="genre", type="string", description="The genre of the movie"),
@@ -55,19 +52,15 @@ ARTICLES = (
 
 
 def movies() -> RuleQueryConstructor:
-    return RuleQueryConstructor(MOVIES, MOVIE_VALUES, today=lambda: TODAY)
+    return rules_on(MOVIES, MOVIE_VALUES)
 
 
 def products() -> RuleQueryConstructor:
-    return RuleQueryConstructor(PRODUCTS, PRODUCT_VALUES, today=lambda: TODAY)
+    return rules_on(PRODUCTS, PRODUCT_VALUES)
 
 
 def articles() -> RuleQueryConstructor:
-    return RuleQueryConstructor(ARTICLES, {}, today=lambda: TODAY)
-
-
-def expected(text: str | None) -> FilterDirective | None:
-    return None if text is None else parse_filter(text)
+    return rules_on(ARTICLES, {})
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ user's own past. Every case is read from the schema; none of these schemas is a 
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 import pytest
@@ -15,8 +14,7 @@ from langchain_core.structured_query import Comparison, FilterDirective, Operati
 from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
-
-TODAY = dt.date(2025, 6, 15)
+from tests.self_query_support import rules_on
 
 CARS = (
     MetadataField(name="make", type="string", description="Manufacturer of the car"),
@@ -81,12 +79,6 @@ CONCERTS = (
 CONCERT_VALUES = {"artist": frozenset(["Nils Frahm", "Anoushka Shankar"])}
 
 
-def rules(
-    fields: tuple[MetadataField, ...], values: dict[str, frozenset[str]] | None = None
-) -> RuleQueryConstructor:
-    return RuleQueryConstructor(fields, values or {}, today=lambda: TODAY)
-
-
 def atoms(directive: FilterDirective | None) -> set[tuple[str, str, Any]]:
     """The comparisons of a filter's top-level ``and``, in a comparable form."""
     found: set[tuple[str, str, Any]] = set()
@@ -135,7 +127,7 @@ def meant(text: str | None) -> set[tuple[str, str, Any]]:
     ],
 )
 def test_values_said_in_another_spelling_or_shortened(text: str, wanted: str | None) -> None:
-    assert said(rules(CARS, CAR_VALUES), text) == meant(wanted)
+    assert said(rules_on(CARS, CAR_VALUES), text) == meant(wanted)
 
 
 @pytest.mark.parametrize(
@@ -157,7 +149,7 @@ def test_values_said_in_another_spelling_or_shortened(text: str, wanted: str | N
     ],
 )
 def test_book_genres_said_short(text: str, wanted: str | None) -> None:
-    assert said(rules(BOOKS), text) == meant(wanted)
+    assert said(rules_on(BOOKS), text) == meant(wanted)
 
 
 TOYS = (
@@ -183,7 +175,7 @@ TOYS = (
     ],
 )
 def test_singular_forms_and_shared_initials(text: str, wanted: str | None) -> None:
-    assert said(rules(TOYS), text) == meant(wanted)
+    assert said(rules_on(TOYS), text) == meant(wanted)
 
 
 @pytest.mark.parametrize(
@@ -207,7 +199,7 @@ def test_singular_forms_and_shared_initials(text: str, wanted: str | None) -> No
     ],
 )
 def test_days_and_months_without_a_year_on_a_date_ahead(text: str, wanted: str) -> None:
-    assert said(rules(FLATS, FLAT_VALUES), text) == meant(wanted)
+    assert said(rules_on(FLATS, FLAT_VALUES), text) == meant(wanted)
 
 
 @pytest.mark.parametrize(
@@ -247,21 +239,23 @@ def test_days_and_months_without_a_year_on_a_date_ahead(text: str, wanted: str) 
     ],
 )
 def test_a_day_alone_and_which_month(text: str, wanted: str) -> None:
-    assert said(rules(CONCERTS, CONCERT_VALUES), text) == meant(wanted)
+    assert said(rules_on(CONCERTS, CONCERT_VALUES), text) == meant(wanted)
 
 
 def test_a_month_without_a_year_is_the_latest_for_a_record_and_the_coming_for_an_event() -> None:
-    assert said(rules(BOOKS), "books published in March") == meant(
+    assert said(rules_on(BOOKS), "books published in March") == meant(
         'and(gte("published", "2025-03-01"), lte("published", "2025-03-31"))'
     )
-    assert said(rules(BOOKS), "books published on March 3rd") == meant(
+    assert said(rules_on(BOOKS), "books published on March 3rd") == meant(
         'eq("published", "2025-03-03")'
     )
-    assert said(rules(BOOKS), "books published this month") == meant(
+    assert said(rules_on(BOOKS), "books published this month") == meant(
         'and(gte("published", "2025-06-01"), lte("published", "2025-06-30"))'
     )
-    assert said(rules(BOOKS), "books published yesterday") == meant('eq("published", "2025-06-14")')
-    assert said(rules(CONCERTS, CONCERT_VALUES), "Nils Frahm concerts in February") == meant(
+    assert said(rules_on(BOOKS), "books published yesterday") == meant(
+        'eq("published", "2025-06-14")'
+    )
+    assert said(rules_on(CONCERTS, CONCERT_VALUES), "Nils Frahm concerts in February") == meant(
         'and(eq("artist", "Nils Frahm"), gte("concert_date", "2026-02-01"), '
         'lte("concert_date", "2026-02-28"))'
     )
@@ -283,7 +277,7 @@ def test_a_month_without_a_year_is_the_latest_for_a_record_and_the_coming_for_an
     ],
 )
 def test_an_integer_year_field(text: str, wanted: str | None) -> None:
-    assert said(rules(CARS, CAR_VALUES), text) == meant(wanted)
+    assert said(rules_on(CARS, CAR_VALUES), text) == meant(wanted)
 
 
 @pytest.mark.parametrize(
@@ -322,7 +316,7 @@ def test_comparatives_and_plain_amounts(
     text: str,
     wanted: str | None,
 ) -> None:
-    assert said(rules(fields, values), text) == meant(wanted)
+    assert said(rules_on(fields, values), text) == meant(wanted)
 
 
 @pytest.mark.parametrize(
@@ -374,7 +368,7 @@ def test_booleans_said_by_a_form_of_their_name(
     text: str,
     wanted: str | None,
 ) -> None:
-    assert said(rules(fields, values), text) == meant(wanted)
+    assert said(rules_on(fields, values), text) == meant(wanted)
 
 
 @pytest.mark.parametrize(
@@ -395,5 +389,5 @@ def test_booleans_said_by_a_form_of_their_name(
 def test_the_users_past_counts_and_negation(
     text: str, wanted: str | None, limit: int | None
 ) -> None:
-    constructed = rules(CABINS, CABIN_VALUES).construct(text)
+    constructed = rules_on(CABINS, CABIN_VALUES).construct(text)
     assert (atoms(constructed.filter), constructed.limit) == (meant(wanted), limit)
