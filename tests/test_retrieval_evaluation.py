@@ -147,6 +147,37 @@ def test_a_retrieval_regression_fails_min_mrr(
     }
 
 
+def test_the_right_document_with_the_wrong_answer_is_a_miss(
+    tmp_path: Path, model_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_small_assistant(tmp_path, model_path)
+    asked = [{"user": "Can I get a refund?"}]
+    _write_cases(
+        tmp_path / "cases.yml",
+        [
+            {
+                "name": "answer holds the text",
+                "turns": asked,
+                "expected_sources": ["refunds.md"],
+                "expected_answer": "within  14 DAYS",
+            },
+            {
+                "name": "right document, other answer",
+                "turns": asked,
+                "expected_sources": ["refunds.md"],
+                "expected_answer": "store credit only",
+            },
+        ],
+    )
+    monkeypatch.chdir(tmp_path)
+    capture = _Capture()
+    with capture:
+        main(["eval", "cases.yml", "--json"])
+    results = _report(capture.stdout)["case_results"]
+    assert [case["sources"][0] for case in results] == ["refunds.md", "refunds.md"]
+    assert [case["rank"]["context_model"] for case in results] == [1, None]
+
+
 @pytest.mark.parametrize(
     ("case", "message"),
     [

@@ -79,6 +79,11 @@ class EvalCase(BaseModel):
     rewrite: str | None = None
     """A person's standalone rewrite of the last user turn (the upper bound of any context
     model); optional."""
+    expected_answer: str | None = Field(default=None, min_length=1)
+    """A text the right result's answer must contain (case and spacing aside); optional. With
+    it, a result from an expected document counts as right only when its answer (the Q/A
+    entry's answer, or a prose chunk's text) contains this text, so the right document with the
+    wrong entry is a miss, as it would be for the user."""
 
     @field_validator("turns")
     @classmethod
@@ -101,6 +106,12 @@ class EvalCase(BaseModel):
     @property
     def parsed_filter(self) -> FilterDirective | None:
         return None if self.expected_filter is None else parse_filter(self.expected_filter)
+
+    def is_right(self, source: str, answer: str) -> bool:
+        """Whether a result from file ``source`` whose answer is ``answer`` answers this case."""
+        if source not in self.expected_sources:
+            return False
+        return self.expected_answer is None or _folded(self.expected_answer) in _folded(answer)
 
     @property
     def answerable(self) -> bool:
@@ -200,3 +211,7 @@ def _case_label(raw: Any, index: int) -> str:
     except (KeyError, IndexError, TypeError):
         name = None
     return f"case {index + 1} ({name!r})" if isinstance(name, str) else f"case {index + 1}"
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.casefold().split())

@@ -146,6 +146,7 @@ def _case_entry(result: CaseResult) -> dict[str, Any]:
         "rewrite": result.case.rewrite,
         "follow_up": result.case.is_follow_up,
         "expected_sources": list(result.case.expected_sources),
+        "expected_answer": result.case.expected_answer,
         "searched_text": plugin.query,
         "filter": result.filter,
         "expected_filter": result.case.expected_filter if result.case.checks_filter else None,
@@ -211,14 +212,17 @@ def _miss_lines(cases: Sequence[dict[str, Any]]) -> list[str]:
     ]
     if not misses:
         return []
-    lines = ["", "top result not from an expected source:"]
+    lines = ["", "top result not from an expected source (or without the expected answer):"]
     for case in misses:
         found = case["sources"][0] if case["sources"] else "nothing"
         rank = case["rank"][CONTEXT_MODEL]
         where = f"at rank {rank}" if rank else "not in the results"
         kind = f" ({case['kind']})" if case["kind"] else ""
         lines.append(f"  {case['name']}{kind}")
-        lines.append(f"    got {found}; expected {', '.join(case['expected_sources'])} {where}")
+        expected = ", ".join(case["expected_sources"])
+        if case.get("expected_answer"):
+            expected += f' answering "{case["expected_answer"]}"'
+        lines.append(f"    got {found}; expected {expected} {where}")
     return lines
 
 

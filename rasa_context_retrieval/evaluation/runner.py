@@ -6,8 +6,9 @@ filter) is the plugin's own. The same engine then searches, under the very filte
 used, the latest user message alone and Rasa's default query text, to show what the context
 model buys, and the case's human ``rewrite`` when it has one, to show what a perfect rewrite
 would. Searches run at threshold 0, so ranking is judged apart from the threshold (the report
-suggests one). Results are matched by the document they come from (``source``), before any
-trimming of what a result carries to Rasa.
+suggests one). Results are matched by the document they come from (``source``), and by their
+answer when a case names ``expected_answer``, before any trimming of what a result carries to
+Rasa.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ class Ranking:
     sources: tuple[str, ...]
     relevances: tuple[float, ...]
     first_right_rank: int | None
-    """1-based rank of the first result from an expected file; None when none came back."""
+    """1-based rank of the first result from an expected file (holding the expected answer, when
+    the case names one); None when none came back."""
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,15 @@ async def _same_filter(
 
 def _ranking(case: EvalCase, query: str, results: Sequence[ScoredChunk]) -> Ranking:
     sources = tuple(source_file(str(found.chunk.metadata.get("source", ""))) for found in results)
-    expected = set(case.expected_sources)
-    rank = next((index for index, source in enumerate(sources, 1) if source in expected), None)
+    answers = (str(found.chunk.metadata.get("answer", found.chunk.text)) for found in results)
+    rank = next(
+        (
+            index
+            for index, (source, answer) in enumerate(zip(sources, answers, strict=False), 1)
+            if case.is_right(source, answer)
+        ),
+        None,
+    )
     return Ranking(
         query=query,
         sources=sources,
