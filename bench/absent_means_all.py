@@ -39,10 +39,10 @@ import yaml  # noqa: E402
 
 from rasa_context_retrieval.config import StoreConfig  # noqa: E402
 from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
+from rasa_context_retrieval.engine.search import KnowledgeSearch  # noqa: E402
 from rasa_context_retrieval.filters.absence import search_filter  # noqa: E402
 from rasa_context_retrieval.knowledge.embedding import embed_query  # noqa: E402
-from rasa_context_retrieval.knowledge_search import KnowledgeSearch  # noqa: E402
-from rasa_context_retrieval.retrieve.retriever import RetrievalRequest  # noqa: E402
+from rasa_context_retrieval.retrieve.request import RetrievalRequest  # noqa: E402
 
 # (slots, user turns (a bot turn between them is the answer to the previous one), expected file)
 GENERAL_PAGE_IS_RIGHT = [

@@ -48,11 +48,11 @@ from hypothesis.errors import NonInteractiveExampleWarning  # noqa: E402
 from langchain_core.structured_query import FilterDirective  # noqa: E402
 
 from bench.milvus_vs_faiss import milvus_server  # noqa: E402
+from rasa_context_retrieval.engine.live_index import LiveIndex  # noqa: E402
+from rasa_context_retrieval.engine.search import KnowledgeSearch  # noqa: E402
 from rasa_context_retrieval.filters.syntax import to_filter_syntax  # noqa: E402
-from rasa_context_retrieval.knowledge.live_index import LiveIndex  # noqa: E402
-from rasa_context_retrieval.knowledge_search import KnowledgeSearch  # noqa: E402
-from rasa_context_retrieval.llm.planner import build_llm_planner  # noqa: E402
 from rasa_context_retrieval.milvus.backend import MilvusBackend  # noqa: E402
+from rasa_context_retrieval.planning.llm_planner import build_llm_planner  # noqa: E402
 from tests.access_fuzz import (  # noqa: E402
     HostileLLM,
     KnowledgeBase,

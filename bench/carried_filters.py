@@ -34,10 +34,10 @@ sys.path.insert(0, str(REPO_ROOT))
 from bench.self_query import atoms  # noqa: E402
 from rasa_context_retrieval.config import StoreConfig  # noqa: E402
 from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
+from rasa_context_retrieval.engine.live_index import LiveIndex, index_settings  # noqa: E402
+from rasa_context_retrieval.engine.search import KnowledgeSearch  # noqa: E402
+from rasa_context_retrieval.faiss.builder import ensure_index  # noqa: E402
 from rasa_context_retrieval.filters.syntax import conjoin, parse_filter, to_filter_syntax  # noqa: E402
-from rasa_context_retrieval.knowledge.builder import ensure_index  # noqa: E402
-from rasa_context_retrieval.knowledge.live_index import LiveIndex, index_settings  # noqa: E402
-from rasa_context_retrieval.knowledge_search import KnowledgeSearch  # noqa: E402
 
 DATA = REPO_ROOT / "bench" / "data" / "carried_filters.yaml"
 RANKED = 10

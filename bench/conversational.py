@@ -56,8 +56,8 @@ from cast2021 import (  # noqa: E402
 
 from rasa_context_retrieval.config import DEFAULT_CANDIDATES  # noqa: E402
 from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
+from rasa_context_retrieval.query_embedding.mixing import view_vectors  # noqa: E402
 from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion  # noqa: E402
-from rasa_context_retrieval.retrieve.query_vector import view_vectors  # noqa: E402
 from rasa_context_retrieval.rewrite.context import (  # noqa: E402
     TURNS_VIEW_WEIGHTS,
     ContextModel,

@@ -42,11 +42,11 @@ from langchain_core.structured_query import FilterDirective
 from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+from rasa_context_retrieval.faiss import dense  # noqa: E402
+from rasa_context_retrieval.faiss.dense import DenseIndex  # noqa: E402
 from rasa_context_retrieval.filters.columns import MetadataColumns  # noqa: E402
 from rasa_context_retrieval.filters.faiss_translator import FaissTranslator  # noqa: E402
 from rasa_context_retrieval.filters.syntax import parse_filter  # noqa: E402
-from rasa_context_retrieval.retrieve import dense  # noqa: E402
-from rasa_context_retrieval.retrieve.dense import DenseIndex  # noqa: E402
 
 DIMENSION = 384
 K = 10

@@ -47,11 +47,11 @@ from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.filters.columns import MetadataColumns
 from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
-from rasa_context_retrieval.schema import MetadataField
 
 T = TypeVar("T")
 DIMENSION = 384

@@ -217,7 +217,7 @@ def large_corpus(basis: np.ndarray) -> tuple[list[Chunk], np.ndarray]:
 
 
 def _large_index(chunks: list[Chunk], vectors: np.ndarray, small: Any) -> Any:
-    from rasa_context_retrieval.knowledge.index import KnowledgeIndex
+    from rasa_context_retrieval.faiss.index import KnowledgeIndex
 
     return KnowledgeIndex.build("bench", small.embedder, chunks, vectors, [], 200_000)
 
@@ -332,7 +332,7 @@ def mrr(rankings: list[list[str]], golds: list[str]) -> float:
 
 def measure_int8(client: Any, data: Path) -> str:
     from rasa_context_retrieval.knowledge.embedding import embed_texts
-    from rasa_context_retrieval.knowledge.query_embedder import (
+    from rasa_context_retrieval.query_embedding.embedder import (
         RasaQueryEmbedder,
         open_query_embedder,
     )

@@ -49,7 +49,7 @@ sys.path[:0] = [str(REPO_ROOT), str(REPO_ROOT / "bench")]
 
 from milvus_vs_faiss import milvus_server, synthetic_knowledge_base  # noqa: E402
 
-from rasa_context_retrieval.knowledge.index import IndexDirectory, KnowledgeIndex  # noqa: E402
+from rasa_context_retrieval.faiss.index import IndexDirectory, KnowledgeIndex  # noqa: E402
 from rasa_context_retrieval.milvus.config import MilvusConfig  # noqa: E402
 from rasa_context_retrieval.milvus.store import MilvusChunkStore  # noqa: E402
 
@@ -68,11 +68,11 @@ sys.path.insert(0, {root!r})
 import numpy as np
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.filters.syntax import parse_filter
-from rasa_context_retrieval.knowledge.index import IndexDirectory, KnowledgeIndex
-from rasa_context_retrieval.knowledge.live_index import LiveIndex
+from rasa_context_retrieval.faiss.index import IndexDirectory, KnowledgeIndex
+from rasa_context_retrieval.engine.live_index import LiveIndex
 from rasa_context_retrieval.milvus.backend import MilvusBackend
-from rasa_context_retrieval.retrieve.faiss_backend import FaissBackend
-from rasa_context_retrieval.retrieve.retriever import RetrievalRequest
+from rasa_context_retrieval.faiss.backend import FaissBackend
+from rasa_context_retrieval.retrieve.request import RetrievalRequest
 
 def status_mb(field):
     for line in open("/proc/self/status"):

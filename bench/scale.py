@@ -50,10 +50,11 @@ import structlog  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+from rasa_context_retrieval.faiss.index import KnowledgeIndex  # noqa: E402
+from rasa_context_retrieval.faiss.retriever import retrieve  # noqa: E402
 from rasa_context_retrieval.filters.syntax import parse_filter  # noqa: E402
-from rasa_context_retrieval.knowledge.index import KnowledgeIndex  # noqa: E402
 from rasa_context_retrieval.knowledge.models import Chunk  # noqa: E402
-from rasa_context_retrieval.retrieve.retriever import RetrievalRequest, retrieve  # noqa: E402
+from rasa_context_retrieval.retrieve.request import RetrievalRequest  # noqa: E402
 
 DIMENSION = 384
 K = 10
@@ -146,7 +147,7 @@ def real_embedder() -> Any:
 
 def measure_build_throughput(cache: Path) -> dict[str, Any]:
     """ensure_index on 10k chunks with the real embedder; its vectors become the basis."""
-    from rasa_context_retrieval.knowledge.builder import IndexSettings, ensure_index
+    from rasa_context_retrieval.faiss.builder import IndexSettings, ensure_index
 
     embedder = real_embedder()
     rng = np.random.default_rng(1)
@@ -366,7 +367,7 @@ def measure_one(rows: int, exact_below: int, cache: Path, threads: int) -> dict[
 def selectivity_sweep(index: KnowledgeIndex, queries: NDArray[np.float32]) -> dict[str, Any]:
     """Filtered search on random masks of each share: exact scan, the graph by raw efSearch
     (automatic widening off), and the search as shipped (strategy and width chosen by share)."""
-    from rasa_context_retrieval.retrieve import dense
+    from rasa_context_retrieval.faiss import dense
 
     graph: Any = index.dense._index
     persisted = graph.hnsw.efSearch, dense.WIDE_WALK_BELOW_FRACTION
@@ -411,7 +412,7 @@ def ef_sweep(rows: int, cache: Path) -> dict[str, Any]:
     """Recall@10 and p50 of unfiltered HNSW search by efSearch (dense index only, one build)."""
     import faiss
 
-    from rasa_context_retrieval.retrieve.dense import HNSW_FACTORY, DenseIndex
+    from rasa_context_retrieval.faiss.dense import HNSW_FACTORY, DenseIndex
 
     basis, queries = np.load(cache / "basis.npy"), np.load(cache / "queries.npy")
     vectors = synthetic_vectors(rows, basis, seed=rows)
@@ -436,7 +437,7 @@ def ef_sweep(rows: int, cache: Path) -> dict[str, Any]:
 
 
 def _mask(index: KnowledgeIndex, directive: Any) -> NDArray[np.bool_]:
-    from rasa_context_retrieval.retrieve.retriever import filter_mask
+    from rasa_context_retrieval.faiss.retriever import filter_mask
 
     mask = filter_mask(index, directive)
     assert mask is not None

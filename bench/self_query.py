@@ -143,10 +143,10 @@ def score_llm(data: Path, llm_file: Path) -> tuple[list[dict[str, Any]], int]:
     import yaml
     from structlog.testing import capture_logs
 
+    from rasa_context_retrieval.filters.schema import MetadataField
     from rasa_context_retrieval.llm.block import LLMBlock
     from rasa_context_retrieval.llm.client import RetrievalLLM
-    from rasa_context_retrieval.llm.planner import time_budget
-    from rasa_context_retrieval.schema import MetadataField
+    from rasa_context_retrieval.planning.llm_planner import time_budget
     from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
 
     block = LLMBlock.model_validate(yaml.safe_load(llm_file.read_text(encoding="utf-8")))

@@ -94,7 +94,7 @@ def sweep(utterances: list[str], code: Path) -> dict[str, Any]:
 
     import yaml
 
-    MetadataField = importlib.import_module("rasa_context_retrieval.schema").MetadataField
+    MetadataField = importlib.import_module("rasa_context_retrieval.filters.schema").MetadataField
     rules_module = importlib.import_module("rasa_context_retrieval.self_query.rules")
     bench = importlib.import_module("bench.self_query")
     schemas: dict[str, Any] = {}

@@ -41,8 +41,8 @@ from sentence_transformers import SentenceTransformer  # noqa: E402
 
 from rasa_context_retrieval.filters.columns import MetadataColumns  # noqa: E402
 from rasa_context_retrieval.filters.faiss_translator import FaissTranslator  # noqa: E402
+from rasa_context_retrieval.filters.schema import MetadataField  # noqa: E402
 from rasa_context_retrieval.filters.syntax import to_filter_syntax  # noqa: E402
-from rasa_context_retrieval.schema import MetadataField  # noqa: E402
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor  # noqa: E402
 
 TODAY = dt.date(2025, 6, 15)

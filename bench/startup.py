@@ -35,7 +35,7 @@ GOAL_RATIO = 1.2
 FLOOR_PROGRAM = """
 import sys
 sys.path.insert(0, {root!r})
-from rasa_context_retrieval.console import _policy_config
+from rasa_context_retrieval.assistant import policy_config as _policy_config
 from pathlib import Path
 from rasa.core.policies.enterprise_search_policy_config import DEFAULT_EMBEDDINGS_CONFIG
 from rasa.shared.utils.llm import embedder_factory

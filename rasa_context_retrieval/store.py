@@ -7,7 +7,7 @@ ignores its threshold; this store reads the conversation and slots from ``tracke
 the follow-up into a standalone query, filters exactly by slots and by what the user said, and
 returns results scored by cosine relevance in [0, 1].
 
-This class is only the Rasa-facing shell; the work happens in :mod:`knowledge_search`.
+This class is only the Rasa-facing shell; the work happens in :mod:`engine.search`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from rasa.utils.endpoints import EndpointConfig
 from rasa_context_retrieval.call_options import read_call_options
 from rasa_context_retrieval.config import ConfigurationError, StoreConfig
 from rasa_context_retrieval.conversation import Conversation
-from rasa_context_retrieval.knowledge_search import KnowledgeSearch, SearchOutcome
+from rasa_context_retrieval.engine.search import KnowledgeSearch, SearchOutcome
 from rasa_context_retrieval.result_metadata import prompt_metadata, tell_if_answers_are_dropped
 
 logger = structlog.get_logger()
@@ -147,7 +147,7 @@ def _llm(config: StoreConfig) -> Any:
     if not config.llm:
         return None
     from rasa_context_retrieval.llm.client import LLMConfigError
-    from rasa_context_retrieval.llm.planner import build_llm_planner
+    from rasa_context_retrieval.planning.llm_planner import build_llm_planner
 
     try:
         return build_llm_planner(config)

@@ -35,10 +35,10 @@ from langchain_core.structured_query import (
 
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation
-from rasa_context_retrieval.knowledge.index import KnowledgeIndex
-from rasa_context_retrieval.knowledge.live_index import LiveIndex
+from rasa_context_retrieval.engine.live_index import LiveIndex
+from rasa_context_retrieval.engine.search import KnowledgeSearch
+from rasa_context_retrieval.faiss.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.models import Chunk
-from rasa_context_retrieval.knowledge_search import KnowledgeSearch
 from rasa_context_retrieval.store import to_search_result_list
 
 DIMENSION = 16

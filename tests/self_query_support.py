@@ -9,8 +9,8 @@ from typing import Any
 
 from langchain_core.structured_query import FilterDirective
 
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
-from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
 
 TODAY = dt.date(2025, 6, 15)

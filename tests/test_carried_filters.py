@@ -13,7 +13,7 @@ from rasa.utils.endpoints import EndpointConfig
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation, Turn
 from rasa_context_retrieval.filters.syntax import to_filter_syntax
-from rasa_context_retrieval.plan import Planner
+from rasa_context_retrieval.planning.plan import Planner
 from rasa_context_retrieval.self_query.carry import is_follow_up
 from rasa_context_retrieval.store import ContextRetrieval
 

@@ -14,7 +14,7 @@ from rasa.utils.endpoints import EndpointConfig
 
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation, Turn
-from rasa_context_retrieval.knowledge_search import KnowledgeSearch
+from rasa_context_retrieval.engine.search import KnowledgeSearch
 from rasa_context_retrieval.store import ContextRetrieval
 
 PLANS = ("free", "premium")

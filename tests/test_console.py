@@ -180,7 +180,7 @@ def test_the_plugin_leaves_logging_to_its_host():
     program = (
         "import logging, structlog\n"
         "before = (structlog.get_config(), logging.getLogger().level)\n"
-        "import rasa_context_retrieval.store, rasa_context_retrieval.knowledge_search\n"
+        "import rasa_context_retrieval.store, rasa_context_retrieval.engine.search\n"
         "assert (structlog.get_config(), logging.getLogger().level) == before\n"
     )
     done = subprocess.run(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from rasa_context_retrieval.retrieve.dense import GATHER_MAX_FRACTION, DenseIndex, DenseIndexError
+from rasa_context_retrieval.faiss.dense import GATHER_MAX_FRACTION, DenseIndex, DenseIndexError
 
 ROWS, DIMENSION, K = 20_000, 32, 10
 

@@ -20,10 +20,10 @@ from rasa_context_retrieval.filters.absence import (
 )
 from rasa_context_retrieval.filters.columns import MetadataColumns
 from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
 from rasa_context_retrieval.retrieve.specific_first import specific_first
-from rasa_context_retrieval.schema import MetadataField
 
 DOCUMENTS: dict[str, dict[str, Any]] = {
     "android": {"platform": ["android"], "plan": ["plus"]},

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from langchain_core.structured_query import Comparator, Comparison
 
+from rasa_context_retrieval.faiss.filter_masks import FilterMasks
+from rasa_context_retrieval.faiss.index import KnowledgeIndex
+from rasa_context_retrieval.faiss.retriever import filter_mask
 from rasa_context_retrieval.filters.columns import MetadataColumns
 from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
 from rasa_context_retrieval.filters.syntax import conjoin, parse_filter
-from rasa_context_retrieval.knowledge.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.models import Chunk
-from rasa_context_retrieval.retrieve.filter_masks import FilterMasks
-from rasa_context_retrieval.retrieve.retriever import filter_mask
 
 METADATA: list[dict[str, Any]] = [
     {"plan": ["plus", "premium"], "region": "eu", "price": "19.99", "beta": True},

@@ -19,18 +19,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.structured_query import Comparator, Comparison
 
-from rasa_context_retrieval.knowledge.builder import IndexSettings, ensure_index
-from rasa_context_retrieval.knowledge.index import (
+from rasa_context_retrieval.faiss.builder import IndexSettings, ensure_index
+from rasa_context_retrieval.faiss.index import (
     IndexDirectory,
     IndexFolderNotWritable,
     KnowledgeIndex,
 )
+from rasa_context_retrieval.faiss.retriever import filter_mask
 from rasa_context_retrieval.knowledge.loader import (
     MAX_FILE_BYTES,
     content_digest,
     load_knowledge_base,
 )
-from rasa_context_retrieval.retrieve.retriever import filter_mask
 from tests.test_index_persistence import HashingEmbedder
 
 yaml_scalars = st.one_of(

@@ -16,17 +16,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rasa_context_retrieval.filters.syntax import parse_filter
-from rasa_context_retrieval.knowledge.builder import IndexSettings, ensure_index
-from rasa_context_retrieval.knowledge.chunk_table import ChunkTable
-from rasa_context_retrieval.knowledge.index import (
+from rasa_context_retrieval.faiss.builder import IndexSettings, ensure_index
+from rasa_context_retrieval.faiss.chunk_table import ChunkTable
+from rasa_context_retrieval.faiss.index import (
     FORMAT_VERSION,
     IndexCorruptError,
     IndexDirectory,
     KnowledgeIndex,
 )
+from rasa_context_retrieval.faiss.retriever import filter_mask
+from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.knowledge.models import Chunk
-from rasa_context_retrieval.retrieve.retriever import filter_mask
 from tests.test_index_persistence import HashingEmbedder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "index-v1"

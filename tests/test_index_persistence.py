@@ -17,8 +17,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from rasa_context_retrieval.knowledge.builder import IndexSettings, ensure_index
-from rasa_context_retrieval.knowledge.index import (
+from rasa_context_retrieval.faiss.builder import IndexSettings, ensure_index
+from rasa_context_retrieval.faiss.index import (
     IndexDirectory,
     IndexFolderNotWritable,
     KnowledgeIndex,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rasa_context_retrieval.knowledge.length_groups import CALL_OVERHEAD_TOKENS, length_groups
+from rasa_context_retrieval.query_embedding.length_groups import CALL_OVERHEAD_TOKENS, length_groups
 
 
 @given(st.lists(st.integers(min_value=1, max_value=256), max_size=40))

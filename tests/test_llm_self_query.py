@@ -18,10 +18,10 @@ from langchain_core.structured_query import (
     Operator,
 )
 
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.slot_filters import slot_filter
 from rasa_context_retrieval.filters.syntax import conjoin, parse_filter, to_filter_syntax
 from rasa_context_retrieval.llm.client import RetrievalLLM
-from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor, keep_valid
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 

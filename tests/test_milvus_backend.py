@@ -10,7 +10,7 @@ import pytest
 from pymilvus import MilvusClient
 from rasa.utils.endpoints import EndpointConfig
 
-from rasa_context_retrieval.knowledge_search import QUERY_MODEL_FOLDER
+from rasa_context_retrieval.engine.search import QUERY_MODEL_FOLDER
 from rasa_context_retrieval.store import ContextRetrieval
 from tests.conftest import REPO_ROOT
 from tests.milvus_server import milvus_uri  # noqa: F401

@@ -31,11 +31,11 @@ from langchain_core.structured_query import (
 from rasa_context_retrieval.filters.absence import include_documents_lacking
 from rasa_context_retrieval.filters.columns import MetadataColumns
 from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
-from rasa_context_retrieval.schema import MetadataField
 from tests.milvus_server import milvus_uri  # noqa: F401
 
 pytestmark = pytest.mark.milvus

@@ -15,6 +15,7 @@ from structlog.testing import capture_logs
 
 from rasa_context_retrieval.filters.columns import MetadataColumns
 from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.milvus import store as store_module
@@ -22,7 +23,6 @@ from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.layout import MAX_FIELDS, CollectionLayout
 from rasa_context_retrieval.milvus.normal_form import normal_form
 from rasa_context_retrieval.milvus.store import MilvusChunkStore, content_hash
-from rasa_context_retrieval.schema import MetadataField
 from tests.milvus_server import milvus_uri  # noqa: F401
 
 pytestmark = pytest.mark.milvus

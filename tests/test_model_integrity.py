@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from rasa_context_retrieval.config import StoreConfig
+from rasa_context_retrieval.engine.search import KnowledgeSearch
 from rasa_context_retrieval.knowledge.model_integrity import (
     ModelIntegrityError,
     is_bundled_model,
     verify_bundled_model,
 )
-from rasa_context_retrieval.knowledge_search import KnowledgeSearch
 
 
 @pytest.fixture

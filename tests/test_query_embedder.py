@@ -21,15 +21,15 @@ from structlog.testing import capture_logs
 
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation, Turn
-from rasa_context_retrieval.knowledge.onnx_query import LocalModel, cached_export, export_file
-from rasa_context_retrieval.knowledge.query_batcher import QueryBatcher
-from rasa_context_retrieval.knowledge.query_embedder import (
+from rasa_context_retrieval.engine.search import QUERY_MODEL_FOLDER, KnowledgeSearch
+from rasa_context_retrieval.query_embedding.batcher import QueryBatcher
+from rasa_context_retrieval.query_embedding.embedder import (
     OnnxQueryEmbedder,
     PreparingQueryEmbedder,
     RasaQueryEmbedder,
     open_query_embedder,
 )
-from rasa_context_retrieval.knowledge_search import QUERY_MODEL_FOLDER, KnowledgeSearch
+from rasa_context_retrieval.query_embedding.onnx import LocalModel, cached_export, export_file
 from tests.conftest import REPO_ROOT
 
 WAIT_S = 10.0

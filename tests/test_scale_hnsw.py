@@ -15,9 +15,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from rasa_context_retrieval.knowledge.index import KnowledgeIndex
-from rasa_context_retrieval.knowledge.models import Chunk
-from rasa_context_retrieval.retrieve.dense import (
+from rasa_context_retrieval.faiss.dense import (
     FLAT_FACTORY,
     GRAPH_MIN_FRACTION,
     HNSW_EF_SEARCH,
@@ -25,6 +23,8 @@ from rasa_context_retrieval.retrieve.dense import (
     DenseIndex,
     factory_for,
 )
+from rasa_context_retrieval.faiss.index import KnowledgeIndex
+from rasa_context_retrieval.knowledge.models import Chunk
 
 ROWS, DIMENSION, K = 6_000, 384, 10
 QUERIES = 60
@@ -167,7 +167,7 @@ def test_an_hnsw_index_without_flat_storage_is_refused() -> None:
 def test_lowering_exact_search_below_rebuilds_as_hnsw_without_re_embedding(tmp_path: Path):
     from dataclasses import replace
 
-    from rasa_context_retrieval.knowledge.builder import ensure_index
+    from rasa_context_retrieval.faiss.builder import ensure_index
     from tests.test_index_persistence import HashingEmbedder, make_docs, settings_for
 
     settings = settings_for(make_docs(tmp_path, 30))

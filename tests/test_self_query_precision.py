@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
 from tests.self_query_support import expected, rules_on
 

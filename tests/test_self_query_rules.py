@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from langchain_classic.chains.query_constructor.parser import get_parser
 from langchain_core.structured_query import Comparison, FilterDirective, Operation
 
-from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
 from tests.self_query_support import rules_on
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.structured_query import FilterDirective
 
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
-from rasa_context_retrieval.schema import MetadataField
 from tests.self_query_support import rules_on
 
 FERRIES = (

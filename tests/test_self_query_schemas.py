@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.structured_query import Comparison, FilterDirective, Operation
 
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import to_filter_syntax
-from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.limits import MAX_LIMIT
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
 from tests.self_query_support import expected, rules_on

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from langchain_core.structured_query import Comparison, FilterDirective, Operation, Operator
 
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
-from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
 from tests.self_query_support import rules_on
 

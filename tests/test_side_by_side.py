@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 from langchain_core.structured_query import Comparator, Comparison
 
-from rasa_context_retrieval.knowledge.index import KnowledgeIndex
+from rasa_context_retrieval.faiss import retriever
+from rasa_context_retrieval.faiss.index import KnowledgeIndex
+from rasa_context_retrieval.faiss.retriever import retrieve
 from rasa_context_retrieval.knowledge.models import Chunk
-from rasa_context_retrieval.retrieve import retriever
-from rasa_context_retrieval.retrieve.retriever import RetrievalRequest, retrieve
+from rasa_context_retrieval.retrieve.request import RetrievalRequest
 from rasa_context_retrieval.workers import _side_pool, side_by_side
 
 WAIT_S = 5.0

@@ -35,8 +35,8 @@ def register(commands: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> 
 def run(args: argparse.Namespace) -> int:
     from rasa.utils.endpoints import read_endpoint_config
 
+    from rasa_context_retrieval.assistant import ConsoleSession
     from rasa_context_retrieval.config import StoreConfig
-    from rasa_context_retrieval.console import ConsoleSession
     from rasa_context_retrieval.evaluation.cases import load_cases
     from rasa_context_retrieval.evaluation.report import build_report, render_text
     from rasa_context_retrieval.evaluation.runner import evaluate

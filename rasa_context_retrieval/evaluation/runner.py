@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from langchain_core.structured_query import FilterDirective, Operation, Operator
 
 from rasa_context_retrieval.conversation import Conversation
+from rasa_context_retrieval.engine.search import KnowledgeSearch, SearchOutcome
 from rasa_context_retrieval.evaluation.cases import EvalCase, source_file
 from rasa_context_retrieval.evaluation.tracker import rasa_default_query, tracker_for, tracker_state
 from rasa_context_retrieval.filters.syntax import parse_filter, to_filter_syntax
 from rasa_context_retrieval.knowledge.models import ScoredChunk
-from rasa_context_retrieval.knowledge_search import KnowledgeSearch, SearchOutcome
 
 CONTEXT_MODEL = "context_model"
 LATEST_MESSAGE = "latest_message"

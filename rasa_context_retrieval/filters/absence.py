@@ -50,8 +50,8 @@ from langchain_core.structured_query import (
     Operator,
 )
 
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import attributes_of, conjoin
-from rasa_context_retrieval.schema import MetadataField
 
 
 class HasAttribute(FilterDirective):

@@ -3,7 +3,7 @@
 FAISS stores vectors only, so a filter cannot be pushed into it as a query language the way
 LangChain's Qdrant or Chroma translators do. Instead the filter is evaluated over the columnar
 metadata (``MetadataColumns``) into a numpy mask, True = the chunk may be returned, and the
-dense search is restricted to that mask exactly (``rasa_context_retrieval.retrieve.dense``).
+dense search is restricted to that mask exactly (``rasa_context_retrieval.faiss.dense``).
 
 What a filter means is defined in ``filters.semantics`` (shared with the Milvus backend); this
 module only spells its primitive selections as masks over the typed columns.

@@ -16,14 +16,15 @@ import numpy as np
 from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.access.entitlements import AccessFilter
-from rasa_context_retrieval.filters.conformance import conforming
-from rasa_context_retrieval.knowledge.index import KnowledgeIndex
+from rasa_context_retrieval.faiss.index import KnowledgeIndex
+from rasa_context_retrieval.faiss.retriever import filter_mask
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
+from rasa_context_retrieval.retrieve.conformance import conforming
 from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
-from rasa_context_retrieval.retrieve.retriever import RetrievalRequest, filter_mask
-from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.retrieve.request import RetrievalRequest
 
 
 class MilvusBackend:

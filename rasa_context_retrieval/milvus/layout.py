@@ -52,6 +52,7 @@ from typing import Any
 import structlog
 from pymilvus import DataType
 
+from rasa_context_retrieval.filters.schema import AttributeType, MetadataField
 from rasa_context_retrieval.filters.values import normalise_text
 from rasa_context_retrieval.milvus.normal_form import (
     BOOLEAN,
@@ -62,7 +63,6 @@ from rasa_context_retrieval.milvus.normal_form import (
     TEXT,
     attribute_facets,
 )
-from rasa_context_retrieval.schema import AttributeType, MetadataField
 
 logger = structlog.get_logger(__name__)
 

@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from pymilvus import DataType, MilvusClient
 
 from rasa_context_retrieval.filters.absence import HasAttribute
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.values import normalise_text
 from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
@@ -53,7 +54,6 @@ from rasa_context_retrieval.milvus.normal_form import (
     normal_form,
 )
 from rasa_context_retrieval.milvus.versions import POINTER_TTL_S, VersionPointer
-from rasa_context_retrieval.schema import MetadataField
 
 logger = structlog.get_logger(__name__)
 

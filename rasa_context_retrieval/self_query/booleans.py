@@ -25,7 +25,7 @@ import inflection
 import Stemmer
 from langchain_core.structured_query import Comparator
 
-from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.items import item_after
 from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATING_PREFIX, NEGATORS

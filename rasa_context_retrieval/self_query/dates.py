@@ -24,7 +24,7 @@ import inflection
 from dateutil.relativedelta import relativedelta
 from langchain_core.structured_query import Comparator
 
-from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.phrases import (
     CUE_STOPWORDS,

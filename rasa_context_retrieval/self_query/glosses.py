@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import inflection
 from langchain_core.structured_query import Comparator
 
-from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 
 # "(0 for a direct flight)", "0 = none", "-1 means unlimited", "(0 when the tariff has no fixed

@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 
 import inflection
 
-from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query.phrases import ITEM_NOUNS, PLURAL_ITEM_NOUNS
 
 # A noun the descriptions name after "the" in this many fields is what the documents are; when

@@ -61,9 +61,9 @@ from langchain_core.structured_query import (
     StructuredQuery,
 )
 
+from rasa_context_retrieval.filters.schema import STRING_TYPES, AttributeType, MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.llm.client import LLMUnavailable, RetrievalLLM
-from rasa_context_retrieval.schema import STRING_TYPES, AttributeType, MetadataField
 from rasa_context_retrieval.self_query.dates import Clock
 from rasa_context_retrieval.self_query.limits import (
     MAX_LIMIT,  # a larger limit is ignored; top_k applies

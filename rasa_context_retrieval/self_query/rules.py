@@ -40,7 +40,7 @@ from langchain_core.structured_query import (
     StructuredQuery,
 )
 
-from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query.booleans import BooleanPhrases, negated_before
 from rasa_context_retrieval.self_query.constraints import Constraint, told_as_personal_past
 from rasa_context_retrieval.self_query.dates import Clock, DatePhrases

@@ -43,7 +43,7 @@ from enum import Enum
 import inflection
 from langchain_core.structured_query import Comparator
 
-from rasa_context_retrieval.schema import STRING_TYPES, MetadataField
+from rasa_context_retrieval.filters.schema import STRING_TYPES, MetadataField
 from rasa_context_retrieval.self_query.common_words import is_common_word
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.items import item_after, words_pattern

@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 import inflection
 from langchain_core.structured_query import Comparator
 
-from rasa_context_retrieval.schema import MetadataField
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.dates import (
     AFTER_END,

@@ -16,14 +16,14 @@ from typing import Any
 import structlog
 
 from rasa_context_retrieval.config import ConfigurationError, StoreConfig
-from rasa_context_retrieval.knowledge.builder import IndexSettings, ensure_index
+from rasa_context_retrieval.engine.backend import SearchBackend
+from rasa_context_retrieval.engine.withdrawal import without_changed_chunks
+from rasa_context_retrieval.faiss.backend import FaissBackend
+from rasa_context_retrieval.faiss.builder import IndexSettings, ensure_index
+from rasa_context_retrieval.faiss.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.embedding import embedder_identity
-from rasa_context_retrieval.knowledge.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.loader import IngestProblem
 from rasa_context_retrieval.knowledge.model_integrity import is_bundled_model, verify_bundled_model
-from rasa_context_retrieval.knowledge.withdrawal import without_changed_chunks
-from rasa_context_retrieval.retrieve.backend import SearchBackend
-from rasa_context_retrieval.retrieve.faiss_backend import FaissBackend
 
 logger = structlog.get_logger()
 

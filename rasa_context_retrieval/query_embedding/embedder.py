@@ -83,7 +83,7 @@ class OnnxQueryEmbedder:
     """
 
     def __init__(self, encoder: Any, fallback: RasaQueryEmbedder) -> None:
-        from rasa_context_retrieval.knowledge.query_batcher import QueryBatcher
+        from rasa_context_retrieval.query_embedding.batcher import QueryBatcher
 
         self.encoder = encoder
         self.fallback = fallback
@@ -205,7 +205,7 @@ def _checked_encoder(
     A process that opens several stores on one model (tests, benchmarks, a reconnect with a new
     configuration) shares the session; each ``cache_dir`` still gets its own copy of the export.
     """
-    from rasa_context_retrieval.knowledge.onnx_query import (
+    from rasa_context_retrieval.query_embedding.onnx import (
         LocalModel,
         OnnxQueryEncoder,
         cached_export,
@@ -224,7 +224,7 @@ def _checked_encoder(
 
 def _holds_same_export(checked: Path, model: Any, cache_dir: Path, *, int8: bool) -> bool:
     """Whether ``cache_dir`` holds (or now, as a copy, holds) the export already checked."""
-    from rasa_context_retrieval.knowledge.onnx_query import cached_export, export_file
+    from rasa_context_retrieval.query_embedding.onnx import cached_export, export_file
 
     if not checked.is_file():  # its folder was removed: check a new export
         return False

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 from cachetools import LRUCache
 
-from rasa_context_retrieval.knowledge.query_embedder import QueryEmbedder
+from rasa_context_retrieval.query_embedding.embedder import QueryEmbedder
 
 
 class QueryVectors:

@@ -3,7 +3,7 @@
 Every ranking (dense for each view of the query and each paraphrase, BM25 when hybrid) is computed
 inside the same filter mask, so no result can violate a slot filter and a narrow filter still
 yields its best ``top_k`` (exactly; a broad filter on an HNSW index walks the graph, see
-``retrieve.dense``). Rankings are fused with reciprocal rank fusion; the score given to
+``faiss.dense``). Rankings are fused with reciprocal rank fusion; the score given to
 each result is always its cosine relevance to the leading query vector (clipped to [0, 1]), so
 ``threshold`` means the same thing whatever produced the ranking.
 """
@@ -11,35 +11,20 @@ each result is always its cosine relevance to the leading query vector (clipped 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from langchain_core.structured_query import FilterDirective
 
-from rasa_context_retrieval.knowledge.index import KnowledgeIndex
+from rasa_context_retrieval.faiss.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.models import ScoredChunk
 from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
+from rasa_context_retrieval.retrieve.request import RetrievalRequest
 from rasa_context_retrieval.workers import side_by_side
 
 SIDE_BY_SIDE_MIN_ROWS = 20_000
 """From this many chunks allowed by the filter the views' dense searches run at once
 (``workers.side_by_side``): each is then a scan of milliseconds, against a thread hand-off of
 tens of microseconds; a narrow filter's scans are cheaper than the hand-off."""
-
-
-@dataclass(frozen=True)
-class RetrievalRequest:
-    """What to retrieve: the searched text (BM25 matches the first), and one vector per view of
-    the query and per paraphrase (the first, the leading view, scores relevance)."""
-
-    texts: Sequence[str]
-    vectors: Sequence[np.ndarray]
-    filter: FilterDirective | None
-    top_k: int
-    threshold: float
-    candidates: int
-    hybrid: bool
 
 
 def filter_mask(index: KnowledgeIndex, directive: FilterDirective | None) -> np.ndarray | None:

@@ -1,7 +1,7 @@
 """``backend: faiss``: the knowledge index in this process answers every search.
 
 The backend owns what searching a local index takes: the dense index, the metadata columns and the
-mask translator (through ``retrieve.retriever``), BM25, and FAISS's thread settings. One instance
+mask translator (through ``faiss.retriever``), BM25, and FAISS's thread settings. One instance
 serves one immutable ``KnowledgeIndex``; a refresh publishes a new instance for the new index.
 """
 
@@ -14,10 +14,11 @@ import numpy as np
 from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.access.entitlements import AccessFilter
-from rasa_context_retrieval.filters.conformance import conforming
-from rasa_context_retrieval.knowledge.index import KnowledgeIndex
+from rasa_context_retrieval.faiss.index import KnowledgeIndex
+from rasa_context_retrieval.faiss.retriever import filter_mask, retrieve
 from rasa_context_retrieval.knowledge.models import ScoredChunk
-from rasa_context_retrieval.retrieve.retriever import RetrievalRequest, filter_mask, retrieve
+from rasa_context_retrieval.retrieve.conformance import conforming
+from rasa_context_retrieval.retrieve.request import RetrievalRequest
 
 SEARCH_THREADS_PER_QUERY = 1
 """FAISS threads per search. Concurrency comes from many searches at once; letting each search

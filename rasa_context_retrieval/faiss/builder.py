@@ -20,15 +20,15 @@ from typing import Any
 import numpy as np
 import structlog
 
-from rasa_context_retrieval.knowledge.chunking import CHUNKER_VERSION, chunk_documents
-from rasa_context_retrieval.knowledge.embedding import embed_texts, embedder_identity
-from rasa_context_retrieval.knowledge.index import (
+from rasa_context_retrieval.faiss.index import (
     FORMAT_VERSION,
     IndexCorruptError,
     IndexDirectory,
     IndexFolderNotWritable,
     KnowledgeIndex,
 )
+from rasa_context_retrieval.knowledge.chunking import CHUNKER_VERSION, chunk_documents
+from rasa_context_retrieval.knowledge.embedding import embed_texts, embedder_identity
 from rasa_context_retrieval.knowledge.loader import content_digest, load_knowledge_base
 from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE, warn_if_documents_are_not_in
 

@@ -37,14 +37,14 @@ import numpy as np
 import structlog
 from filelock import FileLock
 
+from rasa_context_retrieval.faiss.chunk_table import ChunkTable
+from rasa_context_retrieval.faiss.dense import DenseIndex, factory_for
+from rasa_context_retrieval.faiss.filter_masks import FilterMasks
 from rasa_context_retrieval.filters.column_files import read_columns, write_columns
 from rasa_context_retrieval.filters.columns import MetadataColumns
-from rasa_context_retrieval.knowledge.chunk_table import ChunkTable
 from rasa_context_retrieval.knowledge.listing import is_inside
 from rasa_context_retrieval.knowledge.loader import IngestProblem
 from rasa_context_retrieval.knowledge.models import Chunk
-from rasa_context_retrieval.retrieve.dense import DenseIndex, factory_for
-from rasa_context_retrieval.retrieve.filter_masks import FilterMasks
 from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE
 from rasa_context_retrieval.retrieve.lexical import LexicalIndex, LexicalSettings
 
@@ -62,7 +62,7 @@ CHUNK_TABLE_FOLDER = "chunks"
 COLUMNS_FOLDER = "columns"
 DENSE_FILE = "dense.faiss"
 VECTORS_FILE = "vectors.npy"
-"""Format 2: the vectors again, as a plain array that numpy maps (see retrieve/dense.py)."""
+"""Format 2: the vectors again, as a plain array that numpy maps (see faiss/dense.py)."""
 LEXICAL_FOLDER = "lexical"
 KEEP_PREVIOUS = 1
 """Older published indexes kept besides the current one (a reader may still have one open)."""

@@ -4,8 +4,8 @@ This is the engine behind both the Rasa plugin and the console, so both run the 
 CPU work (embedding the query, FAISS, BM25) runs in a worker thread: Rasa serves many
 conversations on one event loop and must not stall while one of them searches. Searches may run
 concurrently; the index they read is replaced, never mutated, when documents change
-(``knowledge.live_index``). The engine talks to its backend only through the ``SearchBackend``
-protocol (``retrieve.backend``) and never learns whether FAISS or Milvus answers.
+(``engine.live_index``). The engine talks to its backend only through the ``SearchBackend``
+protocol (``engine.backend``) and never learns whether FAISS or Milvus answers.
 """
 
 from __future__ import annotations
@@ -21,22 +21,22 @@ from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation
+from rasa_context_retrieval.engine.backend import SearchBackend
+from rasa_context_retrieval.engine.live_index import LiveIndex
 from rasa_context_retrieval.filters.absence import search_filter
-from rasa_context_retrieval.filters.conformance import conforming
 from rasa_context_retrieval.filters.syntax import conjoin, to_filter_syntax
-from rasa_context_retrieval.knowledge.live_index import LiveIndex
 from rasa_context_retrieval.knowledge.models import ScoredChunk
-from rasa_context_retrieval.knowledge.query_embedder import (
+from rasa_context_retrieval.planning.plan import LLMPlanner, Planner, SearchPlan
+from rasa_context_retrieval.query_embedding.embedder import (
     QueryEmbedder,
     RasaQueryEmbedder,
     open_query_embedder,
 )
-from rasa_context_retrieval.knowledge.query_vectors import QueryVectors
-from rasa_context_retrieval.plan import LLMPlanner, Planner, SearchPlan
-from rasa_context_retrieval.retrieve.backend import SearchBackend
+from rasa_context_retrieval.query_embedding.mixing import view_vectors
+from rasa_context_retrieval.query_embedding.query_vectors import QueryVectors
+from rasa_context_retrieval.retrieve.conformance import conforming
 from rasa_context_retrieval.retrieve.languages import warn_about_english_only_steps
-from rasa_context_retrieval.retrieve.query_vector import view_vectors
-from rasa_context_retrieval.retrieve.retriever import RetrievalRequest
+from rasa_context_retrieval.retrieve.request import RetrievalRequest
 from rasa_context_retrieval.retrieve.specific_first import specific_first
 from rasa_context_retrieval.workers import off_loop
 

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import structlog
 
-from rasa_context_retrieval.knowledge.builder import IndexSettings
+from rasa_context_retrieval.faiss.builder import IndexSettings
+from rasa_context_retrieval.faiss.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.chunking import chunk_documents
-from rasa_context_retrieval.knowledge.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.loader import load_knowledge_base
 from rasa_context_retrieval.knowledge.models import Chunk
 

@@ -1,9 +1,9 @@
 """The seam between the search engine and where chunks live: one protocol, one class per backend.
 
-The engine (``knowledge_search``) plans a search, hands the backend a ``RetrievalRequest`` and
-checks whatever comes back against the filter (``filters.conformance``); it never learns whether
-FAISS in this process (``retrieve.faiss_backend``) or a Milvus collection (``milvus.backend``)
-answered. The live index (``knowledge.live_index``) decides which backend serves and swaps it when
+The engine (``engine.search``) plans a search, hands the backend a ``RetrievalRequest`` and
+checks whatever comes back against the filter (``retrieve.conformance``); it never learns whether
+FAISS in this process (``faiss.backend``) or a Milvus collection (``milvus.backend``)
+answered. The live index (``engine.live_index``) decides which backend serves and swaps it when
 the documents change.
 """
 
@@ -14,9 +14,9 @@ from typing import Protocol
 from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.access.entitlements import AccessFilter
-from rasa_context_retrieval.knowledge.index import KnowledgeIndex
+from rasa_context_retrieval.faiss.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.models import ScoredChunk
-from rasa_context_retrieval.retrieve.retriever import RetrievalRequest
+from rasa_context_retrieval.retrieve.request import RetrievalRequest
 
 
 class SearchBackend(Protocol):

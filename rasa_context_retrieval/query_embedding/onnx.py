@@ -10,7 +10,7 @@ export it once and a restart reuses it.
 The graph reproduces the model's sentence-transformers pipeline (Transformer, mean pooling; the
 caller normalises), and the tokenizer is the model folder's own fast tokenizer with the same
 maximum length and truncation. Whether the result really equals Rasa's client is not assumed
-here: :mod:`rasa_context_retrieval.knowledge.query_embedder` checks it before use.
+here: :mod:`rasa_context_retrieval.query_embedding.embedder` checks it before use.
 
 torch, transformers and onnxruntime are imported inside the functions that need them, so nothing
 here slows the start of a process that never takes this path.
@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 from filelock import FileLock
 
-from rasa_context_retrieval.knowledge.length_groups import length_groups
 from rasa_context_retrieval.knowledge.model_integrity import file_sha256
+from rasa_context_retrieval.query_embedding.length_groups import length_groups
 from rasa_context_retrieval.workers import side_by_side
 
 EXPORT_FORMAT = 1
