@@ -107,7 +107,8 @@ class StoreConfig(BaseModel):
     refresh_seconds: float = Field(DEFAULT_REFRESH_SECONDS, ge=0)
     """How often connect() looks for changed documents; 0 checks only at start-up."""
     language: LanguageCode = DEFAULT_LANGUAGE
-    """ISO 639-1 code of the documents: BM25's stemmer and stop words (see README, Languages)."""
+    """ISO 639-1 code of the documents: BM25's stemmer and stop words (see Languages in
+    documentation/configuration.md)."""
     query_embedder: QueryEmbedderMode = "auto"
     """Queries of a local sentence-transformers model through its ONNX export (``auto``), its
     int8 export (``int8``: faster, slightly different ranking) or Rasa's client (``rasa``)."""

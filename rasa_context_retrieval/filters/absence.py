@@ -35,8 +35,10 @@ So ``ne`` and ``not(eq)`` mean the same here ("not specific to Android"), whiche
 a rule or an LLM writes. The result is never narrower than the plain filter: only conditions
 that can let chunks through are loosened, and only for chunks lacking the attribute.
 
-Only the filter read from the user's words goes through this rewrite. Slot filters are access
-control: a slot never admits a chunk that lacks its attribute, whatever the flag says.
+Only the filter read from the user's words goes through this rewrite. Slot filters (the user's
+stated scope) stay strict: a slot never admits a chunk that lacks its attribute, whatever the flag
+says. Access filters have their own absence rule (a chunk without the attribute is public,
+:mod:`rasa_context_retrieval.access.entitlements`).
 """
 
 from __future__ import annotations

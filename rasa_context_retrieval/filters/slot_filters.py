@@ -1,9 +1,11 @@
 """Slot filters: the user's scope from Rasa slots, as a metadata filter that is never loosened.
 
-A slot such as ``plan: premium`` or ``region: [eu, uk]`` says which documents this user may be
-answered from. It is access control, not a preference: the filter built here is ANDed with any
-filter read from the user's words and must never be relaxed, dropped or widened to find more
-results. That is why a value this module cannot express raises instead of being skipped.
+A slot such as ``plan: premium`` or ``region: [eu, uk]`` is the scope the user stated, so answers
+stay on their plan and region. It is personalisation, not access control: the user fills slots by
+what they say, so a slot grants nothing (entitlements come from ``access_filters``, see
+:mod:`rasa_context_retrieval.access`). The scope is still kept strictly: the filter built here is
+ANDed with any filter read from the user's words and is never relaxed, dropped or widened to find
+more results. That is why a value this module cannot express raises instead of being skipped.
 """
 
 from __future__ import annotations
