@@ -293,7 +293,8 @@ def test_every_configuration_key_the_pages_name_exists_in_the_config_models():
     missing = _missing_configuration_keys()
     assert not missing, (
         "these `vector_store:` keys are named in the documentation but the config models "
-        "(rasa_context_retrieval/config.py, milvus/config.py, filters/schema.py) do not define them:\n  "
+        "(rasa_context_retrieval/config.py, milvus/config.py, filters/schema.py) do not "
+        "define them:\n  "
         + "\n  ".join(missing)
     )
 
