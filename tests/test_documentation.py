@@ -294,8 +294,7 @@ def test_every_configuration_key_the_pages_name_exists_in_the_config_models():
     assert not missing, (
         "these `vector_store:` keys are named in the documentation but the config models "
         "(rasa_context_retrieval/config.py, milvus/config.py, filters/schema.py) do not "
-        "define them:\n  "
-        + "\n  ".join(missing)
+        "define them:\n  " + "\n  ".join(missing)
     )
 
 
