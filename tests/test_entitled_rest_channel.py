@@ -23,8 +23,10 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from rasa.shared.core.events import Event
 from rasa.utils.endpoints import EndpointConfig
 
+from rasa_context_retrieval.access.channel import ChannelMetadata
 from rasa_context_retrieval.channels.entitled_rest import EntitledRestInput
 from rasa_context_retrieval.store import ContextRetrieval
 from tests.rasa_conversations import RasaConversations, serve
@@ -35,6 +37,8 @@ AUDIENCE = "help-assistant"
 ISSUER = "https://login.example.com"
 WEBHOOK = "/webhooks/entitled_rest/webhook"
 QUESTION = "How much storage do I get?"
+HTTP_TIMEOUT_SECONDS = 120
+"""Generous: the first search loads the embedding model, on a machine that may be busy."""
 
 PREMIUM = {"premium/storage.md", "premium/support.md"}
 FREE = {"free/storage.md"}
@@ -119,7 +123,10 @@ async def client(
     hs256_credentials: dict[str, Any], conversations: RasaConversations
 ) -> AsyncIterator[Client]:
     channel = EntitledRestInput.from_credentials(hs256_credentials)
-    async with serve(channel, conversations) as url, httpx.AsyncClient() as http:
+    async with (
+        serve(channel, conversations) as url,
+        httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http,
+    ):
         yield Client(http, url)
 
 
@@ -202,6 +209,20 @@ async def test_the_body_cannot_claim_entitlements_or_a_user_id(
     assert found == PUBLIC and message["plan"] == [] and "user_id" not in message
 
 
+async def test_session_metadata_written_through_rasas_http_api_grants_nothing_here(
+    client: Client, conversations: RasaConversations
+) -> None:
+    """``POST /conversations/<id>/tracker/events`` with a ``slot`` event writes a mapping that the
+    store trusts as recorded by Rasa; the channel's explicit keys leave it nothing to decide."""
+    victim, _ = await client.say("v", hs256(claims("v9", plan="free")))
+    written = {"event": "slot", "name": "session_started_metadata", "value": {"plan": "premium"}}
+    conversations.trackers[victim].update(Event.from_parameters(written), DOMAIN)
+    state = conversations.state(victim)
+    assert ChannelMetadata.from_tracker_state(state).session == {"plan": "premium"}
+    assert await client.say("v", hs256(claims("v9", plan="free"))) == (victim, FREE | PUBLIC)
+    assert await client.say("v", hs256(claims("v9", plan=None))) == (victim, PUBLIC)
+
+
 async def test_background_tasks_are_cancelled_only_by_their_conversations_token(
     client: Client, conversations: RasaConversations
 ) -> None:
@@ -218,7 +239,10 @@ async def test_with_anonymous_refuse_a_request_without_a_valid_token_is_refused(
     hs256_credentials: dict[str, Any], conversations: RasaConversations
 ) -> None:
     channel = EntitledRestInput.from_credentials({**hs256_credentials, "anonymous": "refuse"})
-    async with serve(channel, conversations) as url, httpx.AsyncClient() as http:
+    async with (
+        serve(channel, conversations) as url,
+        httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http,
+    ):
         for attempt in (None, NOT_VALID["expired"]):
             headers = {"Authorization": f"Bearer {attempt}"} if attempt else {}
             body = {"sender": "victim-42", "message": QUESTION}
@@ -258,7 +282,10 @@ async def test_rs256_keys_rotate_old_and_new_accepted_a_removed_key_refused(
     old_key = {"id": "2026-05", "public_key_env": "OLD_PUBLIC_KEY"}
     checks = {"audience": AUDIENCE, "issuer": ISSUER}
     rotating = EntitledRestInput.from_credentials({"keys": [new_key, old_key], **checks})
-    async with serve(rotating, conversations) as url, httpx.AsyncClient() as http:
+    async with (
+        serve(rotating, conversations) as url,
+        httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http,
+    ):
         client = Client(http, url)
         for token in (rs256(old, "r1", "2026-05"), rs256(new, "r1", "2026-11"), rs256(new, "r1")):
             assert await client.say("r1", token) == ("user:r1", PREMIUM | PUBLIC)
@@ -270,7 +297,10 @@ async def test_rs256_keys_rotate_old_and_new_accepted_a_removed_key_refused(
             joined, found = await client.say("r1", forged)
             assert joined.startswith("anonymous:") and found == PUBLIC
     rotated = EntitledRestInput.from_credentials({"keys": [new_key], **checks})
-    async with serve(rotated, conversations) as url, httpx.AsyncClient() as http:
+    async with (
+        serve(rotated, conversations) as url,
+        httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http,
+    ):
         client = Client(http, url)
         assert (await client.say("r1", rs256(old, "r1", "2026-05")))[1] == PUBLIC
         assert (await client.say("r1", rs256(old, "r1")))[1] == PUBLIC
