@@ -141,3 +141,16 @@ def test_a_token_with_an_audience_is_refused_where_none_is_configured() -> None:
     assert channel_settings({}).verifier.bearer(hs256(exp=exp, aud="other-service")) is None
     listed = channel_settings({"audience": ["help", "other-service"]}).verifier
     assert listed.bearer(hs256(exp=exp, aud="other-service")) is not None
+
+
+def test_a_key_configured_without_an_id_verifies_tokens_whatever_kid_they_name() -> None:
+    """An issuer that starts sending ``kid`` does not lock out a channel keyed by ``secret_env``;
+    a key configured with an id verifies only tokens that name it or none."""
+    exp = int(time.time()) + 60
+    named = "Bearer " + jwt.encode(
+        {"sub": "u1", "exp": exp}, SECRET, algorithm="HS256", headers={"kid": "2026-11"}
+    )
+    assert channel_settings({}).verifier.bearer(named) is not None
+    other_id = {"keys": [{"id": "2026-05", "secret_env": "ENTITLEMENTS_SECRET"}]}
+    assert channel_settings(other_id).verifier.bearer(named) is None
+    assert channel_settings(other_id).verifier.bearer(hs256(exp=exp)) is not None

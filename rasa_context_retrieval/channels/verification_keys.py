@@ -3,9 +3,9 @@
 A shared secret verifies HMAC tokens only and a public key verifies its own family only, so a
 token can never choose how it is checked (the "alg confusion" attacks: ``none``, or an RSA public
 key used as an HMAC secret). Several keys can be configured at once to rotate them: a token that
-names a key (``kid`` in its header) is checked against that key only; one that names none is
-checked against every key of its algorithm. Removing a key from the configuration refuses every
-token it signed.
+names a key (``kid`` in its header) is checked against the key with that ``id`` and against keys
+configured without one; a token that names none, against every key of its algorithm. Removing
+a key from the configuration refuses every token it signed.
 
 Keys are read once, at start-up, from environment variables or files, never from
 ``credentials.yml`` itself (it is usually versioned); every fault is a :class:`CredentialsError`
@@ -48,7 +48,7 @@ class VerificationKey:
 
     def verifies(self, key_id: Any, algorithm: Any) -> bool:
         """Whether a token with this header is checked against this key."""
-        named = key_id is None or key_id == self.key_id
+        named = key_id is None or self.key_id is None or key_id == self.key_id
         return named and algorithm == self.algorithm
 
 
