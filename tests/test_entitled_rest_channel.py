@@ -177,6 +177,15 @@ async def test_a_request_without_a_valid_token_finds_public_documents_in_a_conve
     assert set(joined[1:]) == {"anonymous:victim-42", "anonymous:user:victim-42"}
 
 
+async def test_the_streaming_webhook_follows_the_same_rules(client: Client) -> None:
+    victim, _ = await client.say("victim-42", hs256(claims("victim-42")))
+    body = {"sender": "victim-42", "message": QUESTION}
+    streamed = await client.http.post(client.url + WEBHOOK + "?stream=true", json=body)
+    answer = json.loads(json.loads(streamed.text.splitlines()[0])["text"])
+    assert set(answer["sources"]) == PUBLIC
+    assert answer["conversation"] == "anonymous:victim-42"
+
+
 async def test_a_token_for_one_subject_never_joins_anothers_conversation(
     client: Client, conversations: RasaConversations
 ) -> None:
