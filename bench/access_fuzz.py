@@ -17,7 +17,14 @@ client, LangChain's parser, our validation) against a local OpenAI-compatible se
 each with the case's hostile filter in the self-query syntax (or, when the filter has no spelling
 there, with its raw repr).
 
-Usage: ``python bench/access_fuzz.py --faiss-cases 10000 --milvus-cases 1000 --llm-cases 1000``
+Entitled REST channel: ``--channel-requests`` requests in random conversations sent through
+``EntitledRestInput`` (valid, forged, expired, audience-less and absent tokens, downgrades, body
+senders that collide with other users' conversations) into conversations kept the way Rasa's
+processor keeps them, each searched on FAISS; a leak is also a result the request's own token does
+not grant, or a message that lands in a conversation other than its token's.
+
+Usage: ``python bench/access_fuzz.py --faiss-cases 10000 --milvus-cases 1000 --llm-cases 1000
+--channel-requests 5000``
 (``--milvus-uri`` for a running server; otherwise a loopback server is started and stopped).
 """
 
@@ -60,8 +67,11 @@ from tests.access_fuzz import (  # noqa: E402
     Tally,
     build_index,
     cases,
+    channel_conversations,
     check_case,
+    check_channel_conversation,
     engine_for,
+    fuzz_channel,
     knowledge_bases,
     store_config,
 )
@@ -191,6 +201,40 @@ def run_llm(total: int, per_knowledge_base: int, docs: Path) -> Tally:
         server.stop()
 
 
+def run_channel(total: int, per_knowledge_base: int, docs: Path) -> Tally:
+    """About ``total`` channel requests, ``per_knowledge_base`` conversations per knowledge base."""
+    config = store_config(docs)
+    channel = fuzz_channel()
+    loop = asyncio.new_event_loop()
+    tally = Tally()
+
+    @settings(
+        max_examples=max(1, total // per_knowledge_base),
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    @given(
+        knowledge_bases(),
+        st.lists(channel_conversations(), min_size=per_knowledge_base, max_size=per_knowledge_base),
+    )
+    def send_all(knowledge_base, conversations):  # type: ignore[no-untyped-def]
+        if tally.cases >= total:
+            return
+        llm = HostileLLM()
+        engine = engine_for(config, build_index(knowledge_base), llm)
+        for requests in conversations:
+            loop.run_until_complete(
+                check_channel_conversation(engine, llm, channel, requests, tally)
+            )
+
+    try:
+        send_all()
+    finally:
+        loop.close()
+    return tally
+
+
 def report(name: str, tally: Tally, seconds: float) -> str:
     lines = [
         f"| {name} | {tally.cases} | {tally.results} | {len(tally.crashes)} | "
@@ -209,6 +253,7 @@ def main() -> None:
     parser.add_argument("--milvus-knowledge-bases", type=int, default=20)
     parser.add_argument("--milvus-uri", default=None)
     parser.add_argument("--llm-cases", type=int, default=1_000)
+    parser.add_argument("--channel-requests", type=int, default=5_000)
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
     print(f"Run {dt.date.today()}, {platform.machine()}, Python {platform.python_version()}\n")
@@ -224,6 +269,11 @@ def main() -> None:
             tally = run_llm(args.llm_cases, args.per_knowledge_base, Path(docs))
             seconds = time.perf_counter() - started
             print(report("FAISS, hostile LLM over HTTP", tally, seconds), flush=True)
+        if args.channel_requests:
+            started = time.perf_counter()
+            tally = run_channel(args.channel_requests, args.per_knowledge_base, Path(docs))
+            seconds = time.perf_counter() - started
+            print(report("FAISS, entitled REST channel", tally, seconds), flush=True)
         if args.milvus_cases:
             with milvus_server(args.milvus_uri) as uri:
                 started = time.perf_counter()

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Protocol
 
+import jwt
 import numpy as np
 from hypothesis import strategies as st
 from langchain_core.structured_query import (
@@ -32,7 +35,13 @@ from langchain_core.structured_query import (
     Operator,
     StructuredQuery,
 )
+from rasa.core.channels.channel import UserMessage
+from rasa.shared.core.domain import Domain
 
+from rasa_context_retrieval.channels.bearer_token import TokenVerifier
+from rasa_context_retrieval.channels.credentials import ChannelSettings
+from rasa_context_retrieval.channels.entitled_rest import EntitledRestInput
+from rasa_context_retrieval.channels.verification_keys import VerificationKey
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.engine.live_index import LiveIndex
@@ -40,6 +49,7 @@ from rasa_context_retrieval.engine.search import KnowledgeSearch
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.store import to_search_result_list
+from tests.rasa_conversations import RasaConversations
 
 DIMENSION = 16
 SESSION_SLOT = "session_started_metadata"
@@ -400,3 +410,193 @@ def oracle_admits(allowed: Sequence[Any], held: Any) -> bool:
             elif isinstance(have, int | float) and not isinstance(have, str) and want == have:
                 return True
     return False
+
+
+# --- conversations through the entitled REST channel ----------------------------------------------
+#
+# A sequence of requests to ``EntitledRestInput`` (valid, forged, expired, audience-less, absent
+# tokens; downgrades; body senders that collide with other users' conversations), each turned into
+# a message by the channel, recorded on its conversation's tracker the way Rasa's processor does
+# (``tests/rasa_conversations.py``: session-start recording and ``action_session_start``), and
+# searched. The oracle is stricter than ``leak``: a result must be admitted by the entitlements of
+# *the request's own token* (nothing without a valid one), whatever the conversation recorded
+# before; and a message must land in ``user:<sub>`` for a valid token and in an ``anonymous:``
+# conversation otherwise, so no one writes into a token holder's conversation but its holder.
+
+CHANNEL_SECRET = "fuzz-channel-signing-secret-0123456789-abcdef"
+CHANNEL_AUDIENCE = "fuzz-assistant"
+CHANNEL_ISSUER = "https://login.fuzz.example"
+CHANNEL_SUBJECTS = ("victim-42", "alice", "anonymous:victim-42", "user:alice")
+TOKEN_KINDS = (
+    "valid",
+    "valid",
+    "valid",
+    "absent",
+    "garbage",
+    "wrong_secret",
+    "expired",
+    "without_exp",
+    "wrong_audience",
+    "wrong_issuer",
+    "without_subject",
+    "alg_none",
+    "basic_scheme",
+)
+CHANNEL_DOMAIN = Domain.from_yaml('version: "3.1"')
+
+
+@dataclass(frozen=True)
+class ChannelRequest:
+    """One request: the token's kind, subject and entitlements, and what the body claims."""
+
+    kind: str
+    subject: str
+    entitlements: Any
+    body_sender: Any
+    body_metadata: Any
+
+
+@st.composite
+def channel_requests(draw: st.DrawFn) -> ChannelRequest:
+    subject = draw(st.sampled_from(CHANNEL_SUBJECTS))
+    entitlements = draw(
+        st.one_of(
+            st.builds(lambda plan: {"plan": plan}, hostile_value),
+            st.builds(
+                lambda plan, tier: {"plan": plan, "tier": tier}, hostile_value, hostile_value
+            ),
+            st.sampled_from(({}, None, "premium", ["plan", "premium"])),
+        )
+    )
+    body_sender = draw(
+        st.one_of(
+            st.sampled_from(CHANNEL_SUBJECTS),
+            st.sampled_from(("user:victim-42", "", None, 42)),
+            st.text(max_size=6),
+        )
+    )
+    body_metadata = draw(
+        st.one_of(
+            st.none(),
+            st.builds(lambda plan: {"plan": plan, "user_id": "victim-42"}, hostile_value),
+            st.builds(lambda tier: {"tier": tier, "locale": "de"}, hostile_value),
+        )
+    )
+    return ChannelRequest(
+        draw(st.sampled_from(TOKEN_KINDS)), subject, entitlements, body_sender, body_metadata
+    )
+
+
+def channel_conversations(max_requests: int = 6) -> st.SearchStrategy[list[ChannelRequest]]:
+    return st.lists(channel_requests(), min_size=1, max_size=max_requests)
+
+
+def fuzz_channel() -> EntitledRestInput:
+    """The channel as a deployment configures it: one HS256 key, audience and issuer required."""
+    key = VerificationKey(None, "HS256", CHANNEL_SECRET.encode())
+    verifier = TokenVerifier((key,), audience=(CHANNEL_AUDIENCE,), issuer=CHANNEL_ISSUER)
+    return EntitledRestInput(ChannelSettings(verifier, ("plan", "tier"), "public"))
+
+
+def channel_authorization(request: ChannelRequest) -> str | None:
+    """The ``Authorization`` header for the request's kind, built when the request is sent."""
+    now = int(time.time())
+    claims: dict[str, Any] = {
+        "sub": request.subject,
+        "exp": now + 600,
+        "aud": CHANNEL_AUDIENCE,
+        "iss": CHANNEL_ISSUER,
+    }
+    if request.entitlements is not None:
+        claims["entitlements"] = request.entitlements
+    secret = CHANNEL_SECRET
+    if request.kind == "absent":
+        return None
+    if request.kind == "garbage":
+        return "Bearer not.a.token"
+    if request.kind == "wrong_secret":
+        secret = "another-signing-secret-0123456789-abcdefgh"
+    changes = {
+        "expired": {"exp": now - 120},
+        "wrong_audience": {"aud": "another-assistant"},
+        "wrong_issuer": {"iss": "https://evil.example"},
+    }
+    claims.update(changes.get(request.kind, {}))
+    for dropped, kind in (("exp", "without_exp"), ("sub", "without_subject")):
+        if request.kind == kind:
+            claims.pop(dropped)
+    if request.kind == "alg_none":
+        return "Bearer " + jwt.encode(claims, None, algorithm="none")
+    token = jwt.encode(claims, secret, algorithm="HS256")
+    return ("Basic " if request.kind == "basic_scheme" else "Bearer ") + token
+
+
+def entitled_by_token(request: ChannelRequest, key: str) -> list[Any]:
+    """The oracle: what the request's own token grants for ``key`` (nothing unless valid)."""
+    granted = request.entitlements
+    if request.kind != "valid" or not isinstance(granted, dict) or key not in granted:
+        return []
+    return _oracle_values(granted[key])
+
+
+async def check_channel_conversation(
+    engine: KnowledgeSearch,
+    llm: ScriptsFilters,
+    channel: EntitledRestInput,
+    requests: Sequence[ChannelRequest],
+    tally: Tally,
+) -> None:
+    """Send each request through the channel into Rasa-kept conversations, search, check."""
+    conversations = RasaConversations(CHANNEL_DOMAIN)
+    written_by: dict[str, set[str]] = {}
+    llm.script(None)
+    for number, request in enumerate(requests):
+        tally.cases += 1
+        body = {"sender": request.body_sender, "message": WORDS[number % len(WORDS)]}
+        if request.body_metadata is not None:
+            body["metadata"] = request.body_metadata
+        authorization = channel_authorization(request)
+        headers = {"Authorization": authorization} if authorization else {}
+        fake = SimpleNamespace(json=body, headers=headers, ctx=SimpleNamespace())
+        try:
+            sender = await channel._extract_sender(fake)  # noqa: SLF001
+            message = UserMessage(
+                body["message"],
+                sender_id=sender,
+                input_channel=channel.name(),
+                metadata=channel.get_metadata(fake),
+            )
+            await conversations.receive(message)
+            state = conversations.state(sender)
+            conversation = Conversation.from_tracker_state(state, fallback_query=message.text)
+            outcome = await engine.search(conversation, 0.0)
+            results = to_search_result_list(outcome, engine.config).results
+        except Exception as error:  # the property: nothing raises
+            tally.crashes.append(f"{type(error).__name__}: {error} in {request!r}"[:2000])
+            continue
+        tally.results += len(results)
+        if request.kind == "valid":
+            own_conversation = sender == "user:" + request.subject
+        else:
+            own_conversation = sender.startswith("anonymous:")
+        if not own_conversation:
+            tally.leaks.append(f"conversation {sender!r} for {request!r}"[:2000])
+        written_by.setdefault(sender, set()).add(request.kind)
+        for result in results:
+            problem = leak(state, result.metadata, engine.config.access_filters)
+            problem = problem or _beyond_token(request, result.metadata, engine.config)
+            if problem:
+                tally.leaks.append(f"{problem}: {result.metadata!r} for {request!r}"[:2000])
+    for sender, kinds in written_by.items():
+        if sender.startswith("user:") and kinds != {"valid"}:
+            tally.leaks.append(f"conversation {sender!r} written by {sorted(kinds)}")
+
+
+def _beyond_token(
+    request: ChannelRequest, metadata: dict[str, Any], config: StoreConfig
+) -> str | None:
+    for key, attribute in config.access_filters.items():
+        allowed = entitled_by_token(request, key)
+        if not oracle_admits(allowed, metadata.get(attribute)):
+            return f"channel leak on {attribute} (token grants {allowed!r})"
+    return None

@@ -8,27 +8,35 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rasa_context_retrieval.channels.entitled_rest import EntitledRestInput
 from rasa_context_retrieval.config import StoreConfig
 from tests.access_fuzz import (
     Case,
+    ChannelRequest,
     HostileLLM,
     KnowledgeBase,
     Tally,
     build_index,
     cases,
+    channel_conversations,
     check_case,
+    check_channel_conversation,
     engine_for,
+    fuzz_channel,
     knowledge_bases,
     store_config,
 )
 
 EXAMPLES = 110
 CASES_PER_KNOWLEDGE_BASE = 10
+CHANNEL_EXAMPLES = 40
+CHANNEL_CONVERSATIONS_PER_KNOWLEDGE_BASE = 3
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +89,63 @@ def test_the_fuzz_can_fail(config: StoreConfig, loop: asyncio.AbstractEventLoop)
     loop.run_until_complete(check_case(engine, llm, case, tally, config.access_filters))
     assert tally.results == 1
     assert len(tally.leaks) == 1 and tally.leaks[0].startswith("access leak on plan")
+
+
+# --- conversations through the entitled REST channel -------------------------------------------
+
+
+@settings(
+    max_examples=CHANNEL_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    knowledge_base=knowledge_bases(),
+    conversations=st.lists(
+        channel_conversations(),
+        min_size=CHANNEL_CONVERSATIONS_PER_KNOWLEDGE_BASE,
+        max_size=CHANNEL_CONVERSATIONS_PER_KNOWLEDGE_BASE,
+    ),
+)
+def test_no_channel_request_reads_beyond_its_own_token_or_joins_anothers_conversation(
+    config: StoreConfig,
+    loop: asyncio.AbstractEventLoop,
+    knowledge_base: KnowledgeBase,
+    conversations: list[list[ChannelRequest]],
+) -> None:
+    llm = HostileLLM()
+    engine = engine_for(config, build_index(knowledge_base), llm)
+    channel = fuzz_channel()
+    tally = Tally()
+    for requests in conversations:
+        loop.run_until_complete(check_channel_conversation(engine, llm, channel, requests, tally))
+    assert tally.crashes == []
+    assert tally.leaks == []
+    assert tally.cases == sum(len(requests) for requests in conversations)
+
+
+class BodySenderChannel(EntitledRestInput):
+    """The flaw the channel fuzz must catch: the body names the conversation, and a request
+    without a valid token carries no entitlement keys (so the store reads the recorded ones)."""
+
+    def sender_id(self, request: Any) -> str:
+        return str(request.json["sender"])
+
+    def get_metadata(self, request: Any) -> dict[str, Any]:
+        return {key: value for key, value in super().get_metadata(request).items() if value != []}
+
+
+def test_the_channel_fuzz_can_fail(config: StoreConfig, loop: asyncio.AbstractEventLoop) -> None:
+    knowledge_base = KnowledgeBase(({"source": "a.md", "plan": "premium"},))
+    llm = HostileLLM()
+    engine = engine_for(config, build_index(knowledge_base), llm)
+    flawed = BodySenderChannel(fuzz_channel().settings)
+    victim = ChannelRequest("valid", "victim-42", {"plan": "premium"}, "victim-42", None)
+    intruder = ChannelRequest("absent", "victim-42", None, "victim-42", None)
+    tally = Tally()
+    loop.run_until_complete(
+        check_channel_conversation(engine, llm, flawed, [victim, intruder], tally)
+    )
+    assert tally.results == 2
+    assert any(problem.startswith("channel leak on plan") for problem in tally.leaks)
+    assert any(problem.startswith("conversation 'victim-42'") for problem in tally.leaks)
