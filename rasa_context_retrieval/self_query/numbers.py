@@ -45,6 +45,7 @@ from rasa_context_retrieval.self_query.phrases import (
     TIME_UNIT_SECONDS,
     TIME_UNIT_WORDS,
 )
+from rasa_context_retrieval.self_query.ranges import endpoint_groups, range_pattern
 
 NUMERIC_TYPES = ("integer", "float")
 NAME_CUE_WEIGHT = 2
@@ -173,11 +174,7 @@ def _phrases(words: Sequence[str]) -> str:
     )
 
 
-RANGE = re.compile(
-    rf"(?<!\w)(?:between\s+{_amount('a')}\s+and|from\s+{_amount('b')}\s+(?:to|until|through|-))"
-    rf"\s+{_amount('c')}|{_amount('d')}\s*(?:-|–|to)\s*{_amount('e')}",
-    re.IGNORECASE,
-)
+RANGE = range_pattern(_amount)
 PREFIX = re.compile(
     rf"(?<!\w)(?P<comparator>{_phrases(list(PREFIX_COMPARATORS))})\s*(?:an?\s+)?{_amount('n')}",
     re.IGNORECASE,
@@ -502,7 +499,7 @@ class NumberPhrases:
             held = cue_key((match["noun"] or PEOPLE).lower())
             said.append(_Said(bounds, match.start(), match.end(), False, counted=held, party=True))
         for match in RANGE.finditer(text):
-            low, high = ("a", "c") if match["a"] else ("b", "c") if match["b"] else ("d", "e")
+            low, high = endpoint_groups(match)
             bounds = ((Comparator.GTE, match[low]), (Comparator.LTE, match[high]))
             said.append(_Said(bounds, match.start(), match.end(), _has_currency(match, low, high)))
         for match in PREFIX.finditer(text):

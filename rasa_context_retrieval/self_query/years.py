@@ -25,15 +25,19 @@ from rasa_context_retrieval.self_query.dates import (
     BEFORE_START,
     DATE_WORDS,
     FROM_START,
-    OPEN_ENDED_AFTER,
     UNTIL_END,
     WITHIN,
     date_words_pattern,
-    open_ended,
     time_scope,
 )
 from rasa_context_retrieval.self_query.items import words_pattern
 from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS
+from rasa_context_retrieval.self_query.ranges import (
+    OPEN_ENDED_AFTER,
+    endpoint_groups,
+    open_ended,
+    range_pattern,
+)
 
 NOUN = re.compile(r"[a-z]{3,}")
 NOT_OWN_WORDS = CUE_STOPWORDS | {"year", "years", "when", "was", "were", "released", "made"}
@@ -53,10 +57,8 @@ COMPARATORS = {
 }
 _WORDS = date_words_pattern([*DATE_WORDS, "of"])
 _FILLER = r"(?:the\s+)?(?:year\s+)?"
-RANGE = re.compile(
-    rf"(?<!\w)(?:between|from)\s+{_FILLER}(?P<a>{_YEAR})\s+(?:and|to|until|till|through|-|–)\s+"
-    rf"{_FILLER}(?P<b>{_YEAR})(?!\w)|(?<![\w-])(?P<c>{_YEAR})\s*(?:-|–|to)\s*(?P<d>{_YEAR})(?!\w)",
-    re.IGNORECASE,
+RANGE = range_pattern(
+    lambda group: f"(?P<{group}>{_YEAR})", filler=_FILLER, before=r"(?<![\w-])", after=r"(?!\w)"
 )
 DECADE = re.compile(
     rf"(?<!\w)(?:(?P<word>{_WORDS})\s+)?(?:the\s+)?(?:(?P<century>19|20)|')?(?P<decade>\d)0['’]?s(?!\w)",
@@ -174,7 +176,7 @@ class YearPhrases:
     def _said(self, text: str) -> list[Said]:
         said: list[Said] = []
         for match in RANGE.finditer(text):
-            low, high = (match["a"], match["b"]) if match["a"] else (match["c"], match["d"])
+            low, high = (match[group] for group in endpoint_groups(match))
             bounds = [(Comparator.GTE, int(low)), (Comparator.LTE, int(high))]
             said.append((match.start(), match.end(), bounds if low <= high else []))
         for match in DECADE.finditer(text):

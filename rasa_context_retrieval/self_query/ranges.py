@@ -1,0 +1,72 @@
+"""The one grammar of a range said in words, for numbers, years and dates alike.
+
+"between 300 and 600", "from 2010 to 2015", "1990-1995", "March to May", "2018 or later",
+"2010 onwards", "2015 or earlier": the *shape* of a range is the same whatever its endpoints are,
+so it is written once here. Each kind of value (``numbers``, ``years``, ``dates``) supplies only
+how an endpoint is written (a pattern builder, given a group name) and reads the endpoints it
+matched; which words open, join or close a range are data of this module:
+
+* a span: an opener (``SPAN_OPENERS``), an optional filler ("the", "year"), an endpoint, a joiner
+  (``SPAN_JOINERS``), and the other endpoint: "between 10 and 20", "from the year 1990 to 1995";
+* a compact range: two endpoints joined by ``COMPACT_JOINERS`` ("10-20", "1990 to 1995");
+* an open end: an endpoint followed by ``LATER_WORDS`` or ``EARLIER_WORDS`` ("2010 or later").
+
+A match names its endpoints ``low`` and ``high`` through :func:`endpoint_groups`; which is lower is
+for the kind to decide (dates and years keep the order written, numbers sort).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+Endpoint = Callable[[str], str]
+"""A regular expression for one endpoint, its value in the named group given."""
+
+SPAN_OPENERS = ("between", "from")
+SPAN_JOINERS = ("and", "to", "until", "till", "through", "-", "–")
+COMPACT_JOINERS = ("-", "–", "to", "through", "until")
+LATER_WORDS = r"(?:(?:or|and)\s+(?:later|after|newer|beyond|up)|onwards?)"
+EARLIER_WORDS = r"(?:or|and)\s+(?:earlier|before|older|prior)"
+# "from 2010 onwards" is an open end, not "from 2010": a single value is not read before these.
+OPEN_ENDED_AFTER = (
+    r"(?!\s*(?:onwards?|(?:or|and)\s+(?:later|after|newer|beyond|up|earlier|before|older|prior))"
+    r"(?!\w))"
+)
+_GROUPS = (("span_low", "span_high"), ("compact_low", "compact_high"))
+
+
+def alternation(words: tuple[str, ...]) -> str:
+    """``words`` as one regular-expression alternation, the longest first."""
+    return "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+
+
+def range_pattern(
+    endpoint: Endpoint, *, filler: str = "", before: str = "", after: str = ""
+) -> re.Pattern[str]:
+    """Spans and compact ranges of ``endpoint`` values (module docstring).
+
+    ``filler`` may stand before each endpoint of a span ("from the year 1990"); ``before`` guards
+    the start of a compact range (a span starts at its opener) and ``after`` the end of both.
+    """
+    (span_low, span_high), (compact_low, compact_high) = _GROUPS
+    return re.compile(
+        rf"(?<!\w)(?:{alternation(SPAN_OPENERS)})\s+{filler}{endpoint(span_low)}"
+        rf"\s+(?:{alternation(SPAN_JOINERS)})\s+{filler}{endpoint(span_high)}{after}"
+        rf"|{before}{endpoint(compact_low)}\s*(?:{alternation(COMPACT_JOINERS)})\s*"
+        rf"{endpoint(compact_high)}{after}",
+        re.IGNORECASE,
+    )
+
+
+def endpoint_groups(match: re.Match[str]) -> tuple[str, str]:
+    """The group names of the two endpoints a :func:`range_pattern` match found, as written."""
+    return next(groups for groups in _GROUPS if match[groups[0]] is not None)
+
+
+def open_ended(value: str, before: str = "") -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """ "<value> or later" / "onwards" and "<value> or earlier", the value in group ``a``;
+    ``before`` guards the start of the value."""
+    later = re.compile(rf"{before}(?P<a>{value})\s+{LATER_WORDS}(?!\w)", re.IGNORECASE)
+    earlier = re.compile(rf"{before}(?P<a>{value})\s+{EARLIER_WORDS}(?!\w)", re.IGNORECASE)
+    return later, earlier
