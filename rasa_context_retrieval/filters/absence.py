@@ -113,25 +113,44 @@ def include_documents_lacking(
     return _rewrite(directive, frozenset(attributes), positive=True)
 
 
+def absent_means_all(fields: Iterable[MetadataField]) -> tuple[str, ...]:
+    """The names of the fields flagged ``absent_means_all``, in the order declared."""
+    return tuple(field.name for field in fields if field.absent_means_all)
+
+
 def search_filter(
     slot_filter: FilterDirective | None,
     extracted_filter: FilterDirective | None,
     fields: Iterable[MetadataField],
 ) -> FilterDirective | None:
     """The filter a backend runs: the slot filter as is, AND the extracted one rewritten."""
-    flagged = [field.name for field in fields if field.absent_means_all]
-    return conjoin(slot_filter, include_documents_lacking(extracted_filter, flagged))
+    return widened_filter(slot_filter, extracted_filter, absent_means_all(fields))
+
+
+def widened_filter(
+    scope: FilterDirective | None, words: FilterDirective | None, flagged: Collection[str]
+) -> FilterDirective | None:
+    """``scope`` as is AND ``words`` rewritten so that chunks lacking a ``flagged`` attribute
+    pass (``filters.assembly.SearchFilter.for_backend`` is the search's one use of it)."""
+    return conjoin(scope, include_documents_lacking(words, flagged))
 
 
 def absence_notes(
     extracted_filter: FilterDirective | None, fields: Iterable[MetadataField]
 ) -> tuple[str, ...]:
     """One remark per flagged attribute the extracted filter tests, for the search explanation."""
+    return notes_on_absence(extracted_filter, absent_means_all(fields))
+
+
+def notes_on_absence(
+    extracted_filter: FilterDirective | None, flagged: Iterable[str]
+) -> tuple[str, ...]:
+    """:func:`absence_notes` for the flagged attribute names."""
     tested = attributes_of(extracted_filter)
     return tuple(
-        f"documents without '{field.name}' also match (absent_means_all)"
-        for field in fields
-        if field.absent_means_all and field.name in tested
+        f"documents without '{name}' also match (absent_means_all)"
+        for name in flagged
+        if name in tested
     )
 
 
