@@ -32,10 +32,17 @@ from rasa_context_retrieval.self_query.phrases import (
     SMALL_NUMBER_WORDS,
 )
 from rasa_context_retrieval.self_query.ranges import (
+    AFTER_END,
+    BEFORE_START,
+    DATE_WORDS,
+    FROM_START,
     OPEN_ENDED_AFTER,
     SPAN_JOINERS,
     SPAN_OPENERS,
+    UNTIL_END,
+    WITHIN,
     alternation,
+    date_words_pattern,
     endpoint_groups,
     open_ended,
     range_pattern,
@@ -70,48 +77,6 @@ DATE_TEXT = (
     rf"|(?:{_LONE_MONTH})\s+\d{{1,2}}{_ORDINAL}(?![\d:.])|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_LONE_MONTH})"
     rf"|{_YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
 )
-
-AFTER_END, FROM_START, BEFORE_START, UNTIL_END, WITHIN = "gt", "gte", "lt", "lte", "in"
-DATE_WORDS = {
-    "after": AFTER_END,
-    "beyond": AFTER_END,
-    "past": AFTER_END,
-    "later than": AFTER_END,
-    "newer than": AFTER_END,
-    "since": FROM_START,
-    "from": WITHIN,
-    "starting": FROM_START,
-    "starting from": FROM_START,
-    "from the start of": FROM_START,
-    "starting in": FROM_START,
-    "as of": FROM_START,
-    "before": BEFORE_START,
-    "prior to": BEFORE_START,
-    "earlier than": BEFORE_START,
-    "older than": BEFORE_START,
-    "until": UNTIL_END,
-    "till": UNTIL_END,
-    "up to": UNTIL_END,
-    "through": UNTIL_END,
-    "by": UNTIL_END,
-    "no later than": UNTIL_END,
-    "in": WITHIN,
-    "on": WITHIN,
-    "during": WITHIN,
-    "throughout": WITHIN,
-    "for": WITHIN,
-}
-# "this past May" is the May gone, not after it.
-WORD_GUARDS = {"past": r"(?<!this\s)(?<!the\s)"}
-
-
-def date_words_pattern(words: Collection[str]) -> str:
-    """One alternation of date words, the longest first, each guarded as it needs."""
-    return "|".join(
-        WORD_GUARDS.get(said, "") + r"\s+".join(said.split())
-        for said in sorted(words, key=len, reverse=True)
-    )
-
 
 _DATE_WORDS = date_words_pattern(DATE_WORDS)
 _FILLER = r"(?:the\s+)?(?:year\s+|month\s+of\s+)?"

@@ -45,7 +45,11 @@ from rasa_context_retrieval.self_query.phrases import (
     TIME_UNIT_SECONDS,
     TIME_UNIT_WORDS,
 )
-from rasa_context_retrieval.self_query.ranges import endpoint_groups, range_pattern
+from rasa_context_retrieval.self_query.ranges import (
+    PREFIX_COMPARATORS,
+    endpoint_groups,
+    range_pattern,
+)
 
 NUMERIC_TYPES = ("integer", "float")
 NAME_CUE_WEIGHT = 2
@@ -53,58 +57,6 @@ DESCRIPTION_CUE_WEIGHT = 1
 CONTEXT_CHARS = 40
 CONTEXT_WORDS = 3
 
-PREFIX_COMPARATORS: dict[str, Comparator] = {
-    "at most": Comparator.LTE,
-    "no more than": Comparator.LTE,
-    "not more than": Comparator.LTE,
-    "up to": Comparator.LTE,
-    "a maximum of": Comparator.LTE,
-    "maximum of": Comparator.LTE,
-    "max of": Comparator.LTE,
-    "no higher than": Comparator.LTE,
-    "no greater than": Comparator.LTE,
-    "<=": Comparator.LTE,
-    "under": Comparator.LT,
-    "below": Comparator.LT,
-    "less than": Comparator.LT,
-    "lower than": Comparator.LT,
-    "fewer than": Comparator.LT,
-    "cheaper than": Comparator.LT,
-    "shorter than": Comparator.LT,
-    "smaller than": Comparator.LT,
-    "beneath": Comparator.LT,
-    "lighter than": Comparator.LT,
-    "younger than": Comparator.LT,
-    "<": Comparator.LT,
-    "at least": Comparator.GTE,
-    "no less than": Comparator.GTE,
-    "not less than": Comparator.GTE,
-    "no fewer than": Comparator.GTE,
-    "a minimum of": Comparator.GTE,
-    "minimum of": Comparator.GTE,
-    "min of": Comparator.GTE,
-    ">=": Comparator.GTE,
-    "over": Comparator.GT,
-    "above": Comparator.GT,
-    "more than": Comparator.GT,
-    "greater than": Comparator.GT,
-    "higher than": Comparator.GT,
-    "exceeding": Comparator.GT,
-    "beyond": Comparator.GT,
-    "pricier than": Comparator.GT,
-    "longer than": Comparator.GT,
-    "taller than": Comparator.GT,
-    "wider than": Comparator.GT,
-    "bigger than": Comparator.GT,
-    "larger than": Comparator.GT,
-    "more expensive than": Comparator.GT,
-    "heavier than": Comparator.GT,
-    "older than": Comparator.GT,
-    ">": Comparator.GT,
-    "exactly": Comparator.EQ,
-    "precisely": Comparator.EQ,
-    "equal to": Comparator.EQ,
-}
 # The quantity a comparative names, as a cue word for its field ("lighter than" -> weight).
 COMPARATOR_CUES = {
     "cheaper than": "cheap",

@@ -2,7 +2,7 @@
 
 A schema may keep the year as a number (LangChain's movie example: ``year: integer``, "The year
 the movie was released") rather than a date. The words around a year mean the same as for a
-date (``dates.DATE_WORDS``: "after", "since", "before", "until", "in", "from"), only the value is
+date (``ranges.DATE_WORDS``: "after", "since", "before", "until", "in", "from"), only the value is
 the year itself: "after 2005" is ``gt 2005``, "from 1979" is ``eq 1979``, "in the 90s" is
 ``gte 1990`` and ``lte 1999``. A field is a year field when its name or description says
 "year"; with two such fields, none is guessed. Only 1900-2099 counts as a year, and only in a
@@ -21,19 +21,19 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.dates import (
-    AFTER_END,
-    BEFORE_START,
-    DATE_WORDS,
-    FROM_START,
-    UNTIL_END,
-    WITHIN,
-    date_words_pattern,
     time_scope,
 )
 from rasa_context_retrieval.self_query.items import words_pattern
 from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS
 from rasa_context_retrieval.self_query.ranges import (
+    AFTER_END,
+    BEFORE_START,
+    DATE_WORDS,
+    FROM_START,
     OPEN_ENDED_AFTER,
+    UNTIL_END,
+    WITHIN,
+    date_words_pattern,
     endpoint_groups,
     open_ended,
     range_pattern,
