@@ -40,7 +40,6 @@ import yaml  # noqa: E402
 from rasa_context_retrieval.config import StoreConfig  # noqa: E402
 from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
 from rasa_context_retrieval.engine.search import KnowledgeSearch  # noqa: E402
-from rasa_context_retrieval.filters.absence import search_filter  # noqa: E402
 from rasa_context_retrieval.knowledge.embedding import embed_query  # noqa: E402
 from rasa_context_retrieval.retrieve.request import RetrievalRequest  # noqa: E402
 
@@ -106,9 +105,7 @@ def top_sources(
     request = RetrievalRequest(
         texts=[plan.search_text],
         vectors=[embed_query(search.embeddings, plan.search_text)],
-        filter=search_filter(
-            plan.slot_filter, plan.extracted_filter, search.config.metadata_fields
-        ),
+        filter=plan.filters.for_backend,
         top_k=search.config.top_k,
         threshold=0.0,
         candidates=search.config.candidates,

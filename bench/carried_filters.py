@@ -37,7 +37,7 @@ from rasa_context_retrieval.conversation import Conversation, Turn  # noqa: E402
 from rasa_context_retrieval.engine.live_index import LiveIndex, index_settings  # noqa: E402
 from rasa_context_retrieval.engine.search import KnowledgeSearch  # noqa: E402
 from rasa_context_retrieval.faiss.builder import ensure_index  # noqa: E402
-from rasa_context_retrieval.filters.syntax import conjoin, parse_filter, to_filter_syntax  # noqa: E402
+from rasa_context_retrieval.filters.syntax import parse_filter, to_filter_syntax  # noqa: E402
 
 DATA = REPO_ROOT / "bench" / "data" / "carried_filters.yaml"
 RANKED = 10
@@ -82,7 +82,7 @@ async def _score(search: KnowledgeSearch, case: dict[str, Any]) -> dict[str, Any
     )
     outcome = await search.search(Conversation(turns))
     plan = outcome.plan
-    said = conjoin(plan.extracted_filter, plan.carried_filter)
+    said = plan.filters.words
     wanted = None if case["filter"] is None else parse_filter(case["filter"])
     got, expected = atoms(said, None), atoms(wanted, None)
     sources = list(dict.fromkeys(str(r.chunk.metadata.get("source")) for r in outcome.results))

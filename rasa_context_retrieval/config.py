@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import attributes_of, parse_filter
 from rasa_context_retrieval.llm.block import LLMBlock
@@ -49,7 +50,7 @@ DEFAULT_EXACT_SEARCH_BELOW = 200_000
 DEFAULT_REFRESH_SECONDS = 30.0
 
 
-class ConfigurationError(ValueError):
+class ConfigurationError(ContextRetrievalError, ValueError):
     """The ``vector_store:`` block cannot be used; the message says which key and how to fix it."""
 
 

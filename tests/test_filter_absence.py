@@ -147,3 +147,26 @@ def test_the_notes_name_each_flagged_attribute_the_words_filter_on() -> None:
         "documents without 'platform' also match (absent_means_all)",
     )
     assert absence_notes(None, fields) == ()
+
+
+def test_a_stock_langchain_translator_gets_a_typed_error_for_absence_not_an_attribute_error() -> (
+    None
+):
+    from langchain_community.query_constructors.chroma import ChromaTranslator
+
+    from rasa_context_retrieval.errors import ContextRetrievalError
+    from rasa_context_retrieval.filters.absence import PresenceNotSupported
+
+    rewritten = include_documents_lacking(parse_filter('eq("platform", "android")'), ["platform"])
+    with pytest.raises(PresenceNotSupported, match="absent_means_all") as raised:
+        rewritten.accept(ChromaTranslator())
+    assert isinstance(raised.value, ValueError)
+    assert isinstance(raised.value, ContextRetrievalError)
+    assert "platform" in str(raised.value)
+
+
+def test_a_stock_langchain_translator_still_spells_a_filter_without_absence() -> None:
+    from langchain_community.query_constructors.chroma import ChromaTranslator
+
+    plain = include_documents_lacking(parse_filter('eq("platform", "android")'), ["plan"])
+    assert plain.accept(ChromaTranslator()) == {"platform": {"$eq": "android"}}

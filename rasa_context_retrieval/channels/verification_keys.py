@@ -23,6 +23,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
+from rasa_context_retrieval.errors import ContextRetrievalError
+
 HMAC_ALGORITHMS = ("HS256", "HS384", "HS512")
 RSA_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512")
 EC_ALGORITHMS = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
@@ -33,7 +35,7 @@ RSA_MINIMUM_BITS = 2048
 NEW_SECRET_HINT = "python -c 'import secrets; print(secrets.token_urlsafe(48))'"
 
 
-class CredentialsError(ValueError):
+class CredentialsError(ContextRetrievalError, ValueError):
     """The channel's ``credentials.yml`` entry cannot be used; the message says how to fix it."""
 
 

@@ -23,8 +23,7 @@ from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.engine.backend import SearchBackend
 from rasa_context_retrieval.engine.live_index import LiveIndex
-from rasa_context_retrieval.filters.absence import search_filter
-from rasa_context_retrieval.filters.syntax import conjoin, to_filter_syntax
+from rasa_context_retrieval.filters.syntax import to_filter_syntax
 from rasa_context_retrieval.knowledge.models import ScoredChunk
 from rasa_context_retrieval.planning.plan import LLMPlanner, Planner, SearchPlan
 from rasa_context_retrieval.query_embedding.embedder import (
@@ -34,7 +33,6 @@ from rasa_context_retrieval.query_embedding.embedder import (
 )
 from rasa_context_retrieval.query_embedding.mixing import view_vectors
 from rasa_context_retrieval.query_embedding.query_vectors import QueryVectors
-from rasa_context_retrieval.retrieve.conformance import conforming
 from rasa_context_retrieval.retrieve.languages import warn_about_english_only_steps
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
 from rasa_context_retrieval.retrieve.specific_first import specific_first
@@ -216,11 +214,11 @@ class KnowledgeSearch:
     def _retrieve(self, plan: SearchPlan, threshold: float, top_k: int) -> SearchOutcome:
         backend = self.live.backend  # one consistent view even if a refresh swaps it meanwhile
         outcome = self._run(backend, plan, threshold, top_k)
-        if outcome.results or (plan.extracted_filter is None and plan.carried_filter is None):
+        if outcome.results or not plan.filters.has_words:
             return outcome
         # Relax only a filter from the user's words that selects nothing in scope: if it selects
         # documents and none clears the threshold, answering from others would contradict them.
-        outcome.extracted_matches = backend.count(self._search_filter(plan), plan.access_filter)
+        outcome.extracted_matches = backend.count(plan.filters.for_backend, plan.filters.access)
         if outcome.extracted_matches:
             return outcome
         relaxed = plan.without_extracted_filter("the filter from the message matched nothing")
@@ -239,32 +237,23 @@ class KnowledgeSearch:
         request = RetrievalRequest(
             texts=texts,
             vectors=self._query_vectors_of(plan),
-            filter=self._search_filter(plan),
+            filter=plan.filters.for_backend,
             top_k=candidates,  # cut to top_k only after every result passed the check below
             threshold=threshold,
             candidates=candidates,
             hybrid=self.config.hybrid,
         )
         found = backend.rank(request)
-        asked = request.filter
-        allowed, rejected_by_access = conforming(
-            [result.chunk for result in found], asked, plan.access_filter
-        )
+        allowed, rejected_by_access = plan.filters.check([result.chunk for result in found])
         kept = [result for result, ok in zip(found, allowed, strict=True) if ok][:top_k]
-        if asked != plan.filter:  # absent_means_all admitted general documents too
-            kept = specific_first(kept, plan.filter)
+        if plan.filters.widened:  # absent_means_all admitted general documents too
+            kept = specific_first(kept, plan.filters.as_written)
         return SearchOutcome(
             kept,
             plan,
             removed_by_access=rejected_by_access,
             removed_by_check=len(found) - sum(allowed),
         )
-
-    def _search_filter(self, plan: SearchPlan) -> FilterDirective | None:
-        """What the backend runs: the scope as is, the words' conditions widened where
-        ``absent_means_all`` says a document lacking the attribute applies to every value."""
-        words = conjoin(plan.extracted_filter, plan.carried_filter)
-        return search_filter(plan.scope_filter, words, self.config.metadata_fields)
 
     def _query_vectors_of(self, plan: SearchPlan) -> list[np.ndarray]:
         """One mixed vector per view, then one per paraphrase: every text embedded in one call."""

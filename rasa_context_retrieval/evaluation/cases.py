@@ -16,6 +16,7 @@ import yaml
 from langchain_core.structured_query import FilterDirective
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.knowledge.loader import knowledge_files
 
@@ -131,7 +132,7 @@ class EvalFile(BaseModel):
     cases: tuple[EvalCase, ...] = Field(min_length=1)
 
 
-class EvalFileError(ValueError):
+class EvalFileError(ContextRetrievalError, ValueError):
     """The evaluation file cannot be used; the message names the case and the key."""
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import structlog
 
+from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.faiss.index import (
     FORMAT_VERSION,
     IndexCorruptError,
@@ -35,7 +36,7 @@ from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE, warn_if_
 logger = structlog.get_logger()
 
 
-class EmptyKnowledgeBaseError(ValueError):
+class EmptyKnowledgeBaseError(ContextRetrievalError, ValueError):
     """The docs folder yields no chunk at all."""
 
 

@@ -22,13 +22,14 @@ from typing import overload
 import numpy as np
 from numpy.typing import NDArray
 
+from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.knowledge.models import Chunk
 
 RECORDS_FILE = "records.bin"
 OFFSETS_FILE = "offsets.npy"
 
 
-class ChunkTableError(ValueError):
+class ChunkTableError(ContextRetrievalError, ValueError):
     """The table files are missing, truncated or hold a record that is not a chunk."""
 
 

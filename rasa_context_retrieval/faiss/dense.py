@@ -41,6 +41,8 @@ import numpy as np
 import structlog
 from numpy.typing import NDArray
 
+from rasa_context_retrieval.errors import ContextRetrievalError
+
 logger = structlog.get_logger(__name__)
 
 FLAT_FACTORY = "Flat"
@@ -73,7 +75,7 @@ Hit = tuple[int, float]
 """(row, cosine similarity)."""
 
 
-class DenseIndexError(ValueError):
+class DenseIndexError(ContextRetrievalError, ValueError):
     """The vectors, query or mask given to a ``DenseIndex`` do not fit it."""
 
 

@@ -37,6 +37,7 @@ import numpy as np
 import structlog
 from filelock import FileLock
 
+from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.faiss.chunk_table import ChunkTable
 from rasa_context_retrieval.faiss.dense import DenseIndex, factory_for
 from rasa_context_retrieval.faiss.filter_masks import FilterMasks
@@ -70,11 +71,11 @@ PUBLISHED_NAME = re.compile(r"index-[0-9a-f]{16}-[0-9a-f]{8}")
 """The only names ``publish`` writes into ``CURRENT``."""
 
 
-class IndexCorruptError(RuntimeError):
+class IndexCorruptError(ContextRetrievalError, RuntimeError):
     """A persisted index cannot be read; rebuilding it fixes this."""
 
 
-class IndexFolderNotWritable(ValueError):
+class IndexFolderNotWritable(ContextRetrievalError, ValueError):
     """``index_path`` cannot be written; the message names the folder and the fix."""
 
     def __init__(self, root: Path, error: OSError) -> None:

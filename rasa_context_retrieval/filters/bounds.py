@@ -15,6 +15,8 @@ from typing import Any
 
 from langchain_core.structured_query import Comparison, Operation
 
+from rasa_context_retrieval.errors import ContextRetrievalError
+
 MAX_FILTER_DEPTH = 32
 """Nesting of operations (``and``/``or``/``not``); real filters stay under 5."""
 MAX_FILTER_NODES = 1_000
@@ -27,7 +29,7 @@ _CLOSING = ")]"
 _QUOTES = "\"'"
 
 
-class FilterTooLarge(ValueError):
+class FilterTooLarge(ContextRetrievalError, ValueError):
     """A filter exceeds the depth or size bounds; the message says which and by how much."""
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.filters.columns import AttributeColumn, MetadataColumns
 
 COLUMNS_VERSION = 1
@@ -35,7 +36,7 @@ LIST_ARRAYS = {"list_rows": np.dtype(np.int32), "list_codes": np.dtype(np.int32)
 """Arrays with one entry per list member, and their dtypes."""
 
 
-class ColumnFilesError(ValueError):
+class ColumnFilesError(ContextRetrievalError, ValueError):
     """Persisted columns are missing, truncated or do not fit the index they belong to."""
 
 

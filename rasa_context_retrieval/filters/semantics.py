@@ -50,7 +50,7 @@ from langchain_core.structured_query import (
 )
 from numpy.typing import NDArray
 
-from rasa_context_retrieval.filters.absence import HasAttribute
+from rasa_context_retrieval.filters.absence import HasAttribute, PresenceVisitor
 from rasa_context_retrieval.filters.values import (
     Operand,
     comparison_operands,
@@ -121,7 +121,7 @@ class Selections(Protocol[Selection]):
         ...
 
 
-class FilterSemantics(Visitor, Generic[Selection]):
+class FilterSemantics(Visitor, PresenceVisitor, Generic[Selection]):
     """Lower a filter onto a backend's ``Selections`` (the module docstring is the meaning)."""
 
     allowed_comparators = tuple(Comparator)

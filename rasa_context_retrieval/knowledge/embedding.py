@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from rasa_context_retrieval.errors import ContextRetrievalError
 
-class EmbeddingError(RuntimeError):
+
+class EmbeddingError(ContextRetrievalError, RuntimeError):
     """The embedding client failed or returned something unusable."""
 
 

@@ -19,6 +19,7 @@ import frontmatter
 import structlog
 import yaml
 
+from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.knowledge.listing import JSONL_SUFFIX, is_inside, list_knowledge_files
 
 logger = structlog.get_logger()
@@ -107,7 +108,7 @@ def load_knowledge_base(folder: Path) -> KnowledgeBase:
     return KnowledgeBase(documents, problems)
 
 
-class _Unreadable(Exception):
+class _Unreadable(ContextRetrievalError):
     def __init__(self, reason: str, line: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason

@@ -18,6 +18,8 @@ import hashlib
 from functools import lru_cache
 from pathlib import Path
 
+from rasa_context_retrieval.errors import ContextRetrievalError
+
 BUNDLED_MODEL_NAME = "all-MiniLM-L6-v2"
 BUNDLED_MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 WEIGHTS_FILE = "model.safetensors"
@@ -30,7 +32,7 @@ BUNDLED_DESCRIPTOR_SHA256 = {
 """The published model's own descriptor files; a folder holding these is the bundled copy."""
 
 
-class ModelIntegrityError(RuntimeError):
+class ModelIntegrityError(ContextRetrievalError, RuntimeError):
     """The model weights on disk are not the published all-MiniLM-L6-v2 weights."""
 
 

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
+from rasa_context_retrieval.errors import ContextRetrievalError
+
 if TYPE_CHECKING:
     from rasa.shared.providers.llm.llm_client import LLMClient
 
@@ -57,11 +59,11 @@ provider or proxy may ignore it."""
 Parsed = TypeVar("Parsed")
 
 
-class LLMConfigError(ValueError):
+class LLMConfigError(ContextRetrievalError, ValueError):
     """The ``llm:`` block cannot be turned into a client; the message names the key and the fix."""
 
 
-class LLMUnavailable(Exception):
+class LLMUnavailable(ContextRetrievalError):
     """The LLM gave no usable answer: timeout, HTTP or provider error, or an empty answer."""
 
 

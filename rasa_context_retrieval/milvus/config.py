@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rasa_context_retrieval.errors import ContextRetrievalError
+
 ConsistencyLevel = Literal["Strong", "Bounded", "Session", "Eventually"]
 IndexType = Literal[
     "FLAT", "IVF_FLAT", "IVF_SQ8", "IVF_PQ", "HNSW", "SCANN", "DISKANN", "AUTOINDEX"
@@ -27,7 +29,7 @@ _CLEAR_SECRET_KEYS = ("token", "password", "user", "api_key", "secret")
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
-class MilvusConfigError(ValueError):
+class MilvusConfigError(ContextRetrievalError, ValueError):
     """The ``milvus:`` block cannot be used; the message names the key and the fix."""
 
 

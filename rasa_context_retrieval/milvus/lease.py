@@ -33,6 +33,8 @@ from types import TracebackType
 import structlog
 from pymilvus import DataType, MilvusClient
 
+from rasa_context_retrieval.errors import ContextRetrievalError
+
 logger = structlog.get_logger(__name__)
 
 LEASE_SUFFIX = "__sync_lease"
@@ -44,7 +46,7 @@ _BACKOFF_RANGE_S = (0.2, 1.0)
 _MAX_CONTENDERS = 1000
 
 
-class LeaseTimeout(TimeoutError):
+class LeaseTimeout(ContextRetrievalError, TimeoutError):
     """Another replica held the sync lease for longer than this replica was willing to wait."""
 
 

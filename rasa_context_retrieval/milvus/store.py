@@ -31,6 +31,7 @@ from langchain_core.structured_query import FilterDirective
 from numpy.typing import NDArray
 from pymilvus import DataType, MilvusClient
 
+from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.filters.absence import HasAttribute
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.values import normalise_text
@@ -86,11 +87,11 @@ VOCABULARY_TTL_S = 300.0
 the old ones keep serving); another writer's sync shows up after at most this plus one scan."""
 
 
-class MilvusCollectionMissing(RuntimeError):
+class MilvusCollectionMissing(ContextRetrievalError, RuntimeError):
     """The collection does not exist yet (nothing was ingested)."""
 
 
-class ChunkTooLarge(ValueError):
+class ChunkTooLarge(ContextRetrievalError, ValueError):
     """A chunk's text, id or source exceeds what a Milvus VARCHAR field holds."""
 
 

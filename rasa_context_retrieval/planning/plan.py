@@ -21,9 +21,9 @@ from langchain_core.structured_query import FilterDirective, StructuredQuery
 from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation
-from rasa_context_retrieval.filters.absence import absence_notes
+from rasa_context_retrieval.filters.absence import absent_means_all
 from rasa_context_retrieval.filters.slot_filters import slot_filter
-from rasa_context_retrieval.filters.syntax import conjoin
+from rasa_context_retrieval.planning.search_filter import SearchFilter
 from rasa_context_retrieval.rewrite.context import ContextModel, QueryText, QueryView, query_views
 from rasa_context_retrieval.rewrite.heuristic import RewriteMode, standalone_query
 from rasa_context_retrieval.self_query.carry import conversation_filters
@@ -42,15 +42,11 @@ class SearchPlan:
     """The follow-up rewritten to stand alone (what the user sees as the query)."""
     search_text: str
     """The text that is embedded and matched: the standalone query minus filter words, if any."""
-    slot_filter: FilterDirective | None = None
-    extracted_filter: FilterDirective | None = None
+    filters: SearchFilter = field(default_factory=SearchFilter)
+    """Every part of the filter and what derives from them, assembled once (filters/assembly)."""
     limit: int | None = None
     paraphrases: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
-    access_filter: AccessFilter | None = None
-    static_filter: FilterDirective | None = None
-    carried_filter: FilterDirective | None = None
-    """Conditions the user stated in earlier turns of the same subject (self_query/carry)."""
     views: tuple[QueryView, ...] = ()
     """The query vectors whose rankings are fused, each a weighted mix of texts, the leading
     one first (rewrite/context.py); none: ``search_text`` alone."""
@@ -62,23 +58,36 @@ class SearchPlan:
         return self.views or ((QueryText(self.search_text, 1.0),),)
 
     @property
-    def scope_filter(self) -> FilterDirective | None:
-        """What is never relaxed: access AND static AND slot filters."""
-        access = self.access_filter.directive if self.access_filter is not None else None
-        return conjoin(access, self.static_filter, self.slot_filter)
+    def access_filter(self) -> AccessFilter | None:
+        return self.filters.access
+
+    @property
+    def static_filter(self) -> FilterDirective | None:
+        return self.filters.static
+
+    @property
+    def slot_filter(self) -> FilterDirective | None:
+        return self.filters.slots
+
+    @property
+    def extracted_filter(self) -> FilterDirective | None:
+        return self.filters.extracted
+
+    @property
+    def carried_filter(self) -> FilterDirective | None:
+        """Conditions the user stated in earlier turns of the same subject (self_query/carry)."""
+        return self.filters.carried
 
     @property
     def filter(self) -> FilterDirective | None:
-        """The final filter: the scope AND the conditions from the user's words (this message's
-        and those carried from earlier turns of the same subject)."""
-        return conjoin(self.scope_filter, self.extracted_filter, self.carried_filter)
+        """The final filter as written: the scope AND the conditions from the user's words."""
+        return self.filters.as_written
 
     def without_extracted_filter(self, note: str) -> SearchPlan:
         return replace(
             self,
             search_text=self.standalone_query,
-            extracted_filter=None,
-            carried_filter=None,
+            filters=self.filters.without_words(),
             notes=(*self.notes, note),
         )
 
@@ -178,20 +187,15 @@ class Planner:
             extracted, limit = structured.filter, structured.limit
             if structured.query.strip():
                 search_text = structured.query.strip()
-        access = AccessFilter.from_channel(conversation.channel, self._config.access_filters)
-        words = conjoin(extracted, carried)
-        plan = SearchPlan(
-            standalone,
-            search_text,
-            slots,
-            extracted,
-            limit,
-            paraphrases,
-            absence_notes(words, self._config.metadata_fields),
-            access_filter=access,
-            static_filter=self._config.static_filter,
-            carried_filter=carried,
+        filters = SearchFilter(
+            access=AccessFilter.from_channel(conversation.channel, self._config.access_filters),
+            static=self._config.static_filter,
+            slots=slots,
+            extracted=extracted,
+            carried=carried,
+            absent_means_all=absent_means_all(self._config.metadata_fields),
         )
+        plan = SearchPlan(standalone, search_text, filters, limit, paraphrases, filters.notes)
         return self._with_context(plan, conversation)
 
     def _with_context(self, plan: SearchPlan, conversation: Conversation) -> SearchPlan:

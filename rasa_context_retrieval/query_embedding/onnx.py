@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from filelock import FileLock
 
+from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.knowledge.model_integrity import file_sha256
 from rasa_context_retrieval.query_embedding.length_groups import length_groups
 from rasa_context_retrieval.workers import side_by_side
@@ -55,7 +56,7 @@ _EXPORTING = threading.Lock()
 """One torch export at a time in this process (the file lock covers other processes)."""
 
 
-class ExportUnavailable(RuntimeError):
+class ExportUnavailable(ContextRetrievalError, RuntimeError):
     """This model cannot be run through the ONNX path; the message says why."""
 
 

@@ -35,6 +35,7 @@ import numpy as np
 import Stemmer
 import structlog
 
+from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.retrieve.languages import ANALYZERS, DEFAULT_LANGUAGE
 
 logger = structlog.get_logger()
@@ -43,7 +44,7 @@ SETTINGS_FILENAME = "lexical.json"
 SETTINGS_VERSION = 1
 
 
-class LexicalIndexError(ValueError):
+class LexicalIndexError(ContextRetrievalError, ValueError):
     """Raised for a mask that does not fit the index or a folder that holds no lexical index."""
 
 

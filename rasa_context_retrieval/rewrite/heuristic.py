@@ -38,9 +38,17 @@ import re
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
 from rasa_context_retrieval.conversation import Conversation, Turn
+from rasa_context_retrieval.follow_up import (
+    ELLIPSIS_OPENINGS,
+    MIN_STANDALONE_CONTENT_WORDS,
+    WORD_PATTERN,
+    Stage,
+    content_words,
+    follows_up,
+    is_content_word,
+    unique_words,
+)
 
 
 class RewriteMode(StrEnum):
@@ -60,89 +68,6 @@ class RewriteMode(StrEnum):
 
 DEFAULT_MODE = RewriteMode.CHAINED_WORDS
 
-# Words that carry the conversation, not the subject ("wow", "tell me more").
-DIALOGUE_WORDS = frozenset(
-    {
-        "wow",
-        "cool",
-        "ok",
-        "okay",
-        "really",
-        "thanks",
-        "thank",
-        "great",
-        "interesting",
-        "tell",
-        "know",
-        "want",
-        "like",
-        "let",
-        "let's",
-        "talk",
-        "learn",
-        "hmm",
-        "oh",
-        "yes",
-        "sure",
-        "good",
-        "nice",
-        "just",
-        "did",
-        "does",
-        "explain",
-        "about",
-        "more",
-        "mean",
-        "don",
-        "doesn",
-        "didn",
-        "isn",
-        "aren",
-        "wasn",
-        "ll",
-        "ve",
-        "re",
-    }
-)
-STOP_WORDS = ENGLISH_STOP_WORDS | DIALOGUE_WORDS
-
-# Words that point back at something said earlier.
-ANAPHORA = frozenset(
-    {
-        "it",
-        "its",
-        "itself",
-        "they",
-        "them",
-        "their",
-        "theirs",
-        "themselves",
-        "this",
-        "that",
-        "these",
-        "those",
-        "he",
-        "him",
-        "his",
-        "she",
-        "her",
-        "hers",
-        "there",
-        "such",
-        "one",
-        "ones",
-        "other",
-        "others",
-        "same",
-        "former",
-        "latter",
-    }
-)
-# Openings of an elliptical follow-up ("and for Android?", "what about the price?").
-ELLIPSIS_OPENINGS = ("and ", "or ", "what about ", "how about ", "also ", "but ", "so ")
-
-# A message with fewer content words than this is too thin to stand alone.
-MIN_STANDALONE_CONTENT_WORDS = 3
 # A facet swap names its thing and the word it modifies, and little else ("and for the business
 # account?"); a longer message that opens with "and" asks something new ("and how many devices
 # can I connect?"), and a word pair in it would swap a word of the question before by chance.
@@ -157,8 +82,6 @@ MIN_BOT_WORD_REPEATS = 2
 # A statement about the user opens with one of these ("I live in Germany", "My plan is Free").
 FIRST_PERSON_OPENINGS = frozenset({"i", "i'm", "im", "i've", "my", "we", "we're", "our"})
 SENTENCE_PATTERN = re.compile(r"[^.!?]+[.!?]*")
-# Letters/digits, hyphenated compounds kept whole; apostrophes split ("Brazil's" -> "Brazil", "s").
-WORD_PATTERN = re.compile(r"[^\W_](?:[\w-]*[^\W_])?")
 
 
 def standalone_query(conversation: Conversation, mode: RewriteMode = DEFAULT_MODE) -> str:
@@ -178,7 +101,7 @@ def standalone_query(conversation: Conversation, mode: RewriteMode = DEFAULT_MOD
     if mode is RewriteMode.PREVIOUS_WORDS:
         context = content_words(earlier_user[-1])
     elif mode is RewriteMode.TOPIC_WORDS:
-        context = content_words(" ".join(_unique([earlier_user[0], earlier_user[-1]])))
+        context = content_words(" ".join(unique_words([earlier_user[0], earlier_user[-1]])))
     else:
         context = _chained_context(earlier_user, latest)
     last_bot = _last_bot_text(conversation.history)
@@ -192,12 +115,8 @@ def standalone_query(conversation: Conversation, mode: RewriteMode = DEFAULT_MOD
 
 
 def looks_like_follow_up(message: str) -> bool:
-    """Whether ``message`` leans on earlier turns: a pronoun, an elided subject, or too short."""
-    lowered = message.lower().strip()
-    words = [word.lower() for word in WORD_PATTERN.findall(message)]
-    if any(word in ANAPHORA for word in words) or lowered.startswith(ELLIPSIS_OPENINGS):
-        return True
-    return len(content_words(message)) < MIN_STANDALONE_CONTENT_WORDS
+    """The rewrite's answer to the one follow-up decision (``follow_up.follows_up``)."""
+    return follows_up(message, Stage.REWRITE)
 
 
 def without_scope_statements(message: str) -> str:
@@ -221,19 +140,6 @@ def _is_statement_about_user(sentence: str) -> bool:
     return (
         opening in FIRST_PERSON_OPENINGS
         and len(content_words(sentence)) < MIN_STANDALONE_CONTENT_WORDS
-    )
-
-
-def content_words(text: str) -> list[str]:
-    """Words that carry the subject, in order, first spelling kept, duplicates dropped."""
-    return _unique(word for word in WORD_PATTERN.findall(text) if _is_content_word(word.lower()))
-
-
-def _is_content_word(lowered: str) -> bool:
-    return (
-        lowered not in STOP_WORDS
-        and lowered not in ANAPHORA
-        and (len(lowered) > 1 or lowered.isdigit())
     )
 
 
@@ -314,7 +220,7 @@ def _modifier_pairs(text: str) -> list[tuple[str, str]]:
 
 
 def _is_facet_word(word: str) -> bool:
-    return _is_content_word(word.lower()) and not any(char.isdigit() for char in word)
+    return is_content_word(word.lower()) and not any(char.isdigit() for char in word)
 
 
 def _stem(word: str) -> str:
@@ -329,7 +235,7 @@ def _repeated_words(text: str) -> list[str]:
     spelling: dict[str, str] = {}
     for word in WORD_PATTERN.findall(text):
         key = word.lower()
-        if _is_content_word(key):
+        if is_content_word(key):
             counts[key] = counts.get(key, 0) + 1
             spelling.setdefault(key, word)
     repeated = [key for key in counts if counts[key] >= MIN_BOT_WORD_REPEATS]
@@ -344,14 +250,4 @@ def _last_bot_text(history: Sequence[Turn]) -> str:
 def _new_words(words: Iterable[str], message: str) -> list[str]:
     """``words`` not already in ``message`` (case-insensitive), duplicates dropped."""
     present = {word.lower() for word in WORD_PATTERN.findall(message)}
-    return [word for word in _unique(words) if word.lower() not in present]
-
-
-def _unique(items: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    kept: list[str] = []
-    for item in items:
-        if item.lower() not in seen:
-            seen.add(item.lower())
-            kept.append(item)
-    return kept
+    return [word for word in unique_words(words) if word.lower() not in present]

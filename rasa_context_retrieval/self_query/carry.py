@@ -12,9 +12,10 @@ kept as the *carried filter*, next to the filter of the latest message itself:
   opened the current subject carry nothing either.
 
 Whether a message is a follow-up is one swappable function (``FollowUpDetector``), so that a
-context model can replace it. The default, ``is_follow_up``, is deliberately simple: a message
-leans on earlier turns when it opens like a continuation ("and ...", "what about ..."), points
-back ("it", "there", "that one") or has fewer than three content words ("and how long?").
+context model can replace it. The default, ``is_follow_up``, is this stage's answer to the one
+follow-up decision (``follow_up.follows_up`` with ``Stage.CARRIED_FILTERS``): a message leans on
+earlier turns when it opens like a continuation ("and ...", "what about ..."), points back ("it",
+"there", "that one") or has fewer than three content words ("and how long?").
 
 Conditions are read from the user's own messages, never from the rewritten query: a rewrite that
 copies "Germany" into the search text must not turn a replaced value back into a filter.
@@ -22,37 +23,24 @@ copies "Germany" into the search text must not turn a replaced value back into a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from langchain_core.structured_query import FilterDirective, StructuredQuery
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from rasa_context_retrieval.conversation import Conversation
+from rasa_context_retrieval.follow_up import Stage, follows_up
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
 
 FollowUpDetector = Callable[[str], bool]
 MAX_CARRIED_TURNS = 6
 """Earlier user messages looked at, newest first; a subject rarely lasts longer."""
-MIN_STANDALONE_CONTENT_WORDS = 3
-CONTINUATIONS = re.compile(
-    r"^\s*(?:and|or|but|also|so|then|same|what\s+about|how\s+about|what\s+if)\b", re.IGNORECASE
-)
-POINTING_BACK = frozenset(
-    ["it", "its", "they", "them", "their", "there", "that", "this", "those", "these", "one"]
-)
-WORDS = re.compile(r"[a-z0-9][a-z0-9'-]*", re.IGNORECASE)
 
 
 def is_follow_up(message: str) -> bool:
     """Whether ``message`` leans on earlier turns (see the module docstring)."""
-    words = [word.lower() for word in WORDS.findall(message)]
-    if CONTINUATIONS.match(message) or POINTING_BACK.intersection(words):
-        return True
-    content = {word for word in words if word not in ENGLISH_STOP_WORDS and len(word) > 2}
-    return len(content) < MIN_STANDALONE_CONTENT_WORDS
+    return follows_up(message, Stage.CARRIED_FILTERS)
 
 
 @dataclass(frozen=True)

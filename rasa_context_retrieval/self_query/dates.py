@@ -31,6 +31,22 @@ from rasa_context_retrieval.self_query.phrases import (
     DATE_SCOPE_WORDS,
     SMALL_NUMBER_WORDS,
 )
+from rasa_context_retrieval.self_query.ranges import (
+    AFTER_END,
+    BEFORE_START,
+    DATE_WORDS,
+    FROM_START,
+    OPEN_ENDED_AFTER,
+    SPAN_JOINERS,
+    SPAN_OPENERS,
+    UNTIL_END,
+    WITHIN,
+    alternation,
+    date_words_pattern,
+    endpoint_groups,
+    open_ended,
+    range_pattern,
+)
 
 Clock = Callable[[], dt.date]
 Period = tuple[dt.date, dt.date]
@@ -62,70 +78,18 @@ DATE_TEXT = (
     rf"|{_YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
 )
 
-AFTER_END, FROM_START, BEFORE_START, UNTIL_END, WITHIN = "gt", "gte", "lt", "lte", "in"
-DATE_WORDS = {
-    "after": AFTER_END,
-    "beyond": AFTER_END,
-    "past": AFTER_END,
-    "later than": AFTER_END,
-    "newer than": AFTER_END,
-    "since": FROM_START,
-    "from": WITHIN,
-    "starting": FROM_START,
-    "starting from": FROM_START,
-    "from the start of": FROM_START,
-    "starting in": FROM_START,
-    "as of": FROM_START,
-    "before": BEFORE_START,
-    "prior to": BEFORE_START,
-    "earlier than": BEFORE_START,
-    "older than": BEFORE_START,
-    "until": UNTIL_END,
-    "till": UNTIL_END,
-    "up to": UNTIL_END,
-    "through": UNTIL_END,
-    "by": UNTIL_END,
-    "no later than": UNTIL_END,
-    "in": WITHIN,
-    "on": WITHIN,
-    "during": WITHIN,
-    "throughout": WITHIN,
-    "for": WITHIN,
-}
-# "this past May" is the May gone, not after it.
-WORD_GUARDS = {"past": r"(?<!this\s)(?<!the\s)"}
-
-
-def date_words_pattern(words: Collection[str]) -> str:
-    """One alternation of date words, the longest first, each guarded as it needs."""
-    return "|".join(
-        WORD_GUARDS.get(said, "") + r"\s+".join(said.split())
-        for said in sorted(words, key=len, reverse=True)
-    )
-
-
 _DATE_WORDS = date_words_pattern(DATE_WORDS)
 _FILLER = r"(?:the\s+)?(?:year\s+|month\s+of\s+)?"
-RANGE = re.compile(
-    rf"(?<!\w)(?:between|from)\s+{_FILLER}(?P<a>{DATE_TEXT})\s+(?:and|to|until|till|through|-|–)"
-    rf"\s+{_FILLER}(?P<b>{DATE_TEXT})|(?P<c>{DATE_TEXT})\s*(?:-|–|to|through|until)\s*"
-    rf"(?P<d>{DATE_TEXT})",
-    re.IGNORECASE,
-)
+RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_FILLER)
 # "between 1 and 5 September", "from the 3rd to the 9th of May 2025": the first day borrows the
 # month and year written with the last.
 DAY_SPAN = re.compile(
-    rf"(?<!\w)(?:between|from)\s+(?:the\s+)?(?P<first>\d{{1,2}}){_ORDINAL}\s+(?:and|to|until|till"
-    rf"|through|-|–)\s+(?:the\s+)?(?P<b>\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?"
+    rf"(?<!\w)(?:{alternation(SPAN_OPENERS)})\s+(?:the\s+)?(?P<first>\d{{1,2}}){_ORDINAL}\s+"
+    rf"(?:{alternation(SPAN_JOINERS)})\s+(?:the\s+)?(?P<b>\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?"
     rf"(?:,?\s+{_YEAR})?)(?![\w-])",
     re.IGNORECASE,
 )
 DAY_OF_MONTH = re.compile(r"\d{1,2}")
-# "from 2010 onwards" is read by LATER, not as "from 2010".
-OPEN_ENDED_AFTER = (
-    r"(?!\s*(?:onwards?|(?:or|and)\s+(?:later|after|newer|beyond|up|earlier|before|older|prior))"
-    r"(?!\w))"
-)
 # "next March", "this past May": the user says which one of a month without a year.
 COMING, GONE = "coming", "gone"
 WHICH_ONE = {"next": COMING, "coming": COMING, "this coming": COMING, "last": GONE, "past": GONE}
@@ -139,21 +103,6 @@ SINGLE = re.compile(
 # name a month, so one cheap scan spares the pattern.
 BARE = re.compile(rf"(?<![\w-])(?:the\s+)?{_WHICH}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}", re.I)
 ANY_MONTH = re.compile(rf"(?<!\w)(?:{_ANY_MONTH})(?!\w)", re.IGNORECASE)
-
-
-def open_ended(value: str, before: str = "") -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """ "<value> or later" / "onwards" and "<value> or earlier", for a value pattern (a date
-    here, a year in ``years``); ``before`` guards the start of the value."""
-    later = re.compile(
-        rf"{before}(?P<a>{value})\s+(?:(?:or|and)\s+(?:later|after|newer|beyond|up)|onwards?)"
-        r"(?!\w)",
-        re.IGNORECASE,
-    )
-    earlier = re.compile(
-        rf"{before}(?P<a>{value})\s+(?:or|and)\s+(?:earlier|before|older|prior)(?!\w)",
-        re.IGNORECASE,
-    )
-    return later, earlier
 
 
 LATER, EARLIER = open_ended(DATE_TEXT)
@@ -420,7 +369,7 @@ class DatePhrases:
     ) -> list[tuple[int, int, list[Bound]]]:
         said = []
         for match in RANGE.finditer(text):
-            low, high = ("a", "b") if match["a"] else ("c", "d")
+            low, high = endpoint_groups(match)
             here = told_ahead(text, match.start(), ahead)
             said.append((match.start(), match.end(), _range(match[low], match[high], today, here)))
         for match in DAY_SPAN.finditer(text):

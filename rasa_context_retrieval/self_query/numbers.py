@@ -45,6 +45,11 @@ from rasa_context_retrieval.self_query.phrases import (
     TIME_UNIT_SECONDS,
     TIME_UNIT_WORDS,
 )
+from rasa_context_retrieval.self_query.ranges import (
+    PREFIX_COMPARATORS,
+    endpoint_groups,
+    range_pattern,
+)
 
 NUMERIC_TYPES = ("integer", "float")
 NAME_CUE_WEIGHT = 2
@@ -52,58 +57,6 @@ DESCRIPTION_CUE_WEIGHT = 1
 CONTEXT_CHARS = 40
 CONTEXT_WORDS = 3
 
-PREFIX_COMPARATORS: dict[str, Comparator] = {
-    "at most": Comparator.LTE,
-    "no more than": Comparator.LTE,
-    "not more than": Comparator.LTE,
-    "up to": Comparator.LTE,
-    "a maximum of": Comparator.LTE,
-    "maximum of": Comparator.LTE,
-    "max of": Comparator.LTE,
-    "no higher than": Comparator.LTE,
-    "no greater than": Comparator.LTE,
-    "<=": Comparator.LTE,
-    "under": Comparator.LT,
-    "below": Comparator.LT,
-    "less than": Comparator.LT,
-    "lower than": Comparator.LT,
-    "fewer than": Comparator.LT,
-    "cheaper than": Comparator.LT,
-    "shorter than": Comparator.LT,
-    "smaller than": Comparator.LT,
-    "beneath": Comparator.LT,
-    "lighter than": Comparator.LT,
-    "younger than": Comparator.LT,
-    "<": Comparator.LT,
-    "at least": Comparator.GTE,
-    "no less than": Comparator.GTE,
-    "not less than": Comparator.GTE,
-    "no fewer than": Comparator.GTE,
-    "a minimum of": Comparator.GTE,
-    "minimum of": Comparator.GTE,
-    "min of": Comparator.GTE,
-    ">=": Comparator.GTE,
-    "over": Comparator.GT,
-    "above": Comparator.GT,
-    "more than": Comparator.GT,
-    "greater than": Comparator.GT,
-    "higher than": Comparator.GT,
-    "exceeding": Comparator.GT,
-    "beyond": Comparator.GT,
-    "pricier than": Comparator.GT,
-    "longer than": Comparator.GT,
-    "taller than": Comparator.GT,
-    "wider than": Comparator.GT,
-    "bigger than": Comparator.GT,
-    "larger than": Comparator.GT,
-    "more expensive than": Comparator.GT,
-    "heavier than": Comparator.GT,
-    "older than": Comparator.GT,
-    ">": Comparator.GT,
-    "exactly": Comparator.EQ,
-    "precisely": Comparator.EQ,
-    "equal to": Comparator.EQ,
-}
 # The quantity a comparative names, as a cue word for its field ("lighter than" -> weight).
 COMPARATOR_CUES = {
     "cheaper than": "cheap",
@@ -173,11 +126,7 @@ def _phrases(words: Sequence[str]) -> str:
     )
 
 
-RANGE = re.compile(
-    rf"(?<!\w)(?:between\s+{_amount('a')}\s+and|from\s+{_amount('b')}\s+(?:to|until|through|-))"
-    rf"\s+{_amount('c')}|{_amount('d')}\s*(?:-|–|to)\s*{_amount('e')}",
-    re.IGNORECASE,
-)
+RANGE = range_pattern(_amount)
 PREFIX = re.compile(
     rf"(?<!\w)(?P<comparator>{_phrases(list(PREFIX_COMPARATORS))})\s*(?:an?\s+)?{_amount('n')}",
     re.IGNORECASE,
@@ -502,7 +451,7 @@ class NumberPhrases:
             held = cue_key((match["noun"] or PEOPLE).lower())
             said.append(_Said(bounds, match.start(), match.end(), False, counted=held, party=True))
         for match in RANGE.finditer(text):
-            low, high = ("a", "c") if match["a"] else ("b", "c") if match["b"] else ("d", "e")
+            low, high = endpoint_groups(match)
             bounds = ((Comparator.GTE, match[low]), (Comparator.LTE, match[high]))
             said.append(_Said(bounds, match.start(), match.end(), _has_currency(match, low, high)))
         for match in PREFIX.finditer(text):

@@ -2,7 +2,7 @@
 
 A schema may keep the year as a number (LangChain's movie example: ``year: integer``, "The year
 the movie was released") rather than a date. The words around a year mean the same as for a
-date (``dates.DATE_WORDS``: "after", "since", "before", "until", "in", "from"), only the value is
+date (``ranges.DATE_WORDS``: "after", "since", "before", "until", "in", "from"), only the value is
 the year itself: "after 2005" is ``gt 2005``, "from 1979" is ``eq 1979``, "in the 90s" is
 ``gte 1990`` and ``lte 1999``. A field is a year field when its name or description says
 "year"; with two such fields, none is guessed. Only 1900-2099 counts as a year, and only in a
@@ -21,6 +21,11 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.dates import (
+    time_scope,
+)
+from rasa_context_retrieval.self_query.items import words_pattern
+from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS
+from rasa_context_retrieval.self_query.ranges import (
     AFTER_END,
     BEFORE_START,
     DATE_WORDS,
@@ -29,11 +34,10 @@ from rasa_context_retrieval.self_query.dates import (
     UNTIL_END,
     WITHIN,
     date_words_pattern,
+    endpoint_groups,
     open_ended,
-    time_scope,
+    range_pattern,
 )
-from rasa_context_retrieval.self_query.items import words_pattern
-from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS
 
 NOUN = re.compile(r"[a-z]{3,}")
 NOT_OWN_WORDS = CUE_STOPWORDS | {"year", "years", "when", "was", "were", "released", "made"}
@@ -53,10 +57,8 @@ COMPARATORS = {
 }
 _WORDS = date_words_pattern([*DATE_WORDS, "of"])
 _FILLER = r"(?:the\s+)?(?:year\s+)?"
-RANGE = re.compile(
-    rf"(?<!\w)(?:between|from)\s+{_FILLER}(?P<a>{_YEAR})\s+(?:and|to|until|till|through|-|–)\s+"
-    rf"{_FILLER}(?P<b>{_YEAR})(?!\w)|(?<![\w-])(?P<c>{_YEAR})\s*(?:-|–|to)\s*(?P<d>{_YEAR})(?!\w)",
-    re.IGNORECASE,
+RANGE = range_pattern(
+    lambda group: f"(?P<{group}>{_YEAR})", filler=_FILLER, before=r"(?<![\w-])", after=r"(?!\w)"
 )
 DECADE = re.compile(
     rf"(?<!\w)(?:(?P<word>{_WORDS})\s+)?(?:the\s+)?(?:(?P<century>19|20)|')?(?P<decade>\d)0['’]?s(?!\w)",
@@ -174,7 +176,7 @@ class YearPhrases:
     def _said(self, text: str) -> list[Said]:
         said: list[Said] = []
         for match in RANGE.finditer(text):
-            low, high = (match["a"], match["b"]) if match["a"] else (match["c"], match["d"])
+            low, high = (match[group] for group in endpoint_groups(match))
             bounds = [(Comparator.GTE, int(low)), (Comparator.LTE, int(high))]
             said.append((match.start(), match.end(), bounds if low <= high else []))
         for match in DECADE.finditer(text):

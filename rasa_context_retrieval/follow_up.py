@@ -1,0 +1,210 @@
+"""The one place that decides "is this message a follow-up?", for every stage that asks.
+
+A follow-up leans on earlier turns ("and how long does it take?", "is it encrypted there?"); a
+standalone message opens a subject of its own. Two stages need the answer: the rewrite (only a
+follow-up gets words from earlier turns, ``rewrite.heuristic`` and ``rewrite.context``) and the
+carried filters (only a follow-up keeps the conditions of earlier turns, ``self_query.carry``).
+
+Each stage asks :func:`follows_up` with its :class:`Stage`. Today the two stages still read a
+message differently, exactly as they did before this seam existed:
+
+* ``Stage.REWRITE``: a pronoun or other pointing word anywhere ("it", "same", "other", ...), an
+  elliptical opening ("and ", "what about "), or fewer than three content words (stop words and
+  dialogue words such as "wow" or "tell" do not count);
+* ``Stage.CARRIED_FILTERS``: an opening word of continuation ("and", "same", "what if", ...), a
+  pointing word from a shorter list, or fewer than three words that are not English stop words and
+  are longer than two letters.
+
+They disagree on some messages: "Is the same true for the business tier?" is a follow-up for the
+rewrite ("same" points back) and not for carried filters (it names "business" and "tier" and
+"true", and does not open with a continuation word). :func:`decisions` returns both answers so that
+such messages can be found and a later change can choose one reading for every stage.
+
+Tokenisation is a regular expression plus scikit-learn's English stop words: no tagger or parser
+is loaded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+
+class Stage(StrEnum):
+    """A stage that needs to know whether the latest message is a follow-up."""
+
+    REWRITE = "rewrite"
+    """Whether earlier turns add words (or vectors) to the search text."""
+    CARRIED_FILTERS = "carried_filters"
+    """Whether conditions said in earlier turns still scope the search."""
+
+
+# Words that carry the conversation, not the subject ("wow", "tell me more").
+DIALOGUE_WORDS = frozenset(
+    {
+        "wow",
+        "cool",
+        "ok",
+        "okay",
+        "really",
+        "thanks",
+        "thank",
+        "great",
+        "interesting",
+        "tell",
+        "know",
+        "want",
+        "like",
+        "let",
+        "let's",
+        "talk",
+        "learn",
+        "hmm",
+        "oh",
+        "yes",
+        "sure",
+        "good",
+        "nice",
+        "just",
+        "did",
+        "does",
+        "explain",
+        "about",
+        "more",
+        "mean",
+        "don",
+        "doesn",
+        "didn",
+        "isn",
+        "aren",
+        "wasn",
+        "ll",
+        "ve",
+        "re",
+    }
+)
+STOP_WORDS = ENGLISH_STOP_WORDS | DIALOGUE_WORDS
+
+# Words that point back at something said earlier.
+ANAPHORA = frozenset(
+    {
+        "it",
+        "its",
+        "itself",
+        "they",
+        "them",
+        "their",
+        "theirs",
+        "themselves",
+        "this",
+        "that",
+        "these",
+        "those",
+        "he",
+        "him",
+        "his",
+        "she",
+        "her",
+        "hers",
+        "there",
+        "such",
+        "one",
+        "ones",
+        "other",
+        "others",
+        "same",
+        "former",
+        "latter",
+    }
+)
+# Openings of an elliptical follow-up ("and for Android?", "what about the price?").
+ELLIPSIS_OPENINGS = ("and ", "or ", "what about ", "how about ", "also ", "but ", "so ")
+
+# A message with fewer content words than this is too thin to stand alone.
+MIN_STANDALONE_CONTENT_WORDS = 3
+"""Both readings use the same threshold today."""
+
+# Letters/digits, hyphenated compounds kept whole; apostrophes split ("Brazil's" -> "Brazil", "s").
+WORD_PATTERN = re.compile(r"[^\W_](?:[\w-]*[^\W_])?")
+
+# The carried filters' reading (see the module docstring).
+CONTINUATIONS = re.compile(
+    r"^\s*(?:and|or|but|also|so|then|same|what\s+about|how\s+about|what\s+if)\b", re.IGNORECASE
+)
+POINTING_BACK = frozenset(
+    ["it", "its", "they", "them", "their", "there", "that", "this", "those", "these", "one"]
+)
+WORDS = re.compile(r"[a-z0-9][a-z0-9'-]*", re.IGNORECASE)
+
+
+def follows_up(message: str, stage: Stage) -> bool:
+    """Whether ``message`` leans on earlier turns, as ``stage`` reads it (module docstring)."""
+    if stage is Stage.REWRITE:
+        return _leans_on_earlier_turns(message)
+    return _continues_the_subject(message)
+
+
+@dataclass(frozen=True)
+class FollowUpDecisions:
+    """Every stage's answer for one message."""
+
+    message: str
+    by_stage: dict[Stage, bool]
+
+    @property
+    def agree(self) -> bool:
+        """Whether every stage reads the message the same way."""
+        return len(set(self.by_stage.values())) == 1
+
+
+def decisions(message: str) -> FollowUpDecisions:
+    """What every stage decides for ``message``."""
+    return FollowUpDecisions(message, {stage: follows_up(message, stage) for stage in Stage})
+
+
+def content_words(text: str) -> list[str]:
+    """Words that carry the subject, in order, first spelling kept, duplicates dropped."""
+    words = (word for word in WORD_PATTERN.findall(text) if is_content_word(word.lower()))
+    return unique_words(words)
+
+
+def is_content_word(lowered: str) -> bool:
+    """Not a stop word, dialogue word or pointing word, and more than one letter (or a digit)."""
+    return (
+        lowered not in STOP_WORDS
+        and lowered not in ANAPHORA
+        and (len(lowered) > 1 or lowered.isdigit())
+    )
+
+
+def _leans_on_earlier_turns(message: str) -> bool:
+    """The rewrite's reading: a pronoun, an elided subject, or too short."""
+    lowered = message.lower().strip()
+    words = [word.lower() for word in WORD_PATTERN.findall(message)]
+    if any(word in ANAPHORA for word in words) or lowered.startswith(ELLIPSIS_OPENINGS):
+        return True
+    return len(content_words(message)) < MIN_STANDALONE_CONTENT_WORDS
+
+
+def _continues_the_subject(message: str) -> bool:
+    """The carried filters' reading: a continuation opening, a pointer back, or too short."""
+    words = [word.lower() for word in WORDS.findall(message)]
+    if CONTINUATIONS.match(message) or POINTING_BACK.intersection(words):
+        return True
+    content = {word for word in words if word not in ENGLISH_STOP_WORDS and len(word) > 2}
+    return len(content) < MIN_STANDALONE_CONTENT_WORDS
+
+
+def unique_words(items: Iterable[str]) -> list[str]:
+    """``items`` in order, the first spelling of each word kept (case-insensitive)."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    for item in items:
+        if item.lower() not in seen:
+            seen.add(item.lower())
+            kept.append(item)
+    return kept
