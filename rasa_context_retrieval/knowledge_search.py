@@ -179,9 +179,10 @@ class KnowledgeSearch:
         warn_about_english_only_steps(config.language, config.rewrite, config.self_query)
         return search
 
-    def known_values(self) -> Mapping[str, frozenset[str]]:
-        """Distinct string values per declared attribute in the served chunks."""
-        return self.live.known_values()
+    def known_values(self, access: AccessFilter | None = None) -> Mapping[str, frozenset[str]]:
+        """Distinct string values per declared attribute in the served chunks ``access`` admits
+        (``LiveIndex.known_values``)."""
+        return self.live.known_values(access)
 
     async def search(
         self, conversation: Conversation, threshold: float = 0.0, top_k: int | None = None
