@@ -144,6 +144,9 @@ class LiveIndex:
         Read once per distinct access filter and served index, and handed out as the same
         object, so planners build their vocabulary once per audience, not per search.
         """
+        attributes = [field.name for field in self.config.metadata_fields if field.values is None]
+        if not attributes:  # every value is declared: nothing to read, nothing restricted
+            return self.known_values()
         backend = self.backend
         with self._readable_lock:
             if self._readable_of is not backend:
@@ -153,7 +156,6 @@ class LiveIndex:
             if kept is not None and (self.index is not None or _fresh(kept[1])):
                 self._readable.move_to_end(access.key)
                 return kept[0]
-        attributes = [field.name for field in self.config.metadata_fields if field.values is None]
         read = backend.readable_values(attributes, access)
         values = {name: read.get(name) or NO_VALUES for name in attributes}
         with self._readable_lock:
