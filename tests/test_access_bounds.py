@@ -17,6 +17,7 @@ from rasa_context_retrieval.filters.bounds import MAX_FILTER_NODES, FilterTooLar
 from rasa_context_retrieval.filters.slot_filters import slot_filter
 from rasa_context_retrieval.knowledge_search import (
     AUDIT_FILTER_CHARS,
+    AUDIT_VALUE_CHARS,
     AUDIT_VALUES,
     SearchOutcome,
 )
@@ -127,6 +128,7 @@ def test_the_audit_line_shows_a_bounded_part_of_a_long_entitlement_and_its_count
     assert audit["entitlement_counts"] == {"plan": MAX_FILTER_NODES}
     assert len(audit["access_filter"]) <= AUDIT_FILTER_CHARS + 3
     assert f"plan-{AUDIT_VALUES}-" not in audit["access_filter"]
+    assert "x" * AUDIT_VALUE_CHARS not in audit["access_filter"]
     assert len(repr(audit)) < 3 * AUDIT_FILTER_CHARS
 
 
