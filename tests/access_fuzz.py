@@ -250,11 +250,13 @@ class HostileLLM:
     async def rewrite(self, conversation: Conversation) -> str:
         return conversation.latest_user_text
 
-    async def structured_query(self, standalone: str) -> StructuredQuery | None:
+    async def structured_query(
+        self, standalone: str, known_values: Any = None
+    ) -> StructuredQuery | None:
         return StructuredQuery(query=standalone, filter=self.filter, limit=None)
 
     async def rewrite_and_structure(
-        self, conversation: Conversation
+        self, conversation: Conversation, known_values: Any = None
     ) -> tuple[str, StructuredQuery | None]:
         text = conversation.latest_user_text
         return text, await self.structured_query(text)

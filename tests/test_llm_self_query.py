@@ -187,7 +187,7 @@ def test_examples_about_attributes_the_schema_lacks_are_not_shown() -> None:
         RetrievalLLM(client=None, model="unused"),  # type: ignore[arg-type]
         [BY_NAME["region"], BY_NAME["updated"]],
     )
-    full = only_region._prompt.format(query="q").replace('\\"', '"')
+    full = only_region.catalogue().prompt.format(query="q").replace('\\"', '"')
 
     assert '"region", "eu"' in full
     assert "platform" not in full and "premium" not in full

@@ -12,6 +12,13 @@ metadata, or, when that message does not carry the key at all, from the session'
   every access filter admits it. Any other value (a dict, say) is never public.
 * A key that is missing, empty or unusable entitles to nothing: only public documents remain.
   A key present in the latest message but unusable does not fall back to the session.
+* A list longer than ``MAX_FILTER_NODES`` (the bound every filter and slot list obeys) is
+  unusable too, before any item is read: only public documents remain, and one warning names
+  the key and the count (never the values).
+
+The rules above reduce to one comparison key per value (``_key``), so de-duplicating an
+entitlement list and checking a document's values are set look-ups, linear in the values; a
+search never compares every allowed value with every held one.
 
 :meth:`AccessFilter.admits` is the decision. :attr:`AccessFilter.directive` is the same filter in
 the shared filter IR, ``not(nin(attribute, allowed))`` ("no allowed value is missing" reads as
@@ -24,10 +31,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
+import structlog
 from langchain_core.structured_query import (
     Comparator,
     Comparison,
@@ -37,10 +46,15 @@ from langchain_core.structured_query import (
 )
 
 from rasa_context_retrieval.access.channel import ChannelMetadata
+from rasa_context_retrieval.filters.bounds import MAX_FILTER_NODES
 from rasa_context_retrieval.filters.syntax import conjoin
+
+logger = structlog.get_logger()
 
 EntitlementSource = Literal["message", "session", "none"]
 AccessValue = str | bool | int | float
+ValueKey = tuple[str, Hashable]
+"""A value as the rules compare it: equal keys are exactly the values the rules call the same."""
 
 
 @dataclass(frozen=True)
@@ -50,16 +64,37 @@ class AccessClause:
     attribute: str
     allowed: tuple[AccessValue, ...]
     source: EntitlementSource
+    _keys: frozenset[ValueKey] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        keys = frozenset(key for key in map(_key, self.allowed) if key is not None)
+        object.__setattr__(self, "_keys", keys)
 
     def admits(self, metadata: Mapping[str, Any]) -> bool:
+        """One set look-up per value the document holds, whatever the number of entitlements."""
         value = metadata.get(self.attribute)
         if _is_public(value):
             return True
         held = value if isinstance(value, list | tuple) else [value]
-        return any(_same(wanted, item) for wanted in self.allowed for item in held)
+        return any(_key(item) in self._keys for item in held)
 
     @property
+    def key(self) -> tuple[str, frozenset[ValueKey]]:
+        """What decides which documents the clause admits (two equal keys admit the same)."""
+        return self.attribute, self._keys
+
+    def audited(self, max_values: int, max_chars: int) -> AccessClause:
+        """The clause cut for a log line: its first ``max_values`` values, texts cut to
+        ``max_chars`` characters."""
+        shown = tuple(
+            value[:max_chars] if isinstance(value, str) else value
+            for value in self.allowed[:max_values]
+        )
+        return AccessClause(self.attribute, shown, self.source)
+
+    @cached_property
     def directive(self) -> FilterDirective:
+        """Built once: every stage of a search reads it, and the list may be long."""
         return Operation(
             operator=Operator.NOT,
             arguments=[
@@ -88,34 +123,60 @@ class AccessFilter:
     def admits(self, metadata: Mapping[str, Any]) -> bool:
         return all(clause.admits(metadata) for clause in self.clauses)
 
-    @property
+    @cached_property
     def directive(self) -> FilterDirective | None:
         return conjoin(*(clause.directive for clause in self.clauses))
+
+    @property
+    def key(self) -> tuple[tuple[str, frozenset[ValueKey]], ...]:
+        """Which documents the filter admits, as a hashable value (for caches per filter)."""
+        return tuple(clause.key for clause in self.clauses)
 
     @property
     def sources(self) -> dict[str, EntitlementSource]:
         """Where each attribute's entitlement came from (for the audit trail)."""
         return {clause.attribute: clause.source for clause in self.clauses}
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many values each attribute's entitlement holds (for the audit trail)."""
+        return {clause.attribute: len(clause.allowed) for clause in self.clauses}
+
+    def audited(self, max_values: int, max_chars: int) -> FilterDirective | None:
+        """The directive with each clause cut as ``AccessClause.audited`` says (for logs)."""
+        cut = (clause.audited(max_values, max_chars) for clause in self.clauses)
+        return conjoin(*(clause.directive for clause in cut))
+
 
 def _clause(channel: ChannelMetadata, key: str, attribute: str) -> AccessClause:
     if channel.message is not None and key in channel.message:
-        return AccessClause(attribute, _usable(channel.message[key]), "message")
+        return AccessClause(attribute, _usable(key, channel.message[key]), "message")
     if channel.session is not None and key in channel.session:
-        return AccessClause(attribute, _usable(channel.session[key]), "session")
+        return AccessClause(attribute, _usable(key, channel.session[key]), "session")
     return AccessClause(attribute, (), "none")
 
 
-def _usable(value: Any) -> tuple[AccessValue, ...]:
-    """The values an entitlement grants; an unusable value grants nothing."""
+def _usable(key: str, value: Any) -> tuple[AccessValue, ...]:
+    """The values an entitlement grants, first spelling of each kept; an unusable value (or a
+    list over the bound) grants nothing."""
     items = value if isinstance(value, list | tuple) else [value]
-    usable: list[AccessValue] = []
+    if len(items) > MAX_FILTER_NODES:
+        logger.warning(
+            "access.entitlement.too_many",
+            key=key,
+            count=len(items),
+            limit=MAX_FILTER_NODES,
+            event_info=f"the entitlement '{key}' lists {len(items)} values, over the limit of "
+            f"{MAX_FILTER_NODES}; only public documents are searched",
+        )
+        return ()
+    usable: dict[ValueKey, AccessValue] = {}
     for item in items:
         scalar = _scalar(item)
-        # Compared with the type, as a bool and a number must not be folded together.
-        if scalar is not None and not any(_same(scalar, kept) for kept in usable):
-            usable.append(scalar)
-    return tuple(usable)
+        value_key = _key(scalar)
+        if scalar is not None and value_key is not None:
+            usable.setdefault(value_key, scalar)
+    return tuple(usable.values())
 
 
 def _scalar(value: Any) -> AccessValue | None:
@@ -123,9 +184,18 @@ def _scalar(value: Any) -> AccessValue | None:
         return value
     if isinstance(value, str):
         return value.strip() or None
-    if isinstance(value, numbers.Real) and math.isfinite(float(value)):
+    if isinstance(value, numbers.Real) and _finite(value) is not None:
         return value if isinstance(value, int) else float(value)
     return None
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a float when it is a finite one (an int too large for a float is not)."""
+    try:
+        number = float(value)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _is_public(value: Any) -> bool:
@@ -136,14 +206,17 @@ def _is_public(value: Any) -> bool:
     return isinstance(value, list | tuple) and len(value) == 0
 
 
-def _same(wanted: AccessValue, held: Any) -> bool:
-    if isinstance(wanted, bool) or isinstance(held, bool):
-        return isinstance(wanted, bool) and isinstance(held, bool) and wanted == held
-    if isinstance(wanted, str):
-        return isinstance(held, str) and held.strip() == wanted
-    return (
-        isinstance(held, numbers.Real)
-        and not isinstance(held, str)
-        and math.isfinite(float(held))
-        and float(held) == float(wanted)
-    )
+def _key(value: Any) -> ValueKey | None:
+    """The comparison key of an allowed or a held value; ``None`` matches nothing.
+
+    Bools only equal bools (a bool is not a number), strings compare after trimming, and numbers
+    by their float value (``1`` equals ``1.0``); the tag keeps the three kinds apart.
+    """
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, str):
+        return ("text", value.strip())
+    if isinstance(value, numbers.Real):
+        number = _finite(value)
+        return ("number", number) if number is not None else None
+    return None

@@ -9,6 +9,7 @@ the documents change.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from langchain_core.structured_query import FilterDirective
@@ -39,6 +40,12 @@ class SearchBackend(Protocol):
 
     def values_of(self, attribute: str) -> frozenset[str]:
         """Distinct string values of ``attribute`` as written (trimmed), list members included."""
+        ...
+
+    def readable_values(
+        self, attributes: Sequence[str], access: AccessFilter
+    ) -> dict[str, frozenset[str]]:
+        """``values_of`` each attribute over only the chunks ``access`` admits exactly."""
         ...
 
     def has_attribute(self, attribute: str) -> bool:

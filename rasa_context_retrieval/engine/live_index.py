@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.config import ConfigurationError, StoreConfig
 from rasa_context_retrieval.engine.backend import SearchBackend
 from rasa_context_retrieval.engine.withdrawal import without_changed_chunks
@@ -30,6 +32,11 @@ logger = structlog.get_logger()
 NO_VALUES: frozenset[str] = frozenset()
 """What ``known_values`` reads for an attribute without values: one object, so that a search
 can tell by identity that nothing changed."""
+READABLE_VALUES_KEPT = 64
+"""Value sets of distinct access filters kept per served index (users share a few plans)."""
+READABLE_VALUES_TTL_S = 300.0
+"""How long a Milvus replica trusts a value set it read: its collection changes under the same
+backend (a local index is replaced instead, which drops its value sets)."""
 
 
 class LiveIndex:
@@ -52,6 +59,10 @@ class LiveIndex:
         self._refreshing = threading.Lock()
         self._values: dict[str, frozenset[str]] = {}
         self._values_read: dict[str, frozenset[str]] = {}
+        self._readable: OrderedDict[Hashable, tuple[dict[str, frozenset[str]], float]]
+        self._readable = OrderedDict()
+        self._readable_of: SearchBackend | None = None
+        self._readable_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -101,15 +112,18 @@ class LiveIndex:
         """Files the last build skipped, and why."""
         return list(self.index.problems) if self.index is not None else []
 
-    def known_values(self) -> Mapping[str, frozenset[str]]:
-        """Distinct string values per declared attribute in the served chunks; an attribute
-        declared with ``values`` is not read (planners use the declared values as they are).
+    def known_values(self, access: AccessFilter | None = None) -> Mapping[str, frozenset[str]]:
+        """Distinct string values per declared attribute in the served chunks ``access`` admits
+        (all of them without one); an attribute declared with ``values`` is not read (planners
+        use the declared values as they are).
 
         The same mapping object while the values are the same: planners rebuild their vocabulary
         only when it is a new one. A backend may hand out equal sets as new objects (an attribute
         no document has, a re-read of a Milvus collection): every empty set is read as one object,
         and a read that is not the last one read is compared by value, once.
         """
+        if access is not None:
+            return self._readable_values(access)
         backend, last_read = self.backend, self._values_read
         values = {
             field.name: backend.values_of(field.name) or NO_VALUES
@@ -122,6 +136,34 @@ class LiveIndex:
         if values != self._values:
             self._values = values
         return self._values
+
+    def _readable_values(self, access: AccessFilter) -> Mapping[str, frozenset[str]]:
+        """The values of the chunks a user may read, so that no planner offers (and no prompt
+        shows) a value only restricted documents hold.
+
+        Read once per distinct access filter and served index, and handed out as the same
+        object, so planners build their vocabulary once per audience, not per search.
+        """
+        attributes = [field.name for field in self.config.metadata_fields if field.values is None]
+        if not attributes:  # every value is declared: nothing to read, nothing restricted
+            return self.known_values()
+        backend = self.backend
+        with self._readable_lock:
+            if self._readable_of is not backend:
+                self._readable.clear()
+                self._readable_of = backend
+            kept = self._readable.get(access.key)
+            if kept is not None and (self.index is not None or _fresh(kept[1])):
+                self._readable.move_to_end(access.key)
+                return kept[0]
+        read = backend.readable_values(attributes, access)
+        values = {name: read.get(name) or NO_VALUES for name in attributes}
+        with self._readable_lock:
+            if self._readable_of is backend:
+                self._readable[access.key] = (values, time.monotonic())
+                while len(self._readable) > READABLE_VALUES_KEPT:
+                    self._readable.popitem(last=False)
+        return values
 
     def _inspect_collection(self) -> None:
         """Warn about absent attributes and read ``known_values`` (a scan of the collection),
@@ -201,6 +243,10 @@ def index_settings(config: StoreConfig) -> IndexSettings:
         exact_search_below=config.exact_search_below,
         language=config.language,
     )
+
+
+def _fresh(read_at: float) -> bool:
+    return time.monotonic() - read_at < READABLE_VALUES_TTL_S
 
 
 def _check_embedding_model(embeddings: Any) -> None:

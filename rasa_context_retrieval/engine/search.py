@@ -19,6 +19,7 @@ import numpy as np
 import structlog
 from langchain_core.structured_query import FilterDirective
 
+from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.engine.backend import SearchBackend
@@ -41,6 +42,12 @@ from rasa_context_retrieval.workers import off_loop
 logger = structlog.get_logger()
 
 QUERY_VECTOR_CACHE_SIZE = 1024
+AUDIT_VALUES = 20
+"""Entitlement values an audit line shows per attribute (the count is always there)."""
+AUDIT_VALUE_CHARS = 64
+"""Characters an audit line shows of one entitlement value."""
+AUDIT_FILTER_CHARS = 2_000
+"""Characters an audit line shows of the access filter, so that no entitlement makes it long."""
 QUERY_MODEL_FOLDER = "query-model"
 """Under ``index_path``: the cached ONNX export of the embedding model (for queries)."""
 
@@ -119,7 +126,8 @@ class SearchOutcome:
         explained = self.explanation()
         return {
             "entitlement_sources": access.sources if access is not None else None,
-            "access_filter": explained["access_filter"],
+            "entitlement_counts": access.counts if access is not None else None,
+            "access_filter": _audited_access(access),
             "static_filter": explained["static_filter"],
             "slot_filter": explained["slot_filter"],
             "word_filter": explained["extracted_filter"],
@@ -169,9 +177,10 @@ class KnowledgeSearch:
         warn_about_english_only_steps(config.language, config.rewrite, config.self_query)
         return search
 
-    def known_values(self) -> Mapping[str, frozenset[str]]:
-        """Distinct string values per declared attribute in the served chunks."""
-        return self.live.known_values()
+    def known_values(self, access: AccessFilter | None = None) -> Mapping[str, frozenset[str]]:
+        """Distinct string values per declared attribute in the served chunks ``access`` admits
+        (``LiveIndex.known_values``)."""
+        return self.live.known_values(access)
 
     async def search(
         self, conversation: Conversation, threshold: float = 0.0, top_k: int | None = None
@@ -284,6 +293,17 @@ def _printed(directive: FilterDirective | None) -> str | None:
         return to_filter_syntax(directive)
     except ValueError:
         return repr(directive)
+
+
+def _audited_access(access: AccessFilter | None) -> str | None:
+    """The access filter as the audit line shows it: a bounded number of values and characters
+    (``entitlement_counts`` gives the totals)."""
+    if access is None:
+        return None
+    printed = _printed(access.audited(AUDIT_VALUES, AUDIT_VALUE_CHARS)) or ""
+    if len(printed) <= AUDIT_FILTER_CHARS:
+        return printed
+    return printed[:AUDIT_FILTER_CHARS] + "..."
 
 
 def _ms(seconds: float) -> float:

@@ -8,6 +8,7 @@ serves one immutable ``KnowledgeIndex``; a refresh publishes a new instance for 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import faiss
 import numpy as np
@@ -15,7 +16,7 @@ from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
-from rasa_context_retrieval.faiss.retriever import filter_mask, retrieve
+from rasa_context_retrieval.faiss.retriever import filter_mask, readable_values, retrieve
 from rasa_context_retrieval.knowledge.models import ScoredChunk
 from rasa_context_retrieval.retrieve.conformance import conforming
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
@@ -52,6 +53,11 @@ class FaissBackend:
 
     def values_of(self, attribute: str) -> frozenset[str]:
         return self.index.columns.values_of(attribute)
+
+    def readable_values(
+        self, attributes: Sequence[str], access: AccessFilter
+    ) -> dict[str, frozenset[str]]:
+        return readable_values(self.index, attributes, access)
 
     def has_attribute(self, attribute: str) -> bool:
         return attribute in self.index.columns.attributes()

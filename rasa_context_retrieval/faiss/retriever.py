@@ -11,11 +11,15 @@ each result is always its cosine relevance to the leading query vector (clipped 
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from langchain_core.structured_query import FilterDirective
 
+from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
+from rasa_context_retrieval.filters.columns import MetadataColumns
 from rasa_context_retrieval.knowledge.models import ScoredChunk
 from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
@@ -32,6 +36,24 @@ def filter_mask(index: KnowledgeIndex, directive: FilterDirective | None) -> np.
     if directive is None:
         return None
     return index.masks.mask(directive)
+
+
+def readable_values(
+    index: KnowledgeIndex, attributes: Sequence[str], access: AccessFilter
+) -> dict[str, frozenset[str]]:
+    """Values of the rows ``access`` admits: its directive's (cached) mask narrows the rows, the
+    exact rule decides."""
+    mask = filter_mask(index, access.directive)
+    rows = range(len(index)) if mask is None else np.flatnonzero(mask)
+    return values_admitted((index.chunks[row].metadata for row in rows), attributes, access)
+
+
+def values_admitted(
+    metadatas: Iterable[Mapping[str, Any]], attributes: Sequence[str], access: AccessFilter
+) -> dict[str, frozenset[str]]:
+    """The distinct values (as ``values_of`` reads them) of the metadata ``access`` admits."""
+    columns = MetadataColumns([metadata for metadata in metadatas if access.admits(metadata)])
+    return {attribute: columns.values_of(attribute) for attribute in attributes}
 
 
 def retrieve(index: KnowledgeIndex, request: RetrievalRequest) -> list[ScoredChunk]:

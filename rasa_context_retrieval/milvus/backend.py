@@ -17,7 +17,7 @@ from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
-from rasa_context_retrieval.faiss.retriever import filter_mask
+from rasa_context_retrieval.faiss.retriever import filter_mask, readable_values, values_admitted
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
@@ -98,6 +98,16 @@ class MilvusBackend:
         if self.local is not None:
             return self.local.columns.values_of(attribute)
         return self.store.values_of(attribute)
+
+    def readable_values(
+        self, attributes: Sequence[str], access: AccessFilter
+    ) -> dict[str, frozenset[str]]:
+        """From the writer's own index, or from the chunks the collection matches (at most
+        ``MAX_MATCHED``: fewer values offered, never values of a chunk ``access`` rejects)."""
+        if self.local is not None:
+            return readable_values(self.local, attributes, access)
+        chunks = self.store.matching(access.directive)
+        return values_admitted((chunk.metadata for chunk in chunks), attributes, access)
 
     def has_attribute(self, attribute: str) -> bool:
         return self.store.has_attribute(attribute)

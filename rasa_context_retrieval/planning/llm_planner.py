@@ -8,7 +8,7 @@ whenever the LLM is slow, failing or talking nonsense.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from langchain_core.structured_query import StructuredQuery
@@ -50,13 +50,15 @@ class LLMQueryPlanner:
     def use_value_catalogue(self, known_values: ValueSource) -> None:
         self._constructor.use_value_catalogue(known_values)
 
-    async def structured_query(self, standalone: str) -> StructuredQuery | None:
-        return await self._constructor.construct(standalone)
+    async def structured_query(
+        self, standalone: str, known_values: Mapping[str, Collection[str]] | None = None
+    ) -> StructuredQuery | None:
+        return await self._constructor.construct(standalone, known_values)
 
     async def rewrite_and_structure(
-        self, conversation: Conversation
+        self, conversation: Conversation, known_values: Mapping[str, Collection[str]] | None = None
     ) -> tuple[str, StructuredQuery | None]:
-        return await self._combined.rewrite_and_structure(conversation)
+        return await self._combined.rewrite_and_structure(conversation, known_values)
 
     async def paraphrases(self, standalone: str, count: int) -> list[str]:
         return await paraphrases(self._llm, standalone, count, timeout=self._timeout)

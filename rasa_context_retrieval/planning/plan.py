@@ -11,7 +11,9 @@ the extracted part is ever relaxed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -32,6 +34,17 @@ from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
 from rasa_context_retrieval.workers import off_loop
 
 logger = structlog.get_logger()
+
+RULE_VOCABULARIES_KEPT = 64
+"""Rule constructors kept, one per distinct value catalogue (one per audience, see
+``KnowledgeSearch.known_values``); as many as the live index keeps value sets."""
+
+
+class ValueCatalogue(Protocol):
+    """The values the index holds per attribute, among the documents ``access`` admits (all
+    documents without one); the same mapping object while they stay the same."""
+
+    def __call__(self, access: AccessFilter | None = None) -> Mapping[str, frozenset[str]]: ...
 
 
 @dataclass(frozen=True)
@@ -119,15 +132,18 @@ def _scalar_or_json(value: Any) -> Any:
 class LLMPlanner(Protocol):
     """The LLM side of planning (rewrite, self-query, paraphrases); see llm."""
 
-    def use_value_catalogue(self, known_values: Callable[[], Mapping[str, frozenset[str]]]) -> None:
-        """Where the self-query prompt reads the values the index holds."""
+    def use_value_catalogue(self, known_values: ValueCatalogue) -> None:
+        """Where the self-query prompt reads the values the index holds by default."""
 
     async def rewrite(self, conversation: Conversation) -> str: ...
 
-    async def structured_query(self, standalone: str) -> StructuredQuery | None: ...
+    async def structured_query(
+        self, standalone: str, known_values: Mapping[str, frozenset[str]] | None = None
+    ) -> StructuredQuery | None:
+        """The filter of ``standalone``, offering ``known_values`` (this user's) in the prompt."""
 
     async def rewrite_and_structure(
-        self, conversation: Conversation
+        self, conversation: Conversation, known_values: Mapping[str, frozenset[str]] | None = None
     ) -> tuple[str, StructuredQuery | None]: ...
 
     async def paraphrases(self, standalone: str, count: int) -> list[str]: ...
@@ -139,7 +155,7 @@ class Planner:
     def __init__(
         self,
         config: StoreConfig,
-        known_values: Callable[[], Mapping[str, frozenset[str]]],
+        known_values: ValueCatalogue,
         llm: LLMPlanner | None = None,
     ) -> None:
         self._config = config
@@ -147,8 +163,11 @@ class Planner:
         self._llm = llm
         if llm is not None:
             llm.use_value_catalogue(known_values)
-        self._rules: RuleQueryConstructor | None = None
-        self._rules_values: Mapping[str, frozenset[str]] | None = None
+        self._rules: OrderedDict[int, tuple[Mapping[str, Any], RuleQueryConstructor]]
+        self._rules = OrderedDict()
+        self._rules_lock = threading.Lock()
+        # One vocabulary serves everyone unless access filters give audiences their own.
+        self._rules_kept = RULE_VOCABULARIES_KEPT if config.access_filters else 1
         if config.self_query == "rules":
             load_word_frequencies()
 
@@ -162,19 +181,33 @@ class Planner:
     async def plan(self, conversation: Conversation) -> SearchPlan:
         if self.local:
             return await off_loop(self.plan_here, conversation)
-        standalone, structured, carried = await self._standalone_and_structured(conversation)
+        access = self._access(conversation)
+        standalone, structured, carried = await self._standalone_and_structured(
+            conversation, access
+        )
         paraphrases: tuple[str, ...] = ()
         if self._config.multi_query and self._llm is not None and standalone:
             paraphrases = tuple(await self._llm.paraphrases(standalone, self._config.multi_query))
-        return self._assembled(conversation, standalone, structured, carried, paraphrases)
+        return self._assembled(conversation, access, standalone, structured, carried, paraphrases)
 
     def plan_here(self, conversation: Conversation) -> SearchPlan:
         """The plan of a ``local`` planner, on the calling thread (a worker: it is CPU work)."""
-        return self._assembled(conversation, *self._local_plan(conversation), ())
+        access = self._access(conversation)
+        return self._assembled(conversation, access, *self._local_plan(conversation, access), ())
+
+    def _access(self, conversation: Conversation) -> AccessFilter | None:
+        """The user's access filter, read once per search: it scopes the search and the values
+        the self-query may offer."""
+        return AccessFilter.from_channel(conversation.channel, self._config.access_filters)
+
+    def _values(self, access: AccessFilter | None) -> Mapping[str, frozenset[str]]:
+        """The values this user may be offered: all the index holds without access filters."""
+        return self._known_values() if access is None else self._known_values(access)
 
     def _assembled(
         self,
         conversation: Conversation,
+        access: AccessFilter | None,
         standalone: str,
         structured: StructuredQuery | None,
         carried: FilterDirective | None,
@@ -188,7 +221,7 @@ class Planner:
             if structured.query.strip():
                 search_text = structured.query.strip()
         filters = SearchFilter(
-            access=AccessFilter.from_channel(conversation.channel, self._config.access_filters),
+            access=access,
             static=self._config.static_filter,
             slots=slots,
             extracted=extracted,
@@ -215,11 +248,12 @@ class Planner:
         return replace(plan, views=views)
 
     async def _standalone_and_structured(
-        self, conversation: Conversation
+        self, conversation: Conversation, access: AccessFilter | None
     ) -> tuple[str, StructuredQuery | None, FilterDirective | None]:
         config, llm = self._config, self._llm
         if llm is not None and config.rewrite == "llm" and config.self_query == "llm":
-            return (*await llm.rewrite_and_structure(conversation), None)
+            values = self._values(access)
+            return (*await llm.rewrite_and_structure(conversation, values), None)
         if llm is not None and config.rewrite == "llm":
             standalone = await llm.rewrite(conversation)
         elif config.rewrite == "off":
@@ -227,43 +261,51 @@ class Planner:
         elif config.self_query == "llm" and llm is not None:
             standalone = await off_loop(self._heuristic_rewrite, conversation)
         else:
-            return await off_loop(self._local_plan, conversation)
+            return await off_loop(self._local_plan, conversation, access)
         if config.self_query == "rules":
-            return await off_loop(self._rule_query, conversation, standalone)
+            return await off_loop(self._rule_query, conversation, standalone, access)
         if config.self_query == "llm" and llm is not None:
-            return standalone, await llm.structured_query(standalone), None
+            return standalone, await llm.structured_query(standalone, self._values(access)), None
         return standalone, None, None
 
     def _heuristic_rewrite(self, conversation: Conversation) -> str:
         return standalone_query(conversation, RewriteMode(self._config.rewrite_heuristic))
 
     def _local_plan(
-        self, conversation: Conversation
+        self, conversation: Conversation, access: AccessFilter | None
     ) -> tuple[str, StructuredQuery | None, FilterDirective | None]:
         """The rewrite and the rules: pure CPU, so that hundreds of concurrent searches do not
         stall the event loop it runs in a worker thread (bench/results/hardening.md)."""
         if self._config.rewrite == "off":
-            return self._rule_query(conversation, conversation.latest_user_text)
-        return self._rule_query(conversation, self._heuristic_rewrite(conversation))
+            return self._rule_query(conversation, conversation.latest_user_text, access)
+        return self._rule_query(conversation, self._heuristic_rewrite(conversation), access)
 
     def _rule_query(
-        self, conversation: Conversation, standalone: str
+        self, conversation: Conversation, standalone: str, access: AccessFilter | None
     ) -> tuple[str, StructuredQuery | None, FilterDirective | None]:
         """The rules' filter for this message, and the conditions carried from earlier turns."""
         if self._config.self_query != "rules":
             return standalone, None, None
+        rules = self._rule_constructor(self._values(access))
         if self._config.carry_filters:
-            found = conversation_filters(conversation, standalone, self._rule_constructor())
+            found = conversation_filters(conversation, standalone, rules)
             return standalone, found.structured, found.carried
-        return standalone, self._rule_constructor().construct(standalone), None
+        return standalone, rules.construct(standalone), None
 
-    def _rule_constructor(self) -> RuleQueryConstructor:
-        """Built once per set of known values (they change only when the index does)."""
-        values = self._known_values()
-        if self._rules is None or values is not self._rules_values:
-            kwargs: dict[str, Any] = {}
-            if self._config.strip_filter_words is not None:
-                kwargs["strip_filter_words"] = self._config.strip_filter_words
-            self._rules = RuleQueryConstructor(self._config.metadata_fields, values, **kwargs)
-            self._rules_values = values
-        return self._rules
+    def _rule_constructor(self, values: Mapping[str, frozenset[str]]) -> RuleQueryConstructor:
+        """Built once per set of known values (they change when the index does, and differ
+        between audiences when access filters are configured)."""
+        with self._rules_lock:
+            kept = self._rules.get(id(values))
+            if kept is not None and kept[0] is values:
+                self._rules.move_to_end(id(values))
+                return kept[1]
+        kwargs: dict[str, Any] = {}
+        if self._config.strip_filter_words is not None:
+            kwargs["strip_filter_words"] = self._config.strip_filter_words
+        rules = RuleQueryConstructor(self._config.metadata_fields, values, **kwargs)
+        with self._rules_lock:
+            self._rules[id(values)] = (values, rules)  # the mapping is kept: its id stays unique
+            while len(self._rules) > self._rules_kept:
+                self._rules.popitem(last=False)
+        return rules

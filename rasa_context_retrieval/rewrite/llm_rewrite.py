@@ -19,8 +19,9 @@ waits for; bench/results/llm.md has the measurements.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import structlog
@@ -31,6 +32,8 @@ from langchain_core.structured_query import StructuredQuery
 from rasa_context_retrieval.conversation import Conversation, Turn
 from rasa_context_retrieval.llm.client import LLMUnavailable, RetrievalLLM
 from rasa_context_retrieval.self_query.llm_constructor import (
+    CATALOGUES_KEPT,
+    Catalogue,
     LLMQueryConstructor,
     conversation_schema_prompt,
     dated,
@@ -184,44 +187,51 @@ class LLMRewriteAndFilter:
         self._cache: LRUCache[str, tuple[str, StructuredQuery | None]] = LRUCache(
             maxsize=cache_size
         )
-        self._prompt_version = -1
-        self._prompt = self._current_prompt()
+        self._prompts: LRUCache[int, tuple[Catalogue, BasePromptTemplate]] = LRUCache(
+            maxsize=CATALOGUES_KEPT
+        )
 
-    def _current_prompt(self) -> BasePromptTemplate:
-        """The prompt on the constructor's current value catalogue (rebuilt when it changes)."""
+    def _prompt_for(self, catalogue: Catalogue) -> BasePromptTemplate:
+        """The conversation prompt on ``catalogue`` (built once per catalogue)."""
+        kept = self._prompts.get(id(catalogue))
+        if kept is not None and kept[0] is catalogue:
+            return kept[1]
         constructor = self._constructor
-        constructor.refresh_catalogue()
-        if constructor.catalogue_version != self._prompt_version:
-            self._prompt = constructor.prompt(
-                [
-                    (render_conversation(Conversation(turns, slots)), answer)
-                    for turns, slots, answer in CONVERSATION_EXAMPLES
-                ],
-                schema_prompt=conversation_schema_prompt(enable_limit=constructor.enable_limit),
-            )
-            self._prompt_version = constructor.catalogue_version
-        return self._prompt
+        prompt = constructor.prompt(
+            [
+                (render_conversation(Conversation(turns, slots)), answer)
+                for turns, slots, answer in CONVERSATION_EXAMPLES
+            ],
+            schema_prompt=conversation_schema_prompt(enable_limit=constructor.enable_limit),
+            fields=catalogue.fields,
+        )
+        self._prompts[id(catalogue)] = (catalogue, prompt)  # kept: its id stays unique
+        return prompt
 
     async def rewrite_and_structure(
-        self, conversation: Conversation
+        self, conversation: Conversation, known_values: Mapping[str, Collection[str]] | None = None
     ) -> tuple[str, StructuredQuery | None]:
         """``(standalone query, structured query or None)``; never raises.
 
+        ``known_values`` are the values this search may offer (``LLMQueryConstructor.catalogue``).
         Without history the message already stands alone: only the filter is asked for (still
         one call). On failure the heuristic query is returned with no LLM filter.
         """
         if not conversation.history:
             standalone = self._fallback(conversation)
-            return standalone, await self._constructor.construct(standalone)
+            return standalone, await self._constructor.construct(standalone, known_values)
+        catalogue = self._constructor.catalogue(known_values)
         prompt = dated(
-            self._current_prompt().format(query=render_conversation(conversation)),
+            self._prompt_for(catalogue).format(query=render_conversation(conversation)),
             self._constructor.today(),
         )
         if prompt in self._cache:
             return self._cache[prompt]
         try:
             structured = await self._llm.complete_and_parse(
-                prompt, self._constructor.parse_answer, timeout=self.timeout
+                prompt,
+                functools.partial(self._constructor.parse_answer, catalogue=catalogue),
+                timeout=self.timeout,
             )
         except LLMUnavailable as error:
             return self._fall_back(conversation, str(error))

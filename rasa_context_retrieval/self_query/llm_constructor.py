@@ -27,6 +27,9 @@ The prompt lists each string field's value catalogue: its declared ``values``, o
 the index actually holds, with the aliases users say for them. A value outside the catalogue is
 dropped like an invented attribute (an alias is read as its value), so the LLM cannot filter on a
 spelling no document has. The catalogue follows the index: the prompt is rebuilt when it changes.
+With access filters each search passes the values of the documents its user may read
+(``construct(..., known_values)``), so a restricted document's values never reach the prompt of
+a user who may not read it; one prompt is kept per distinct catalogue.
 
 Every prompt starts with today's date: LangChain's prompt states none, so "updated this year" or
 "listed in the last 7 days" would be read against whatever year the LLM guesses.
@@ -38,7 +41,10 @@ never raises into a search.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +82,8 @@ DEFAULT_DOCUMENT_CONTENTS = "Help-centre articles about a software product and i
 MAX_PROMPT_VALUES = 60
 """Values listed per field in the prompt; a longer catalogue is still enforced, shown in part."""
 ValueSource = Callable[[], Mapping[str, Collection[str]]]
+CATALOGUES_KEPT = 64
+"""Prompts kept, one per distinct value catalogue (one per audience with access filters)."""
 
 _ORDERED = (Comparator.GT, Comparator.GTE, Comparator.LT, Comparator.LTE)
 _MEMBERSHIP = (Comparator.IN, Comparator.NIN)
@@ -115,6 +123,14 @@ NO_FILTER_EXAMPLE = (
 )
 
 
+@dataclass(frozen=True)
+class Catalogue:
+    """The fields as one catalogue of values describes them, and the prompt built on them."""
+
+    fields: Mapping[str, MetadataField]
+    prompt: BasePromptTemplate
+
+
 @dataclass
 class Validation:
     """What ``keep_valid`` kept and why it dropped the rest."""
@@ -148,54 +164,73 @@ class LLMQueryConstructor:
         # grammar behind the size and depth bounds every filter passes.
         self._parser = StructuredQueryOutputParser(ast_parse=parse_filter)
         self._known_values = known_values
-        self._catalogue_of: Mapping[str, Collection[str]] | None = None
-        self.catalogue_version = 0
-        """Bumped whenever the value catalogue (and so every prompt built on it) changes."""
-        self.fields = {field.name: field for field in self._declared}
-        self._prompt = self._product_prompt()
+        self._catalogues: OrderedDict[int, tuple[Mapping[str, Collection[str]], Catalogue]]
+        self._catalogues = OrderedDict()
+        self._catalogues_lock = threading.Lock()
+        declared = {field.name: field for field in self._declared}
+        self._declared_catalogue = Catalogue(declared, self._product_prompt(declared))
 
     def use_value_catalogue(self, known_values: ValueSource) -> None:
-        """Read the values the index holds from ``known_values`` (called lazily, per search)."""
+        """Read the values the index holds from ``known_values`` (called lazily, per search)
+        when a search passes none of its own."""
         self._known_values = known_values
-        self._catalogue_of = None
 
-    def refresh_catalogue(self) -> None:
-        """Rebuild fields and prompt when the index's values changed since the last call."""
-        if self._known_values is None:
-            return
-        values = self._known_values()
-        if values is self._catalogue_of:
-            return
-        self._catalogue_of = values
-        self.fields = {field.name: field for field in catalogued(self._declared, values)}
-        self._prompt = self._product_prompt()
-        self.catalogue_version += 1
+    @property
+    def fields(self) -> Mapping[str, MetadataField]:
+        """The fields as the default catalogue (``use_value_catalogue``) describes them."""
+        return self.catalogue().fields
 
-    def _product_prompt(self) -> BasePromptTemplate:
+    def catalogue(self, known_values: Mapping[str, Collection[str]] | None = None) -> Catalogue:
+        """The fields and prompt for ``known_values`` (else the default catalogue's values);
+        built once per distinct mapping object, as the index hands out one per audience."""
+        values = known_values
+        if values is None and self._known_values is not None:
+            values = self._known_values()
+        if values is None:
+            return self._declared_catalogue
+        with self._catalogues_lock:
+            kept = self._catalogues.get(id(values))
+            if kept is not None and kept[0] is values:
+                self._catalogues.move_to_end(id(values))
+                return kept[1]
+        fields = {field.name: field for field in catalogued(self._declared, values)}
+        built = Catalogue(fields, self._product_prompt(fields))
+        with self._catalogues_lock:
+            self._catalogues[id(values)] = (values, built)  # kept: its id stays unique
+            while len(self._catalogues) > CATALOGUES_KEPT:
+                self._catalogues.popitem(last=False)
+        return built
+
+    def _product_prompt(self, fields: Mapping[str, MetadataField]) -> BasePromptTemplate:
         return self.prompt(
-            [(query, {"query": query, **request}) for query, request in PRODUCT_EXAMPLES]
+            [(query, {"query": query, **request}) for query, request in PRODUCT_EXAMPLES],
+            fields=fields,
         )
 
     def prompt(
         self,
         examples: Sequence[tuple[str, dict[str, Any]]],
         schema_prompt: BasePromptTemplate | None = None,
+        *,
+        fields: Mapping[str, MetadataField] | None = None,
     ) -> BasePromptTemplate:
         """LangChain's query-constructor prompt for our schema with the examples that fit it.
 
         Examples whose filter uses an attribute or value this schema lacks are left out, so a
-        knowledge base with other attributes is not taught to filter on ours.
+        knowledge base with other attributes is not taught to filter on ours. ``fields`` are
+        the default catalogue's unless given.
         """
+        described = self.fields if fields is None else fields
         fitting = [
             (text, {key: value for key, value in request.items() if key != "limit"})
             if not self.enable_limit
             else (text, request)
             for text, request in examples
-            if self._example_fits(request)
+            if self._example_fits(request, described)
         ]
         return get_query_constructor_prompt(
             self.document_contents,
-            [attribute_info(metadata_field) for metadata_field in self.fields.values()],
+            [attribute_info(metadata_field) for metadata_field in described.values()],
             # With no examples LangChain would fall back to its song-lyrics examples.
             examples=fitting or [NO_FILTER_EXAMPLE],
             allowed_comparators=self.allowed_comparators,
@@ -205,23 +240,26 @@ class LLMQueryConstructor:
 
     @property
     def allowed_comparators(self) -> list[Comparator]:
-        types = {metadata_field.type for metadata_field in self.fields.values()}
+        types = {metadata_field.type for metadata_field in self._declared}
         usable = {comparator for kind in types for comparator in COMPARATORS_BY_TYPE[kind]}
         return [comparator for comparator in Comparator if comparator in usable]
 
-    async def construct(self, standalone_query: str) -> StructuredQuery | None:
+    async def construct(
+        self, standalone_query: str, known_values: Mapping[str, Collection[str]] | None = None
+    ) -> StructuredQuery | None:
         """The valid part of the LLM's filter (and limit) for ``standalone_query``, or None.
 
-        The returned ``query`` is ``standalone_query`` unchanged: it is what the user sees and
-        what relevance is measured against.
+        ``known_values`` are the values this search may offer (see ``catalogue``). The returned
+        ``query`` is ``standalone_query`` unchanged: it is what the user sees and what relevance
+        is measured against.
         """
-        if not standalone_query.strip() or not self.fields:
+        if not standalone_query.strip() or not self._declared:
             return None
-        self.refresh_catalogue()
+        catalogue = self.catalogue(known_values)
         try:
             structured = await self._llm.complete_and_parse(
-                dated(self._prompt.format(query=standalone_query), self.today()),
-                self.parse_answer,
+                dated(catalogue.prompt.format(query=standalone_query), self.today()),
+                functools.partial(self.parse_answer, catalogue=catalogue),
                 timeout=self.timeout,
             )
         except LLMUnavailable as error:
@@ -233,12 +271,15 @@ class LLMQueryConstructor:
             query=standalone_query, filter=structured.filter, limit=structured.limit
         )
 
-    def parse_answer(self, answer: str) -> StructuredQuery | None:
-        """Parse an answer in the query-constructor JSON format and keep its valid part.
+    def parse_answer(
+        self, answer: str, catalogue: Catalogue | None = None
+    ) -> StructuredQuery | None:
+        """Parse an answer in the query-constructor JSON format and keep its valid part (valid
+        for ``catalogue``, else the default one).
 
         Never raises: an answer that does not parse gives None and a log event.
         """
-        self.refresh_catalogue()
+        fields = (catalogue or self.catalogue()).fields
         try:
             parsed = self._parser.parse(answer)
         except OutputParserException as error:
@@ -246,7 +287,7 @@ class LLMQueryConstructor:
                 "self_query.llm.unparseable", answer=answer[:500], error=str(error)[:300]
             )
             return None
-        validation = keep_valid(parsed.filter, self.fields)
+        validation = keep_valid(parsed.filter, fields)
         if validation.dropped:
             logger.info("self_query.llm.dropped", dropped=validation.dropped)
         limit = parsed.limit if self.enable_limit else None
@@ -255,7 +296,9 @@ class LLMQueryConstructor:
             limit = None
         return StructuredQuery(query=parsed.query.strip(), filter=validation.filter, limit=limit)
 
-    def _example_fits(self, request: Mapping[str, Any]) -> bool:
+    def _example_fits(
+        self, request: Mapping[str, Any], fields: Mapping[str, MetadataField]
+    ) -> bool:
         text = request.get("filter")
         if text in (None, "NO_FILTER"):
             return True
@@ -263,7 +306,7 @@ class LLMQueryConstructor:
             directive = self._parser.ast_parse(text)
         except Exception:  # an example that does not parse is a bug, not a user error
             return False
-        return not keep_valid(directive, self.fields).dropped
+        return not keep_valid(directive, fields).dropped
 
 
 def catalogued(
