@@ -178,7 +178,9 @@ class Planner:
             extracted, limit = structured.filter, structured.limit
             if structured.query.strip():
                 search_text = structured.query.strip()
-        access = AccessFilter.from_channel(conversation.channel, self._config.access_filters)
+        access = AccessFilter.from_channel(
+            conversation.channel, self._config.access_filters, self._config.unattributed_documents
+        )
         words = conjoin(extracted, carried)
         plan = SearchPlan(
             standalone,

@@ -8,14 +8,17 @@ metadata, or, when that message does not carry the key at all, from the session'
 * A string matches exactly after trimming whitespace; it is never case-folded or normalised
   further. Numbers and bools keep their type (``1`` is not ``"1"``, ``True`` is not ``1``).
 * A scalar entitles to that value; a list to any of its usable items.
-* A document without the attribute (missing, ``None``, blank text or an empty list) is public:
-  every access filter admits it. Any other value (a dict, say) is never public.
+* A document without the attribute (missing, ``None``, blank text or an empty list) is
+  *unattributed*: public by default (every access filter admits it), or, with
+  ``unattributed_documents: private``, admitted by none. Any other value (a dict, say) is never
+  public.
 * A key that is missing, empty or unusable entitles to nothing: only public documents remain.
   A key present in the latest message but unusable does not fall back to the session.
 
 :meth:`AccessFilter.admits` is the decision. :attr:`AccessFilter.directive` is the same filter in
 the shared filter IR, ``not(nin(attribute, allowed))`` ("no allowed value is missing" reads as
-"an allowed value, or no value at all"), so that every backend can search within it; backends
+"an allowed value, or no value at all"), or ``in(attribute, allowed)`` when unattributed documents
+are private, so that every backend can search within it; backends
 compare strings case-insensitively, so the directive admits a superset and every result is then
 checked with :meth:`AccessFilter.admits` before it leaves the plugin.
 """
@@ -41,6 +44,7 @@ from rasa_context_retrieval.filters.syntax import conjoin
 
 EntitlementSource = Literal["message", "session", "none"]
 AccessValue = str | bool | int | float
+Unattributed = Literal["public", "private"]
 
 
 @dataclass(frozen=True)
@@ -50,16 +54,24 @@ class AccessClause:
     attribute: str
     allowed: tuple[AccessValue, ...]
     source: EntitlementSource
+    unattributed: Unattributed = "public"
+    """Whether a document without the attribute is public or private."""
 
     def admits(self, metadata: Mapping[str, Any]) -> bool:
         value = metadata.get(self.attribute)
-        if _is_public(value):
-            return True
+        if _is_unattributed(value):
+            return self.unattributed == "public"
         held = value if isinstance(value, list | tuple) else [value]
         return any(_same(wanted, item) for wanted in self.allowed for item in held)
 
     @property
     def directive(self) -> FilterDirective:
+        """The clause in the filter IR; ``in`` and ``nin`` match no chunk lacking the attribute
+        (``filters.semantics``), so ``in`` alone leaves unattributed documents out."""
+        if self.unattributed == "private":
+            return Comparison(
+                comparator=Comparator.IN, attribute=self.attribute, value=self.allowed
+            )
         return Operation(
             operator=Operator.NOT,
             arguments=[
@@ -76,13 +88,19 @@ class AccessFilter:
 
     @classmethod
     def from_channel(
-        cls, channel: ChannelMetadata, access_filters: Mapping[str, str]
+        cls,
+        channel: ChannelMetadata,
+        access_filters: Mapping[str, str],
+        unattributed: Unattributed = "public",
     ) -> AccessFilter | None:
         """The user's access filter, or ``None`` when no ``access_filters`` are configured."""
         if not access_filters:
             return None
         return cls(
-            tuple(_clause(channel, key, attribute) for key, attribute in access_filters.items())
+            tuple(
+                _clause(channel, key, attribute, unattributed)
+                for key, attribute in access_filters.items()
+            )
         )
 
     def admits(self, metadata: Mapping[str, Any]) -> bool:
@@ -98,12 +116,14 @@ class AccessFilter:
         return {clause.attribute: clause.source for clause in self.clauses}
 
 
-def _clause(channel: ChannelMetadata, key: str, attribute: str) -> AccessClause:
+def _clause(
+    channel: ChannelMetadata, key: str, attribute: str, unattributed: Unattributed
+) -> AccessClause:
     if channel.message is not None and key in channel.message:
-        return AccessClause(attribute, _usable(channel.message[key]), "message")
+        return AccessClause(attribute, _usable(channel.message[key]), "message", unattributed)
     if channel.session is not None and key in channel.session:
-        return AccessClause(attribute, _usable(channel.session[key]), "session")
-    return AccessClause(attribute, (), "none")
+        return AccessClause(attribute, _usable(channel.session[key]), "session", unattributed)
+    return AccessClause(attribute, (), "none", unattributed)
 
 
 def _usable(value: Any) -> tuple[AccessValue, ...]:
@@ -128,7 +148,7 @@ def _scalar(value: Any) -> AccessValue | None:
     return None
 
 
-def _is_public(value: Any) -> bool:
+def _is_unattributed(value: Any) -> bool:
     if value is None:
         return True
     if isinstance(value, str):
