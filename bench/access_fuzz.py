@@ -17,7 +17,15 @@ client, LangChain's parser, our validation) against a local OpenAI-compatible se
 each with the case's hostile filter in the self-query syntax (or, when the filter has no spelling
 there, with its raw repr).
 
-Usage: ``python bench/access_fuzz.py --faiss-cases 10000 --milvus-cases 1000 --llm-cases 1000``
+Unattributed documents private: the FAISS run again with ``unattributed_documents: private``.
+Files: knowledge bases written to disk in every front-matter shape people write (well-formed,
+after blank lines or a byte order mark, unclosed, ``...``, ``--- # comment``, TOML, after an
+HTML comment, duplicate and misspelled keys, JSON lines with the attribute outside ``metadata``),
+read by the real loader; a result is held to what its file's author meant, and a file that
+cannot be read exactly must be refused (listed) and never served.
+
+Usage: ``python bench/access_fuzz.py --faiss-cases 10000 --private-cases 10000 --file-cases
+10000 --milvus-cases 1000 --llm-cases 1000``
 (``--milvus-uri`` for a running server; otherwise a loopback server is started and stopped).
 """
 
@@ -54,6 +62,7 @@ from rasa_context_retrieval.knowledge_search import KnowledgeSearch  # noqa: E40
 from rasa_context_retrieval.llm.planner import build_llm_planner  # noqa: E402
 from rasa_context_retrieval.milvus.backend import MilvusBackend  # noqa: E402
 from tests.access_fuzz import (  # noqa: E402
+    FileKnowledgeBase,
     HostileLLM,
     KnowledgeBase,
     SyntheticEmbedder,
@@ -61,7 +70,10 @@ from tests.access_fuzz import (  # noqa: E402
     build_index,
     cases,
     check_case,
+    check_file_case,
     engine_for,
+    file_engine,
+    file_knowledge_bases,
     knowledge_bases,
     store_config,
 )
@@ -129,6 +141,52 @@ def run_faiss(total: int, per_knowledge_base: int, docs: Path) -> Tally:
         return engine_for(config, build_index(knowledge_base), llm), llm
 
     return fuzz_knowledge_bases(total, per_knowledge_base, searcher)
+
+
+def run_faiss_private(total: int, per_knowledge_base: int, docs: Path) -> Tally:
+    """The FAISS run with ``unattributed_documents: private``."""
+    config = store_config(docs, unattributed_documents="private")
+
+    def searcher(knowledge_base: KnowledgeBase) -> tuple[Any, Any]:
+        llm = HostileLLM()
+        return engine_for(config, build_index(knowledge_base), llm), llm
+
+    return fuzz_knowledge_bases(total, per_knowledge_base, searcher)
+
+
+def run_faiss_files(total: int, per_knowledge_base: int) -> Tally:
+    """Knowledge bases written as files in every front-matter shape, read by the real loader
+    and builder, unattributed documents public or private; results held to what each file's
+    author meant (``tests/access_fuzz.py``, ``file_knowledge_bases``)."""
+    loop = asyncio.new_event_loop()
+    tally = Tally()
+
+    @settings(
+        max_examples=max(1, total // per_knowledge_base),
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    @given(
+        file_knowledge_bases(),
+        st.lists(cases(), min_size=per_knowledge_base, max_size=per_knowledge_base),
+    )
+    def search_all(knowledge_base: FileKnowledgeBase, conversations):  # type: ignore[no-untyped-def]
+        llm = HostileLLM()
+        with tempfile.TemporaryDirectory() as folder:
+            engine = file_engine(knowledge_base, Path(folder), llm)
+        refused = {file.name for file in knowledge_base.files if file.intended is None}
+        listed = {problem.file for problem in engine.live.problems}
+        if listed != refused:
+            tally.leaks.append(f"refused {sorted(listed)}, expected {sorted(refused)}")
+        for case in conversations:
+            loop.run_until_complete(check_file_case(engine, llm, case, tally, knowledge_base))
+
+    try:
+        search_all()
+    finally:
+        loop.close()
+    return tally
 
 
 def run_milvus(total: int, knowledge_bases_count: int, uri: str, docs: Path) -> Tally:
@@ -205,6 +263,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--faiss-cases", type=int, default=10_000)
     parser.add_argument("--per-knowledge-base", type=int, default=10)
+    parser.add_argument("--private-cases", type=int, default=10_000)
+    parser.add_argument("--file-cases", type=int, default=10_000)
     parser.add_argument("--milvus-cases", type=int, default=1_000)
     parser.add_argument("--milvus-knowledge-bases", type=int, default=20)
     parser.add_argument("--milvus-uri", default=None)
@@ -219,6 +279,16 @@ def main() -> None:
             started = time.perf_counter()
             tally = run_faiss(args.faiss_cases, args.per_knowledge_base, Path(docs))
             print(report("FAISS", tally, time.perf_counter() - started), flush=True)
+        if args.private_cases:
+            started = time.perf_counter()
+            tally = run_faiss_private(args.private_cases, args.per_knowledge_base, Path(docs))
+            seconds = time.perf_counter() - started
+            print(report("FAISS, unattributed documents private", tally, seconds), flush=True)
+        if args.file_cases:
+            started = time.perf_counter()
+            tally = run_faiss_files(args.file_cases, args.per_knowledge_base)
+            seconds = time.perf_counter() - started
+            print(report("FAISS, files in every front-matter shape", tally, seconds), flush=True)
         if args.llm_cases:
             started = time.perf_counter()
             tally = run_llm(args.llm_cases, args.per_knowledge_base, Path(docs))
