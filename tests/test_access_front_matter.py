@@ -35,6 +35,11 @@ REFUSED: dict[str, tuple[str, str, str]] = {
         f"---\nplan: premium\nplan: free\n---\n{SECRET}\n",
         "'plan' twice",
     ),
+    "YAML merge key": (
+        "vault.md",
+        f"---\nbase: &base {{plan: premium}}\n<<: *base\nplan: free\n---\n{SECRET}\n",
+        "merge key",
+    ),
     "capitalised key": ("vault.md", f"---\nPlan: [premium]\n---\n{SECRET}\n", "'Plan'"),
     "plural key": ("vault.md", f"---\nplans: [premium]\n---\n{SECRET}\n", "'plans'"),
     "upper-case plural key": ("vault.md", f"---\nPLANS: premium\n---\n{SECRET}\n", "'PLANS'"),

@@ -11,7 +11,8 @@ between two lines that are exactly ``---`` at the very top of the file, and rais
 * an opener with something after it (``--- # comment``, ``---yaml``);
 * TOML (``+++``) or JSON (``{``) front matter, which are not read at all;
 * the same key twice at any level (YAML would keep the last one: ``plan: premium`` then
-  ``plan: free`` would serve a premium document to free users);
+  ``plan: free`` would serve a premium document to free users), or a merge key (``<<``), whose
+  keys the mapping's own silently override;
 * an opener after an HTML comment: the author meant front matter, it would be read as text.
 
 Blank lines and byte order marks before the opener are skipped, and the front matter is read.
@@ -32,6 +33,7 @@ OPENER = "---"
 _LEADING_BLANKS = re.compile(r"\A[\s\ufeff]*")
 _DELIMITER_LIKE = re.compile(r"^(-{3,}|\+{3,}|\.{3,})(\s*)(.*)$")
 _HTML_COMMENT = re.compile(r"\A<!--.*?-->[\s\ufeff]*", re.DOTALL)
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 class FrontMatterRefused(ValueError):
@@ -50,6 +52,11 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            if key_node.tag == _MERGE_TAG:  # "<<: *base" then "plan: free" overrides silently
+                raise FrontMatterRefused(
+                    "front matter uses a YAML merge key ('<<'); write the keys out; not indexed",
+                    key_node.start_mark.line + 2,
+                )
             key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
             try:
                 duplicate = key in seen
