@@ -187,3 +187,18 @@ async def test_search_never_serves_an_unattributed_document_when_private(
     found = await _found(embedder, docs, tmp_path, unattributed_documents="private")
     assert "vault.md" not in found
     assert found == ["free.md"]
+
+
+def test_the_milvus_expression_also_reads_values_that_overflowed_their_typed_field() -> None:
+    """A hostile value that does not fit the typed field lives in the overflow JSON; the
+    private clause still requires an allowed value there, never the attribute's absence."""
+    layout = CollectionLayout.planned([MetadataField(name="plan", type="string")])
+    overflowing = layout.with_overflow(frozenset({"plan"}))
+    typed = overflowing.typed_attribute("plan")
+    assert typed is not None
+    translator = MilvusExpressionTranslator(layout=overflowing)
+    expression = private({"plan": "free"}).directive.accept(translator)  # type: ignore[union-attr]
+    assert expression == (
+        f'(({typed.field("s")} in ["free"]) or ((overflow["plan"]["s"] in ["free"]) or '
+        'json_contains_any(overflow["plan"]["l"], ["free"])))'
+    )
