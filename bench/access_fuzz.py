@@ -62,6 +62,8 @@ from rasa_context_retrieval.knowledge_search import KnowledgeSearch  # noqa: E40
 from rasa_context_retrieval.llm.planner import build_llm_planner  # noqa: E402
 from rasa_context_retrieval.milvus.backend import MilvusBackend  # noqa: E402
 from tests.access_fuzz import (  # noqa: E402
+    PLAN_ONLY,
+    Case,
     FileKnowledgeBase,
     HostileLLM,
     KnowledgeBase,
@@ -72,9 +74,11 @@ from tests.access_fuzz import (  # noqa: E402
     check_case,
     check_file_case,
     engine_for,
+    entitled_cases,
     file_engine,
     file_knowledge_bases,
     knowledge_bases,
+    plan_knowledge_bases,
     store_config,
 )
 from tests.fake_openai import FAKE_API_KEY, FakeOpenAI  # noqa: E402
@@ -104,7 +108,11 @@ class ServedFilters:
 
 
 def fuzz_knowledge_bases(
-    total: int, per_knowledge_base: int, searcher: Callable[[KnowledgeBase], tuple[Any, Any]]
+    total: int,
+    per_knowledge_base: int,
+    searcher: Callable[[KnowledgeBase], tuple[Any, Any]],
+    knowledge_base_strategy: st.SearchStrategy[KnowledgeBase] | None = None,
+    case_strategy: st.SearchStrategy[Case] | None = None,
 ) -> Tally:
     """``total`` cases, ``per_knowledge_base`` conversations on each random knowledge base;
     ``searcher`` gives the engine for a knowledge base and what scripts its LLM's filters."""
@@ -118,8 +126,10 @@ def fuzz_knowledge_bases(
         database=None,
     )
     @given(
-        knowledge_bases(),
-        st.lists(cases(), min_size=per_knowledge_base, max_size=per_knowledge_base),
+        knowledge_base_strategy or knowledge_bases(),
+        st.lists(
+            case_strategy or cases(), min_size=per_knowledge_base, max_size=per_knowledge_base
+        ),
     )
     def search_all(knowledge_base, conversations):  # type: ignore[no-untyped-def]
         engine, llm = searcher(knowledge_base)
@@ -145,13 +155,15 @@ def run_faiss(total: int, per_knowledge_base: int, docs: Path) -> Tally:
 
 def run_faiss_private(total: int, per_knowledge_base: int, docs: Path) -> Tally:
     """The FAISS run with ``unattributed_documents: private``."""
-    config = store_config(docs, unattributed_documents="private")
+    config = store_config(docs, access_filters=PLAN_ONLY, unattributed_documents="private")
 
     def searcher(knowledge_base: KnowledgeBase) -> tuple[Any, Any]:
         llm = HostileLLM()
         return engine_for(config, build_index(knowledge_base), llm), llm
 
-    return fuzz_knowledge_bases(total, per_knowledge_base, searcher)
+    return fuzz_knowledge_bases(
+        total, per_knowledge_base, searcher, plan_knowledge_bases(), entitled_cases()
+    )
 
 
 def run_faiss_files(total: int, per_knowledge_base: int) -> Tally:
@@ -169,7 +181,7 @@ def run_faiss_files(total: int, per_knowledge_base: int) -> Tally:
     )
     @given(
         file_knowledge_bases(),
-        st.lists(cases(), min_size=per_knowledge_base, max_size=per_knowledge_base),
+        st.lists(entitled_cases(), min_size=per_knowledge_base, max_size=per_knowledge_base),
     )
     def search_all(knowledge_base: FileKnowledgeBase, conversations):  # type: ignore[no-untyped-def]
         llm = HostileLLM()

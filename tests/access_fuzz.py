@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -416,6 +416,58 @@ def oracle_admits(allowed: Sequence[Any], held: Any) -> bool:
     return False
 
 
+# --- unattributed documents private: entitlements that often match -----------------------------
+#
+# Under ``unattributed_documents: private`` only a document whose ``plan`` matches the user's
+# entitlement may be returned, and the hostile values above rarely match each other: those runs
+# map ``plan`` alone and draw documents and entitlements from values that often do match (or
+# nearly: case, spaces, types), beside every way of having no attribute.
+
+PLAN_ONLY = {"plan": "plan"}
+ENTITLED_VALUES: tuple[Any, ...] = ("free", "premium", " free ", ["free", "premium"], 1, True)
+DOCUMENT_PLANS: tuple[Any, ...] = (
+    "free",
+    "premium",
+    "Free",
+    " premium ",
+    ["free", "plus"],
+    ["premium"],
+    1,
+    "1",
+    True,
+    None,
+    "",
+    "  ",
+    [],
+    [None],
+    [""],
+)
+
+
+@st.composite
+def plan_knowledge_bases(draw: st.DrawFn) -> KnowledgeBase:
+    """1-14 documents, each with or without a ``plan`` (and a ``region`` for the slot scope)."""
+    metadatas = []
+    for ordinal in range(draw(st.integers(1, 14))):
+        metadata: dict[str, Any] = {"source": f"doc-{ordinal}.md"}
+        if draw(st.booleans()):
+            metadata["plan"] = draw(st.sampled_from(DOCUMENT_PLANS))
+        if draw(st.booleans()):
+            metadata["region"] = draw(hostile_value)
+        metadatas.append(metadata)
+    return KnowledgeBase(tuple(metadatas))
+
+
+@st.composite
+def entitled_cases(draw: st.DrawFn) -> Case:
+    """A hostile case whose latest message usually carries a ``plan`` that some document has."""
+    case = draw(cases())
+    if draw(st.integers(0, 3)):
+        plan = draw(st.sampled_from(ENTITLED_VALUES))
+        case = replace(case, message_metadata={"plan": plan})
+    return case
+
+
 # --- knowledge bases as files: front-matter shapes, and unattributed documents -----------------
 #
 # Documents written to disk the way people write them, read by the real loader. Each file knows
@@ -542,7 +594,10 @@ def file_engine(
     docs.mkdir()
     knowledge_base.write(docs)
     config = store_config(
-        docs, index_path=str(folder / "index"), unattributed_documents=knowledge_base.unattributed
+        docs,
+        index_path=str(folder / "index"),
+        access_filters=PLAN_ONLY,
+        unattributed_documents=knowledge_base.unattributed,
     )
     index = ensure_index(index_settings(config), SyntheticEmbedder(), progress=False)
     return engine_for(config, index, llm)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from rasa_context_retrieval.config import StoreConfig
 from tests.access_fuzz import (
+    PLAN_ONLY,
     Case,
     DocumentFile,
     FileKnowledgeBase,
@@ -28,9 +29,11 @@ from tests.access_fuzz import (
     check_case,
     check_file_case,
     engine_for,
+    entitled_cases,
     file_engine,
     file_knowledge_bases,
     knowledge_bases,
+    plan_knowledge_bases,
     store_config,
 )
 
@@ -102,9 +105,9 @@ CASES_PER_FILE_KNOWLEDGE_BASE = 5
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(
-    knowledge_base=knowledge_bases(),
+    knowledge_base=plan_knowledge_bases(),
     conversations=st.lists(
-        cases(), min_size=CASES_PER_KNOWLEDGE_BASE, max_size=CASES_PER_KNOWLEDGE_BASE
+        entitled_cases(), min_size=CASES_PER_KNOWLEDGE_BASE, max_size=CASES_PER_KNOWLEDGE_BASE
     ),
 )
 def test_with_unattributed_documents_private_no_search_returns_one(
@@ -113,7 +116,9 @@ def test_with_unattributed_documents_private_no_search_returns_one(
     knowledge_base: KnowledgeBase,
     conversations: list[Case],
 ) -> None:
-    private = config.model_copy(update={"unattributed_documents": "private"})
+    private = config.model_copy(
+        update={"access_filters": PLAN_ONLY, "unattributed_documents": "private"}
+    )
     llm = HostileLLM()
     engine = engine_for(private, build_index(knowledge_base), llm)
     tally = Tally()
@@ -131,7 +136,9 @@ def test_with_unattributed_documents_private_no_search_returns_one(
 @given(
     knowledge_base=file_knowledge_bases(),
     conversations=st.lists(
-        cases(), min_size=CASES_PER_FILE_KNOWLEDGE_BASE, max_size=CASES_PER_FILE_KNOWLEDGE_BASE
+        entitled_cases(),
+        min_size=CASES_PER_FILE_KNOWLEDGE_BASE,
+        max_size=CASES_PER_FILE_KNOWLEDGE_BASE,
     ),
 )
 def test_no_file_is_served_otherwise_than_its_author_meant(
