@@ -181,8 +181,8 @@ def _text_documents(
         yield IngestProblem(name, 1, f"bad front matter: {type(error).__name__}: {error}")
         return
     if not isinstance(front_matter, dict):
-        # python-frontmatter would drop it and index the text with no attributes, which makes
-        # a document meant to be restricted public.
+        # Indexing the text with no attributes would make a document meant to be restricted
+        # public.
         kind = "a list" if isinstance(front_matter, list) else f"a {type(front_matter).__name__}"
         yield IngestProblem(
             name, 1, f"front matter is {kind}, not a mapping of attribute: value; not indexed"
