@@ -48,6 +48,11 @@ REFUSED: dict[str, tuple[str, str, str]] = {
         f"<!-- reviewed -->\n---\nplan: [premium]\n---\n{SECRET}\n",
         "HTML comment",
     ),
+    "HTML comments before the opener": (
+        "vault.md",
+        f"<!-- reviewed -->\n\n<!--\nby legal\n-->\n---\nplan: [premium]\n---\n{SECRET}\n",
+        "HTML comment",
+    ),
     "text before a front-matter block": (
         "vault.md",
         f"Internal\n\n---\nplan: [premium]\n---\n{SECRET}\n",

@@ -32,7 +32,7 @@ OPENER = "---"
 """The one front-matter delimiter read, alone on its line (trailing spaces allowed)."""
 _LEADING_BLANKS = re.compile(r"\A[\s\ufeff]*")
 _DELIMITER_LIKE = re.compile(r"^(-{3,}|\+{3,}|\.{3,})(\s*)(.*)$")
-_HTML_COMMENT = re.compile(r"\A<!--.*?-->[\s\ufeff]*", re.DOTALL)
+_HTML_COMMENTS = re.compile(r"\A(?:<!--.*?-->[\s\ufeff]*)+", re.DOTALL)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -124,7 +124,7 @@ def _refuse_other_openers(text: str, first: str) -> None:
         raise FrontMatterRefused(
             "JSON front matter is not read; write it as YAML between '---' lines; not indexed"
         )
-    after_comment = _HTML_COMMENT.sub("", text, count=1)
+    after_comment = _HTML_COMMENTS.sub("", text, count=1)
     if after_comment != text and after_comment.startswith(("---", "+++")):
         raise FrontMatterRefused(
             "front matter comes after an HTML comment; move the comment below the front matter "
