@@ -119,6 +119,11 @@ def fuzz_knowledge_bases(
     loop = asyncio.new_event_loop()
     tally = Tally()
 
+    if knowledge_base_strategy is None:
+        knowledge_base_strategy = knowledge_bases()
+    if case_strategy is None:
+        case_strategy = cases()
+
     @settings(
         max_examples=max(1, total // per_knowledge_base),
         deadline=None,
@@ -126,10 +131,8 @@ def fuzz_knowledge_bases(
         database=None,
     )
     @given(
-        knowledge_base_strategy or knowledge_bases(),
-        st.lists(
-            case_strategy or cases(), min_size=per_knowledge_base, max_size=per_knowledge_base
-        ),
+        knowledge_base_strategy,
+        st.lists(case_strategy, min_size=per_knowledge_base, max_size=per_knowledge_base),
     )
     def search_all(knowledge_base, conversations):  # type: ignore[no-untyped-def]
         engine, llm = searcher(knowledge_base)
