@@ -23,8 +23,15 @@ senders that collide with other users' conversations) into conversations kept th
 processor keeps them, each searched on FAISS; a leak is also a result the request's own token does
 not grant, or a message that lands in a conversation other than its token's.
 
-Usage: ``python bench/access_fuzz.py --faiss-cases 10000 --milvus-cases 1000 --llm-cases 1000
---channel-requests 5000``
+Unattributed documents private: the FAISS run again with ``unattributed_documents: private``.
+Files: knowledge bases written to disk in every front-matter shape people write (well-formed,
+after blank lines or a byte order mark, unclosed, ``...``, ``--- # comment``, TOML, after an
+HTML comment, duplicate and misspelled keys, JSON lines with the attribute outside ``metadata``),
+read by the real loader; a result is held to what its file's author meant, and a file that
+cannot be read exactly must be refused (listed) and never served.
+
+Usage: ``python bench/access_fuzz.py --faiss-cases 10000 --private-cases 10000 --file-cases
+10000 --milvus-cases 1000 --llm-cases 1000 --channel-requests 5000``
 (``--milvus-uri`` for a running server; otherwise a loopback server is started and stopped).
 """
 
@@ -61,6 +68,9 @@ from rasa_context_retrieval.filters.syntax import to_filter_syntax  # noqa: E402
 from rasa_context_retrieval.milvus.backend import MilvusBackend  # noqa: E402
 from rasa_context_retrieval.planning.llm_planner import build_llm_planner  # noqa: E402
 from tests.access_fuzz import (  # noqa: E402
+    PLAN_ONLY,
+    Case,
+    FileKnowledgeBase,
     HostileLLM,
     KnowledgeBase,
     SyntheticEmbedder,
@@ -70,9 +80,14 @@ from tests.access_fuzz import (  # noqa: E402
     channel_conversations,
     check_case,
     check_channel_conversation,
+    check_file_case,
     engine_for,
+    entitled_cases,
+    file_engine,
+    file_knowledge_bases,
     fuzz_channel,
     knowledge_bases,
+    plan_knowledge_bases,
     store_config,
 )
 from tests.fake_openai import FAKE_API_KEY, FakeOpenAI  # noqa: E402
@@ -102,12 +117,21 @@ class ServedFilters:
 
 
 def fuzz_knowledge_bases(
-    total: int, per_knowledge_base: int, searcher: Callable[[KnowledgeBase], tuple[Any, Any]]
+    total: int,
+    per_knowledge_base: int,
+    searcher: Callable[[KnowledgeBase], tuple[Any, Any]],
+    knowledge_base_strategy: st.SearchStrategy[KnowledgeBase] | None = None,
+    case_strategy: st.SearchStrategy[Case] | None = None,
 ) -> Tally:
     """``total`` cases, ``per_knowledge_base`` conversations on each random knowledge base;
     ``searcher`` gives the engine for a knowledge base and what scripts its LLM's filters."""
     loop = asyncio.new_event_loop()
     tally = Tally()
+
+    if knowledge_base_strategy is None:
+        knowledge_base_strategy = knowledge_bases()
+    if case_strategy is None:
+        case_strategy = cases()
 
     @settings(
         max_examples=max(1, total // per_knowledge_base),
@@ -116,8 +140,8 @@ def fuzz_knowledge_bases(
         database=None,
     )
     @given(
-        knowledge_bases(),
-        st.lists(cases(), min_size=per_knowledge_base, max_size=per_knowledge_base),
+        knowledge_base_strategy,
+        st.lists(case_strategy, min_size=per_knowledge_base, max_size=per_knowledge_base),
     )
     def search_all(knowledge_base, conversations):  # type: ignore[no-untyped-def]
         engine, llm = searcher(knowledge_base)
@@ -139,6 +163,54 @@ def run_faiss(total: int, per_knowledge_base: int, docs: Path) -> Tally:
         return engine_for(config, build_index(knowledge_base), llm), llm
 
     return fuzz_knowledge_bases(total, per_knowledge_base, searcher)
+
+
+def run_faiss_private(total: int, per_knowledge_base: int, docs: Path) -> Tally:
+    """The FAISS run with ``unattributed_documents: private``."""
+    config = store_config(docs, access_filters=PLAN_ONLY, unattributed_documents="private")
+
+    def searcher(knowledge_base: KnowledgeBase) -> tuple[Any, Any]:
+        llm = HostileLLM()
+        return engine_for(config, build_index(knowledge_base), llm), llm
+
+    return fuzz_knowledge_bases(
+        total, per_knowledge_base, searcher, plan_knowledge_bases(), entitled_cases()
+    )
+
+
+def run_faiss_files(total: int, per_knowledge_base: int) -> Tally:
+    """Knowledge bases written as files in every front-matter shape, read by the real loader
+    and builder, unattributed documents public or private; results held to what each file's
+    author meant (``tests/access_fuzz.py``, ``file_knowledge_bases``)."""
+    loop = asyncio.new_event_loop()
+    tally = Tally()
+
+    @settings(
+        max_examples=max(1, total // per_knowledge_base),
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    @given(
+        file_knowledge_bases(),
+        st.lists(entitled_cases(), min_size=per_knowledge_base, max_size=per_knowledge_base),
+    )
+    def search_all(knowledge_base: FileKnowledgeBase, conversations):  # type: ignore[no-untyped-def]
+        llm = HostileLLM()
+        with tempfile.TemporaryDirectory() as folder:
+            engine = file_engine(knowledge_base, Path(folder), llm)
+        refused = {file.name for file in knowledge_base.files if file.intended is None}
+        listed = {problem.file for problem in engine.live.problems}
+        if listed != refused:
+            tally.leaks.append(f"refused {sorted(listed)}, expected {sorted(refused)}")
+        for case in conversations:
+            loop.run_until_complete(check_file_case(engine, llm, case, tally, knowledge_base))
+
+    try:
+        search_all()
+    finally:
+        loop.close()
+    return tally
 
 
 def run_milvus(total: int, knowledge_bases_count: int, uri: str, docs: Path) -> Tally:
@@ -249,6 +321,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--faiss-cases", type=int, default=10_000)
     parser.add_argument("--per-knowledge-base", type=int, default=10)
+    parser.add_argument("--private-cases", type=int, default=10_000)
+    parser.add_argument("--file-cases", type=int, default=10_000)
     parser.add_argument("--milvus-cases", type=int, default=1_000)
     parser.add_argument("--milvus-knowledge-bases", type=int, default=20)
     parser.add_argument("--milvus-uri", default=None)
@@ -264,6 +338,16 @@ def main() -> None:
             started = time.perf_counter()
             tally = run_faiss(args.faiss_cases, args.per_knowledge_base, Path(docs))
             print(report("FAISS", tally, time.perf_counter() - started), flush=True)
+        if args.private_cases:
+            started = time.perf_counter()
+            tally = run_faiss_private(args.private_cases, args.per_knowledge_base, Path(docs))
+            seconds = time.perf_counter() - started
+            print(report("FAISS, unattributed documents private", tally, seconds), flush=True)
+        if args.file_cases:
+            started = time.perf_counter()
+            tally = run_faiss_files(args.file_cases, args.per_knowledge_base)
+            seconds = time.perf_counter() - started
+            print(report("FAISS, files in every front-matter shape", tally, seconds), flush=True)
         if args.llm_cases:
             started = time.perf_counter()
             tally = run_llm(args.llm_cases, args.per_knowledge_base, Path(docs))

@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from rasa_context_retrieval.access.entitlements import Unattributed
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import attributes_of, parse_filter
@@ -74,6 +75,9 @@ class StoreConfig(BaseModel):
     access_filters: dict[str, str] = Field(default_factory=dict)
     """Channel metadata key -> document attribute: entitlements, denied by default
     (``rasa_context_retrieval.access.entitlements``)."""
+    unattributed_documents: Unattributed = "public"
+    """Who may read a document without an access attribute: everyone (``public``), or, with
+    ``private``, nobody (deny by default for documents as well as for users)."""
     metadata_fields: tuple[MetadataField, ...] = ()
     filter: str | None = None
     """A filter in self-query syntax ANDed into every search, e.g. ``ne("status", "draft")``."""
@@ -164,6 +168,12 @@ class StoreConfig(BaseModel):
             raise ValueError(
                 f"{', '.join(needs_llm)} need(s) an LLM: add an `llm:` block "
                 "(provider, model, ...) or switch them to a mode that needs none"
+            )
+        if self.unattributed_documents == "private" and not self.access_filters:
+            raise ValueError(
+                "`unattributed_documents: private` restricts documents without an access "
+                "attribute, and needs `access_filters` to name that attribute: add "
+                "`access_filters` (e.g. {plan: plan}) or remove `unattributed_documents`"
             )
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError("`chunk_overlap` must be smaller than `chunk_size`")

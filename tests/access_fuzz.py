@@ -16,10 +16,11 @@ slot scope; a *crash* is any exception from ``search()``.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Protocol
@@ -44,8 +45,9 @@ from rasa_context_retrieval.channels.entitled_rest import EntitledRestInput
 from rasa_context_retrieval.channels.verification_keys import VerificationKey
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation
-from rasa_context_retrieval.engine.live_index import LiveIndex
+from rasa_context_retrieval.engine.live_index import LiveIndex, index_settings
 from rasa_context_retrieval.engine.search import KnowledgeSearch
+from rasa_context_retrieval.faiss.builder import ensure_index
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.store import to_search_result_list
@@ -334,14 +336,21 @@ async def check_case(
     tally.results += len(results)
     for result in results:
         mapping = engine.config.access_filters if enforced is None else enforced
-        problem = leak(state, result.metadata, mapping)
+        problem = leak(state, result.metadata, mapping, engine.config.unattributed_documents)
         if problem:
             tally.leaks.append(f"{problem}: {result.metadata!r} for {case!r}"[:2000])
 
 
-def leak(state: dict[str, Any], metadata: dict[str, Any], access: dict[str, str]) -> str | None:
+def leak(
+    state: dict[str, Any],
+    metadata: dict[str, Any],
+    access: dict[str, str],
+    unattributed: str = "public",
+) -> str | None:
     for key, attribute in access.items():
         allowed = oracle_entitlement(state, key)
+        if unattributed == "private" and oracle_unattributed(metadata.get(attribute)):
+            return f"access leak on {attribute}: no attribute, and unattributed is private"
         if not oracle_admits(allowed, metadata.get(attribute)):
             return f"access leak on {attribute} (allowed {allowed!r})"
     slot = state["slots"].get("region_slot")
@@ -397,8 +406,13 @@ def _oracle_values(value: Any) -> list[Any]:
     return kept
 
 
+def oracle_unattributed(held: Any) -> bool:
+    """No access attribute: missing, None, blank text or an empty list."""
+    return held is None or held == [] or (isinstance(held, str) and not held.strip())
+
+
 def oracle_admits(allowed: Sequence[Any], held: Any) -> bool:
-    if held is None or held == [] or (isinstance(held, str) and not held.strip()):
+    if oracle_unattributed(held):
         return True
     members = held if isinstance(held, list) else [held]
     for want in allowed:
@@ -602,3 +616,224 @@ def _beyond_token(
         if not oracle_admits(allowed, metadata.get(attribute)):
             return f"channel leak on {attribute} (token grants {allowed!r})"
     return None
+
+
+# --- unattributed documents private: entitlements that often match -----------------------------
+#
+# Under ``unattributed_documents: private`` only a document whose ``plan`` matches the user's
+# entitlement may be returned, and the hostile values above rarely match each other: those runs
+# map ``plan`` alone and draw documents and entitlements from values that often do match (or
+# nearly: case, spaces, types), beside every way of having no attribute.
+
+PLAN_ONLY = {"plan": "plan"}
+ENTITLED_VALUES: tuple[Any, ...] = ("free", "premium", " free ", ["free", "premium"], 1, True)
+DOCUMENT_PLANS: tuple[Any, ...] = (
+    "free",
+    "premium",
+    "Free",
+    " premium ",
+    ["free", "plus"],
+    ["premium"],
+    1,
+    "1",
+    True,
+    None,
+    "",
+    "  ",
+    [],
+    [None],
+    [""],
+)
+
+
+@st.composite
+def plan_knowledge_bases(draw: st.DrawFn) -> KnowledgeBase:
+    """1-14 documents, each with or without a ``plan`` (and a ``region`` for the slot scope)."""
+    metadatas = []
+    for ordinal in range(draw(st.integers(1, 14))):
+        metadata: dict[str, Any] = {"source": f"doc-{ordinal}.md"}
+        if draw(st.booleans()):
+            metadata["plan"] = draw(st.sampled_from(DOCUMENT_PLANS))
+        if draw(st.booleans()):
+            metadata["region"] = draw(hostile_value)
+        metadatas.append(metadata)
+    return KnowledgeBase(tuple(metadatas))
+
+
+@st.composite
+def entitled_cases(draw: st.DrawFn) -> Case:
+    """A hostile case whose latest message usually carries a ``plan`` that some document has."""
+    case = draw(cases())
+    if draw(st.integers(0, 3)):
+        plan = draw(st.sampled_from(ENTITLED_VALUES))
+        case = replace(case, message_metadata={"plan": plan})
+    return case
+
+
+# --- knowledge bases as files: front-matter shapes, and unattributed documents -----------------
+#
+# Documents written to disk the way people write them, read by the real loader. Each file knows
+# what its author meant (``intended``): the oracle holds results to that, not to what the loader
+# read, so a file read as public when its author restricted it is a leak. A file whose attributes
+# cannot be read exactly has no intended reading (``None``) and must never be served.
+
+FILE_VALUES: tuple[Any, ...] = (
+    "free",
+    "premium",
+    "plus",
+    "Free",
+    " premium ",
+    ["free", "plus"],
+    ["premium"],
+    [],
+    "",
+    1,
+    True,
+)
+"""Access values that YAML and JSON both write; hostile enough for the reading, not the rule."""
+READABLE_SHAPES = ("yaml", "blank lines", "byte order mark", "no front matter", "json line")
+REFUSED_SHAPES = (
+    "unclosed",
+    "dots terminator",
+    "opener with a comment",
+    "toml",
+    "html comment first",
+    "text before the block",
+    "duplicate key",
+    "misspelled key",
+    "json line attribute outside metadata",
+    "json line duplicate key",
+    "json line misspelled key",
+)
+
+
+@dataclass(frozen=True)
+class DocumentFile:
+    name: str
+    content: str
+    intended: dict[str, Any] | None
+    """The attributes the author meant; ``None``: unreadable, never to be served."""
+
+
+@dataclass(frozen=True)
+class FileKnowledgeBase:
+    files: tuple[DocumentFile, ...]
+    unattributed: str
+    """``unattributed_documents`` of the configuration searched against."""
+
+    def write(self, folder: Path) -> None:
+        for document in self.files:
+            (folder / document.name).write_bytes(document.content.encode("utf-8"))
+
+    def intended(self, source: str) -> dict[str, Any] | None:
+        name = source.split(":", 1)[0]  # a JSON line's source is "file.jsonl:1"
+        return next(file.intended for file in self.files if file.name == name)
+
+
+def _misspelled(draw: st.DrawFn, attribute: str) -> str:
+    return draw(st.sampled_from((attribute.title(), attribute + "s", attribute.upper() + "S")))
+
+
+def _shaped(draw: st.DrawFn, shape: str, meta: dict[str, Any], body: str) -> tuple[str, str]:
+    """``(suffix, content)`` of a document meaning ``meta`` written in ``shape``."""
+    attribute = next(iter(meta), "plan")
+    value = meta.get(attribute, "premium")
+    block = "\n".join(f"{key}: {json.dumps(v)}" for key, v in meta.items())  # JSON is YAML
+    record: dict[str, Any] = {"text": body, "metadata": dict(meta)}
+    written = {
+        "yaml": f"---\n{block}\n---\n{body}",
+        "blank lines": f"\n\n---\n{block}\n---\n{body}",
+        "byte order mark": f"\ufeff\n---\n{block}\n---\n{body}",
+        "no front matter": body,
+        "unclosed": f"---\n{block}\n{body}",
+        "dots terminator": f"---\n{block}\n...\n{body}",
+        "opener with a comment": f"--- # access\n{block}\n---\n{body}",
+        "toml": f"+++\n{attribute} = {json.dumps(value)}\n+++\n{body}",
+        "html comment first": f"<!-- reviewed -->\n---\n{block}\n---\n{body}",
+        "text before the block": f"Internal note\n\n---\n{block}\n---\n{body}",
+        "duplicate key": f"---\n{block}\n{attribute}: free\n---\n{body}",
+        "misspelled key": f"---\n{_misspelled(draw, attribute)}: {json.dumps(value)}\n---\n{body}",
+    }
+    if shape in written:
+        return ".md", written[shape]
+    if shape == "json line":
+        return ".jsonl", json.dumps(record)
+    if shape == "json line attribute outside metadata":
+        return ".jsonl", json.dumps({"text": body, attribute: value, "metadata": {}})
+    if shape == "json line duplicate key":
+        pairs = ", ".join(f'"{attribute}": {json.dumps(v)}' for v in (value, "free"))
+        return ".jsonl", f'{{"text": {json.dumps(body)}, "metadata": {{{pairs}}}}}'
+    misspelled = {_misspelled(draw, attribute): value}
+    return ".jsonl", json.dumps({"text": body, "metadata": misspelled})
+
+
+@st.composite
+def file_knowledge_bases(draw: st.DrawFn) -> FileKnowledgeBase:
+    """1-12 documents in random shapes, some without an access attribute, searched with
+    unattributed documents public or private."""
+    files = []
+    for ordinal in range(draw(st.integers(1, 12))):
+        # The first is readable: a knowledge base of refused files only is not served at all.
+        shape = draw(st.sampled_from(READABLE_SHAPES + (REFUSED_SHAPES if ordinal else ())))
+        meta: dict[str, Any] = {}
+        for attribute in ("plan", "tier"):
+            if draw(st.booleans()) or (attribute == "plan" and shape in REFUSED_SHAPES):
+                meta[attribute] = draw(st.sampled_from(FILE_VALUES))
+        if shape == "no front matter":
+            meta = {}
+        body = f"{WORDS[ordinal % len(WORDS)]} document {ordinal}"
+        suffix, content = _shaped(draw, shape, meta, body)
+        intended = meta if shape in READABLE_SHAPES else None
+        files.append(DocumentFile(f"doc-{ordinal}{suffix}", content, intended))
+    return FileKnowledgeBase(tuple(files), draw(st.sampled_from(("public", "private"))))
+
+
+def file_engine(
+    knowledge_base: FileKnowledgeBase, folder: Path, llm: HostileLLM
+) -> KnowledgeSearch:
+    """An engine over the files, indexed by the real loader and builder (synthetic vectors)."""
+    docs = folder / "docs"
+    docs.mkdir()
+    knowledge_base.write(docs)
+    config = store_config(
+        docs,
+        index_path=str(folder / "index"),
+        access_filters=PLAN_ONLY,
+        unattributed_documents=knowledge_base.unattributed,
+    )
+    index = ensure_index(index_settings(config), SyntheticEmbedder(), progress=False)
+    return engine_for(config, index, llm)
+
+
+async def check_file_case(
+    engine: KnowledgeSearch,
+    llm: HostileLLM,
+    case: Case,
+    tally: Tally,
+    knowledge_base: FileKnowledgeBase,
+) -> None:
+    """Search once; hold every result to what its file's author meant."""
+    tally.cases += 1
+    llm.script(case.llm_filter)
+    state = case.tracker_state()
+    try:
+        conversation = Conversation.from_tracker_state(state, fallback_query=case.question)
+        outcome = await engine.search(conversation, 0.0)
+        results = to_search_result_list(outcome, engine.config).results
+    except Exception as error:  # the property: nothing raises
+        tally.crashes.append(f"{type(error).__name__}: {error} in {case!r}"[:2000])
+        return
+    tally.results += len(results)
+    for result in results:
+        intended = knowledge_base.intended(str(result.metadata.get("source")))
+        if intended is None:
+            tally.leaks.append(f"unreadable file served: {result.metadata!r}"[:2000])
+            continue
+        problem = leak(
+            state,
+            {**result.metadata, "plan": intended.get("plan"), "tier": intended.get("tier")},
+            engine.config.access_filters,
+            knowledge_base.unattributed,
+        )
+        if problem:
+            tally.leaks.append(f"{problem}: {intended!r} for {case!r}"[:2000])

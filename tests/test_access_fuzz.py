@@ -7,7 +7,9 @@ runs the long version on FAISS and on a real Milvus server.
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +19,11 @@ from hypothesis import strategies as st
 from rasa_context_retrieval.channels.entitled_rest import EntitledRestInput
 from rasa_context_retrieval.config import StoreConfig
 from tests.access_fuzz import (
+    PLAN_ONLY,
     Case,
     ChannelRequest,
+    DocumentFile,
+    FileKnowledgeBase,
     HostileLLM,
     KnowledgeBase,
     Tally,
@@ -27,9 +32,14 @@ from tests.access_fuzz import (
     channel_conversations,
     check_case,
     check_channel_conversation,
+    check_file_case,
     engine_for,
+    entitled_cases,
+    file_engine,
+    file_knowledge_bases,
     fuzz_channel,
     knowledge_bases,
+    plan_knowledge_bases,
     store_config,
 )
 
@@ -149,3 +159,91 @@ def test_the_channel_fuzz_can_fail(config: StoreConfig, loop: asyncio.AbstractEv
     assert tally.results == 2
     assert any(problem.startswith("channel leak on plan") for problem in tally.leaks)
     assert any(problem.startswith("conversation 'victim-42'") for problem in tally.leaks)
+
+
+# --- unattributed documents private, and knowledge bases written as files ----------------------
+
+FILE_EXAMPLES = 40
+CASES_PER_FILE_KNOWLEDGE_BASE = 5
+
+
+@settings(
+    max_examples=EXAMPLES // 2,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    knowledge_base=plan_knowledge_bases(),
+    conversations=st.lists(
+        entitled_cases(), min_size=CASES_PER_KNOWLEDGE_BASE, max_size=CASES_PER_KNOWLEDGE_BASE
+    ),
+)
+def test_with_unattributed_documents_private_no_search_returns_one(
+    config: StoreConfig,
+    loop: asyncio.AbstractEventLoop,
+    knowledge_base: KnowledgeBase,
+    conversations: list[Case],
+) -> None:
+    private = config.model_copy(
+        update={"access_filters": PLAN_ONLY, "unattributed_documents": "private"}
+    )
+    llm = HostileLLM()
+    engine = engine_for(private, build_index(knowledge_base), llm)
+    tally = Tally()
+    for case in conversations:
+        loop.run_until_complete(check_case(engine, llm, case, tally))
+    assert tally.crashes == []
+    assert tally.leaks == []
+
+
+@settings(
+    max_examples=FILE_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    knowledge_base=file_knowledge_bases(),
+    conversations=st.lists(
+        entitled_cases(),
+        min_size=CASES_PER_FILE_KNOWLEDGE_BASE,
+        max_size=CASES_PER_FILE_KNOWLEDGE_BASE,
+    ),
+)
+def test_no_file_is_served_otherwise_than_its_author_meant(
+    loop: asyncio.AbstractEventLoop,
+    knowledge_base: FileKnowledgeBase,
+    conversations: list[Case],
+) -> None:
+    """Front matter in every shape people write, read or refused by the real loader; a file
+    that cannot be read exactly is never served, a readable one only as its author meant."""
+    llm = HostileLLM()
+    with tempfile.TemporaryDirectory() as folder:
+        engine = file_engine(knowledge_base, Path(folder), llm)
+    refused = {file.name for file in knowledge_base.files if file.intended is None}
+    assert {problem.file for problem in engine.live.problems} == refused
+    tally = Tally()
+    for case in conversations:
+        loop.run_until_complete(check_file_case(engine, llm, case, tally, knowledge_base))
+    assert tally.crashes == []
+    assert tally.leaks == []
+
+
+def test_the_file_fuzz_can_fail(loop: asyncio.AbstractEventLoop, tmp_path: Path) -> None:
+    """A readable file the oracle takes for unreadable, and an unattributed one it holds private
+    while the engine serves it as public, are both reported as leaks."""
+    files = (
+        DocumentFile("a.md", "---\nplan: free\n---\nstorage document", None),
+        DocumentFile("b.md", "storage document b", {}),
+    )
+    served_public = FileKnowledgeBase(files, "public")
+    llm = HostileLLM()
+    engine = file_engine(served_public, tmp_path, llm)
+    tally = Tally()
+    case = Case({"plan": "free"}, None, None, None, None, question="storage document")
+    held_private = FileKnowledgeBase(files, "private")
+    loop.run_until_complete(check_file_case(engine, llm, case, tally, held_private))
+    assert tally.results == 2
+    assert sorted(leak.split(":")[0] for leak in tally.leaks) == [
+        "access leak on plan",
+        "unreadable file served",
+    ]

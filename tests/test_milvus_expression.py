@@ -15,6 +15,7 @@ import datetime as dt
 import hashlib
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -28,6 +29,7 @@ from langchain_core.structured_query import (
     Operator,
 )
 
+from rasa_context_retrieval.access.entitlements import AccessClause
 from rasa_context_retrieval.filters.absence import include_documents_lacking
 from rasa_context_retrieval.filters.columns import MetadataColumns
 from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
@@ -535,3 +537,24 @@ def test_typed_fields_with_values_of_every_kind_select_what_faiss_selects(
         mask = candidate.accept(MIXED_FAISS)
         expected = {chunk.chunk_id for chunk, allowed in zip(MIXED, mask, strict=True) if allowed}
         assert {hit.chunk.chunk_id for hit in hits} == expected, mixed_store.expression(candidate)
+
+
+ACCESS_CASES = [
+    # (entitlement, unattributed documents, chunks the directive selects on either backend)
+    (("premium",), "public", "acdef"),
+    (("premium",), "private", "acf"),
+    (("basic",), "private", "b"),
+    ((), "public", "de"),
+    ((), "private", ""),
+]
+"""Access clauses search within a case-insensitive superset (the exact check follows); chunk
+"d" has no plan and "e" a None plan: public by default, and never selected when private."""
+
+
+@pytest.mark.parametrize(("allowed", "unattributed", "expected"), ACCESS_CASES)
+def test_access_clauses_select_the_same_chunks_on_both_backends(
+    store: MilvusChunkStore, allowed: tuple[str, ...], unattributed: Any, expected: str
+) -> None:
+    directive = AccessClause("plan", allowed, "message", unattributed).directive
+    assert faiss_ids(directive) == set(expected)
+    assert milvus_ids(store, directive) == set(expected)

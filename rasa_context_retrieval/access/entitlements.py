@@ -8,8 +8,10 @@ metadata, or, when that message does not carry the key at all, from the session'
 * A string matches exactly after trimming whitespace; it is never case-folded or normalised
   further. Numbers and bools keep their type (``1`` is not ``"1"``, ``True`` is not ``1``).
 * A scalar entitles to that value; a list to any of its usable items.
-* A document without the attribute (missing, ``None``, blank text or an empty list) is public:
-  every access filter admits it. Any other value (a dict, say) is never public.
+* A document without the attribute (missing, ``None``, blank text or an empty list) is
+  *unattributed*: public by default (every access filter admits it), or, with
+  ``unattributed_documents: private``, admitted by none. Any other value (a dict, say) is never
+  public.
 * A key that is missing, empty or unusable entitles to nothing: only public documents remain.
   A key present in the latest message but unusable does not fall back to the session.
 * A list longer than ``MAX_FILTER_NODES`` (the bound every filter and slot list obeys) is
@@ -22,9 +24,10 @@ search never compares every allowed value with every held one.
 
 :meth:`AccessFilter.admits` is the decision. :attr:`AccessFilter.directive` is the same filter in
 the shared filter IR, ``not(nin(attribute, allowed))`` ("no allowed value is missing" reads as
-"an allowed value, or no value at all"), so that every backend can search within it; backends
-compare strings case-insensitively, so the directive admits a superset and every result is then
-checked with :meth:`AccessFilter.admits` before it leaves the plugin.
+"an allowed value, or no value at all"), or ``in(attribute, allowed)`` when unattributed
+documents are private, so that every backend can search within it; backends compare strings
+case-insensitively, so the directive admits a superset and every result is then checked with
+:meth:`AccessFilter.admits` before it leaves the plugin.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ logger = structlog.get_logger()
 
 EntitlementSource = Literal["message", "session", "none"]
 AccessValue = str | bool | int | float
+Unattributed = Literal["public", "private"]
 ValueKey = tuple[str, Hashable]
 """A value as the rules compare it: equal keys are exactly the values the rules call the same."""
 
@@ -64,6 +68,8 @@ class AccessClause:
     attribute: str
     allowed: tuple[AccessValue, ...]
     source: EntitlementSource
+    unattributed: Unattributed = "public"
+    """Whether a document without the attribute is public or private."""
     _keys: frozenset[ValueKey] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -73,15 +79,15 @@ class AccessClause:
     def admits(self, metadata: Mapping[str, Any]) -> bool:
         """One set look-up per value the document holds, whatever the number of entitlements."""
         value = metadata.get(self.attribute)
-        if _is_public(value):
-            return True
+        if _is_unattributed(value):
+            return self.unattributed == "public"
         held = value if isinstance(value, list | tuple) else [value]
         return any(_key(item) in self._keys for item in held)
 
     @property
-    def key(self) -> tuple[str, frozenset[ValueKey]]:
+    def key(self) -> tuple[str, Unattributed, frozenset[ValueKey]]:
         """What decides which documents the clause admits (two equal keys admit the same)."""
-        return self.attribute, self._keys
+        return self.attribute, self.unattributed, self._keys
 
     def audited(self, max_values: int, max_chars: int) -> AccessClause:
         """The clause cut for a log line: its first ``max_values`` values, texts cut to
@@ -90,11 +96,17 @@ class AccessClause:
             value[:max_chars] if isinstance(value, str) else value
             for value in self.allowed[:max_values]
         )
-        return AccessClause(self.attribute, shown, self.source)
+        return AccessClause(self.attribute, shown, self.source, self.unattributed)
 
     @cached_property
     def directive(self) -> FilterDirective:
-        """Built once: every stage of a search reads it, and the list may be long."""
+        """Built once: every stage of a search reads it, and the list may be long. ``in`` and
+        ``nin`` match no chunk lacking the attribute (``filters.semantics``), so ``in`` alone
+        leaves unattributed documents out."""
+        if self.unattributed == "private":
+            return Comparison(
+                comparator=Comparator.IN, attribute=self.attribute, value=self.allowed
+            )
         return Operation(
             operator=Operator.NOT,
             arguments=[
@@ -111,13 +123,19 @@ class AccessFilter:
 
     @classmethod
     def from_channel(
-        cls, channel: ChannelMetadata, access_filters: Mapping[str, str]
+        cls,
+        channel: ChannelMetadata,
+        access_filters: Mapping[str, str],
+        unattributed: Unattributed = "public",
     ) -> AccessFilter | None:
         """The user's access filter, or ``None`` when no ``access_filters`` are configured."""
         if not access_filters:
             return None
         return cls(
-            tuple(_clause(channel, key, attribute) for key, attribute in access_filters.items())
+            tuple(
+                _clause(channel, key, attribute, unattributed)
+                for key, attribute in access_filters.items()
+            )
         )
 
     def admits(self, metadata: Mapping[str, Any]) -> bool:
@@ -128,7 +146,7 @@ class AccessFilter:
         return conjoin(*(clause.directive for clause in self.clauses))
 
     @property
-    def key(self) -> tuple[tuple[str, frozenset[ValueKey]], ...]:
+    def key(self) -> tuple[tuple[str, Unattributed, frozenset[ValueKey]], ...]:
         """Which documents the filter admits, as a hashable value (for caches per filter)."""
         return tuple(clause.key for clause in self.clauses)
 
@@ -148,12 +166,14 @@ class AccessFilter:
         return conjoin(*(clause.directive for clause in cut))
 
 
-def _clause(channel: ChannelMetadata, key: str, attribute: str) -> AccessClause:
+def _clause(
+    channel: ChannelMetadata, key: str, attribute: str, unattributed: Unattributed
+) -> AccessClause:
     if channel.message is not None and key in channel.message:
-        return AccessClause(attribute, _usable(key, channel.message[key]), "message")
+        return AccessClause(attribute, _usable(key, channel.message[key]), "message", unattributed)
     if channel.session is not None and key in channel.session:
-        return AccessClause(attribute, _usable(key, channel.session[key]), "session")
-    return AccessClause(attribute, (), "none")
+        return AccessClause(attribute, _usable(key, channel.session[key]), "session", unattributed)
+    return AccessClause(attribute, (), "none", unattributed)
 
 
 def _usable(key: str, value: Any) -> tuple[AccessValue, ...]:
@@ -198,7 +218,7 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _is_public(value: Any) -> bool:
+def _is_unattributed(value: Any) -> bool:
     if value is None:
         return True
     if isinstance(value, str):

@@ -242,6 +242,7 @@ def index_settings(config: StoreConfig) -> IndexSettings:
         embedding_batch_size=config.embedding_batch_size,
         exact_search_below=config.exact_search_below,
         language=config.language,
+        access_attributes=tuple(config.access_filters.values()),
     )
 
 

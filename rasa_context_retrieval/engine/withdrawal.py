@@ -32,7 +32,7 @@ PARTIAL_FINGERPRINT_PREFIX = "withdrawn:"
 
 def without_changed_chunks(index: KnowledgeIndex, settings: IndexSettings) -> KnowledgeIndex:
     """``index`` minus every chunk whose text or metadata the documents on disk no longer have."""
-    knowledge = load_knowledge_base(settings.docs)
+    knowledge = load_knowledge_base(settings.docs, settings.access_attributes)
     on_disk = {
         _identity(chunk)
         for chunk in chunk_documents(

@@ -52,6 +52,9 @@ class IndexSettings:
     exact_search_below: int
     language: str = DEFAULT_LANGUAGE
     """Of the lexical analyzer (stemmer, stop words); a change rebuilds BM25, reusing vectors."""
+    access_attributes: tuple[str, ...] = ()
+    """The document attributes ``access_filters`` map to: they decide which documents the loader
+    refuses (``knowledge.access_attributes``), so a change re-reads every document."""
 
     def fingerprint(self, embeddings: Any) -> str:
         payload = {
@@ -64,6 +67,9 @@ class IndexSettings:
             # decides the dense index type; a change rebuilds (reusing every vector)
             "exact_search_below": self.exact_search_below,
             "language": self.language,
+            # which documents are refused; part of every fingerprint since front matter is read
+            # exactly, so an index built by the lenient reader of earlier releases is rebuilt
+            "access_attributes": sorted(set(self.access_attributes)),
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
@@ -125,7 +131,7 @@ def _build(
     progress: bool,
 ) -> KnowledgeIndex:
     started = time.perf_counter()
-    knowledge = load_knowledge_base(settings.docs)
+    knowledge = load_knowledge_base(settings.docs, settings.access_attributes)
     chunks = chunk_documents(knowledge.documents, settings.chunk_size, settings.chunk_overlap)
     if not chunks:
         skipped = "; ".join(str(problem) for problem in knowledge.problems[:5]) or "none"

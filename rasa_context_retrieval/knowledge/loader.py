@@ -3,6 +3,11 @@
 A knowledge base is edited by people: one file with broken front matter, a stray binary or a JSON
 line with a typo must not take the assistant down. Each such file (or line) becomes an
 :class:`IngestProblem` naming file, line and reason, and everything else still loads.
+
+Attributes decide access, so a document whose attributes cannot be read exactly is refused, never
+indexed without them (``knowledge.front_matter``, ``knowledge.access_attributes``). The access
+attributes come in as plain names from whoever builds the index; this module reads no
+configuration.
 """
 
 from __future__ import annotations
@@ -10,16 +15,20 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import frontmatter
 import structlog
 import yaml
 
 from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.knowledge.access_attributes import (
+    misspelled_access_keys,
+    stray_access_line,
+)
+from rasa_context_retrieval.knowledge.front_matter import FrontMatterRefused, split_front_matter
 from rasa_context_retrieval.knowledge.listing import JSONL_SUFFIX, is_inside, list_knowledge_files
 
 logger = structlog.get_logger()
@@ -85,8 +94,13 @@ def content_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def load_knowledge_base(folder: Path) -> KnowledgeBase:
-    """Read every .md/.txt (optional YAML front matter) and .jsonl file under ``folder``."""
+def load_knowledge_base(folder: Path, access_attributes: Collection[str] = ()) -> KnowledgeBase:
+    """Read every .md/.txt (optional YAML front matter) and .jsonl file under ``folder``.
+
+    ``access_attributes`` are the document attributes that ``access_filters`` map to: a document
+    that names one of them in a way that would not be read (``Plan:``, a JSON line's ``plan``
+    outside its ``metadata``) is refused instead of being indexed as public.
+    """
     documents: list[Document] = []
     listing = list_knowledge_files(folder)
     problems = [IngestProblem(refused.name, None, refused.reason) for refused in listing.refused]
@@ -99,7 +113,7 @@ def load_knowledge_base(folder: Path) -> KnowledgeBase:
             problems.append(IngestProblem(name, unreadable.line, unreadable.reason))
             continue
         reader = _jsonl_documents if path.suffix.lower() == JSONL_SUFFIX else _text_documents
-        for item in reader(name, text):
+        for item in reader(name, text, frozenset(access_attributes)):
             (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
     for problem in problems:
         logger.warning(
@@ -146,15 +160,20 @@ def _read_text(path: Path, root: Path) -> str:
     return text
 
 
-def _text_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
+def _text_documents(
+    name: str, text: str, access_attributes: frozenset[str]
+) -> Iterator[Document | IngestProblem]:
     try:
-        front_matter, content = _split_front_matter(text)
+        front_matter, content = split_front_matter(text)
+    except FrontMatterRefused as refused:
+        yield IngestProblem(name, refused.line, refused.reason)
+        return
     except yaml.YAMLError as error:
         # The context mark is where the broken construct starts (an unclosed bracket), which is
         # the line a person has to fix; the problem mark is only where the parser gave up.
         mark = getattr(error, "context_mark", None) or getattr(error, "problem_mark", None)
-        # The YAML handed to the parser starts on the opening "---" line itself.
-        line = mark.line + 1 if mark is not None else 1
+        # The YAML handed to the parser starts on the line after the opening "---".
+        line = mark.line + 2 if mark is not None else 1
         yield IngestProblem(
             name, line, f"bad YAML front matter: {getattr(error, 'problem', error)}"
         )
@@ -163,8 +182,8 @@ def _text_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
         yield IngestProblem(name, 1, f"bad front matter: {type(error).__name__}: {error}")
         return
     if not isinstance(front_matter, dict):
-        # python-frontmatter would drop it and index the text with no attributes, which makes
-        # a document meant to be restricted public.
+        # Indexing the text with no attributes would make a document meant to be restricted
+        # public.
         kind = "a list" if isinstance(front_matter, list) else f"a {type(front_matter).__name__}"
         yield IngestProblem(
             name, 1, f"front matter is {kind}, not a mapping of attribute: value; not indexed"
@@ -178,33 +197,61 @@ def _text_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
     except _Unreadable as unreadable:
         yield IngestProblem(name, 1, unreadable.reason)
         return
+    problem = _misplaced_access(metadata, access_attributes)
+    stray = stray_access_line(content, access_attributes, headless=not front_matter)
+    if problem is None and stray is not None:
+        problem = (
+            f"the text has a line '{stray[1]}: ...' where front matter might have been meant; "
+            "attributes are read only from front matter at the top of the file; not indexed"
+        )
+    if problem is not None:
+        yield IngestProblem(name, None, problem)
+        return
     yield Document(name, content, metadata)
 
 
-def _split_front_matter(text: str) -> tuple[Any, str]:
-    """``(front matter as loaded, content)``; ``({}, text)`` when there is no front matter.
-
-    ``frontmatter.parse`` step by step, except that the loaded front matter is returned as it
-    is: ``parse`` silently drops one that is not a mapping.
-    """
-    text = text.strip()
-    handler = frontmatter.detect_format(text, frontmatter.handlers)
-    if handler is None:
-        return {}, text
-    try:
-        raw, content = handler.split(text)
-    except ValueError:  # an opening delimiter without a closing one: all of it is text
-        return {}, text
-    loaded = handler.load(raw)
-    return ({} if loaded is None else loaded), content.strip()
+def _misplaced_access(metadata: dict[str, Any], access_attributes: frozenset[str]) -> str | None:
+    """Why a document's keys would leave an access attribute unread, if they would."""
+    misses = misspelled_access_keys(metadata, access_attributes)
+    if not misses:
+        return None
+    key, attribute = misses[0]
+    return (
+        f"key {key!r} is not the access attribute {attribute!r} (keys are exact: case and plural "
+        f"count); rename it to {attribute!r}; not indexed"
+    )
 
 
-def _jsonl_documents(name: str, text: str) -> Iterator[Document | IngestProblem]:
+class _DuplicateKey(ContextRetrievalError, ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` refusing an object that names a key twice (``json`` keeps the last)."""
+    record: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in record:
+            raise _DuplicateKey(key)
+        record[key] = value
+    return record
+
+
+def _jsonl_documents(
+    name: str, text: str, access_attributes: frozenset[str]
+) -> Iterator[Document | IngestProblem]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, object_pairs_hook=_unique_keys)
+        except _DuplicateKey as duplicate:
+            yield IngestProblem(
+                name,
+                number,
+                f"names {str(duplicate)!r} twice in one object; keep one (JSON readers would "
+                "silently use the last); not indexed",
+            )
+            continue
         except json.JSONDecodeError as error:
             yield IngestProblem(name, number, f"broken JSON: {error.msg} at column {error.colno}")
             continue
@@ -218,10 +265,34 @@ def _jsonl_documents(name: str, text: str) -> Iterator[Document | IngestProblem]
         elif not isinstance(metadata, dict):
             yield IngestProblem(name, number, '"metadata" must be an object')
         else:
-            try:
-                yield Document(f"{name}:{number}", body, _plain_metadata(metadata))
-            except _Unreadable as unreadable:
-                yield IngestProblem(name, number, unreadable.reason)
+            yield _jsonl_document(name, number, record, access_attributes)
+
+
+def _jsonl_document(
+    name: str, number: int, record: dict[str, Any], access_attributes: frozenset[str]
+) -> Document | IngestProblem:
+    outside = sorted(
+        {key for key in record if key not in ("text", "metadata")}
+        & (
+            {*access_attributes}
+            | {key for key, _ in misspelled_access_keys(record, access_attributes)}
+        )
+    )
+    if outside:
+        return IngestProblem(
+            name,
+            number,
+            f'access attribute {outside[0]!r} is outside "metadata" (only "metadata" is read); '
+            'move it into "metadata"; not indexed',
+        )
+    try:
+        metadata = _plain_metadata(record.get("metadata", {}))
+    except _Unreadable as unreadable:
+        return IngestProblem(name, number, unreadable.reason)
+    problem = _misplaced_access(metadata, access_attributes)
+    if problem is not None:
+        return IngestProblem(name, number, problem)
+    return Document(f"{name}:{number}", record["text"], metadata)
 
 
 def _plain_metadata(metadata: dict[str, Any]) -> dict[str, Any]:

@@ -198,7 +198,9 @@ class Planner:
     def _access(self, conversation: Conversation) -> AccessFilter | None:
         """The user's access filter, read once per search: it scopes the search and the values
         the self-query may offer."""
-        return AccessFilter.from_channel(conversation.channel, self._config.access_filters)
+        return AccessFilter.from_channel(
+            conversation.channel, self._config.access_filters, self._config.unattributed_documents
+        )
 
     def _values(self, access: AccessFilter | None) -> Mapping[str, frozenset[str]]:
         """The values this user may be offered: all the index holds without access filters."""
