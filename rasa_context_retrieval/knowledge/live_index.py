@@ -3,6 +3,10 @@
 ``LiveIndex`` decides which ``SearchBackend`` serves (FAISS in this process, or a Milvus
 collection) and replaces it when the documents change; the search engine only ever asks it for
 the current backend, so a search under way finishes on the view it started with.
+
+A refresh that sees the documents change first withholds the chunks whose text or attributes
+changed (``knowledge.withdrawal``): from then on neither this process nor, on Milvus, any replica
+serves them, until the rebuilt index (and the synced collection) serves them as they are now.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from rasa_context_retrieval.knowledge.embedding import embedder_identity
 from rasa_context_retrieval.knowledge.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.loader import IngestProblem
 from rasa_context_retrieval.knowledge.model_integrity import is_bundled_model, verify_bundled_model
-from rasa_context_retrieval.knowledge.withdrawal import without_changed_chunks
+from rasa_context_retrieval.knowledge.withdrawal import changed_chunk_ids, without_changed_chunks
 from rasa_context_retrieval.retrieve.backend import SearchBackend
 from rasa_context_retrieval.retrieve.faiss_backend import FaissBackend
 
@@ -172,6 +176,9 @@ class LiveIndex:
         try:
             if self._settings.fingerprint(self.embeddings) == served.fingerprint:
                 return
+            withheld = changed_chunk_ids(served, self._settings)
+            if withheld:  # before the rebuild, which may take minutes
+                self.backend = self.backend.withhold(withheld)
             try:
                 index = ensure_index(self._settings, self.embeddings, progress=False)
             except Exception as error:  # serve only what the documents still say; report why

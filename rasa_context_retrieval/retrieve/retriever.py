@@ -49,9 +49,22 @@ def filter_mask(index: KnowledgeIndex, directive: FilterDirective | None) -> np.
     return index.masks.mask(directive)
 
 
-def retrieve(index: KnowledgeIndex, request: RetrievalRequest) -> list[ScoredChunk]:
-    """The best ``top_k`` chunks allowed by the filter, ranked by fused evidence."""
-    mask = filter_mask(index, request.filter)
+def served_mask(
+    index: KnowledgeIndex, directive: FilterDirective | None, withheld: np.ndarray | None
+) -> np.ndarray | None:
+    """The rows a filter allows minus the ``withheld`` rows (None: every row)."""
+    mask = filter_mask(index, directive)
+    if withheld is None:
+        return mask
+    return ~withheld if mask is None else mask & ~withheld
+
+
+def retrieve(
+    index: KnowledgeIndex, request: RetrievalRequest, withheld: np.ndarray | None = None
+) -> list[ScoredChunk]:
+    """The best ``top_k`` chunks allowed by the filter and not ``withheld``, ranked by fused
+    evidence."""
+    mask = served_mask(index, request.filter, withheld)
     if mask is not None and not mask.any():
         return []
     searches = [
