@@ -224,3 +224,28 @@ async def test_an_attribute_only_change_is_withheld_while_another_writer_syncs_t
 
         assert await eventually(re_scoped), "the attribute change was never synced"
         assert "offline.md" not in await found(assistant, "free")
+
+
+async def test_a_writer_starting_on_a_re_scoped_document_withholds_it_before_embedding(
+    connect: Callable[[Any, str], Assistant], docs: Path, embedder: Any
+):
+    """A writer restarted after the edit: replicas stop serving the old version while it
+    builds (embeds) the new one, not only once it syncs."""
+    unheld = HeldEmbedder(embedder)
+    unheld.release.set()
+    connect(unheld, "auto")
+    replica = connect(embedder, "console_only")
+    assert "offline.md" in await found(replica, "free")
+
+    (docs / "offline.md").write_text("---\nplan: [premium]\n---\n" + NEW_TEXT, encoding="utf-8")
+    held = HeldEmbedder(embedder)
+    restarted = asyncio.create_task(asyncio.to_thread(connect, held, "auto"))
+    try:
+        assert await asyncio.to_thread(held.entered.wait, WAIT_SECONDS), "no build started"
+        for tier in ("free", "premium"):
+            assert "offline.md" not in await found(replica, tier)
+        assert "storage.md" in await found(replica, "free", "How much storage do I get?")
+    finally:
+        held.release.set()
+    writer = await restarted
+    await assert_served_as_now([writer, replica])

@@ -15,19 +15,26 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from rasa_context_retrieval.config import ConfigurationError, StoreConfig
 from rasa_context_retrieval.knowledge.builder import IndexSettings, ensure_index
 from rasa_context_retrieval.knowledge.embedding import embedder_identity
-from rasa_context_retrieval.knowledge.index import KnowledgeIndex
+from rasa_context_retrieval.knowledge.index import IndexDirectory, KnowledgeIndex
 from rasa_context_retrieval.knowledge.loader import IngestProblem
 from rasa_context_retrieval.knowledge.model_integrity import is_bundled_model, verify_bundled_model
-from rasa_context_retrieval.knowledge.withdrawal import changed_chunk_ids, without_changed_chunks
+from rasa_context_retrieval.knowledge.withdrawal import (
+    changed_chunk_ids,
+    chunks_on_disk,
+    without_changed_chunks,
+)
 from rasa_context_retrieval.retrieve.backend import SearchBackend
 from rasa_context_retrieval.retrieve.faiss_backend import FaissBackend
+
+if TYPE_CHECKING:
+    from rasa_context_retrieval.milvus.backend import MilvusBackend
 
 logger = structlog.get_logger()
 
@@ -75,25 +82,39 @@ class LiveIndex:
             # Both read the collection; in the background, so start-up does not grow with it.
             threading.Thread(target=replica._inspect_collection, daemon=True).start()
             return replica
-        index = ensure_index(index_settings(config), embeddings, progress=progress)
-        live = cls.serving(config, embeddings, index, writes=ingest)
+        settings = index_settings(config)
+        milvus = _milvus_writer(config, settings, embeddings)
+        try:
+            index = ensure_index(settings, embeddings, progress=progress)
+            live = cls.serving(config, embeddings, index, writes=ingest, milvus=milvus)
+        except Exception:
+            if milvus is not None:
+                milvus.close()
+            raise
         live.warn_about_undeclared_attributes()
         return live
 
     @classmethod
     def serving(
-        cls, config: StoreConfig, embeddings: Any, index: KnowledgeIndex, *, writes: bool = False
+        cls,
+        config: StoreConfig,
+        embeddings: Any,
+        index: KnowledgeIndex,
+        *,
+        writes: bool = False,
+        milvus: MilvusBackend | None = None,
     ) -> LiveIndex:
-        """Serve an index built already, on the configured backend."""
+        """Serve an index built already, on the configured backend (``milvus``: opened already)."""
         backend: SearchBackend = FaissBackend(index)
         if config.backend == "milvus" and config.milvus is not None:
             from rasa_context_retrieval.milvus.backend import MilvusBackend
 
-            milvus = MilvusBackend.open(
-                config.milvus,
-                writes=writes or config.milvus.ingest != "console_only",
-                fields=config.metadata_fields,
-            )
+            if milvus is None:
+                milvus = MilvusBackend.open(
+                    config.milvus,
+                    writes=writes or config.milvus.ingest != "console_only",
+                    fields=config.metadata_fields,
+                )
             backend = milvus.publish(index, embedder_identity(embeddings))
         return cls(config, embeddings, backend, index)
 
@@ -208,6 +229,28 @@ def index_settings(config: StoreConfig) -> IndexSettings:
         exact_search_below=config.exact_search_below,
         language=config.language,
     )
+
+
+def _milvus_writer(
+    config: StoreConfig, settings: IndexSettings, embeddings: Any
+) -> MilvusBackend | None:
+    """The collection a writer syncs, opened before the local build. When the documents changed
+    since that build, their outdated rows are withheld first: the build may embed for minutes."""
+    if config.backend != "milvus" or config.milvus is None:
+        return None
+    from rasa_context_retrieval.milvus.backend import MilvusBackend
+
+    milvus = MilvusBackend.open(config.milvus, writes=True, fields=config.metadata_fields)
+    try:
+        built = IndexDirectory(settings.index_path).current_fingerprint()
+        if built != settings.fingerprint(embeddings):
+            milvus.store.withhold_outdated(
+                chunks_on_disk(settings), embedding_model=embedder_identity(embeddings)
+            )
+    except Exception:
+        milvus.close()
+        raise
+    return milvus
 
 
 def _check_embedding_model(embeddings: Any) -> None:

@@ -35,6 +35,7 @@ import structlog
 from langchain_core.structured_query import FilterDirective
 from numpy.typing import NDArray
 from pymilvus import DataType, MilvusClient
+from pymilvus.client.types import LoadState
 
 from rasa_context_retrieval.filters.absence import HasAttribute
 from rasa_context_retrieval.filters.values import normalise_text
@@ -197,7 +198,7 @@ class MilvusChunkStore:
         with SyncLease(self._client, self.collection, ttl_s=self.config.lease_ttl_s):
             current = self.read_version()
             held = self._stored_hashes_and_sources(current)
-            outdated = [i for i, (h, _) in held.items() if hashes.get(i) != h]
+            outdated = _outdated(held, hashes)
             self.withhold(outdated)  # before anything is embedded or written
             stale = sorted(set(held) - set(wanted))
             changed = [wanted[i] for i, h in hashes.items() if held.get(i, ("", ""))[0] != h]
@@ -238,8 +239,15 @@ class MilvusChunkStore:
         ids = sorted(chunk_ids)
         for name in self._searchable_versions():
             self._delete(name, ids)
-            self._wait_until_gone(name, ids)
+            if self._client.get_load_state(name).get("state") == LoadState.Loaded:
+                self._wait_until_gone(name, ids)  # one not loaded is searched by nobody
         logger.info("milvus.sync.withheld", collection=self.collection, chunks=len(ids))
+
+    def withhold_outdated(self, chunks: Sequence[Chunk], *, embedding_model: str = "") -> None:
+        """``withhold`` every row that is not one of ``chunks`` as it is now (text, attributes,
+        embedding model): what a writer starting on changed documents does before embedding."""
+        hashes = {chunk.chunk_id: content_hash(chunk, embedding_model) for chunk in chunks}
+        self.withhold(_outdated(self._stored_hashes_and_sources(self.read_version()), hashes))
 
     def _searchable_versions(self) -> list[str]:
         """Every version a replica may be searching: those kept, and the previous release's."""
@@ -693,6 +701,11 @@ class MilvusChunkStore:
                 f"{held}. The embedding model changed: set milvus.collection to a new "
                 "name (or drop the old collection) and sync again."
             )
+
+
+def _outdated(held: Mapping[str, tuple[str, str]], hashes: Mapping[str, str]) -> list[str]:
+    """Ids of stored rows (id -> hash, source) whose chunk changed or went away."""
+    return [chunk_id for chunk_id, (digest, _) in held.items() if hashes.get(chunk_id) != digest]
 
 
 def content_hash(chunk: Chunk, embedding_model: str = "") -> str:
