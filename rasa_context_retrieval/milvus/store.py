@@ -144,10 +144,10 @@ class MilvusChunkStore:
         self._version_read_at = -POINTER_TTL_S
         self._version_refreshing = False
         self._published = 0
+        """Versions this store published; a pointer read that began before one is discarded."""
         self._synced: str | None = None
         """The sync mark read last (``milvus.versions``)."""
         self._pointer_read = False
-        """Versions this store published; a pointer read that began before one is discarded."""
         self._values_lock = threading.Lock()
         self._closed = threading.Event()
         self._spellings: dict[str, frozenset[str]] | None = None
