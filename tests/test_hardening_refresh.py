@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from rasa.utils.endpoints import EndpointConfig
 
+from rasa_context_retrieval.faiss.index import IndexDirectory
 from rasa_context_retrieval.store import ContextRetrieval
 from tests.test_context_retrieval import CountingEmbedder
 
@@ -73,10 +74,10 @@ async def test_a_same_size_edit_with_its_mtime_restored_is_picked_up(docs: Path,
     assert path.stat().st_size == before.st_size
 
     async def rescoped() -> bool:
-        return "sync.md" not in await sources(store, config, "how does sync work", "free")
+        return "sync.md" in await sources(store, config, "how does sync work", "plus")
 
     assert await wait_until(rescoped), "the edit was never picked up"
-    assert "sync.md" in await sources(store, config, "how does sync work", "plus")
+    assert "sync.md" not in await sources(store, config, "how does sync work", "free")
 
 
 async def test_a_document_that_becomes_unreadable_is_withdrawn(docs: Path, embedder: Any):
@@ -85,12 +86,13 @@ async def test_a_document_that_becomes_unreadable_is_withdrawn(docs: Path, embed
     store.connect(config)
     (docs / "sync.md").write_bytes(b"\xff\xfe not UTF-8 any more")
 
-    async def withdrawn() -> bool:
-        return "sync.md" not in await sources(store, config, "how does sync work", "free")
+    async def reported() -> bool:
+        await sources(store, config, "how does sync work", "free")
+        return "sync.md" in {problem.file for problem in store.engine.live.problems}
 
-    assert await wait_until(withdrawn)
+    assert await wait_until(reported)
+    assert "sync.md" not in await sources(store, config, "how does sync work", "free")
     assert "refunds.md" in await sources(store, config, "can I get a refund", "free")
-    assert "sync.md" in {problem.file for problem in store.engine.live.problems}
 
 
 async def test_when_the_rebuild_fails_changed_documents_are_withdrawn_and_the_rest_served(
@@ -125,3 +127,33 @@ async def test_when_nothing_readable_is_left_nothing_is_served(tmp_path: Path, e
         return not await sources(store, config, "how does sync work", "free")
 
     assert await wait_until(empty)
+
+
+async def test_a_same_size_edit_is_withheld_from_the_moment_it_is_seen_until_rebuilt(
+    docs: Path, embedder: Any
+):
+    """The rebuild waits here for the build lock (another process building the same index): the
+    edited document is served neither with its old attributes nor its new ones meanwhile."""
+    store = ContextRetrieval(embeddings=embedder)
+    config = endpoint(docs)
+    assert "sync.md" in await sources(store, config, "how does sync work", "free")
+    path = docs / "sync.md"
+    before = path.stat()
+    write(path, path.read_text(encoding="utf-8").replace("plan: free", "plan: plus"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with IndexDirectory(docs.parent / "index").lock():
+
+        async def withheld() -> bool:
+            return "sync.md" not in await sources(store, config, "how does sync work", "free")
+
+        assert await wait_until(withheld), "the edited document kept being served as it was"
+        for _ in range(20):  # and it stays withheld while the rebuild waits
+            for plan in ("free", "plus"):
+                assert "sync.md" not in await sources(store, config, "how does sync work", plan)
+        assert "refunds.md" in await sources(store, config, "can I get a refund", "free")
+
+    async def rebuilt() -> bool:
+        return "sync.md" in await sources(store, config, "how does sync work", "plus")
+
+    assert await wait_until(rebuilt), "the edit was never published"
+    assert "sync.md" not in await sources(store, config, "how does sync work", "free")

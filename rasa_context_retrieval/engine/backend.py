@@ -9,7 +9,7 @@ the documents change.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from langchain_core.structured_query import FilterDirective
@@ -26,6 +26,12 @@ class SearchBackend(Protocol):
     def publish(self, index: KnowledgeIndex, embedder: str) -> SearchBackend:
         """A backend serving ``index``'s chunks (embedded by ``embedder``); this one keeps
         serving what it served, so searches under way finish on one consistent view."""
+        ...
+
+    def withhold(self, chunk_ids: Collection[str]) -> SearchBackend:
+        """A backend that never serves ``chunk_ids`` (a refresh saw their documents change),
+        until a later ``publish`` serves them as the documents say now. Takes effect before it
+        returns, for every searcher of this knowledge base (on Milvus, every replica too)."""
         ...
 
     def rank(self, request: RetrievalRequest) -> list[ScoredChunk]:

@@ -3,6 +3,10 @@
 ``LiveIndex`` decides which ``SearchBackend`` serves (FAISS in this process, or a Milvus
 collection) and replaces it when the documents change; the search engine only ever asks it for
 the current backend, so a search under way finishes on the view it started with.
+
+A refresh that sees the documents change first withholds the chunks whose text or attributes
+changed (``engine.withdrawal``): from then on neither this process nor, on Milvus, any replica
+serves them, until the rebuilt index (and the synced collection) serves them as they are now.
 """
 
 from __future__ import annotations
@@ -12,20 +16,27 @@ import time
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.config import ConfigurationError, StoreConfig
 from rasa_context_retrieval.engine.backend import SearchBackend
-from rasa_context_retrieval.engine.withdrawal import without_changed_chunks
+from rasa_context_retrieval.engine.withdrawal import (
+    changed_chunk_ids,
+    chunks_on_disk,
+    without_changed_chunks,
+)
 from rasa_context_retrieval.faiss.backend import FaissBackend
 from rasa_context_retrieval.faiss.builder import IndexSettings, ensure_index
-from rasa_context_retrieval.faiss.index import KnowledgeIndex
+from rasa_context_retrieval.faiss.index import IndexDirectory, KnowledgeIndex
 from rasa_context_retrieval.knowledge.embedding import embedder_identity
 from rasa_context_retrieval.knowledge.loader import IngestProblem
 from rasa_context_retrieval.knowledge.model_integrity import is_bundled_model, verify_bundled_model
+
+if TYPE_CHECKING:
+    from rasa_context_retrieval.milvus.backend import MilvusBackend
 
 logger = structlog.get_logger()
 
@@ -82,25 +93,39 @@ class LiveIndex:
             # Both read the collection; in the background, so start-up does not grow with it.
             threading.Thread(target=replica._inspect_collection, daemon=True).start()
             return replica
-        index = ensure_index(index_settings(config), embeddings, progress=progress)
-        live = cls.serving(config, embeddings, index, writes=ingest)
+        settings = index_settings(config)
+        milvus = _milvus_writer(config, settings, embeddings)
+        try:
+            index = ensure_index(settings, embeddings, progress=progress)
+            live = cls.serving(config, embeddings, index, writes=ingest, milvus=milvus)
+        except Exception:
+            if milvus is not None:
+                milvus.close()
+            raise
         live.warn_about_undeclared_attributes()
         return live
 
     @classmethod
     def serving(
-        cls, config: StoreConfig, embeddings: Any, index: KnowledgeIndex, *, writes: bool = False
+        cls,
+        config: StoreConfig,
+        embeddings: Any,
+        index: KnowledgeIndex,
+        *,
+        writes: bool = False,
+        milvus: MilvusBackend | None = None,
     ) -> LiveIndex:
-        """Serve an index built already, on the configured backend."""
+        """Serve an index built already, on the configured backend (``milvus``: opened already)."""
         backend: SearchBackend = FaissBackend(index)
         if config.backend == "milvus" and config.milvus is not None:
             from rasa_context_retrieval.milvus.backend import MilvusBackend
 
-            milvus = MilvusBackend.open(
-                config.milvus,
-                writes=writes or config.milvus.ingest != "console_only",
-                fields=config.metadata_fields,
-            )
+            if milvus is None:
+                milvus = MilvusBackend.open(
+                    config.milvus,
+                    writes=writes or config.milvus.ingest != "console_only",
+                    fields=config.metadata_fields,
+                )
             backend = milvus.publish(index, embedder_identity(embeddings))
         return cls(config, embeddings, backend, index)
 
@@ -214,6 +239,9 @@ class LiveIndex:
         try:
             if self._settings.fingerprint(self.embeddings) == served.fingerprint:
                 return
+            withheld = changed_chunk_ids(served, self._settings)
+            if withheld:  # before the rebuild, which may take minutes
+                self.backend = self.backend.withhold(withheld)
             try:
                 index = ensure_index(self._settings, self.embeddings, progress=False)
             except Exception as error:  # serve only what the documents still say; report why
@@ -248,6 +276,28 @@ def index_settings(config: StoreConfig) -> IndexSettings:
 
 def _fresh(read_at: float) -> bool:
     return time.monotonic() - read_at < READABLE_VALUES_TTL_S
+
+
+def _milvus_writer(
+    config: StoreConfig, settings: IndexSettings, embeddings: Any
+) -> MilvusBackend | None:
+    """The collection a writer syncs, opened before the local build. When the documents changed
+    since that build, their outdated rows are withheld first: the build may embed for minutes."""
+    if config.backend != "milvus" or config.milvus is None:
+        return None
+    from rasa_context_retrieval.milvus.backend import MilvusBackend
+
+    milvus = MilvusBackend.open(config.milvus, writes=True, fields=config.metadata_fields)
+    try:
+        built = IndexDirectory(settings.index_path).current_fingerprint()
+        if built != settings.fingerprint(embeddings):
+            milvus.store.withhold_outdated(
+                chunks_on_disk(settings), embedding_model=embedder_identity(embeddings)
+            )
+    except Exception:
+        milvus.close()
+        raise
+    return milvus
 
 
 def _check_embedding_model(embeddings: Any) -> None:

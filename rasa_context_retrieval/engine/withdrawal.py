@@ -1,13 +1,14 @@
-"""When a rebuild fails, stop serving what the documents no longer say.
+"""Stop serving what the documents no longer say: at once when a change is seen, and for good
+when the rebuild fails.
 
-A refresh normally rebuilds the index from the documents on disk, and a document that cannot be
-read is simply missing from the new index. But the rebuild as a whole can fail (nothing left to
-index, the embedding model failing on new text, an index folder that cannot be written). Keeping
-the old index then keeps answering from text that was edited, withdrawn or re-scoped (``plan:
-free`` changed to ``plan: plus``). Instead, the served index shrinks to the chunks that the
-documents on disk still contain, word for word and with the same metadata; nothing needs to be
-embedded for that, so it works whatever broke the rebuild. New or changed text appears with the
-next successful rebuild.
+A refresh that finds the documents changed rebuilds the index (and, on Milvus, syncs the
+collection), which takes from a moment to minutes. Until then the old index would keep answering
+from text that was edited, withdrawn or re-scoped (``plan: free`` changed to ``plan: plus``). So
+the chunks that the documents on disk no longer contain, word for word and with the same metadata,
+are withheld first (``changed_chunk_ids``); nothing needs to be embedded for that. The rebuild as a
+whole can fail too (nothing left to index, the embedding model failing on new text, an index folder
+that cannot be written): the served index then shrinks to the chunks the documents still contain
+(``without_changed_chunks``). New or changed text appears with the next successful rebuild.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import structlog
 from rasa_context_retrieval.faiss.builder import IndexSettings
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.chunking import chunk_documents
-from rasa_context_retrieval.knowledge.loader import load_knowledge_base
+from rasa_context_retrieval.knowledge.loader import KnowledgeBase, load_knowledge_base
 from rasa_context_retrieval.knowledge.models import Chunk
 
 logger = structlog.get_logger()
@@ -30,15 +31,23 @@ PARTIAL_FINGERPRINT_PREFIX = "withdrawn:"
 """Marks an index that matches no documents' fingerprint, so the next refresh tries again."""
 
 
+def changed_chunk_ids(index: KnowledgeIndex, settings: IndexSettings) -> frozenset[str]:
+    """Ids of ``index``'s chunks whose text or metadata the documents on disk no longer have
+    (edited, re-scoped, removed or unreadable documents)."""
+    on_disk = _identities_on_disk(settings)[0]
+    changed = [chunk for chunk in index.chunks if _identity(chunk) not in on_disk]
+    if changed:
+        logger.warning(
+            "knowledge.index.withheld",
+            withheld=len(changed),
+            sources=sorted({str(chunk.metadata.get("source")) for chunk in changed})[:50],
+        )
+    return frozenset(chunk.chunk_id for chunk in changed)
+
+
 def without_changed_chunks(index: KnowledgeIndex, settings: IndexSettings) -> KnowledgeIndex:
     """``index`` minus every chunk whose text or metadata the documents on disk no longer have."""
-    knowledge = load_knowledge_base(settings.docs, settings.access_attributes)
-    on_disk = {
-        _identity(chunk)
-        for chunk in chunk_documents(
-            knowledge.documents, settings.chunk_size, settings.chunk_overlap
-        )
-    }
+    on_disk, knowledge = _identities_on_disk(settings)
     rows = [row for row, chunk in enumerate(index.chunks) if _identity(chunk) in on_disk]
     logger.warning(
         "knowledge.index.withdrawn",
@@ -61,6 +70,18 @@ def without_changed_chunks(index: KnowledgeIndex, settings: IndexSettings) -> Kn
         knowledge.problems,
         settings.exact_search_below,
     )
+
+
+def chunks_on_disk(settings: IndexSettings) -> list[Chunk]:
+    """The chunks the documents make now (read and split; nothing is embedded)."""
+    knowledge = load_knowledge_base(settings.docs, settings.access_attributes)
+    return chunk_documents(knowledge.documents, settings.chunk_size, settings.chunk_overlap)
+
+
+def _identities_on_disk(settings: IndexSettings) -> tuple[set[tuple[str, str]], KnowledgeBase]:
+    knowledge = load_knowledge_base(settings.docs, settings.access_attributes)
+    chunks = chunk_documents(knowledge.documents, settings.chunk_size, settings.chunk_overlap)
+    return {_identity(chunk) for chunk in chunks}, knowledge
 
 
 def _identity(chunk: Chunk) -> tuple[str, str]:

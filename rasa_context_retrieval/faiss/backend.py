@@ -3,12 +3,14 @@
 The backend owns what searching a local index takes: the dense index, the metadata columns and the
 mask translator (through ``faiss.retriever``), BM25, and FAISS's thread settings. One instance
 serves one immutable ``KnowledgeIndex``; a refresh publishes a new instance for the new index.
+Between a refresh seeing a change and that publication, an instance serves the same index with
+the changed chunks withheld: a mask, so withholding costs no rebuild.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import faiss
 import numpy as np
@@ -16,7 +18,11 @@ from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
-from rasa_context_retrieval.faiss.retriever import filter_mask, readable_values, retrieve
+from rasa_context_retrieval.faiss.retriever import (
+    readable_values,
+    retrieve,
+    served_mask,
+)
 from rasa_context_retrieval.knowledge.models import ScoredChunk
 from rasa_context_retrieval.retrieve.conformance import conforming
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
@@ -30,20 +36,32 @@ also fan out over OpenMP threads made a 100k-chunk search 5x slower on a busy 2-
 class FaissBackend:
     """``SearchBackend`` over one in-process ``KnowledgeIndex``."""
 
-    def __init__(self, index: KnowledgeIndex) -> None:
+    def __init__(self, index: KnowledgeIndex, withheld: np.ndarray | None = None) -> None:
         if "OMP_NUM_THREADS" not in os.environ:
             faiss.omp_set_num_threads(SEARCH_THREADS_PER_QUERY)
         self.index = index
+        self._withheld = withheld
+        """Rows never served (True), or None."""
 
     def publish(self, index: KnowledgeIndex, embedder: str) -> FaissBackend:
         """The index is already published on disk by the builder; serve it."""
         return FaissBackend(index)
 
+    def withhold(self, chunk_ids: Collection[str]) -> FaissBackend:
+        """The same index, never serving ``chunk_ids`` (nor what this one withholds)."""
+        withheld = np.zeros(len(self.index), dtype=bool)
+        if self._withheld is not None:
+            withheld |= self._withheld
+        row_of = self.index.row_of
+        withheld[[row_of[i] for i in chunk_ids if i in row_of]] = True
+        withheld.flags.writeable = False
+        return FaissBackend(self.index, withheld)
+
     def rank(self, request: RetrievalRequest) -> list[ScoredChunk]:
-        return retrieve(self.index, request)
+        return retrieve(self.index, request, self._withheld)
 
     def count(self, directive: FilterDirective | None, access: AccessFilter | None) -> int:
-        mask = filter_mask(self.index, directive)
+        mask = served_mask(self.index, directive, self._withheld)
         if mask is None:
             return len(self.index)
         if access is None:
@@ -57,13 +75,15 @@ class FaissBackend:
     def readable_values(
         self, attributes: Sequence[str], access: AccessFilter
     ) -> dict[str, frozenset[str]]:
-        return readable_values(self.index, attributes, access)
+        return readable_values(self.index, attributes, access, self._withheld)
 
     def has_attribute(self, attribute: str) -> bool:
         return attribute in self.index.columns.attributes()
 
     def size(self) -> int:
-        return len(self.index)
+        if self._withheld is None:
+            return len(self.index)
+        return len(self.index) - int(np.count_nonzero(self._withheld))
 
     def close(self) -> None:
         """Nothing to release: the index is memory-mapped and freed with the last reference."""

@@ -39,11 +39,14 @@ def filter_mask(index: KnowledgeIndex, directive: FilterDirective | None) -> np.
 
 
 def readable_values(
-    index: KnowledgeIndex, attributes: Sequence[str], access: AccessFilter
+    index: KnowledgeIndex,
+    attributes: Sequence[str],
+    access: AccessFilter,
+    withheld: np.ndarray | None = None,
 ) -> dict[str, frozenset[str]]:
-    """Values of the rows ``access`` admits: its directive's (cached) mask narrows the rows, the
-    exact rule decides."""
-    mask = filter_mask(index, access.directive)
+    """Values of the rows ``access`` admits and nothing withholds: its directive's (cached) mask
+    narrows the rows, the exact rule decides."""
+    mask = served_mask(index, access.directive, withheld)
     rows = range(len(index)) if mask is None else np.flatnonzero(mask)
     return values_admitted((index.chunks[row].metadata for row in rows), attributes, access)
 
@@ -56,9 +59,22 @@ def values_admitted(
     return {attribute: columns.values_of(attribute) for attribute in attributes}
 
 
-def retrieve(index: KnowledgeIndex, request: RetrievalRequest) -> list[ScoredChunk]:
-    """The best ``top_k`` chunks allowed by the filter, ranked by fused evidence."""
-    mask = filter_mask(index, request.filter)
+def served_mask(
+    index: KnowledgeIndex, directive: FilterDirective | None, withheld: np.ndarray | None
+) -> np.ndarray | None:
+    """The rows a filter allows minus the ``withheld`` rows (None: every row)."""
+    mask = filter_mask(index, directive)
+    if withheld is None:
+        return mask
+    return ~withheld if mask is None else mask & ~withheld
+
+
+def retrieve(
+    index: KnowledgeIndex, request: RetrievalRequest, withheld: np.ndarray | None = None
+) -> list[ScoredChunk]:
+    """The best ``top_k`` chunks allowed by the filter and not ``withheld``, ranked by fused
+    evidence."""
+    mask = served_mask(index, request.filter, withheld)
     if mask is not None and not mask.any():
         return []
     searches = [

@@ -5,19 +5,25 @@ its dense rankings, texts, metadata and relevance scores from it, so a replica n
 of the knowledge base. Writing is the job of whoever ingests (``ingest: auto`` replicas under the
 sync lease, or the console's ``index`` command for ``ingest: console_only``): it builds the local
 index from the documents, syncs the collection from it (reusing its vectors, so the knowledge base
-is embedded once per change) and keeps it for BM25 when ``hybrid`` is on.
+is embedded once per change) and keeps it for BM25 when ``hybrid`` is on. When a writer's refresh
+sees documents change, ``withhold`` deletes the changed chunks' rows before anything is rebuilt,
+so neither the writer nor any replica serves them until the sync writes them as they are now.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
-from rasa_context_retrieval.faiss.retriever import filter_mask, readable_values, values_admitted
+from rasa_context_retrieval.faiss.retriever import (
+    readable_values,
+    served_mask,
+    values_admitted,
+)
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
@@ -36,12 +42,15 @@ class MilvusBackend:
         *,
         writes: bool = False,
         local: KnowledgeIndex | None = None,
+        withheld: np.ndarray | None = None,
     ) -> None:
         self.store = store
         self.writes = writes
         """Whether ``publish`` syncs the collection (an ingesting replica or the console)."""
         self.local = local
         """The index this process built from the documents and synced (writers only)."""
+        self._withheld = withheld
+        """Rows of ``local`` that BM25 must not find (their rows in Milvus were deleted)."""
 
     @classmethod
     def open(
@@ -62,6 +71,17 @@ class MilvusBackend:
                 embedding_model=embedder,
             )
         return MilvusBackend(self.store, writes=self.writes, local=index)
+
+    def withhold(self, chunk_ids: Collection[str]) -> MilvusBackend:
+        """Delete ``chunk_ids``' rows for every replica now (``MilvusChunkStore.withhold``);
+        the local index's copies are withheld from BM25 too."""
+        self.store.withhold(chunk_ids)
+        withheld = None
+        if self.local is not None:
+            withheld = np.isin([chunk.chunk_id for chunk in self.local.chunks], list(chunk_ids))
+            if self._withheld is not None:
+                withheld |= self._withheld
+        return MilvusBackend(self.store, writes=self.writes, local=self.local, withheld=withheld)
 
     def rank(self, request: RetrievalRequest) -> list[ScoredChunk]:
         rankings = [
@@ -105,7 +125,7 @@ class MilvusBackend:
         """From the writer's own index, or from the chunks the collection matches (at most
         ``MAX_MATCHED``: fewer values offered, never values of a chunk ``access`` rejects)."""
         if self.local is not None:
-            return readable_values(self.local, attributes, access)
+            return readable_values(self.local, attributes, access, self._withheld)
         chunks = self.store.matching(access.directive)
         return values_admitted((chunk.metadata for chunk in chunks), attributes, access)
 
@@ -122,7 +142,7 @@ class MilvusBackend:
         index = self.local
         if index is None:  # refused at start-up (StoreConfig): BM25 would need local chunks
             raise RuntimeError("hybrid search on Milvus needs the ingesting replica's index")
-        mask = filter_mask(index, request.filter)
+        mask = served_mask(index, request.filter, self._withheld)
         if mask is not None and not mask.any():
             return []
         hits = index.lexical.search(request.texts[0], request.candidates, mask)

@@ -7,6 +7,11 @@ given (``metadata``), the normal form filters run on (typed fields for the decla
 (``content_hash``) and the embedding. ``sync`` compares ids and hashes with what the collection
 already holds, so a restart embeds nothing and an edit re-embeds only the chunks that changed; it
 runs under a lease held in Milvus (``lease.py``) so that replicas starting together ingest once.
+Rows whose chunk changed or went away are deleted first, from every version a replica may search,
+and ``sync`` waits until Milvus no longer finds them: no replica serves a chunk with its old text
+or attributes while the new rows are embedded and written (``withhold`` does that alone, at once,
+when a writer's refresh sees a change). A sync that changed rows leaves a new sync mark beside the
+version pointer, from which replicas learn to read the attribute values again.
 When the layout the declared attributes need differs from the served version's, ``sync`` fills a
 new version and publishes it (``milvus.versions``); searches keep using the old one until then.
 ``search`` ranks by cosine similarity (``COSINE`` metric) within the filter, evaluated on the
@@ -30,6 +35,7 @@ import structlog
 from langchain_core.structured_query import FilterDirective
 from numpy.typing import NDArray
 from pymilvus import DataType, MilvusClient
+from pymilvus.client.types import LoadState
 
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.filters.absence import HasAttribute
@@ -54,7 +60,7 @@ from rasa_context_retrieval.milvus.normal_form import (
     TEXT,
     normal_form,
 )
-from rasa_context_retrieval.milvus.versions import POINTER_TTL_S, VersionPointer
+from rasa_context_retrieval.milvus.versions import POINTER_TTL_S, PointerState, VersionPointer
 
 logger = structlog.get_logger(__name__)
 
@@ -140,6 +146,9 @@ class MilvusChunkStore:
         self._version_refreshing = False
         self._published = 0
         """Versions this store published; a pointer read that began before one is discarded."""
+        self._synced: str | None = None
+        """The sync mark read last (``milvus.versions``)."""
+        self._pointer_read = False
         self._values_lock = threading.Lock()
         self._closed = threading.Event()
         self._spellings: dict[str, frozenset[str]] | None = None
@@ -189,21 +198,25 @@ class MilvusChunkStore:
         hashes = {chunk.chunk_id: content_hash(chunk, embedding_model) for chunk in chunks}
         with SyncLease(self._client, self.collection, ttl_s=self.config.lease_ttl_s):
             current = self.read_version()
-            stored = self._stored_hashes_and_sources(current)
-            changed = [wanted[i] for i, h in hashes.items() if stored.get(i, ("", ""))[0] != h]
+            held = self._stored_hashes_and_sources(current)
+            outdated = _outdated(held, hashes)
+            self.withhold(outdated)  # before anything is embedded or written
+            stale = sorted(set(held) - set(wanted))
+            changed = [wanted[i] for i, h in hashes.items() if held.get(i, ("", ""))[0] != h]
             target = self._target_version(current, chunks, changed)
             if target is not current:
                 stored = self._stored_hashes_and_sources(target)
                 changed = [wanted[i] for i, h in hashes.items() if stored.get(i, ("", ""))[0] != h]
-            stale = sorted(set(stored) - set(wanted))
+                self._delete(target.name, sorted(set(stored) - set(wanted)))
             # No flush: Strong and Session reads see unflushed rows, and Milvus seals segments
             # (and builds their index) by itself; a flush would add seconds to every sync.
             self._write(target, changed, hashes, embed)
-            self._delete(target, stale)
             if target is not current:
                 self._publish(target, current)
+            if changed or outdated:
+                self._pointer.mark_synced()
         kept_sources = {str(chunk.metadata.get("source", "")) for chunk in chunks}
-        removed = {stored[i][1] for i in stale} - kept_sources
+        removed = {held[i][1] for i in stale} - kept_sources
         self._forget_values()
         report = SyncReport(
             embedded=len(changed),
@@ -214,6 +227,47 @@ class MilvusChunkStore:
         )
         logger.info("milvus.sync.done", collection=self.collection, **report.__dict__)
         return report
+
+    def withhold(self, chunk_ids: Collection[str]) -> None:
+        """Make ``chunk_ids`` unsearchable for every replica: delete their rows from every
+        version a replica may search, then wait until a ``Strong`` read no longer finds them (a
+        replica's later search, whatever its consistency level, runs after that read).
+
+        Needs no lease: it only removes rows, which a sync writes again from the documents.
+        """
+        if not chunk_ids:
+            return
+        ids = sorted(chunk_ids)
+        for name in self._searchable_versions():
+            self._delete(name, ids)
+            if self._client.get_load_state(name).get("state") == LoadState.Loaded:
+                self._wait_until_gone(name, ids)  # one not loaded is searched by nobody
+        logger.info("milvus.sync.withheld", collection=self.collection, chunks=len(ids))
+
+    def withhold_outdated(self, chunks: Sequence[Chunk], *, embedding_model: str = "") -> None:
+        """``withhold`` every row that is not one of ``chunks`` as it is now (text, attributes,
+        embedding model): what a writer starting on changed documents does before embedding."""
+        hashes = {chunk.chunk_id: content_hash(chunk, embedding_model) for chunk in chunks}
+        self.withhold(_outdated(self._stored_hashes_and_sources(self.read_version()), hashes))
+
+    def _searchable_versions(self) -> list[str]:
+        """Every version a replica may be searching: those kept, and the previous release's."""
+        names = self._pointer.versions()
+        if self._client.has_collection(self.collection):
+            names.append(self.collection)
+        return names
+
+    def _wait_until_gone(self, collection: str, chunk_ids: Sequence[str]) -> None:
+        for start in range(0, len(chunk_ids), DELETE_BATCH):
+            literals = ", ".join(string_literal(i) for i in chunk_ids[start : start + DELETE_BATCH])
+            left = self._client.query(
+                collection,
+                filter=f"{CHUNK_ID_FIELD} in [{literals}]",
+                output_fields=[CHUNK_ID_FIELD],
+                consistency_level="Strong",
+            )
+            if left:  # Milvus applies a delete before a later Strong read; never seen otherwise
+                raise RuntimeError(f"{len(left)} deleted rows still found in {collection}")
 
     def _stored_hashes_and_sources(
         self, version: CollectionVersion | None
@@ -299,11 +353,11 @@ class MilvusChunkStore:
             self._client.upsert(version.name, rows)
             logger.debug("milvus.sync.batch_written", collection=version.name, rows=len(rows))
 
-    def _delete(self, version: CollectionVersion, chunk_ids: Sequence[str]) -> None:
+    def _delete(self, collection: str, chunk_ids: Sequence[str]) -> None:
         for start in range(0, len(chunk_ids), DELETE_BATCH):
             batch = chunk_ids[start : start + DELETE_BATCH]
             literals = ", ".join(string_literal(chunk_id) for chunk_id in batch)
-            self._client.delete(version.name, filter=f"{CHUNK_ID_FIELD} in [{literals}]")
+            self._client.delete(collection, filter=f"{CHUNK_ID_FIELD} in [{literals}]")
 
     def _ensure_collection(self, version: CollectionVersion, dimension: int) -> None:
         if self._client.has_collection(version.name):
@@ -378,7 +432,9 @@ class MilvusChunkStore:
         """Read the pointer now (``Strong``) and serve the version it names."""
         with self._version_lock:
             published = self._published  # a publication meanwhile outdates what is read here
-        name = self._pointer.read()
+        pointer = self._pointer.read()
+        self._note_sync_mark(pointer)
+        name = pointer.version
         if name is None and self._client.has_collection(self.collection):
             name = self.collection  # the previous release's collection
         with self._version_lock:
@@ -405,6 +461,15 @@ class MilvusChunkStore:
             previous_release=version.layout.format < LAYOUT_FORMAT,
         )
         return version
+
+    def _note_sync_mark(self, pointer: PointerState) -> None:
+        """A new sync mark outdates the values read: they are read again in the background
+        (the old ones serve meanwhile, as after ``VOCABULARY_TTL_S``)."""
+        with self._values_lock:
+            seen, self._synced = self._synced, pointer.synced
+            if self._pointer_read and seen != pointer.synced:
+                self._spellings_read_at = -VOCABULARY_TTL_S
+            self._pointer_read = True
 
     def _version_of(self, name: str, layout: CollectionLayout) -> CollectionVersion:
         return CollectionVersion(name, layout, MilvusExpressionTranslator(self._vocabulary, layout))
@@ -637,6 +702,11 @@ class MilvusChunkStore:
                 f"{held}. The embedding model changed: set milvus.collection to a new "
                 "name (or drop the old collection) and sync again."
             )
+
+
+def _outdated(held: Mapping[str, tuple[str, str]], hashes: Mapping[str, str]) -> list[str]:
+    """Ids of stored rows (id -> hash, source) whose chunk changed or went away."""
+    return [chunk_id for chunk_id, (digest, _) in held.items() if hashes.get(chunk_id) != digest]
 
 
 def content_hash(chunk: Chunk, embedding_model: str = "") -> str:

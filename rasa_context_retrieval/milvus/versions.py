@@ -12,12 +12,19 @@ the layout of the version it searches (``milvus.layout``); with an alias the ver
 name could change between reading the layout and searching, and an expression written for one
 layout can misread another. A replica therefore always searches the version it read.
 
+Beside the version, the pointer holds a sync mark: a new random value each time a sync changes
+what the collection holds. Replicas read it with the pointer and, when it changed, read the
+attribute values again (``MilvusChunkStore.values_of``) instead of waiting for their time to live.
+
 Without a pointer, a collection named ``<collection>`` itself is the previous release's
 (JSON-only) collection: it is searched as such until the first writer of this release publishes
 a version (the previous collection is left in place for replicas not yet upgraded).
 """
 
 from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
 
 import structlog
 from pymilvus import DataType, MilvusClient
@@ -32,9 +39,20 @@ POINTER_TTL_S = 5.0
 _KEY_FIELD = "key"
 _VERSION_FIELD = "version"
 _KEY = "current"
+_SYNCED_KEY = "synced"
 _PLACEHOLDER_VECTOR = "placeholder_vector"  # Milvus 2.3 requires a vector field in a collection.
 _PLACEHOLDER_DIMENSION = 2
 _MAX_NAME = 255
+
+
+@dataclass(frozen=True)
+class PointerState:
+    """What the pointer says: the published version, and the mark of the last sync."""
+
+    version: str | None
+    """The published version's collection name; ``None`` before the first publication."""
+    synced: str | None
+    """Changes with every sync that changed rows; ``None`` before the first such sync."""
 
 
 class VersionPointer:
@@ -45,28 +63,36 @@ class VersionPointer:
         self.collection = collection
         self._name = collection + POINTER_SUFFIX
 
-    def read(self) -> str | None:
-        """The published version's collection name; ``None`` before the first publication."""
+    def read(self) -> PointerState:
+        """The published version and the sync mark, read ``Strong``."""
         if not self._client.has_collection(self._name):
-            return None
+            return PointerState(None, None)
         rows = self._client.query(
             self._name,
-            filter=f'{_KEY_FIELD} == "{_KEY}"',
-            output_fields=[_VERSION_FIELD],
+            filter=f'{_KEY_FIELD} in ["{_KEY}", "{_SYNCED_KEY}"]',
+            output_fields=[_KEY_FIELD, _VERSION_FIELD],
             consistency_level="Strong",
         )
-        return str(rows[0][_VERSION_FIELD]) if rows else None
+        values = {str(row[_KEY_FIELD]): str(row[_VERSION_FIELD]) for row in rows}
+        return PointerState(values.get(_KEY), values.get(_SYNCED_KEY))
 
     def publish(self, version: str) -> None:
         """Point replicas at ``version`` (a collection that exists and is loaded)."""
+        self._write(_KEY, version)
+        logger.info("milvus.version.published", collection=self.collection, version=version)
+
+    def mark_synced(self) -> None:
+        """Tell replicas that the served rows changed (their cached values are outdated)."""
+        self._write(_SYNCED_KEY, uuid.uuid4().hex)
+
+    def _write(self, key: str, value: str) -> None:
         self._ensure_collection()
         row = {
-            _KEY_FIELD: _KEY,
-            _VERSION_FIELD: version,
+            _KEY_FIELD: key,
+            _VERSION_FIELD: value,
             _PLACEHOLDER_VECTOR: [0.0] * _PLACEHOLDER_DIMENSION,
         }
         self._client.upsert(self._name, [row])
-        logger.info("milvus.version.published", collection=self.collection, version=version)
 
     def versions(self) -> list[str]:
         """Every version collection of this knowledge base (not the previous release's)."""
