@@ -79,6 +79,12 @@ async def one_cold_start(concurrent: int) -> dict[str, Any]:
         first_answer_s = time.perf_counter() - started
         ready = getattr(store.engine.query_embedder, "ready", None)
         onnx_ready = ready is None or ready.is_set()
+        print(  # progress, for a run that does not finish within its bound
+            f"first answer after {first_answer_s:.1f} s, longest tick so far "
+            f"{ticker.worst.get('start', 0.0) * 1000:.1f} ms, ONNX ready: {onnx_ready}",
+            file=sys.stderr,
+            flush=True,
+        )
         ticker.phase = "burst"
         burst_started = time.perf_counter()
 
