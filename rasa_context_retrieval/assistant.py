@@ -41,7 +41,9 @@ class ConsoleSession:
         ``access_filters``)."""
 
     def connect(self) -> None:
+        """Connect and wait for the index: a person at the console waits for the build."""
         self.store.connect(self.endpoint)
+        self.store.engine  # noqa: B018 (blocks until open, raising what opening raised)
 
     async def ask(self, text: str, threshold: float | None = None) -> Any:
         self.events.append({"event": "user", "text": text, "metadata": self.channel_metadata})

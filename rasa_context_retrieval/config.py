@@ -49,6 +49,7 @@ DEFAULT_EMBEDDING_BATCH_SIZE = 64
 DEFAULT_CANDIDATES = 50
 DEFAULT_EXACT_SEARCH_BELOW = 200_000
 DEFAULT_REFRESH_SECONDS = 30.0
+DEFAULT_STARTUP_WAIT_SECONDS = 30.0
 
 
 class ConfigurationError(ContextRetrievalError, ValueError):
@@ -111,6 +112,9 @@ class StoreConfig(BaseModel):
     """Corpus size (chunks) from which unfiltered search uses an approximate (HNSW) index."""
     refresh_seconds: float = Field(DEFAULT_REFRESH_SECONDS, ge=0)
     """How often connect() looks for changed documents; 0 checks only at start-up."""
+    startup_wait_seconds: float = Field(DEFAULT_STARTUP_WAIT_SECONDS, ge=0, le=3600)
+    """How long a search waits for the index still being loaded or built at start-up; past
+    that it answers with no results (Rasa's cannot-handle pattern follows)."""
     language: LanguageCode = DEFAULT_LANGUAGE
     """ISO 639-1 code of the documents: BM25's stemmer and stop words (see Languages in
     documentation/configuration.md)."""

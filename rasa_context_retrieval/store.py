@@ -29,6 +29,7 @@ from rasa.utils.endpoints import EndpointConfig
 from rasa_context_retrieval.call_options import read_call_options
 from rasa_context_retrieval.config import ConfigurationError, StoreConfig
 from rasa_context_retrieval.conversation import Conversation
+from rasa_context_retrieval.engine.opening import OpeningSearch
 from rasa_context_retrieval.engine.search import KnowledgeSearch, SearchOutcome
 from rasa_context_retrieval.result_metadata import prompt_metadata, tell_if_answers_are_dropped
 
@@ -40,33 +41,35 @@ class ContextRetrieval(InformationRetrieval):
 
     def __init__(self, embeddings: Any) -> None:
         super().__init__(embeddings)
-        self._search: KnowledgeSearch | None = None
+        self._opening: OpeningSearch | None = None
+        self._config: StoreConfig | None = None
         self._connected_with: str | None = None
         self._connecting = threading.Lock()
 
     def connect(self, config: EndpointConfig | None) -> None:
-        """Validate the configuration and open the index; free when nothing changed.
+        """Validate the configuration and start opening the index; returns at once.
 
-        Rasa calls this before every search, so a repeat call with the same configuration only
-        compares it with the last one (and, at most every ``refresh_seconds``, looks at the
-        documents' modification times).
+        The configuration is checked here, so a mistake still fails at start-up; loading or
+        building the index runs on a thread (``engine.opening``), and searches wait for it up to
+        ``startup_wait_seconds``. Rasa calls this before every search, so a repeat call with the
+        same configuration only compares it with the last one (and, at most every
+        ``refresh_seconds``, looks at the documents). After a failed open it tries again.
         """
         kwargs = dict(config.kwargs) if config is not None else {}
         key = json.dumps(kwargs, sort_keys=True, default=str)
-        if self._search is not None and key == self._connected_with:
-            self._search.refresh_if_due()
+        opening = self._opening
+        if opening is not None and key == self._connected_with and not opening.failed:
+            if (opened := opening.opened) is not None:
+                opened.refresh_if_due()
             return
         with self._connecting:
-            if self._search is not None and key == self._connected_with:
+            opening = self._opening  # another caller may have started an open meanwhile
+            if opening is not None and key == self._connected_with and not opening.failed:
                 return
             store_config = StoreConfig.from_kwargs(kwargs)
-            self._search = KnowledgeSearch.open(store_config, self.embeddings, _llm(store_config))
-            self._connected_with = key
-            logger.info(
-                "context_retrieval.connect.ready",
-                chunks=len(self._search.live),
-                skipped_files=[str(problem) for problem in self._search.live.problems],
-            )
+            llm = _llm(store_config)
+            self._opening = OpeningSearch(lambda: _open(store_config, self.embeddings, llm))
+            self._config, self._connected_with = store_config, key
 
     async def search(
         self, query: str, tracker_state: dict[str, Any], threshold: float = 0.0, **kwargs: Any
@@ -80,10 +83,9 @@ class ContextRetrieval(InformationRetrieval):
         accepted and ignored (see :mod:`rasa_context_retrieval.call_options`).
         """
         options = read_call_options(kwargs)
-        if self._search is None:
-            raise InformationRetrievalException() from RuntimeError(
-                "ContextRetrieval.search() was called before connect()"
-            )
+        search = await self._open_search()
+        if search is None:
+            return SearchResultList(results=[], metadata={})
         conversation = Conversation.from_tracker_state(tracker_state, fallback_query=query or "")
         try:
             relevance_threshold = _threshold(threshold)
@@ -91,20 +93,55 @@ class ContextRetrieval(InformationRetrieval):
             logger.error("context_retrieval.search.bad_threshold", error=str(error))
             raise InformationRetrievalException() from error
         try:
-            outcome = await self._search.search(
-                conversation, relevance_threshold, top_k=options.top_k
-            )
+            outcome = await search.search(conversation, relevance_threshold, top_k=options.top_k)
         except Exception as error:
             logger.error("context_retrieval.search.failed", error=str(error))
             raise InformationRetrievalException() from error
-        return to_search_result_list(outcome, self._search.config)
+        return to_search_result_list(outcome, search.config)
+
+    async def _open_search(self) -> KnowledgeSearch | None:
+        """The open search; None (with one log line) when it is still opening past the bound."""
+        if self._opening is None or self._config is None:
+            raise InformationRetrievalException() from RuntimeError(
+                "ContextRetrieval.search() was called before connect()"
+            )
+        waited = self._config.startup_wait_seconds
+        try:
+            search = await self._opening.wait(waited)
+        except Exception as error:
+            logger.error("context_retrieval.search.index_failed", error=str(error))
+            raise InformationRetrievalException() from error
+        if search is None:
+            logger.warning(
+                "context_retrieval.search.index_not_ready",
+                waited_seconds=waited,
+                event_info=f"the knowledge index is still being built after {waited:g}s "
+                "(startup_wait_seconds); answering with no results. Build it before starting "
+                "the assistant with `rasa-context-retrieval index`",
+            )
+        return search
 
     @property
     def engine(self) -> KnowledgeSearch:
-        """The search engine behind this store (for the console and benchmarks)."""
-        if self._search is None:
+        """The search engine behind this store, once open (the console and benchmarks wait)."""
+        if self._opening is None:
             raise RuntimeError("connect() first")
-        return self._search
+        return self._opening.result()
+
+
+def _open(config: StoreConfig, embeddings: Any, llm: Any) -> KnowledgeSearch:
+    """Open the search (on the opening thread) and say how it went."""
+    try:
+        search = KnowledgeSearch.open(config, embeddings, llm)
+    except Exception as error:
+        logger.error("context_retrieval.connect.failed", error=str(error))
+        raise
+    logger.info(
+        "context_retrieval.connect.ready",
+        chunks=len(search.live),
+        skipped_files=[str(problem) for problem in search.live.problems],
+    )
+    return search
 
 
 def to_search_result_list(outcome: SearchOutcome, config: StoreConfig) -> SearchResultList:

@@ -65,8 +65,7 @@ async def test_the_event_loop_keeps_ticking_while_searches_run(tmp_path: Path, e
     store = ContextRetrieval(embeddings=SlowEmbedder(embedder, 0.0))
     # query_embedder rasa: the slow client embeds the queries too
     store.connect(endpoint(write_docs(tmp_path, "v1"), refresh_seconds=0, query_embedder="rasa"))
-    store.embeddings.delay = BLOCKING_EMBED_SECONDS  # type: ignore[attr-defined]
-    store._search.embeddings.delay = BLOCKING_EMBED_SECONDS  # type: ignore[union-attr]
+    store.engine.embeddings.delay = BLOCKING_EMBED_SECONDS  # once open: the build is not slowed
     gaps: list[float] = []
     stop = asyncio.Event()
 

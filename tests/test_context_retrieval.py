@@ -156,6 +156,7 @@ async def test_threshold_drops_results_below_it(store: ContextRetrieval):
 async def test_repeat_connect_is_free_and_a_restart_does_not_re_embed(docs, counting):
     store = ContextRetrieval(embeddings=counting)
     store.connect(endpoint(docs, **RASA_QUERIES))
+    store.engine  # noqa: B018 (waits for the index)
     embedded = counting.texts
     assert embedded > 0
     started = time.perf_counter()
@@ -164,11 +165,14 @@ async def test_repeat_connect_is_free_and_a_restart_does_not_re_embed(docs, coun
     assert (time.perf_counter() - started) / 100 < 0.002
     restarted = ContextRetrieval(embeddings=counting)
     restarted.connect(endpoint(docs, **RASA_QUERIES))
+    restarted.engine  # noqa: B018 (waits for the index)
     assert counting.texts == embedded, "an unchanged knowledge base must load without embedding"
 
 
 async def test_a_changed_document_is_picked_up_and_only_its_chunks_are_embedded(docs, counting):
-    ContextRetrieval(embeddings=counting).connect(endpoint(docs, **RASA_QUERIES))
+    first = ContextRetrieval(embeddings=counting)
+    first.connect(endpoint(docs, **RASA_QUERIES))
+    first.engine  # noqa: B018 (waits for the index)
     before = counting.texts
     (docs / "offline.md").write_text(
         "---\nplan: [plus]\nregion: [eu]\n---\nQ: How do I enable offline files?\n"
@@ -177,6 +181,7 @@ async def test_a_changed_document_is_picked_up_and_only_its_chunks_are_embedded(
     )
     store = ContextRetrieval(embeddings=counting)
     store.connect(endpoint(docs, **RASA_QUERIES))
+    store.engine  # noqa: B018 (waits for the index)
     assert counting.texts - before == 1
     result = await store.search("", state(("user", "enable offline files")), 0.0)
     assert "Settings > Offline" in result.results[0].metadata["answer"]
@@ -205,6 +210,7 @@ def test_a_misconfiguration_names_the_key(docs, counting):
 async def test_index_failures_become_information_retrieval_exceptions(docs, counting):
     store = ContextRetrieval(embeddings=counting)
     store.connect(endpoint(docs, query_embedder="rasa"))  # queries through the failing client
+    store.engine  # noqa: B018 (waits for the index)
     counting.fail = True
     with pytest.raises(InformationRetrievalException, match="unreachable"):
         await store.search("", state(("user", "a question nobody asked before")), 0.0)

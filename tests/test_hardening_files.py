@@ -125,6 +125,49 @@ def test_an_oversized_file_is_refused_without_reading_it(tmp_path: Path):
     assert problem.file == "export.md" and "limit" in problem.reason
 
 
+class _CountingReader:
+    """A file handle that records how many bytes were asked of it, and refuses "everything"."""
+
+    def __init__(self, handle: Any, asked: list[int]) -> None:
+        self._handle, self._asked = handle, asked
+
+    def read(self, size: int | None = -1) -> bytes:
+        assert size is not None and size >= 0, "a whole-file read of a knowledge file"
+        self._asked.append(size)
+        return self._handle.read(size)
+
+    def __enter__(self) -> _CountingReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.close()
+
+
+def test_the_fingerprint_never_reads_an_oversized_file_yet_sees_it_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    write_kb(tmp_path, {})
+    export = tmp_path / "export.md"
+    with export.open("wb") as handle:
+        handle.truncate(2 * 1024**3)  # sparse: a 2 GB file that takes no disk
+    read_from: dict[str, list[int]] = {}
+    real_open = Path.open
+
+    def counting_open(path: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        return _CountingReader(
+            real_open(path, mode, *args, **kwargs), read_from.setdefault(path.name, [])
+        )
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    before = content_digest(tmp_path)
+    assert read_from.get("export.md", []) == []
+    assert sum(read_from["good.md"]) <= MAX_FILE_BYTES + 1
+    with real_open(export, "r+b") as handle:
+        handle.truncate(2 * 1024**3 + 1)
+    assert content_digest(tmp_path) != before
+    assert read_from.get("export.md", []) == []
+
+
 def test_self_referencing_front_matter_is_reported_not_fatal(tmp_path: Path):
     write_kb(tmp_path, {"loop.md": b"---\nplan: &p [free, *p]\n---\nQ: Loop?\nA: Yes.\n"})
     knowledge = load_knowledge_base(tmp_path)

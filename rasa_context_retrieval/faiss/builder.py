@@ -113,7 +113,12 @@ def _load_if_current(directory: IndexDirectory, fingerprint: str) -> KnowledgeIn
     try:
         index = KnowledgeIndex.read(folder)
     except IndexCorruptError as error:
-        logger.warning("knowledge.index.unreadable", folder=str(folder), error=str(error))
+        logger.warning(
+            "knowledge.index.unreadable",
+            folder=str(folder),
+            error=str(error),
+            event_info="the published index is damaged; rebuilding it from the documents",
+        )
         return None
     logger.info(
         "knowledge.index.loaded",

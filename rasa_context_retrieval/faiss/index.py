@@ -14,6 +14,11 @@ filters come from persisted columns. A folder of format 1 (the previous release)
 an upgrade rebuilds it in format 2 without re-embedding; any other format is refused, never guessed
 at, and then rebuilt.
 
+Nor are its bytes: the manifest lists every file's size and XXH3-128 digest, checked on each load
+(a stray write into ``records.bin``, NaN written over ``vectors.npy`` or a truncated file would
+otherwise fail every search that touches a row, or silently find nothing, across restarts); a
+mismatch, or vectors that are not finite, reads as a corrupt index, which is rebuilt.
+
 The folder is not trusted further than that: ``CURRENT`` must name a published index folder
 directly inside ``index_path`` (no absolute path, no ``..``, no link leading out), otherwise it
 is ignored and the index is rebuilt, and a folder that cannot be written gives one message that
@@ -35,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import structlog
+import xxhash
 from filelock import FileLock
 
 from rasa_context_retrieval.errors import ContextRetrievalError
@@ -67,6 +73,8 @@ VECTORS_FILE = "vectors.npy"
 LEXICAL_FOLDER = "lexical"
 KEEP_PREVIOUS = 1
 """Older published indexes kept besides the current one (a reader may still have one open)."""
+CHECKSUM_BLOCK_BYTES = 1 << 20
+"""Files are hashed in blocks of this size: a memory-mapped array is read once, never held."""
 PUBLISHED_NAME = re.compile(r"index-[0-9a-f]{16}-[0-9a-f]{8}")
 """The only names ``publish`` writes into ``CURRENT``."""
 
@@ -162,6 +170,7 @@ class KnowledgeIndex:
             "chunks": len(self.chunks),
             "dimension": int(self.vectors.shape[1]) if self.vectors.size else 0,
             "problems": [vars(problem) for problem in self.problems],
+            "files": file_checksums(folder),
         }
         _write_json(folder / MANIFEST_FILE, manifest)  # written last: marks the folder complete
 
@@ -176,6 +185,7 @@ class KnowledgeIndex:
                     f"index format {version!r} is not supported (this release reads "
                     f"{READABLE_FORMATS}); it is rebuilt from the documents"
                 )
+            verify_checksums(folder, manifest.get("files"))
             vectors = None
             if version != 1:
                 vectors = np.load(folder / VECTORS_FILE, mmap_mode="r", allow_pickle=False)
@@ -192,6 +202,8 @@ class KnowledgeIndex:
             raise IndexCorruptError(f"cannot read the index in '{folder}': {error}") from error
         if not (manifest.get("chunks") == len(chunks) == len(dense) == len(lexical)):
             raise IndexCorruptError(f"index parts in '{folder}' disagree on the number of chunks")
+        if not _all_finite(dense.vectors):
+            raise IndexCorruptError(f"the vectors in '{folder}' hold NaN or infinite values")
         problems = [IngestProblem(**problem) for problem in manifest.get("problems", [])]
         return cls(
             manifest["fingerprint"],
@@ -202,6 +214,62 @@ class KnowledgeIndex:
             problems,
             columns,
         )
+
+
+def file_checksums(folder: Path) -> dict[str, dict[str, Any]]:
+    """Size and XXH3-128 digest of every file under ``folder``, by its relative path."""
+    return {
+        path.relative_to(folder).as_posix(): {
+            "size": path.stat().st_size,
+            "xxh3_128": _digest(path),
+        }
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def verify_checksums(folder: Path, expected: Any) -> None:
+    """Raise ``IndexCorruptError`` naming the first file whose size or bytes changed.
+
+    An index published before checksums were written (no ``files`` in its manifest) is not
+    checked. Sizes are compared first, so a truncated file is caught without hashing anything.
+    """
+    if expected is None:
+        return
+    if not isinstance(expected, dict):
+        raise IndexCorruptError(f"the manifest in '{folder}' lists its files wrongly")
+    for name, recorded in expected.items():
+        path = folder / name
+        try:
+            size = path.stat().st_size
+        except OSError as error:
+            raise IndexCorruptError(f"'{name}' in '{folder}' is missing: {error}") from None
+        if size != recorded.get("size"):
+            raise IndexCorruptError(
+                f"'{name}' in '{folder}' has {size} bytes, {recorded.get('size')} were written"
+            )
+    for name, recorded in expected.items():
+        if _digest(folder / name) != recorded.get("xxh3_128"):
+            raise IndexCorruptError(f"'{name}' in '{folder}' does not match its checksum")
+
+
+def _digest(path: Path) -> str:
+    """XXH3-128 of the file, read in blocks (a fast non-cryptographic hash: this finds damage,
+    not tampering, and a 100k-chunk index is read once per load)."""
+    hasher = xxhash.xxh3_128()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(CHECKSUM_BLOCK_BYTES), b""):
+            hasher.update(block)
+    return hasher.hexdigest()
+
+
+def _all_finite(vectors: np.ndarray) -> bool:
+    """Checked in blocks of rows, so that a memory-mapped array is never copied whole."""
+    rows = max(1, CHECKSUM_BLOCK_BYTES // max(1, vectors.itemsize * vectors.shape[-1]))
+    return all(
+        bool(np.isfinite(vectors[start : start + rows]).all())
+        for start in range(0, len(vectors), rows)
+    )
 
 
 class IndexDirectory:
@@ -258,6 +326,7 @@ class IndexDirectory:
         try:
             index.write(staging)
             os.replace(staging, final)
+            self._clear_pointer_in_the_way()
             pointer = self.root / f".{CURRENT_FILE}.{uuid.uuid4().hex}"
             pointer.write_text(name, encoding="utf-8")
             os.replace(pointer, self.root / CURRENT_FILE)
@@ -267,6 +336,18 @@ class IndexDirectory:
         self._remove_old(keep=final)
         logger.info("knowledge.index.published", folder=str(final), chunks=len(index))
         return final
+
+    def _clear_pointer_in_the_way(self) -> None:
+        """A folder where ``CURRENT`` belongs (made by hand or by a tool) cannot be replaced by
+        the pointer file; it holds no index, so it is removed, and the log says so."""
+        pointer = self.root / CURRENT_FILE
+        if pointer.is_dir() and not pointer.is_symlink():
+            logger.warning(
+                "knowledge.index.pointer_replaced",
+                root=str(self.root),
+                event_info="CURRENT was a folder, not the pointer file; replaced it",
+            )
+            shutil.rmtree(pointer)
 
     def _remove_old(self, keep: Path) -> None:
         published = sorted(

@@ -78,20 +78,35 @@ def knowledge_files(folder: Path) -> list[Path]:
 def content_digest(folder: Path) -> str:
     """A digest of every knowledge file's path and bytes: it changes iff the knowledge changes.
 
-    Refused paths (links out of the folder) count by name, so that adding one is reported.
+    Refused paths (links out of the folder) count by name, so that adding one is reported. A file
+    over ``MAX_FILE_BYTES`` counts by size and modification time and is never read: ingest refuses
+    it anyway, and hashing a stray multi-gigabyte export on every refresh would cost seconds and
+    its size in memory.
     """
     digest = hashlib.sha256()
     listing = list_knowledge_files(folder)
     for path in listing.files:
         digest.update(path.relative_to(folder).as_posix().encode())
         digest.update(b"\0")
-        try:
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-        except OSError:  # reported when loading; a file that becomes readable changes the digest
-            digest.update(b"unreadable")
+        digest.update(_file_digest(path))
     for refused in listing.refused:
         digest.update(f"refused:{refused.name}".encode())
     return digest.hexdigest()
+
+
+def _file_digest(path: Path) -> bytes:
+    """The hash of a file's bytes, or of its size and mtime when it is over the size cap."""
+    try:
+        status = path.stat()
+        if status.st_size > MAX_FILE_BYTES:
+            return f"oversized:{status.st_size}:{status.st_mtime_ns}".encode()
+        with path.open("rb") as handle:  # never more than the cap, even if it grew meanwhile
+            content = handle.read(MAX_FILE_BYTES + 1)
+    except OSError:  # reported when loading; a file that becomes readable changes the digest
+        return b"unreadable"
+    if len(content) > MAX_FILE_BYTES:
+        return f"oversized:{len(content)}".encode()
+    return hashlib.sha256(content).digest()
 
 
 def load_knowledge_base(folder: Path, access_attributes: Collection[str] = ()) -> KnowledgeBase:

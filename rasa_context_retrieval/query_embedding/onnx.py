@@ -2,10 +2,10 @@
 
 A query is one short text, so what it pays is per-call overhead, not arithmetic; onnxruntime on
 one thread carries much less of it than torch for the same weights (bench/results/
-query_embedding.md). The export is made here from the model's own files, with no network, once:
-it is cached under ``index_path`` with a fingerprint of the model files and the onnxruntime
-version, published atomically and built under a file lock, so many workers starting together
-export it once and a restart reuses it.
+query_embedding.md). The export is made from the model's own files, with no network, once, in a
+child process (``export_process``): it is cached under ``index_path`` with a fingerprint of the
+model files and the onnxruntime version, published atomically and built under a file lock, so many
+workers starting together export it once and a restart reuses it.
 
 The graph reproduces the model's sentence-transformers pipeline (Transformer, mean pooling; the
 caller normalises), and the tokenizer is the model folder's own fast tokenizer with the same
@@ -46,6 +46,8 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT_NAME = "token_mean"
 INTRA_OP_THREADS = 1
 """Concurrency comes from many searches at once (and batching), like FAISS's one thread."""
+INTER_OP_THREADS = 1
+SPINNING_ENTRY = "session.intra_op.allow_spinning"
 LOCK_FILE = ".export.lock"
 PIPELINE_PACKAGE = "sentence_transformers."
 """Module types are read by class name within this package: sentence-transformers 6 saves
@@ -141,10 +143,17 @@ def export_file(cache_dir: Path, fingerprint: str, *, int8: bool) -> Path:
 
 
 def export_onnx(model: LocalModel, target: Path) -> None:
+    """Export the model in a child process (``export_process``): it never holds this process's
+    interpreter lock, so the event loop keeps its core while the export traces the model."""
+    from rasa_context_retrieval.query_embedding.export_process import run_in_child
+
+    run_in_child("fp32", model.directory, target)
+
+
+def export_onnx_here(model: LocalModel, target: Path) -> None:
     """Export the Transformer + mean pooling graph with dynamic batch and sequence axes."""
     # torch's exporter keeps process-wide state, and transformers' lazy imports race: two
-    # exports at once (two stores preparing in one process, each with its own cache folder and
-    # so its own file lock) failed the second. The file lock covers other processes.
+    # exports at once in one process failed the second. The file lock covers other processes.
     with _EXPORTING:
         _export_onnx(model, target)
 
@@ -175,6 +184,13 @@ def _export_onnx(model: LocalModel, target: Path) -> None:
 
 
 def quantize_int8(source: Path, target: Path) -> None:
+    """Quantize in a child process, like the export (``export_process``)."""
+    from rasa_context_retrieval.query_embedding.export_process import run_in_child
+
+    run_in_child("int8", source, target)
+
+
+def quantize_int8_here(source: Path, target: Path) -> None:
     """Dynamic int8 weights (onnxruntime's quantizer): faster, with slightly different vectors."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -190,7 +206,9 @@ class OnnxQueryEncoder:
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = INTRA_OP_THREADS
-        options.inter_op_num_threads = 1
+        options.inter_op_num_threads = INTER_OP_THREADS
+        # A waiting pool thread must not spin on a core the event loop needs.
+        options.add_session_config_entry(SPINNING_ENTRY, "0")
         self.session = onnxruntime.InferenceSession(
             str(onnx_path), options, providers=["CPUExecutionProvider"]
         )
