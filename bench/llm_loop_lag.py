@@ -63,7 +63,9 @@ def start_server(answer: str) -> tuple[subprocess.Popen[str], str]:
     return server, server.stdout.readline().strip()
 
 
-async def burst_lags(base_url: str, concurrent: int, rounds: int) -> dict[str, Any]:
+async def burst_lags(
+    base_url: str, concurrent: int, rounds: int, slow_ms: float | None = None
+) -> dict[str, Any]:
     from rasa.utils.endpoints import EndpointConfig
 
     from rasa_context_retrieval.store import ContextRetrieval
@@ -97,6 +99,9 @@ async def burst_lags(base_url: str, concurrent: int, rounds: int) -> dict[str, A
         for chat in chats:  # warm the query-vector cache: time the loop, not the model
             await store.search("", chat.next_state(), 0.0)
         busy = 0
+        if slow_ms is not None:  # asyncio reports each callback that held the loop this long
+            asyncio.get_running_loop().set_debug(True)
+            asyncio.get_running_loop().slow_callback_duration = slow_ms / 1000
         ticks: list[float] = []
         per_round: list[float] = []
         started = time.perf_counter()
@@ -136,11 +141,13 @@ def main() -> None:
     parser.add_argument("--answer", choices=sorted(ANSWERS), default="normal")
     parser.add_argument("--concurrent", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--slow-ms", type=float, default=None)
     args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     server, base_url = start_server(ANSWERS[args.answer])
     try:
-        result = asyncio.run(burst_lags(base_url, args.concurrent, args.rounds))
+        result = asyncio.run(burst_lags(base_url, args.concurrent, args.rounds, args.slow_ms))
     finally:
         server.terminate()
         server.wait()

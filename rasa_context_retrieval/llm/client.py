@@ -10,11 +10,12 @@ assistant, and any OpenAI-compatible endpoint works.
 A provider's ``timeout`` bounds one HTTP attempt and retries multiply it, so every call here is
 additionally bounded by ``asyncio.wait_for``: the caller's ``timeout`` is the wall time the
 retrieval path can lose, whatever the client does underneath. ``complete_and_parse`` keeps the
-parse of the answer inside that same budget and off the event loop, and answers longer than
-``MAX_ANSWER_BYTES`` are refused before anything parses them: LangChain's JSON repair
-(``parse_partial_json``) is quadratic in the answer's length, and one hostile answer parsed on
-the loop froze every other conversation for as long as it took. Rasa's LLM modules import litellm,
-which takes seconds, so they are imported only when an ``llm:`` block is configured.
+parse of the answer inside that same budget and off the event loop (on the search workers), and
+answers longer than ``MAX_ANSWER_BYTES`` are refused before anything parses them: LangChain's
+JSON repair (``parse_partial_json``) is quadratic in the answer's length, and one hostile answer
+parsed on the loop froze every other conversation for as long as it took. Rasa's LLM modules
+import litellm, which takes seconds, so they are imported only when an ``llm:`` block is
+configured.
 
 Under load the LLM must not become the queue every conversation waits in: requests run on an
 event loop of their own (``llm_loop``), an OpenAI-compatible endpoint's body is cut off at a byte
@@ -34,6 +35,7 @@ import structlog
 
 from rasa_context_retrieval.llm.capped_body import capped_openai_client
 from rasa_context_retrieval.llm.llm_loop import on_llm_loop
+from rasa_context_retrieval.workers import off_loop
 
 if TYPE_CHECKING:
     from rasa.shared.providers.llm.llm_client import LLMClient
@@ -208,7 +210,7 @@ class RetrievalLLM:
         self, prompt: str, parse: Callable[[str], Parsed], timeout: float
     ) -> Parsed:
         answer = await self.complete(prompt, timeout=timeout)
-        return await asyncio.to_thread(parse, answer)
+        return await off_loop(parse, answer)
 
     def budget_text(self) -> str:
         return f"{self._budget.places} LLM calls"

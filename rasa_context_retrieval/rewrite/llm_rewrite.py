@@ -35,6 +35,7 @@ from rasa_context_retrieval.self_query.llm_constructor import (
     conversation_schema_prompt,
     dated,
 )
+from rasa_context_retrieval.workers import off_loop
 
 logger = structlog.get_logger()
 
@@ -142,8 +143,9 @@ class LLMRewriter:
 
     async def standalone_query(self, conversation: Conversation) -> str:
         if not conversation.history:
-            return self._fallback(conversation)
-        prompt = REWRITE_PROMPT.format(
+            return await off_loop(self._fallback, conversation)
+        prompt = await off_loop(
+            REWRITE_PROMPT.format,
             document_contents=self._document_contents,
             conversation=render_conversation(conversation),
         )
@@ -152,9 +154,9 @@ class LLMRewriter:
         try:
             query = await self._llm.complete_and_parse(prompt, clean_query, timeout=self.timeout)
         except LLMUnavailable as error:
-            return self._fall_back(conversation, str(error))
+            return await off_loop(self._fall_back, conversation, str(error))
         if not query:
-            return self._fall_back(conversation, "the answer is not a search query")
+            return await off_loop(self._fall_back, conversation, "the answer is not a search query")
         self._cache[prompt] = query
         logger.debug("rewrite.llm.done", standalone_query=query)
         return query
@@ -211,12 +213,9 @@ class LLMRewriteAndFilter:
         one call). On failure the heuristic query is returned with no LLM filter.
         """
         if not conversation.history:
-            standalone = self._fallback(conversation)
+            standalone = await off_loop(self._fallback, conversation)
             return standalone, await self._constructor.construct(standalone)
-        prompt = dated(
-            self._current_prompt().format(query=render_conversation(conversation)),
-            self._constructor.today(),
-        )
+        prompt = await off_loop(self._prompt_for, conversation)
         if prompt in self._cache:
             return self._cache[prompt]
         try:
@@ -224,10 +223,10 @@ class LLMRewriteAndFilter:
                 prompt, self._constructor.parse_answer, timeout=self.timeout
             )
         except LLMUnavailable as error:
-            return self._fall_back(conversation, str(error))
+            return await off_loop(self._fall_back, conversation, str(error))
         if structured is None:
-            return self._fall_back(conversation, "unparseable answer")
-        standalone = clean_query(structured.query) or self._fallback(conversation)
+            return await off_loop(self._fall_back, conversation, "unparseable answer")
+        standalone = clean_query(structured.query) or await off_loop(self._fallback, conversation)
         result = (
             standalone,
             StructuredQuery(query=standalone, filter=structured.filter, limit=structured.limit),
@@ -235,6 +234,13 @@ class LLMRewriteAndFilter:
         self._cache[prompt] = result
         logger.debug("rewrite.llm_combined.done", standalone_query=standalone)
         return result
+
+    def _prompt_for(self, conversation: Conversation) -> str:
+        """Built on a search worker: the prompt holds the conversation and the catalogue."""
+        return dated(
+            self._current_prompt().format(query=render_conversation(conversation)),
+            self._constructor.today(),
+        )
 
     def _fall_back(self, conversation: Conversation, reason: str) -> tuple[str, None]:
         query = self._fallback(conversation)

@@ -68,6 +68,7 @@ from rasa_context_retrieval.self_query.dates import Clock
 from rasa_context_retrieval.self_query.limits import (
     MAX_LIMIT,  # a larger limit is ignored; top_k applies
 )
+from rasa_context_retrieval.workers import off_loop
 
 logger = structlog.get_logger()
 
@@ -217,10 +218,10 @@ class LLMQueryConstructor:
         """
         if not standalone_query.strip() or not self.fields:
             return None
-        self.refresh_catalogue()
+        prompt = await off_loop(self._prompt_for, standalone_query)
         try:
             structured = await self._llm.complete_and_parse(
-                dated(self._prompt.format(query=standalone_query), self.today()),
+                prompt,
                 self.parse_answer,
                 timeout=self.timeout,
             )
@@ -232,6 +233,11 @@ class LLMQueryConstructor:
         return StructuredQuery(
             query=standalone_query, filter=structured.filter, limit=structured.limit
         )
+
+    def _prompt_for(self, standalone_query: str) -> str:
+        """Built on a search worker: refreshing the catalogue may rebuild the prompt."""
+        self.refresh_catalogue()
+        return dated(self._prompt.format(query=standalone_query), self.today())
 
     def parse_answer(self, answer: str) -> StructuredQuery | None:
         """Parse an answer in the query-constructor JSON format and keep its valid part.
