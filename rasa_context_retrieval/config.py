@@ -10,19 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.structured_query import FilterDirective
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
+    StringConstraints,
     ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from rasa_context_retrieval.access.entitlements import Unattributed
 from rasa_context_retrieval.errors import ContextRetrievalError
@@ -52,6 +55,20 @@ DEFAULT_REFRESH_SECONDS = 30.0
 DEFAULT_STARTUP_WAIT_SECONDS = 30.0
 
 
+def _refuse_booleans(value: Any) -> Any:
+    """YAML's ``true`` is a bool, and pydantic would read it as the number 1."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("bool_as_number", "must be a number, not true/false")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_refuse_booleans)]
+Seconds = Annotated[float, BeforeValidator(_refuse_booleans)]
+NonEmptyName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+"""A slot, channel metadata key or document attribute: an empty one names nothing, so a mapping
+such as ``access_filters: {plan: ''}`` would filter on no attribute at all."""
+
+
 class ConfigurationError(ContextRetrievalError, ValueError):
     """The ``vector_store:`` block cannot be used; the message says which key and how to fix it."""
 
@@ -69,11 +86,11 @@ class StoreConfig(BaseModel):
     read by a Milvus replica that never ingests (see ``reads_docs``)."""
     index_path: Path = Path(".index")
     """Folder where the index persists between restarts."""
-    top_k: int = Field(DEFAULT_TOP_K, ge=1, le=100)
-    slot_filters: dict[str, str] = Field(default_factory=dict)
+    top_k: Count = Field(DEFAULT_TOP_K, ge=1, le=100)
+    slot_filters: dict[NonEmptyName, NonEmptyName] = Field(default_factory=dict)
     """Slot name -> metadata attribute; a filled slot scopes results (personalisation: slots are
     what the user says, so they grant nothing)."""
-    access_filters: dict[str, str] = Field(default_factory=dict)
+    access_filters: dict[NonEmptyName, NonEmptyName] = Field(default_factory=dict)
     """Channel metadata key -> document attribute: entitlements, denied by default
     (``rasa_context_retrieval.access.entitlements``)."""
     unattributed_documents: Unattributed = "public"
@@ -99,18 +116,18 @@ class StoreConfig(BaseModel):
     """Remove matched filter words from the searched text; ``None``: the measured default."""
     hybrid: bool = False
     """Fuse BM25 with dense results (reciprocal rank fusion); off: it lost on CAsT 2021."""
-    multi_query: int = Field(0, ge=0, le=5)
+    multi_query: Count = Field(0, ge=0, le=5)
     """LLM paraphrases searched besides the standalone query (needs ``llm``)."""
     llm: LLMBlock | None = None
     """An LLM configured the way Rasa configures LLMs (provider, model, ... or model_group)."""
-    chunk_size: int = Field(DEFAULT_CHUNK_SIZE, ge=100, le=20_000)
-    chunk_overlap: int = Field(DEFAULT_CHUNK_OVERLAP, ge=0)
-    embedding_batch_size: int = Field(DEFAULT_EMBEDDING_BATCH_SIZE, ge=1, le=4096)
-    candidates: int = Field(DEFAULT_CANDIDATES, ge=1, le=1000)
+    chunk_size: Count = Field(DEFAULT_CHUNK_SIZE, ge=100, le=20_000)
+    chunk_overlap: Count = Field(DEFAULT_CHUNK_OVERLAP, ge=0)
+    embedding_batch_size: Count = Field(DEFAULT_EMBEDDING_BATCH_SIZE, ge=1, le=4096)
+    candidates: Count = Field(DEFAULT_CANDIDATES, ge=1, le=1000)
     """How deep each ranking goes before fusion and thresholding."""
-    exact_search_below: int = Field(DEFAULT_EXACT_SEARCH_BELOW, ge=0)
+    exact_search_below: Count = Field(DEFAULT_EXACT_SEARCH_BELOW, ge=0)
     """Corpus size (chunks) from which unfiltered search uses an approximate (HNSW) index."""
-    refresh_seconds: float = Field(DEFAULT_REFRESH_SECONDS, ge=0)
+    refresh_seconds: Seconds = Field(DEFAULT_REFRESH_SECONDS, ge=0)
     """How often connect() looks for changed documents; 0 checks only at start-up."""
     startup_wait_seconds: float = Field(DEFAULT_STARTUP_WAIT_SECONDS, ge=0, le=3600)
     """How long a search waits for the index still being loaded or built at start-up; past
@@ -251,10 +268,10 @@ _NESTED_MODELS: dict[str, type[BaseModel]] = {"llm": LLMBlock, "milvus": MilvusC
 def _explain(error: ValidationError) -> str:
     lines = []
     for fault in error.errors():
-        loc = [str(part) for part in fault["loc"]]
+        loc = [str(part) or "''" for part in fault["loc"] if part != "[key]"]
         path = ".".join(loc)
         key = f"vector_store.{path}" if path else "vector_store"
-        message = _own_message(fault["msg"], path)
+        message = _FIXES.get(fault["type"]) or _own_message(fault["msg"], path)
         if fault["type"] == "extra_forbidden":
             lines.append(f"{key}: unknown key; known keys are: {_known_keys(loc[:-1])}")
         elif fault["type"] == "missing":
@@ -266,6 +283,14 @@ def _explain(error: ValidationError) -> str:
         else:
             lines.append(f"{key}: {message}")
     return "invalid vector_store configuration in endpoints.yml:\n  " + "\n  ".join(lines)
+
+
+_FIXES = {
+    "bool_as_number": "must be a number, not true/false; write the number (e.g. 4)",
+    "string_type": "must be text; quote the value",
+    "string_too_short": "must not be empty; name the key or attribute, or remove the entry",
+}
+"""Pydantic's error types, said as the fix: a ``top_k: true`` is refused (not read as 1)."""
 
 
 def _own_message(message: str, path: str) -> str:

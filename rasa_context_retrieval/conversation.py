@@ -4,15 +4,30 @@ EnterpriseSearchPolicy hands us ``tracker.current_state(EventVerbosity.AFTER_RES
 whose ``events`` hold user and bot turns, whose ``slots`` hold the user's scope, and whose
 ``latest_message`` holds the message being answered. Any of these may be missing or odd
 (``None`` texts, non-string slot values), so reading never raises.
+
+Everything read is outside text, so it is made encodable here (``encodable``: a lone surrogate
+would fail the tokenizer) and bounded here: each turn is cut at ``MAX_TURN_CHARS`` and only the
+latest turns that fit in ``MAX_TURNS`` and ``MAX_CONVERSATION_CHARS`` are kept. Every later stage
+(rewrite, self-query, the embedder, an LLM prompt) then costs at most what these caps allow,
+however long the tracker grew.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from rasa_context_retrieval.access.channel import ChannelMetadata
+from rasa_context_retrieval.encodable import encodable, encodable_values
+
+MAX_TURN_CHARS = 4000
+"""A longer message is cut: the embedding model reads about 1,000 characters of a query, and a
+question is rarely longer; the rest would only slow every stage down."""
+MAX_TURNS = 40
+"""Turns kept, latest first; the rewrite and the carried filters look back six."""
+MAX_CONVERSATION_CHARS = 20_000
+"""Characters kept over all turns, latest first (twenty 1 MB turns cost no more than this)."""
 
 Role = Literal["user", "bot"]
 
@@ -74,17 +89,22 @@ class Conversation:
         the tracker holds no user turn at all.
         """
         state = tracker_state if isinstance(tracker_state, Mapping) else {}
-        turns = list(_turns_from_events(state.get("events")))
+        turns = _turns_from_events(state.get("events"))
         latest = _text(_get(state.get("latest_message"), "text"))
         if latest and not any(turn.role == "user" for turn in turns):
             turns.append(Turn("user", latest))
-        if not any(turn.role == "user" for turn in turns) and fallback_query.strip():
-            turns.append(Turn("user", fallback_query.strip()))
+        if not any(turn.role == "user" for turn in turns) and _text(fallback_query):
+            turns.append(Turn("user", _text(fallback_query)))
         slots = state.get("slots")
+        channel = ChannelMetadata.from_tracker_state(state)
         return cls(
-            turns=tuple(turns),
-            slots=dict(slots) if isinstance(slots, Mapping) else {},
-            channel=ChannelMetadata.from_tracker_state(state),
+            turns=_latest_within_caps(turns),
+            slots=encodable_values(dict(slots)) if isinstance(slots, Mapping) else {},
+            channel=replace(
+                channel,
+                message=encodable_values(channel.message),
+                session=encodable_values(channel.session),
+            ),
         )
 
 
@@ -104,7 +124,7 @@ def _turns_from_events(events: Any) -> list[Turn]:
     if not isinstance(events, list | tuple):
         return []
     turns: list[Turn] = []
-    for event in events:
+    for event in events[-_EVENTS_READ:]:
         kind = _get(event, "event")
         if kind not in ("user", "bot"):
             continue
@@ -118,5 +138,22 @@ def _get(container: Any, key: str) -> Any:
     return container.get(key) if isinstance(container, Mapping) else None
 
 
+_EVENTS_READ = 20 * MAX_TURNS
+"""Events read from the end of the tracker: slot, action and other events sit between turns."""
+
+
+def _latest_within_caps(turns: list[Turn]) -> tuple[Turn, ...]:
+    """The latest turns (the latest user message always) within the turn and character caps."""
+    kept: list[Turn] = []
+    chars = 0
+    for turn in reversed(turns):
+        chars += len(turn.text)
+        if kept and (len(kept) >= MAX_TURNS or chars > MAX_CONVERSATION_CHARS):
+            break
+        kept.append(turn)
+    return tuple(reversed(kept))
+
+
 def _text(value: Any) -> str:
-    return value.strip() if isinstance(value, str) else ""
+    """A turn's text, stripped, cut at ``MAX_TURN_CHARS`` and encodable."""
+    return encodable(value.strip()[:MAX_TURN_CHARS].strip()) if isinstance(value, str) else ""

@@ -41,6 +41,7 @@ CHAT_COMPLETIONS_PATHS = ("/v1/chat/completions", "/chat/completions")
 UNSCRIPTED_STATUS = 500
 SERVER_START_TIMEOUT_SECONDS = 5.0
 SHUTDOWN_GRACE_SECONDS = 0.05
+CHUNK_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -49,13 +50,16 @@ class Reply:
 
     ``content`` becomes the assistant message; ``raw_body`` (if set) is sent verbatim instead of
     a well-formed completion, e.g. to send malformed JSON; ``status`` other than 200 sends an
-    OpenAI-style error body; ``delay`` seconds pass before anything is sent.
+    OpenAI-style error body; ``delay`` seconds pass before anything is sent. ``chunked`` sends
+    ``raw_body`` in pieces without a ``Content-Length``, counting the bytes the client took
+    (``FakeOpenAI.bytes_sent``) until it hung up.
     """
 
     content: str | None = ""
     delay: float = 0.0
     status: int = 200
     raw_body: str | None = None
+    chunked: bool = False
 
 
 Responder = Callable[[dict[str, Any]], "Reply | str"]
@@ -70,6 +74,7 @@ class FakeOpenAI:
         self._requests: list[dict[str, Any]] = []
         self._authorizations: list[str | None] = []
         self._lock = threading.Lock()
+        self.bytes_sent = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._runner: web.AppRunner | None = None
@@ -157,7 +162,22 @@ class FakeOpenAI:
         await site.start()
         return int(self._runner.addresses[0][1])
 
-    async def _chat_completions(self, request: web.Request) -> web.Response:
+    async def _send_in_chunks(self, request: web.Request, body: bytes) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        try:
+            for start in range(0, len(body), CHUNK_BYTES):
+                await response.write(body[start : start + CHUNK_BYTES])
+                await response.drain()
+                with self._lock:
+                    self.bytes_sent += len(body[start : start + CHUNK_BYTES])
+            await response.write_eof()
+        except (ConnectionError, RuntimeError):
+            pass  # the client hung up: what it took is counted
+        return response
+
+    async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
         text = await request.text()
         try:
             body = json.loads(text)
@@ -170,6 +190,8 @@ class FakeOpenAI:
         reply = scripted or self._from_responder(body)
         if reply.delay:
             await asyncio.sleep(reply.delay)
+        if reply.raw_body is not None and reply.chunked:
+            return await self._send_in_chunks(request, reply.raw_body.encode())
         if reply.raw_body is not None:
             return web.Response(
                 status=reply.status, text=reply.raw_body, content_type="application/json"
@@ -233,3 +255,24 @@ def fake_openai_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]
         yield server
     finally:
         server.stop()
+
+
+def main() -> None:
+    """Serve in a process of its own (for ``bench/``): every request gets ``--answer``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="OpenAI-compatible test server")
+    parser.add_argument("--answer", required=True, help="the assistant message of every reply")
+    args = parser.parse_args()
+    server = FakeOpenAI()
+    server.responder = lambda _: Reply(content=args.answer)
+    server.start()
+    print(server.base_url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

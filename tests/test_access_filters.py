@@ -343,3 +343,15 @@ async def test_a_word_filter_that_selects_documents_is_kept_when_none_clears_the
     assert relaxed.metadata["filter_relaxed"] is True
     assert relaxed.metadata["filter_outcome"].startswith("the filter from the message matched no")
     assert all("free" in result.metadata["plan"] for result in relaxed.results)
+
+
+def test_an_access_attribute_that_nothing_declares_or_has_stops_start_up(
+    embedder: Any, example_index_path: Path
+):
+    """A typo in ``access_filters`` would deny every user everything without a word."""
+    block = _access_block(example_index_path, access_filters={"plan": "plann"})
+    with pytest.raises(ConfigurationError) as raised:
+        ContextRetrieval(embedder).connect(EndpointConfig(**block))
+    (line,) = str(raised.value).splitlines()
+    assert line.startswith("vector_store.access_filters: attribute(s) ['plann'] are not in")
+    assert "fix the name or declare them" in line

@@ -152,3 +152,53 @@ def test_the_llm_block_passes_every_other_key_to_rasa_unchanged(tmp_path: Path):
     assert config.llm is not None
     assert config.llm.client_config() == llm
     assert config.llm.timeout == 7.0
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("top_k", True),
+        ("multi_query", True),
+        ("chunk_size", False),
+        ("chunk_overlap", True),
+        ("embedding_batch_size", True),
+        ("candidates", True),
+        ("exact_search_below", False),
+        ("refresh_seconds", True),
+    ],
+)
+def test_true_or_false_is_never_read_as_a_number(tmp_path: Path, key: str, value: bool):
+    with pytest.raises(ConfigurationError) as raised:
+        StoreConfig.from_kwargs({"docs": str(tmp_path), key: value})
+    (line,) = [line for line in str(raised.value).splitlines() if f"vector_store.{key}" in line]
+    assert "must be a number, not true/false; write the number" in line
+
+
+@pytest.mark.parametrize(
+    ("block", "key"),
+    [
+        ({"access_filters": {"plan": ""}}, "vector_store.access_filters.plan"),
+        ({"access_filters": {"plan": "  "}}, "vector_store.access_filters.plan"),
+        ({"access_filters": {"": "plan"}}, "vector_store.access_filters.''"),
+        ({"slot_filters": {"plan": ""}}, "vector_store.slot_filters.plan"),
+    ],
+)
+def test_an_empty_attribute_or_key_is_refused(tmp_path: Path, block: dict, key: str):
+    with pytest.raises(ConfigurationError) as raised:
+        StoreConfig.from_kwargs({"docs": str(tmp_path), **block})
+    assert f"{key}: must not be empty; name the key or attribute" in str(raised.value)
+
+
+@pytest.mark.parametrize("api_key", [{"env": "OPENAI_API_KEY"}, 12345, ""])
+def test_an_api_key_that_is_not_text_is_refused_without_echoing_it(tmp_path: Path, api_key: object):
+    block = {"docs": str(tmp_path), "llm": {"provider": "openai", "api_key": api_key}}
+    with pytest.raises(ConfigurationError) as raised:
+        StoreConfig.from_kwargs(block)
+    assert "vector_store.llm.api_key: must" in str(raised.value)
+    assert "12345" not in str(raised.value) and "OPENAI_API_KEY" not in str(raised.value)
+
+
+def test_a_milvus_timeout_of_true_is_refused(tmp_path: Path):
+    milvus = {"uri": "http://localhost:19530", "collection": "kb", "timeout_s": True}
+    with pytest.raises(ConfigurationError, match="vector_store.milvus.timeout_s"):
+        StoreConfig.from_kwargs({"docs": str(tmp_path), "backend": "milvus", "milvus": milvus})

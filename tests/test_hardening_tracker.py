@@ -19,6 +19,11 @@ from rasa.core.information_retrieval import InformationRetrievalException
 from rasa.utils.endpoints import EndpointConfig
 from structlog.testing import capture_logs
 
+from rasa_context_retrieval.conversation import (
+    MAX_CONVERSATION_CHARS,
+    MAX_TURN_CHARS,
+    Conversation,
+)
 from rasa_context_retrieval.store import ContextRetrieval
 
 PLANS = ("free", "plus", "premium", "business")
@@ -197,3 +202,93 @@ async def test_a_nan_threshold_is_a_clear_error_not_silence(
     assert "NaN" in str(raised.value.__cause__)
     assert any(log["event"] == "context_retrieval.search.bad_threshold" for log in logs)
     assert (await store.search("", state, 0.0)).results, "a usable threshold still answers"
+
+
+LONE_SURROGATE = "\ud800"
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"events": [{"event": "user", "text": f"refund {LONE_SURROGATE} premium eu"}]},
+        {
+            "events": [
+                {"event": "user", "text": f"what does premium cost{LONE_SURROGATE}"},
+                {"event": "bot", "text": f"Premium {LONE_SURROGATE} costs 9.99."},
+                {"event": "user", "text": "and refunds?"},
+            ]
+        },
+        {
+            "events": [{"event": "user", "text": "refund"}],
+            "slots": {"plan": f"premium{LONE_SURROGATE}", f"x{LONE_SURROGATE}": [LONE_SURROGATE]},
+        },
+        {
+            "events": [{"event": "user", "text": "refund"}],
+            "latest_message": {"text": "refund", "metadata": {LONE_SURROGATE: LONE_SURROGATE}},
+        },
+    ],
+    ids=["latest turn", "earlier turns", "slots", "channel metadata"],
+)
+async def test_a_lone_surrogate_anywhere_is_replaced_not_raised(
+    store: ContextRetrieval, state: dict[str, Any]
+):
+    """``"\\ud800"`` is valid JSON but no valid text: the tokenizer used to refuse it."""
+    result = await store.search("", state, 0.0)
+    assert isinstance(result.results, list)
+    assert LONE_SURROGATE not in result.metadata["query"]
+    assert LONE_SURROGATE not in str(result.metadata.get("filter"))
+
+
+class RecordingEmbedder:
+    """Rasa's embedding client, recording every text it is asked to embed."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.texts: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def embed(self, texts: list[str]) -> Any:
+        self.texts.extend(texts)
+        return self._client.embed(texts)
+
+
+async def test_twenty_one_megabyte_turns_cost_no_more_than_the_conversation_cap(
+    tmp_path: Path, embedder: Any
+):
+    docs = write_docs(tmp_path)
+    recorder = RecordingEmbedder(embedder)
+    big_store = ContextRetrieval(embeddings=recorder)
+    big_store.connect(
+        EndpointConfig(docs=str(docs), index_path=str(tmp_path / "index"), query_embedder="rasa")
+    )
+    megabyte = "how do I get a refund on premium in the eu? " * 23_000
+    events = [
+        {"event": "user" if turn % 2 == 0 else "bot", "text": f"{turn} {megabyte}"}
+        for turn in range(20)
+    ]
+    state = {"events": events, "latest_message": {"text": events[-2]["text"]}}
+    recorder.texts.clear()
+
+    result = await big_store.search("", state, 0.0)
+
+    assert result.results
+    conversation = Conversation.from_tracker_state(state)
+    assert sum(len(turn.text) for turn in conversation.turns) <= MAX_CONVERSATION_CHARS
+    assert all(len(turn.text) <= MAX_TURN_CHARS for turn in conversation.turns)
+    assert recorder.texts, "the search embedded its query texts"
+    assert sum(len(text) for text in recorder.texts) <= MAX_CONVERSATION_CHARS
+
+
+def test_slots_and_channel_metadata_reach_the_stages_encodable():
+    """Slots become filters and metadata entitlements; both may end in a log line or a
+    request body, which must be able to encode them."""
+    state = {
+        "events": [{"event": "user", "text": "refund"}],
+        "slots": {"plan": [f"premium{LONE_SURROGATE}"]},
+        "latest_message": {"text": "refund", "metadata": {"plan": f"free{LONE_SURROGATE}"}},
+    }
+    conversation = Conversation.from_tracker_state(state)
+    assert conversation.slots == {"plan": ["premium\ufffd"]}
+    assert conversation.channel.message == {"plan": "free\ufffd"}

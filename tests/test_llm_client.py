@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import threading
 import time
+from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
-from rasa_context_retrieval.llm.client import LLMConfigError, LLMUnavailable, RetrievalLLM
-from tests.fake_openai import FAKE_API_KEY, FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
+from rasa_context_retrieval.llm.capped_body import MAX_BODY_BYTES
+from rasa_context_retrieval.llm.client import (
+    CallBudget,
+    LLMConfigError,
+    LLMUnavailable,
+    RetrievalLLM,
+)
+from rasa_context_retrieval.llm.llm_loop import THREAD_NAME as LLM_THREAD_NAME
+from tests.fake_openai import (  # noqa: F401
+    CHUNK_BYTES,
+    FAKE_API_KEY,
+    FakeOpenAI,
+    Reply,
+    fake_openai_fixture,
+)
 
 # One event loop for all LLM tests, as in an application: litellm caches HTTP clients per loop.
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -127,3 +145,68 @@ def test_a_missing_api_key_env_var_fails_at_configuration_time(
 
     with pytest.raises(LLMConfigError, match="api_key"):
         RetrievalLLM.from_config(config)
+
+
+HUGE_BODY_BYTES = 20 * 1024 * 1024
+
+
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "content-length"])
+async def test_a_huge_body_is_cut_off_after_the_cap_and_falls_back(
+    fake_openai: FakeOpenAI, chunked: bool
+) -> None:
+    body = '{"choices": [{"message": {"content": "' + "x" * HUGE_BODY_BYTES + '"}}]}'
+    fake_openai.reply(Reply(raw_body=body, chunked=chunked))
+    llm = RetrievalLLM.from_config(fake_openai.llm_config())
+
+    with capture_logs() as logs, pytest.raises(LLMUnavailable):
+        await llm.complete("hi", timeout=10)
+
+    refused = [log for log in logs if log["event"] == "llm.complete.body_too_large"]
+    assert refused, "the body was refused while it was read"
+    assert all(log["bytes_read"] <= MAX_BODY_BYTES + CHUNK_BYTES for log in refused)
+    if chunked:  # the server saw the client hang up long before the end
+        assert fake_openai.bytes_sent < HUGE_BODY_BYTES // 4
+
+
+async def test_past_the_calls_in_flight_a_step_falls_back_at_once(fake_openai: FakeOpenAI) -> None:
+    fake_openai.responder = lambda _: Reply(content="slow answer", delay=1.0)
+    built = RetrievalLLM.from_config(fake_openai.llm_config())
+    llm = RetrievalLLM(built._client, model=built.model, budget=CallBudget(2))
+
+    outcomes = await asyncio.gather(
+        *(llm.complete(f"question {n}", timeout=5) for n in range(5)), return_exceptions=True
+    )
+
+    answered = [outcome for outcome in outcomes if outcome == "slow answer"]
+    refused = [outcome for outcome in outcomes if isinstance(outcome, LLMUnavailable)]
+    assert (len(answered), len(refused)) == (2, 3)
+    assert all("already wait" in str(error) for error in refused)
+    assert fake_openai.call_count == 2, "the refused steps sent no request"
+    assert (await llm.complete("after", timeout=5)) == "slow answer", "places are given back"
+
+
+async def test_the_request_and_the_parse_run_off_the_event_loop_thread(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.reply('{"query": "premium price"}')
+    llm = RetrievalLLM.from_config(fake_openai.llm_config())
+    request_threads: list[str] = []
+    acompletion = llm._client.acompletion
+
+    async def recording(*args: Any, **kwargs: Any) -> Any:
+        request_threads.append(threading.current_thread().name)
+        return await acompletion(*args, **kwargs)
+
+    llm._client.acompletion = recording  # type: ignore[method-assign]
+    parse_threads: list[threading.Thread] = []
+
+    def parse(answer: str) -> Any:
+        parse_threads.append(threading.current_thread())
+        return json.loads(answer)
+
+    parsed = await llm.complete_and_parse("hi", parse, timeout=5)
+
+    assert parsed == {"query": "premium price"}
+    loop_thread = threading.current_thread()
+    assert request_threads == [LLM_THREAD_NAME]
+    assert parse_threads and parse_threads[0] is not loop_thread

@@ -103,6 +103,7 @@ class LiveIndex:
                 milvus.close()
             raise
         live.warn_about_undeclared_attributes()
+        live.refuse_unknown_access_attributes()
         return live
 
     @classmethod
@@ -208,6 +209,24 @@ class LiveIndex:
                     event_info=f"no indexed document has the attribute '{field_name}'; "
                     "filters on it will match nothing",
                 )
+
+    def refuse_unknown_access_attributes(self) -> None:
+        """An ``access_filters`` attribute that nothing declares and no document has is a typo:
+        every user would be denied everything, silently, so start-up stops instead.
+
+        A declared attribute that no document has yet only warns (above): documents may come.
+        """
+        unknown = sorted(
+            attribute
+            for attribute in set(self.config.access_filters.values())
+            if attribute not in self.config.field_names
+            and not self.backend.has_attribute(attribute)
+        )
+        if unknown:
+            raise ConfigurationError(
+                f"vector_store.access_filters: attribute(s) {unknown} are not in "
+                "`metadata_fields` and no document has them; fix the name or declare them"
+            )
 
     def swap(self, index: KnowledgeIndex) -> None:
         """Serve ``index`` from now on (published to the backend first)."""

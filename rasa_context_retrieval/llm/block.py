@@ -26,6 +26,9 @@ class LLMBlock(BaseModel):
     """Id of a model group in endpoints.yml; then the only key of the block."""
     timeout: float | None = Field(None, gt=0, strict=True)
     """Seconds; Rasa applies it per HTTP attempt, the plugin also to each whole LLM step."""
+    api_key: str | None = Field(None, min_length=1, strict=True)
+    """Best written as ``${ENV_VAR}``; a mapping or a number here would reach the provider as
+    a garbled header, so it is refused at start-up."""
 
     def client_config(self) -> dict[str, Any]:
         """The block as written (minus nothing), for Rasa's ``llm_factory``."""

@@ -10,16 +10,23 @@ assistant, and any OpenAI-compatible endpoint works.
 A provider's ``timeout`` bounds one HTTP attempt and retries multiply it, so every call here is
 additionally bounded by ``asyncio.wait_for``: the caller's ``timeout`` is the wall time the
 retrieval path can lose, whatever the client does underneath. ``complete_and_parse`` keeps the
-parse of the answer inside that same budget and off the event loop, and answers longer than
-``MAX_ANSWER_BYTES`` are refused before anything parses them: LangChain's JSON repair
-(``parse_partial_json``) is quadratic in the answer's length, and one hostile answer parsed on
-the loop froze every other conversation for as long as it took. Rasa's LLM modules import litellm,
-which takes seconds, so they are imported only when an ``llm:`` block is configured.
+parse of the answer inside that same budget and off the event loop (on the search workers), and
+answers longer than ``MAX_ANSWER_BYTES`` are refused before anything parses them: LangChain's
+JSON repair (``parse_partial_json``) is quadratic in the answer's length, and one hostile answer
+parsed on the loop froze every other conversation for as long as it took. Rasa's LLM modules
+import litellm, which takes seconds, so they are imported only when an ``llm:`` block is
+configured.
+
+Under load the LLM must not become the queue every conversation waits in: requests run on an
+event loop of their own (``llm_loop``), an OpenAI-compatible endpoint's body is cut off at a byte
+cap while it is read (``capped_body``), and at most ``MAX_CALLS_IN_FLIGHT`` calls wait for
+answers at once; a step that finds them all taken falls back at once, as on a timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,6 +34,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import structlog
 
 from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.llm.capped_body import capped_openai_client
+from rasa_context_retrieval.llm.llm_loop import on_llm_loop
+from rasa_context_retrieval.workers import off_loop
 
 if TYPE_CHECKING:
     from rasa.shared.providers.llm.llm_client import LLMClient
@@ -56,6 +66,13 @@ MAX_ANSWER_BYTES = 4096
 small JSON object, well under 1 KB; ``max_completion_tokens`` asks for at most about 2 KB, but a
 provider or proxy may ignore it."""
 
+MAX_CALLS_IN_FLIGHT = 16
+"""LLM calls waiting for an answer at once, over every conversation of the process. Past it a
+step falls back to the no-LLM path at once: 200 conversations asking together would otherwise
+queue behind one another and each miss its time budget anyway."""
+OPENAI_SDK_PREFIX = "openai/"
+"""litellm's model names that go through the openai SDK, whose HTTP client can be handed in."""
+
 Parsed = TypeVar("Parsed")
 
 
@@ -67,12 +84,40 @@ class LLMUnavailable(ContextRetrievalError):
     """The LLM gave no usable answer: timeout, HTTP or provider error, or an empty answer."""
 
 
+class CallBudget:
+    """How many LLM calls may wait for an answer at once; taking a place never waits."""
+
+    def __init__(self, places: int) -> None:
+        self.places = places
+        self._taken = 0
+        self._lock = threading.Lock()
+
+    def try_take(self) -> bool:
+        with self._lock:
+            if self._taken >= self.places:
+                return False
+            self._taken += 1
+            return True
+
+    def give_back(self) -> None:
+        with self._lock:
+            self._taken -= 1
+
+
+CALLS_IN_FLIGHT = CallBudget(MAX_CALLS_IN_FLIGHT)
+"""One budget for the process: the LLM endpoint and the LLM loop are shared by every store."""
+
+
 class RetrievalLLM:
     """An LLM the retrieval plan can ask for text, within a time budget."""
 
-    def __init__(self, client: LLMClient, *, model: str) -> None:
+    def __init__(
+        self, client: LLMClient, *, model: str, budget: CallBudget = CALLS_IN_FLIGHT
+    ) -> None:
         self._client = client
         self.model = model
+        self._budget = budget
+        self._call_arguments = _capped_call_arguments(client)
 
     @classmethod
     def from_config(
@@ -110,14 +155,20 @@ class RetrievalLLM:
             LLMUnavailable: no non-empty answer within ``timeout`` seconds of wall time.
         """
         started = time.perf_counter()
+        if not self._budget.try_take():
+            self._log_failure("busy", started, in_flight=self._budget.places)
+            raise LLMUnavailable(f"{self.budget_text()} already wait for {self.model}")
         try:
-            response = await asyncio.wait_for(self._client.acompletion(prompt), timeout=timeout)
+            request = self._client.acompletion(prompt, **self._call_arguments)
+            response = await asyncio.wait_for(on_llm_loop(request), timeout=timeout)
         except TimeoutError as error:
             self._log_failure("timeout", started, timeout=timeout)
             raise LLMUnavailable(f"no answer from {self.model} within {timeout:.2f} s") from error
         except Exception as error:  # Rasa wraps provider errors; litellm raises many types.
             self._log_failure("error", started, error=str(error))
             raise LLMUnavailable(f"{self.model} failed: {error}") from error
+        finally:
+            self._budget.give_back()
         answer = _first_choice(response.choices)
         if not answer:
             self._log_failure("empty", started)
@@ -160,7 +211,10 @@ class RetrievalLLM:
         self, prompt: str, parse: Callable[[str], Parsed], timeout: float
     ) -> Parsed:
         answer = await self.complete(prompt, timeout=timeout)
-        return await asyncio.to_thread(parse, answer)
+        return await off_loop(parse, answer)
+
+    def budget_text(self) -> str:
+        return f"{self._budget.places} LLM calls"
 
     def _log_failure(self, reason: str, started: float, **details: Any) -> None:
         logger.warning(
@@ -228,6 +282,24 @@ def _import_sdk_resources() -> None:
     litellm routes every OpenAI-compatible provider through this SDK.
     """
     import openai.resources  # noqa: F401
+
+
+def _capped_call_arguments(client: Any) -> dict[str, Any]:
+    """``client=`` for litellm: an openai SDK client that stops reading at the body cap.
+
+    Only for models litellm sends through the openai SDK (``openai/...``, any OpenAI-compatible
+    endpoint); other providers and routers keep their own HTTP client, and their answers are
+    refused for their length after the provider's SDK has read them.
+    """
+    model_name = getattr(client, "_litellm_model_name", None)
+    arguments = getattr(client, "_completion_fn_args", None)
+    if not isinstance(model_name, str) or not model_name.startswith(OPENAI_SDK_PREFIX):
+        return {}
+    if not isinstance(arguments, Mapping) or "client" in arguments:
+        return {}
+    from rasa.shared.utils.io import resolve_environment_variables
+
+    return {"client": capped_openai_client(resolve_environment_variables(dict(arguments)))}
 
 
 def _model_name(config: Mapping[str, Any]) -> str:

@@ -62,8 +62,8 @@ class MilvusConfig(BaseModel):
     ingest: Literal["auto", "console_only"] = "auto"
     """``auto``: the assistant syncs the knowledge base at start; ``console_only``: it only
     connects, and the console's ``index`` command ingests (a CI/CD step)."""
-    timeout_s: float = Field(default=10.0, gt=0)
-    lease_ttl_s: float = Field(default=60.0, gt=1)
+    timeout_s: float = Field(default=10.0, gt=0, strict=True)
+    lease_ttl_s: float = Field(default=60.0, gt=1, strict=True)
     """How long a sync lease lives without renewal before another replica may take over."""
 
     @model_validator(mode="before")

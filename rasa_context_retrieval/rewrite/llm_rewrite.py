@@ -38,6 +38,7 @@ from rasa_context_retrieval.self_query.llm_constructor import (
     conversation_schema_prompt,
     dated,
 )
+from rasa_context_retrieval.workers import off_loop
 
 logger = structlog.get_logger()
 
@@ -145,8 +146,9 @@ class LLMRewriter:
 
     async def standalone_query(self, conversation: Conversation) -> str:
         if not conversation.history:
-            return self._fallback(conversation)
-        prompt = REWRITE_PROMPT.format(
+            return await off_loop(self._fallback, conversation)
+        prompt = await off_loop(
+            REWRITE_PROMPT.format,
             document_contents=self._document_contents,
             conversation=render_conversation(conversation),
         )
@@ -155,9 +157,9 @@ class LLMRewriter:
         try:
             query = await self._llm.complete_and_parse(prompt, clean_query, timeout=self.timeout)
         except LLMUnavailable as error:
-            return self._fall_back(conversation, str(error))
+            return await off_loop(self._fall_back, conversation, str(error))
         if not query:
-            return self._fall_back(conversation, "the answer is not a search query")
+            return await off_loop(self._fall_back, conversation, "the answer is not a search query")
         self._cache[prompt] = query
         logger.debug("rewrite.llm.done", standalone_query=query)
         return query
@@ -218,13 +220,9 @@ class LLMRewriteAndFilter:
         one call). On failure the heuristic query is returned with no LLM filter.
         """
         if not conversation.history:
-            standalone = self._fallback(conversation)
+            standalone = await off_loop(self._fallback, conversation)
             return standalone, await self._constructor.construct(standalone, known_values)
-        catalogue = self._constructor.catalogue(known_values)
-        prompt = dated(
-            self._prompt_for(catalogue).format(query=render_conversation(conversation)),
-            self._constructor.today(),
-        )
+        catalogue, prompt = await off_loop(self._catalogue_and_prompt, conversation, known_values)
         if prompt in self._cache:
             return self._cache[prompt]
         try:
@@ -234,10 +232,10 @@ class LLMRewriteAndFilter:
                 timeout=self.timeout,
             )
         except LLMUnavailable as error:
-            return self._fall_back(conversation, str(error))
+            return await off_loop(self._fall_back, conversation, str(error))
         if structured is None:
-            return self._fall_back(conversation, "unparseable answer")
-        standalone = clean_query(structured.query) or self._fallback(conversation)
+            return await off_loop(self._fall_back, conversation, "unparseable answer")
+        standalone = clean_query(structured.query) or await off_loop(self._fallback, conversation)
         result = (
             standalone,
             StructuredQuery(query=standalone, filter=structured.filter, limit=structured.limit),
@@ -245,6 +243,17 @@ class LLMRewriteAndFilter:
         self._cache[prompt] = result
         logger.debug("rewrite.llm_combined.done", standalone_query=standalone)
         return result
+
+    def _catalogue_and_prompt(
+        self, conversation: Conversation, known_values: Mapping[str, Collection[str]] | None
+    ) -> tuple[Catalogue, str]:
+        """Built on a search worker: the prompt holds the conversation and the catalogue."""
+        catalogue = self._constructor.catalogue(known_values)
+        prompt = dated(
+            self._prompt_for(catalogue).format(query=render_conversation(conversation)),
+            self._constructor.today(),
+        )
+        return catalogue, prompt
 
     def _fall_back(self, conversation: Conversation, reason: str) -> tuple[str, None]:
         query = self._fallback(conversation)

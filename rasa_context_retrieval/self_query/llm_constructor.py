@@ -74,6 +74,7 @@ from rasa_context_retrieval.self_query.dates import Clock
 from rasa_context_retrieval.self_query.limits import (
     MAX_LIMIT,  # a larger limit is ignored; top_k applies
 )
+from rasa_context_retrieval.workers import off_loop
 
 logger = structlog.get_logger()
 
@@ -255,10 +256,12 @@ class LLMQueryConstructor:
         """
         if not standalone_query.strip() or not self._declared:
             return None
-        catalogue = self.catalogue(known_values)
+        catalogue, prompt = await off_loop(
+            self._catalogue_and_prompt, standalone_query, known_values
+        )
         try:
             structured = await self._llm.complete_and_parse(
-                dated(catalogue.prompt.format(query=standalone_query), self.today()),
+                prompt,
                 functools.partial(self.parse_answer, catalogue=catalogue),
                 timeout=self.timeout,
             )
@@ -270,6 +273,13 @@ class LLMQueryConstructor:
         return StructuredQuery(
             query=standalone_query, filter=structured.filter, limit=structured.limit
         )
+
+    def _catalogue_and_prompt(
+        self, standalone_query: str, known_values: Mapping[str, Collection[str]] | None
+    ) -> tuple[Catalogue, str]:
+        """Built on a search worker: a new value set builds its catalogue and prompt."""
+        catalogue = self.catalogue(known_values)
+        return catalogue, dated(catalogue.prompt.format(query=standalone_query), self.today())
 
     def parse_answer(
         self, answer: str, catalogue: Catalogue | None = None
