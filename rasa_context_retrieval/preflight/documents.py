@@ -31,7 +31,10 @@ def check_documents(config: StoreConfig, report: CheckReport, where: str) -> Non
     carriers = _attribute_carriers(load_knowledge_base(config.docs).documents)
     declared = config.field_names
     known = sorted(declared | set(carriers))
-    for key, mapping in (("slot_filters", config.slot_filters), ("access_filters", config.access_filters)):
+    for key, mapping in (
+        ("slot_filters", config.slot_filters),
+        ("access_filters", config.access_filters),
+    ):
         for name, attribute in mapping.items():
             if attribute not in declared and attribute not in carriers:
                 report.error(
@@ -92,4 +95,3 @@ def _shown(values: Iterable[str] | dict[str, set[str]], limit: int) -> str:
     ordered = sorted(values)
     more = f" and {len(ordered) - limit} more" if len(ordered) > limit else ""
     return ", ".join(ordered[:limit]) + more
-
