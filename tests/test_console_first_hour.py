@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from rasa_context_retrieval import console
 from rasa_context_retrieval.console import main
@@ -115,3 +116,30 @@ def test_quiet_console_keeps_the_lexical_index_builders_debug_lines_off_stderr()
     )
     assert "Building index" not in done.stderr
     assert "a real warning" in done.stderr
+
+
+def write_cases(folder: Path, case: dict[str, Any]) -> Path:
+    path = folder / "cases.yml"
+    path.write_text(yaml.safe_dump({"cases": [case]}))
+    return path
+
+
+def test_an_eval_turn_yaml_reads_as_a_boolean_is_told_to_be_quoted(assistant, capsys):
+    case = {"name": "confirm", "turns": [{"user": True}], "expected_sources": []}
+    code = run(assistant, "eval", str(write_cases(assistant, case)))
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "quote it" in err and '"yes"' in err
+
+
+def test_an_expected_filter_on_an_undeclared_field_is_a_mistake_in_the_case(assistant, capsys):
+    case = {
+        "name": "fees",
+        "turns": [{"user": "What are the card fees?"}],
+        "expected_sources": ["cards/credit-card-fees.md"],
+        "expected_filter": 'eq("prodcut", "credit_card")',
+    }
+    code = run(assistant, "eval", str(write_cases(assistant, case)))
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "case 'fees'" in err and "['prodcut']" in err and "declared: product" in err
