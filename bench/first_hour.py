@@ -5,7 +5,8 @@ mistake of a new user's first hour; each variant runs ``ask`` on it as a fresh p
 wall time until the process exits is taken (median of ``--rounds``). ``before`` is another copy of
 the repository (``git archive <commit> | tar -x -C FOLDER``), ``after`` this one, in the same run
 and in alternating order. A mistake the code does not catch lets ``ask`` load the model and answer:
-that row says so (``not caught``). Mistakes found by reading the documents are a group apart.
+that row says so (``not caught``); a run is stopped after ``--timeout`` seconds. Mistakes found
+by reading the documents are a group apart.
 
 Usage: ``python bench/first_hour.py --before FOLDER --rounds 3``
 """
@@ -91,7 +92,7 @@ def write_assistant(folder: Path, store: dict[str, Any], policy: dict[str, Any])
     return folder
 
 
-def run_once(tree: Path, cwd: Path) -> tuple[float, int, str]:
+def run_once(tree: Path, cwd: Path, timeout: float) -> tuple[float, int, str]:
     environment = {
         **os.environ,
         "PYTHONPATH": str(tree),
@@ -101,7 +102,12 @@ def run_once(tree: Path, cwd: Path) -> tuple[float, int, str]:
     }
     command = [sys.executable, "-m", "rasa_context_retrieval", "ask", QUESTION]
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True)
+    try:
+        done = subprocess.run(
+            command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return timeout, 0, f"still running after {timeout:.0f}s"
     elapsed = time.perf_counter() - started
     last = (done.stderr.strip().splitlines() or [""])[-1]
     return elapsed, done.returncode, last
@@ -111,6 +117,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--before", type=Path, required=True, help="copy of the earlier code")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--timeout", type=float, default=40.0, help="seconds after which a run is stopped"
+    )
     args = parser.parse_args()
     variants = {"before": args.before.resolve(), "after": REPO_ROOT}
     rows = []
@@ -122,7 +131,7 @@ def main() -> None:
             for round_number in range(args.rounds):
                 order = list(variants) if round_number % 2 == 0 else list(reversed(variants))
                 for variant in order:
-                    elapsed, code, last = run_once(variants[variant], cwd)
+                    elapsed, code, last = run_once(variants[variant], cwd, args.timeout)
                     times[variant].append(elapsed)
                     outcome[variant] = (code, last)
             rows.append((group, name, times, outcome))
@@ -138,7 +147,8 @@ def main() -> None:
         for variant in ("before", "after"):
             code, _ = outcome[variant]
             median = statistics.median(times[variant])
-            cells.append(f"{median:.1f}" + ("" if code else " (not caught: answered)"))
+            at_least = ">=" if median >= args.timeout else ""
+            cells.append(f"{at_least}{median:.1f}" + ("" if code else " (not caught)"))
         said = outcome["after"][1][:90].replace("|", "/")
         print(f"| {group} | {name} | {cells[0]} | {cells[1]} | {said} |")
 
