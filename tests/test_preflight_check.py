@@ -203,3 +203,18 @@ def test_a_configuration_error_stops_ask_before_rasa_or_a_model_is_imported(tmp_
     )
     assert "exit 1 heavy []" in done.stdout, done.stdout + done.stderr
     assert "'prodcut'" in done.stderr
+
+
+def test_a_class_a_package_re_exports_with_a_relative_import_is_found(
+    tmp_path: Path, capsys, monkeypatch
+):
+    package = tmp_path / "bank_store"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .retrieval import BankStore\n")
+    (package / "retrieval.py").write_text(
+        "from rasa_context_retrieval import ContextRetrieval\n\n"
+        "class BankStore(ContextRetrieval):\n    pass\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    code, output = check(write_assistant(tmp_path, {"type": "bank_store.BankStore"}), capsys)
+    assert code == 0, output

@@ -57,7 +57,10 @@ def _module_tree(module: str) -> ast.Module | None:
             sys.path.remove(here)
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         return None
-    return ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    # the package relative imports start from: the module itself if it is a package
+    tree.package = module if spec.submodule_search_locations else spec.parent  # type: ignore[attr-defined]
+    return tree
 
 
 def _derives_from_store(module: str, tree: ast.Module, name: str, depth: int) -> bool:
@@ -91,8 +94,8 @@ def _imported_from(tree: ast.Module, name: str, module: str) -> str | None:
         if isinstance(node, ast.ImportFrom) and any(
             (alias.asname or alias.name) == name for alias in node.names
         ):
-            if node.level:
-                package = module.rsplit(".", node.level)[0] if node.level else module
-                return f"{package}.{node.module}" if node.module else package
+            if node.level:  # relative: resolved the way Python resolves it
+                package = getattr(tree, "package", module)
+                return importlib.util.resolve_name("." * node.level + (node.module or ""), package)
             return node.module
     return None
