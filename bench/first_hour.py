@@ -17,6 +17,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -92,7 +93,9 @@ def write_assistant(folder: Path, store: dict[str, Any], policy: dict[str, Any])
     return folder
 
 
-def run_once(tree: Path, cwd: Path, timeout: float) -> tuple[float, int, str]:
+def run_once(tree: Path, cwd: Path, timeout: float) -> tuple[float, float, int, str]:
+    """Wall seconds, CPU seconds (user + system, which the machine's load barely changes),
+    exit code and the last line on stderr of one ``ask``."""
     environment = {
         **os.environ,
         "PYTHONPATH": str(tree),
@@ -101,16 +104,21 @@ def run_once(tree: Path, cwd: Path, timeout: float) -> tuple[float, int, str]:
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
     command = [sys.executable, "-m", "rasa_context_retrieval", "ask", QUESTION]
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), _children_cpu()
     try:
         done = subprocess.run(
             command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired:
-        return timeout, 0, f"still running after {timeout:.0f}s"
-    elapsed = time.perf_counter() - started
+        return timeout, float("nan"), 0, f"still running after {timeout:.0f}s"
+    elapsed, cpu = time.perf_counter() - started, _children_cpu() - cpu_before
     last = (done.stderr.strip().splitlines() or [""])[-1]
-    return elapsed, done.returncode, last
+    return elapsed, cpu, done.returncode, last
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -127,22 +135,24 @@ def main() -> None:
         for number, (name, (group, store, policy)) in enumerate(MISTAKES.items()):
             cwd = write_assistant(Path(scratch) / f"mistake{number}", store, policy)
             times: dict[str, list[float]] = {variant: [] for variant in variants}
+            cpus: dict[str, list[float]] = {variant: [] for variant in variants}
             outcome: dict[str, tuple[int, str]] = {}
             for round_number in range(args.rounds):
                 order = list(variants) if round_number % 2 == 0 else list(reversed(variants))
                 for variant in order:
-                    elapsed, code, last = run_once(variants[variant], cwd, args.timeout)
+                    elapsed, cpu, code, last = run_once(variants[variant], cwd, args.timeout)
                     times[variant].append(elapsed)
+                    cpus[variant].append(cpu)
                     outcome[variant] = (code, last)
-            rows.append((group, name, times, outcome))
+            rows.append((group, name, times, cpus, outcome))
             print(f"done: {name}", file=sys.stderr)
     print(
         f"{dt.date.today()}, {platform.machine()}, {os.cpu_count()} cores, "
         f"load average {os.getloadavg()[0]:.1f}, {args.rounds} rounds, median wall seconds\n"
     )
-    print("| group | mistake | before | after | after says |")
-    print("|---|---|---|---|---|")
-    for group, name, times, outcome in rows:
+    print("| group | mistake | before wall | after wall | after CPU | after says |")
+    print("|---|---|---|---|---|---|")
+    for group, name, times, cpus, outcome in rows:
         cells = []
         for variant in ("before", "after"):
             code, _ = outcome[variant]
@@ -150,7 +160,8 @@ def main() -> None:
             at_least = ">=" if median >= args.timeout else ""
             cells.append(f"{at_least}{median:.1f}" + ("" if code else " (not caught)"))
         said = outcome["after"][1][:90].replace("|", "/")
-        print(f"| {group} | {name} | {cells[0]} | {cells[1]} | {said} |")
+        cpu = statistics.median(cpus["after"])
+        print(f"| {group} | {name} | {cells[0]} | {cells[1]} | {cpu:.1f} | {said} |")
 
 
 if __name__ == "__main__":
