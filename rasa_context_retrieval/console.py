@@ -21,8 +21,24 @@ from collections.abc import Sequence
 from rasa_context_retrieval.assistant import DEFAULT_CONFIG, DEFAULT_ENDPOINTS, ConsoleSession
 from rasa_context_retrieval.console_logging import configure_console_logging
 from rasa_context_retrieval.console_view import as_json, render
+from rasa_context_retrieval.preflight import AssistantSetup, check_assistant
+from rasa_context_retrieval.preflight.assistant_files import DEFAULT_CREDENTIALS
+from rasa_context_retrieval.preflight.command import report_check
 
 VERBOSE_HELP = "also show the log events, on stderr (debug level)"
+DESCRIPTION = (
+    "Search the knowledge base the way the assistant does, without a Rasa licence. Reads the "
+    "same config.yml and endpoints.yml as the assistant; every command first checks the whole "
+    "setup and stops on a mistake before any model loads."
+)
+SLOT_HELP = "a filled slot, e.g. --slot plan=premium (a list: a,b; repeat for several slots)"
+THRESHOLD_HELP = "minimum relevance in [0, 1] (default: the policy's vector_store.threshold)"
+CHAT_COMMANDS = {
+    "/slot name=value": "set a slot (an empty value clears it)",
+    "/slots": "show the slots",
+    "/reset": "forget the conversation and the slots",
+    "/quit": "leave (also /exit or Ctrl-D)",
+}
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "rasa-context-retrieval") -> int:
@@ -31,6 +47,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "rasa-context-retrieval"
     args = _parser(prog).parse_args(argv)
     configure_console_logging(verbose=args.verbose or args.verbose_command)
     try:
+        setup = check_assistant(args.config, args.endpoints, args.credentials)
+        if args.command == "check":
+            return report_check(setup.report, args.json)
+        for finding in setup.report.findings:
+            print(finding, file=sys.stderr)
+        if not setup.report.passed:
+            return 1
+        args.setup = setup
         return int(args.run(args) or 0)
     except KeyboardInterrupt:
         return 130
@@ -46,11 +70,24 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     common.add_argument(
         "-v", "--verbose", action="store_true", dest="verbose_command", help=VERBOSE_HELP
     )
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="Rasa config.yml")
     parser.add_argument("--endpoints", default=DEFAULT_ENDPOINTS, help="Rasa endpoints.yml")
+    parser.add_argument(
+        "--credentials",
+        default=DEFAULT_CREDENTIALS,
+        help="Rasa credentials.yml (checked when it configures the entitled REST channel)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
+
+    check = commands.add_parser(
+        "check",
+        help="check the whole setup (no model loads); exit 1 on any error",
+        parents=[common],
+    )
+    check.add_argument("--json", action="store_true", help="print the findings as one JSON object")
+    check.set_defaults(run=None)
 
     index = commands.add_parser("index", help="build (or load) the index", parents=[common])
     index.set_defaults(run=_index)
@@ -66,7 +103,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         metavar="ROLE:TEXT",
         help='earlier turn, oldest first, e.g. --history "user:How do I share?"',
     )
-    ask.add_argument("--slot", action="append", default=[], metavar="NAME=VALUE")
+    ask.add_argument("--slot", action="append", default=[], metavar="NAME=VALUE", help=SLOT_HELP)
     ask.add_argument(
         "--metadata",
         action="append",
@@ -74,7 +111,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="channel metadata on the message, e.g. --metadata plan=free (for access_filters)",
     )
-    ask.add_argument("--threshold", type=float, default=None)
+    ask.add_argument("--threshold", type=float, default=None, help=THRESHOLD_HELP)
     ask.add_argument(
         "--json",
         action="store_true",
@@ -85,9 +122,15 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     chat = commands.add_parser(
         "chat", help="interactive chat; /slot name=value sets a slot", parents=[common]
     )
-    chat.add_argument("--slot", action="append", default=[], metavar="NAME=VALUE")
-    chat.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE")
-    chat.add_argument("--threshold", type=float, default=None)
+    chat.add_argument("--slot", action="append", default=[], metavar="NAME=VALUE", help=SLOT_HELP)
+    chat.add_argument(
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="channel metadata on every message, e.g. --metadata plan=free",
+    )
+    chat.add_argument("--threshold", type=float, default=None, help=THRESHOLD_HELP)
     chat.set_defaults(run=_chat)
 
     from rasa_context_retrieval.evaluation.command import register as register_eval
@@ -115,6 +158,7 @@ def _ask(args: argparse.Namespace) -> int:
     session = ConsoleSession(args.config, args.endpoints)
     session.connect()
     for assignment in args.slot:
+        warn_unknown_slot(assignment, args.setup)
         session.set_slot(assignment)
     for assignment in args.metadata:
         session.set_metadata(assignment)
@@ -136,10 +180,11 @@ def _chat(args: argparse.Namespace) -> int:
     print("loading the knowledge base ...")
     session.connect()
     for assignment in args.slot:
+        warn_unknown_slot(assignment, args.setup)
         session.set_slot(assignment)
     for assignment in args.metadata:
         session.set_metadata(assignment)
-    print("Ask a question. /slot name=value sets a slot, /slots shows them, /reset, /quit.")
+    print("Ask a question. " + _chat_commands())
     while True:
         try:
             line = input("you> ").strip()
@@ -157,9 +202,28 @@ def _chat(args: argparse.Namespace) -> int:
             print(json.dumps(session.slots, ensure_ascii=False))
         elif line.startswith("/slot "):
             try:
+                warn_unknown_slot(line.removeprefix("/slot "), args.setup)
                 session.set_slot(line.removeprefix("/slot "))
                 print(f"slots: {json.dumps(session.slots, ensure_ascii=False)}")
             except ValueError as error:
                 print(f"error: {error}")
+        elif line.startswith("/"):
+            print(f"unknown command {line.split()[0]}; {_chat_commands()}")
         else:
             print(render(asyncio.run(session.ask(line, args.threshold))))
+
+
+def _chat_commands() -> str:
+    return "Commands: " + ", ".join(f"{name} ({does})" for name, does in CHAT_COMMANDS.items())
+
+
+def warn_unknown_slot(assignment: str, setup: AssistantSetup) -> None:
+    """A slot no ``slot_filters`` entry reads changes nothing: say so, with the known slots."""
+    name = assignment.partition("=")[0].strip()
+    known = sorted(setup.config.slot_filters) if setup.config else []
+    if name and name not in known:
+        print(
+            f"warning: slot '{name}' is in no vector_store.slot_filters entry, so it filters "
+            f"nothing; the configuration knows: {', '.join(known) or 'no slots'}",
+            file=sys.stderr,
+        )

@@ -24,6 +24,9 @@ STDLIB_LEVEL = logging.WARNING
 LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 """LiteLLM's handler writes records below WARNING to *stdout*, which would break ``--json``; its
 loggers stay at warnings even with ``--verbose`` (LiteLLM's own ``LITELLM_LOG`` is for more)."""
+SELF_DEBUGGING_LOGGERS = ("bm25s",)
+"""Libraries that set their own logger to DEBUG when imported ("Building index..." on every
+build); held at warnings like every other third-party logger."""
 
 
 def configure_console_logging(*, verbose: bool) -> None:
@@ -39,7 +42,9 @@ def configure_console_logging(*, verbose: bool) -> None:
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger().setLevel(STDLIB_LEVEL)
-    for name in LITELLM_LOGGERS:
+    import bm25s  # noqa: F401  (imported first, so that its own DEBUG level is overridden)
+
+    for name in LITELLM_LOGGERS + SELF_DEBUGGING_LOGGERS:
         logging.getLogger(name).setLevel(STDLIB_LEVEL)
     structlog.configure(
         processors=[

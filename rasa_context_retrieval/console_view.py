@@ -27,6 +27,7 @@ _PLAN_KEYS = (
     "carried_filter",
     "filter_relaxed",
     "filter_outcome",
+    "slot_matches",
     "paraphrases",
     "notes",
 )
@@ -62,12 +63,20 @@ def render(result: Any, width: int = SCREEN_WIDTH) -> str:
         lines.append(_field("", str(meta["filter_outcome"]), width))
     lines.extend(_field("note", str(note), width) for note in meta.get("notes") or [])
     if not result.results:
-        lines.append(
-            _field("sources", "none above the threshold: the assistant cannot help", width)
+        why = (
+            "none: the slot filter matches no document"
+            if meta.get("slot_matches") == 0
+            else "none above the threshold: the assistant cannot help"
         )
+        lines.append(_field("sources", why, width))
         return "\n".join(lines)
     lines.append("sources")
-    lines.extend(_source_line(rank, found, width) for rank, found in enumerate(result.results, 1))
+    files = list(meta.get("source_files") or [])
+    files += [None] * (len(result.results) - len(files))
+    lines.extend(
+        _source_line(rank, found, width, file)
+        for rank, (found, file) in enumerate(zip(result.results, files, strict=False), 1)
+    )
     lines.append(_field("answer", answer_of(result), width))
     return "\n".join(lines)
 
@@ -107,9 +116,12 @@ def _views(query_texts: Any) -> list[str]:
     return [printed[0], *(f"fused with {view}" for view in printed[1:])]
 
 
-def _source_line(rank: int, found: Any, width: int) -> str:
+def _source_line(rank: int, found: Any, width: int, file: str | None = None) -> str:
+    """Rank, source, relevance, text; the file too when the document is cited by a url/title."""
     lead, score = f"  {rank}. ", f"  {found.score:.3f}  "
     source = str(found.metadata.get("source", UNKNOWN_SOURCE))
+    if file and file != source:
+        source = f"{file} ({source})"
     room_for_source = width - len(lead) - len(score) - MIN_SNIPPET_WIDTH
     if len(source) > room_for_source:  # keep the file name, drop leading folders
         source = "…" + source[len(source) - room_for_source + 1 :]

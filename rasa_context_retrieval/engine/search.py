@@ -67,6 +67,9 @@ class SearchOutcome:
     extracted_matches: int | None = None
     """Chunks in scope that the filter from the user's words selects, when it was examined
     because nothing cleared the threshold."""
+    slot_matches: int | None = None
+    """Chunks in scope that the slot filter selects, when it was examined because nothing was
+    found: 0 means no document has the slot's value, not that the question went unanswered."""
     _explained: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -76,6 +79,8 @@ class SearchOutcome:
     @property
     def filter_outcome(self) -> str | None:
         """Why the filter from the user's words was relaxed or kept when nothing was found."""
+        if self.slot_matches == 0:
+            return "the slot filter matches no document: no document has the slot's value"
         if self.extracted_matches is None:
             return None
         if self.filter_relaxed:
@@ -114,9 +119,11 @@ class SearchOutcome:
             "carried_filter": _printed(plan.carried_filter),
             "filter_relaxed": self.filter_relaxed,
             "filter_outcome": self.filter_outcome,
+            "slot_matches": self.slot_matches,
             "paraphrases": list(plan.paraphrases),
             "notes": list(plan.notes),
             "total_results": len(self.results),
+            "source_files": [found.chunk.metadata.get("source") for found in self.results],
             "timings_ms": self.timings_ms,
         }
 
@@ -223,6 +230,10 @@ class KnowledgeSearch:
     def _retrieve(self, plan: SearchPlan, threshold: float, top_k: int) -> SearchOutcome:
         backend = self.live.backend  # one consistent view even if a refresh swaps it meanwhile
         outcome = self._run(backend, plan, threshold, top_k)
+        if not outcome.results and plan.slot_filter is not None:
+            outcome.slot_matches = backend.count(plan.slot_filter, plan.access_filter)
+            if not outcome.slot_matches:
+                return outcome  # relaxing the words' filter cannot help: the scope is empty
         if outcome.results or not plan.filters.has_words:
             return outcome
         # Relax only a filter from the user's words that selects nothing in scope: if it selects

@@ -17,7 +17,7 @@ from langchain_core.structured_query import FilterDirective
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rasa_context_retrieval.errors import ContextRetrievalError
-from rasa_context_retrieval.filters.syntax import parse_filter
+from rasa_context_retrieval.filters.syntax import attributes_of, parse_filter
 from rasa_context_retrieval.knowledge.loader import knowledge_files
 
 EvalRole = Literal["user", "bot"]
@@ -136,12 +136,15 @@ class EvalFileError(ContextRetrievalError, ValueError):
     """The evaluation file cannot be used; the message names the case and the key."""
 
 
-def load_cases(path: Path, docs: Path) -> tuple[EvalCase, ...]:
+def load_cases(
+    path: Path, docs: Path, fields: frozenset[str] | None = None
+) -> tuple[EvalCase, ...]:
     """Read and check an evaluation file against the knowledge base in ``docs``.
 
     Raises:
-        EvalFileError: unreadable YAML, a wrong key or value, a duplicate case name, or an
-            expected source that is not a knowledge file under ``docs``.
+        EvalFileError: unreadable YAML, a wrong key or value, a duplicate case name, an
+            expected source that is not a knowledge file under ``docs``, or an
+            ``expected_filter`` naming an attribute outside ``fields`` (the declared ones).
     """
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -153,6 +156,8 @@ def load_cases(path: Path, docs: Path) -> tuple[EvalCase, ...]:
         raise EvalFileError(f"{path}: {_problems(error, raw)}") from None
     _check_unique_names(path, cases)
     _check_sources(path, cases, docs)
+    if fields is not None:
+        _check_filter_attributes(path, cases, fields)
     return cases
 
 
@@ -194,6 +199,20 @@ def _check_sources(path: Path, cases: Sequence[EvalCase], docs: Path) -> None:
                 )
 
 
+def _check_filter_attributes(path: Path, cases: Sequence[EvalCase], fields: frozenset[str]) -> None:
+    """A filter on an undeclared attribute can never be the plan's: a mistake in the case."""
+    for case in cases:
+        if case.parsed_filter is None:
+            continue
+        unknown = sorted(attributes_of(case.parsed_filter) - fields)
+        if unknown:
+            raise EvalFileError(
+                f"{path}: case {case.name!r}: expected_filter names {unknown}, which "
+                f"`metadata_fields` does not declare (declared: {', '.join(sorted(fields))}); "
+                "fix the case"
+            )
+
+
 def _problems(error: ValidationError, raw: Any) -> str:
     """Pydantic's errors as one line each, naming the case instead of its list index."""
     lines = []
@@ -202,8 +221,20 @@ def _problems(error: ValidationError, raw: Any) -> str:
         if location[:1] == ["cases"] and len(location) > 1 and isinstance(location[1], int):
             location[1] = _case_label(raw, location[1])
         where = ".".join(str(part) for part in location) or "file"
-        lines.append(f"{where}: {problem['msg']}")
+        lines.append(f"{where}: {problem['msg']}{_quoting_hint(problem)}")
     return "; ".join(lines)
+
+
+def _quoting_hint(problem: Any) -> str:
+    """YAML reads ``yes``, ``no``, ``on``, ``42`` as a boolean or number: say to quote it."""
+    value = problem.get("input")
+    if problem["type"] != "string_type" or not isinstance(value, bool | int | float):
+        return ""
+    return f' (YAML read it as {value!r}: quote it, e.g. "{_as_written(value)}")'
+
+
+def _as_written(value: bool | int | float) -> str:
+    return ("yes" if value else "no") if isinstance(value, bool) else str(value)
 
 
 def _case_label(raw: Any, index: int) -> str:

@@ -33,24 +33,20 @@ def register(commands: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> 
 
 
 def run(args: argparse.Namespace) -> int:
-    from rasa.utils.endpoints import read_endpoint_config
-
-    from rasa_context_retrieval.assistant import ConsoleSession
-    from rasa_context_retrieval.config import StoreConfig
     from rasa_context_retrieval.evaluation.cases import load_cases
-    from rasa_context_retrieval.evaluation.report import build_report, render_text
-    from rasa_context_retrieval.evaluation.runner import evaluate
 
-    endpoint = read_endpoint_config(args.endpoints, "vector_store")
-    if endpoint is None:
-        raise ValueError(f"{args.endpoints} has no vector_store: block")
-    config = StoreConfig.from_kwargs(dict(endpoint.kwargs))
+    config = args.setup.config  # validated by the console's pre-flight check
     if config.docs is None or not config.docs.is_dir():
         raise ValueError(
             "evaluation checks each case's expected sources against `docs`: point "
             "vector_store.docs at the knowledge base folder"
         )
-    cases = load_cases(args.file, config.docs)
+    cases = load_cases(args.file, config.docs, config.field_names)
+    # the engine and the report after the cases: a mistake in the file costs no import
+    from rasa_context_retrieval.assistant import ConsoleSession
+    from rasa_context_retrieval.evaluation.report import build_report, render_text
+    from rasa_context_retrieval.evaluation.runner import evaluate
+
     session = ConsoleSession(args.config, args.endpoints)
     session.connect()
     engine = session.store.engine

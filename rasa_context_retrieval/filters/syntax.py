@@ -104,7 +104,7 @@ def attributes_of(directive: FilterDirective | None) -> frozenset[str]:
 
 
 def conjoin(*directives: FilterDirective | None) -> FilterDirective | None:
-    """AND of the given filters, skipping ``None``; nested ANDs are flattened.
+    """AND of the given filters, skipping ``None``; nested ANDs are flattened, repeats dropped.
 
     Returns ``None`` when no filter is given and a single filter unchanged.
     """
@@ -115,10 +115,15 @@ def conjoin(*directives: FilterDirective | None) -> FilterDirective | None:
         return present[0]
     arguments: list[FilterDirective] = []
     for directive in present:
-        if isinstance(directive, Operation) and directive.operator == Operator.AND:
-            arguments.extend(directive.arguments)
-        else:
-            arguments.append(directive)
+        parts = (
+            directive.arguments
+            if isinstance(directive, Operation) and directive.operator == Operator.AND
+            else [directive]
+        )
+        # a condition stated twice (a slot and an earlier turn that agree) is one condition
+        arguments.extend(part for part in parts if part not in arguments)
+    if len(arguments) == 1:
+        return arguments[0]
     return Operation(operator=Operator.AND, arguments=arguments)
 
 
