@@ -108,7 +108,7 @@ async def test_a_slow_llm_falls_back_to_the_heuristic_rewrite_within_the_timeout
     started = time.perf_counter()
     result = await llm_store.search("", state(*REFUND_FOLLOW_UP, region="eu"), 0.0)
     elapsed = time.perf_counter() - started
-    assert elapsed < 3.5, f"two bounded LLM steps of 1 s each took {elapsed:.1f} s"
+    assert elapsed < 4.5, f"two bounded LLM steps of 1 s each took {elapsed:.1f} s"
     assert "money back" in result.metadata["standalone_query"]
     assert result.metadata["filter"] == 'eq("region", "eu")'
     assert result.results, "the search goes on without the LLM"
