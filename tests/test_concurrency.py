@@ -15,7 +15,7 @@ from rasa.utils.endpoints import EndpointConfig
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation, Turn
 from rasa_context_retrieval.knowledge_search import KnowledgeSearch
-from rasa_context_retrieval.store import ContextRetrieval
+from tests.store_support import connected_store, tracker_state
 
 PLANS = ("free", "premium")
 BLOCKING_EMBED_SECONDS = 0.05
@@ -60,22 +60,18 @@ def endpoint(docs: Path, **overrides: Any) -> EndpointConfig:
     )
 
 
-def state(text: str, plan: str) -> dict[str, Any]:
-    return {"events": [{"event": "user", "text": text}], "slots": {"plan": plan}}
-
-
 async def test_searches_embed_off_the_event_loop_so_it_keeps_serving(tmp_path: Path, embedder: Any):
     """A blocking embedding call (a remote API, a big model) runs on a worker thread, never on
     the loop that serves every conversation. (The loop's lag is measured by bench/loop_lag.py.)"""
     slow = SlowEmbedder(embedder, 0.0)
-    store = ContextRetrieval(embeddings=slow)
     # query_embedder rasa: the slow client embeds the queries too
-    store.connect(endpoint(write_docs(tmp_path, "v1"), refresh_seconds=0, query_embedder="rasa"))
+    docs = write_docs(tmp_path, "v1")
+    store = connected_store(slow, endpoint(docs, refresh_seconds=0, query_embedder="rasa"))
     slow.delay = BLOCKING_EMBED_SECONDS
     slow.threads.clear()
     results = await asyncio.gather(
         *(
-            store.search("", state(f"{q} question {n}", "free"), 0.0)
+            store.search("", tracker_state(("user", f"{q} question {n}"), plan="free"), 0.0)
             for n, q in enumerate(QUESTIONS)
         )
     )
@@ -137,9 +133,8 @@ async def test_many_concurrent_searches_while_a_background_refresh_publishes(
     tmp_path: Path, embedder: Any
 ):
     docs = write_docs(tmp_path, "v1")
-    store = ContextRetrieval(embeddings=embedder)
     config = endpoint(docs, refresh_seconds=0.01)
-    store.connect(config)
+    store = connected_store(embedder, config)
     edited = False
     seen_v2 = False
     failures: list[BaseException] = []
@@ -151,7 +146,7 @@ async def test_many_concurrent_searches_while_a_background_refresh_publishes(
             store.connect(config)  # Rasa calls connect() before every search
             question = QUESTIONS[(n + turn) % len(QUESTIONS)]
             try:
-                result = await store.search("", state(question, plan), 0.0)
+                result = await store.search("", tracker_state(("user", question), plan=plan), 0.0)
             except Exception as error:  # collected: every search must succeed
                 failures.append(error)
                 continue
@@ -170,7 +165,7 @@ async def test_many_concurrent_searches_while_a_background_refresh_publishes(
     deadline = time.monotonic() + 30
     while not seen_v2 and time.monotonic() < deadline:
         store.connect(config)
-        result = await store.search("", state("refund", "free"), 0.0)
+        result = await store.search("", tracker_state(("user", "refund"), plan="free"), 0.0)
         seen_v2 = any(" v2 answer" in r.text for r in result.results)
         await asyncio.sleep(0.05)
     assert seen_v2, "the refreshed index was never picked up"

@@ -70,6 +70,7 @@ def test_brackets_inside_quoted_values_do_not_count_as_nesting():
     assert isinstance(directive, Comparison) and directive.value == value
 
 
+@pytest.mark.slow  # a large property run
 def test_a_tree_built_in_code_of_any_depth_is_checked_without_recursion():
     node: Comparison | Operation = Comparison(
         comparator=Comparator.EQ, attribute="plan", value="premium"

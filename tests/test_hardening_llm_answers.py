@@ -23,6 +23,7 @@ from rasa_context_retrieval.llm.client import MAX_ANSWER_BYTES, LLMUnavailable, 
 from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
 from rasa_context_retrieval.store import ContextRetrieval
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
+from tests.store_support import connected_store, tracker_state
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -55,8 +56,8 @@ def store(fake_openai: FakeOpenAI, embedder: Any, tmp_path: Path) -> ContextRetr
             f"A: Refunds for {plan} within 14 days.\n",
             encoding="utf-8",
         )
-    store = ContextRetrieval(embeddings=embedder)
-    store.connect(
+    store = connected_store(
+        embedder,
         EndpointConfig(
             docs=str(docs),
             index_path=str(tmp_path / "index"),
@@ -64,7 +65,7 @@ def store(fake_openai: FakeOpenAI, embedder: Any, tmp_path: Path) -> ContextRetr
             metadata_fields=[{"name": "plan", "type": "string", "values": list(PLANS)}],
             self_query="llm",
             llm={**fake_openai.llm_config(), "timeout": TIMEOUT_SECONDS},
-        )
+        ),
     )
     return store
 
@@ -72,8 +73,7 @@ def store(fake_openai: FakeOpenAI, embedder: Any, tmp_path: Path) -> ContextRetr
 async def timed_search(store: ContextRetrieval, plan: str) -> tuple[Any, float]:
     """The result and the search's wall time."""
     started = time.perf_counter()
-    state = {"events": [{"event": "user", "text": "can I get a refund"}], "slots": {"plan": plan}}
-    result = await store.search("", state, 0.0)
+    result = await store.search("", tracker_state(("user", "can I get a refund"), plan=plan), 0.0)
     return result, time.perf_counter() - started
 
 

@@ -22,6 +22,7 @@ from rasa_context_retrieval.self_query.glosses import GlossPhrases
 from rasa_context_retrieval.self_query.limits import LimitPhrases
 from rasa_context_retrieval.self_query.rules import MAX_SCANNED_CHARS
 from rasa_context_retrieval.store import ContextRetrieval
+from tests.store_support import connected_store
 
 PLANS = ("free", "plus", "premium", "business")
 REGIONS = ("eu", "us", "apac")
@@ -52,8 +53,8 @@ def write_docs(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> ContextRetrieval:
     docs = write_docs(tmp_path_factory.mktemp("kb"))
-    store = ContextRetrieval(embeddings=embedder)
-    store.connect(
+    store = connected_store(
+        embedder,
         EndpointConfig(
             docs=str(docs),
             index_path=str(docs.parent / "index"),
@@ -64,7 +65,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> ContextRet
                 {"name": "price_per_month", "type": "float"},
             ],
             refresh_seconds=0,
-        )
+        ),
     )
     return store
 

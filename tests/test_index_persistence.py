@@ -112,6 +112,7 @@ def test_a_build_killed_mid_way_leaves_the_previous_index_usable(tmp_path):
     assert len(rebuilt) == 40  # the dead process's lock does not block the next start
 
 
+@pytest.mark.slow  # spawns three worker processes
 def test_workers_starting_together_build_the_index_once(tmp_path):
     docs = make_docs(tmp_path, 12)
     tally = tmp_path / "embedded.txt"

@@ -31,6 +31,8 @@ from rasa_context_retrieval.knowledge.query_embedder import (
 from rasa_context_retrieval.knowledge_search import QUERY_MODEL_FOLDER, KnowledgeSearch
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.slow  # exports the model to ONNX, several times
+
 WAIT_S = 10.0
 
 QUESTIONS = [

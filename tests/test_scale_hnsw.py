@@ -26,6 +26,8 @@ from rasa_context_retrieval.retrieve.dense import (
     factory_for,
 )
 
+pytestmark = pytest.mark.slow  # builds HNSW graphs and measures their recall
+
 ROWS, DIMENSION, K = 6_000, 384, 10
 QUERIES = 60
 

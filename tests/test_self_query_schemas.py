@@ -192,6 +192,7 @@ def _attributes(directive: FilterDirective | None) -> set[str]:
     return set()
 
 
+@pytest.mark.slow  # a large property run
 @settings(max_examples=300, deadline=None)
 @example("sync on io\u017f")  # long s: matches "s" case-insensitively, folds to "s"
 @example("on andro\u0130d")  # dotted capital I: matches "i", folds to two characters
@@ -369,6 +370,7 @@ def attributes(directive: FilterDirective | None) -> set[str]:
     return set()
 
 
+@pytest.mark.slow  # a large property run
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(st.text(max_size=200), st.lists(FRAGMENTS, max_size=14).map(" ".join)))
 def test_any_text_gives_declared_fields_and_a_sane_limit(text: str) -> None:
