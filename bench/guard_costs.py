@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import statistics
 import sys
@@ -45,11 +46,14 @@ def median_seconds(run: Callable[[], object], repeats: int = REPEATS) -> float:
 
 
 def main() -> None:
+    import structlog
     from rasa.utils.endpoints import EndpointConfig
 
     from rasa_context_retrieval.filters.syntax import parse_filter
     from rasa_context_retrieval.store import ContextRetrieval
 
+    # the search of the huge message would log the message itself at debug level
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     embedder = real_embedder()
     rows: list[tuple[str, float]] = []
     with tempfile.TemporaryDirectory() as scratch:
