@@ -5,6 +5,7 @@ several subjects read."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -79,14 +80,17 @@ COURSES = (
 COURSE_VALUES = {"subject": frozenset(["math", "history", "design"])}
 
 
+@functools.cache  # the rules keep nothing between messages: build them once
 def hotels() -> RuleQueryConstructor:
     return rules_on(HOTELS, HOTEL_VALUES)
 
 
+@functools.cache  # the rules keep nothing between messages: build them once
 def podcasts() -> RuleQueryConstructor:
     return rules_on(PODCASTS, PODCAST_VALUES)
 
 
+@functools.cache  # the rules keep nothing between messages: build them once
 def courses() -> RuleQueryConstructor:
     return rules_on(COURSES, COURSE_VALUES)
 
@@ -109,6 +113,7 @@ INSTRUMENTS = (
 INSTRUMENT_VALUES = {"maker": frozenset(["Yamaha", "Fender", "Rangers"])}
 
 
+@functools.cache  # the rules keep nothing between messages: build them once
 def instruments() -> RuleQueryConstructor:
     return rules_on(INSTRUMENTS, INSTRUMENT_VALUES)
 
@@ -162,14 +167,17 @@ ALLOTMENTS = (
 )
 
 
+@functools.cache  # the rules keep nothing between messages: build them once
 def clinics() -> RuleQueryConstructor:
     return rules_on(CLINICS, CLINIC_VALUES)
 
 
+@functools.cache  # the rules keep nothing between messages: build them once
 def stalls() -> RuleQueryConstructor:
     return rules_on(STALLS, STALL_VALUES)
 
 
+@functools.cache  # the rules keep nothing between messages: build them once
 def allotments() -> RuleQueryConstructor:
     return rules_on(ALLOTMENTS, {})
 
@@ -285,6 +293,7 @@ MOVIE_VALUES = {
 }
 
 
+@functools.cache  # the rules keep nothing between messages: build them once
 def movies() -> RuleQueryConstructor:
     return rules_on(MOVIES, MOVIE_VALUES)
 

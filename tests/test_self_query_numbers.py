@@ -4,6 +4,8 @@ schema (the unit a description declares, the field kept in it), on made-up schem
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from rasa_context_retrieval.filters.syntax import parse_filter
@@ -268,6 +270,7 @@ CAR_PARKS = (
 )
 
 
+@functools.cache  # the rules keep nothing between messages: build them once
 def car_parks() -> RuleQueryConstructor:
     return rules_on(CAR_PARKS, {"town": frozenset(["Bath", "Wells"])})
 

@@ -3,6 +3,7 @@ article schemas, and any text at all giving a query and a filter over declared f
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -254,6 +255,7 @@ PRODUCTS = (
 PRODUCT_VALUES = {"brand": frozenset(["Apple", "Samsung", "Dell"])}
 
 
+@functools.cache  # the rules keep nothing between messages: build them once
 def products() -> RuleQueryConstructor:
     return rules_on(PRODUCTS, PRODUCT_VALUES)
 
@@ -300,6 +302,7 @@ ARTICLES = (
 )
 
 
+@functools.cache  # the rules keep nothing between messages: build them once
 def articles() -> RuleQueryConstructor:
     return rules_on(ARTICLES, {})
 
