@@ -36,13 +36,15 @@ def embedder(model_path: Path) -> Any:
 
 
 @pytest.fixture(scope="session")
-def example_index_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One index folder for the example knowledge base, shared by the modules that search it.
+def example_index_path(request: pytest.FixtureRequest) -> Path:
+    """One index folder for the example knowledge base, shared by the modules that search it and
+    kept between runs in pytest's cache folder (``--cache-clear`` starts afresh).
 
-    The index is keyed by a fingerprint of the documents and settings, so every module that
-    points here with the same settings loads the first one's index instead of embedding again.
+    The index is keyed by a fingerprint of the documents, the model and the chunking settings, so
+    every module that points here loads the index instead of embedding again, and a run after
+    ``docs/`` changed builds a new one, as a restarted assistant would.
     """
-    return tmp_path_factory.mktemp("example-index")
+    return Path(request.config.cache.mkdir("example-index"))
 
 
 @pytest.fixture(autouse=True, scope="module")

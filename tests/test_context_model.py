@@ -6,6 +6,7 @@ the example assistant's endpoints.yml (context model ``words_and_turns``).
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +27,21 @@ from rasa_context_retrieval.rewrite.heuristic import (
     without_scope_statements,
 )
 from rasa_context_retrieval.store import ContextRetrieval
+from tests.store_support import connected_store, tracker_state
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def index_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One index for the module: a second store on it loads it instead of embedding again."""
-    return tmp_path_factory.mktemp("index")
+def index_path(example_index_path: Path) -> Path:
+    """The run's one index of the example: a second store on it loads it instead of embedding."""
+    return example_index_path
 
 
 def open_store(embedder: Any, index_path: Path, **overrides: Any) -> ContextRetrieval:
     block = dict(yaml.safe_load((REPO_ROOT / "endpoints.yml").read_text())["vector_store"])
     block.update(docs=str(REPO_ROOT / "docs"), index_path=str(index_path), **overrides)
-    store = ContextRetrieval(embeddings=embedder)
-    store.connect(EndpointConfig(**block))
+    store = connected_store(embedder, EndpointConfig(**block))
     return store
 
 
@@ -49,15 +50,10 @@ def store(embedder: Any, index_path: Path) -> ContextRetrieval:
     return open_store(embedder, index_path)
 
 
-def state(*messages: str) -> dict[str, Any]:
-    """Alternating user/bot messages, starting with the user."""
-    roles = ("user", "bot")
-    events = [{"event": roles[i % 2], "text": text} for i, text in enumerate(messages)]
-    return {"events": events, "slots": {}, "latest_message": {"text": messages[-1]}}
-
-
 async def search(store: ContextRetrieval, *messages: str) -> Any:
-    return await store.search(messages[-1], state(*messages), 0.0)
+    """Alternating user/bot messages, starting and ending with the user."""
+    turns = zip(itertools.cycle(("user", "bot")), messages, strict=False)
+    return await store.search(messages[-1], tracker_state(*turns), 0.0)
 
 
 def mixed_texts(result: Any) -> list[str]:
@@ -246,9 +242,8 @@ BANK_DOCS = REPO_ROOT / "bench" / "data" / "grounded" / "docs"
 
 @pytest.fixture(scope="module")
 def bank(embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> ContextRetrieval:
-    store = ContextRetrieval(embeddings=embedder)
     index = tmp_path_factory.mktemp("bank-index")
-    store.connect(EndpointConfig(docs=str(BANK_DOCS), index_path=str(index)))
+    store = connected_store(embedder, EndpointConfig(docs=str(BANK_DOCS), index_path=str(index)))
     return store
 
 

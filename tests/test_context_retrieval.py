@@ -6,6 +6,7 @@ import asyncio
 import time
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -14,7 +15,9 @@ from rasa.core.information_retrieval import InformationRetrievalException
 from rasa.utils.endpoints import EndpointConfig
 
 from rasa_context_retrieval.config import ConfigurationError
+from rasa_context_retrieval.engine.search import KnowledgeSearch
 from rasa_context_retrieval.store import ContextRetrieval
+from tests.store_support import CountingEmbedder, connected_store, tracker_state
 
 PLANS = ("free", "plus", "premium", "business")
 FIELDS = [
@@ -22,29 +25,6 @@ FIELDS = [
     {"name": "region", "type": "list[string]", "values": ["eu", "us", "apac"]},
     {"name": "price_per_month", "type": "float"},
 ]
-
-
-class CountingEmbedder:
-    """The real embedding client, counting how many texts it was asked to embed."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.texts = 0
-        self.fail = False
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def config(self) -> dict:
-        return self.inner.config
-
-    def embed(self, texts: list[str]) -> Any:
-        if self.fail:
-            raise ConnectionError("embedding service unreachable")
-        self.texts += len(texts)
-        return self.inner.embed(texts)
 
 
 def write_knowledge_base(folder: Path) -> Path:
@@ -97,10 +77,8 @@ def endpoint(docs: Path, **overrides: Any) -> EndpointConfig:
     return EndpointConfig(**block)
 
 
-def state(*turns: tuple[str, str], **slots: Any) -> dict[str, Any]:
-    events = [{"event": role, "text": text} for role, text in turns]
-    latest = next((t for r, t in reversed(turns) if r == "user"), None)
-    return {"events": events, "slots": slots, "latest_message": {"text": latest}}
+state = tracker_state
+"""The name the Milvus backend tests import from here."""
 
 
 @pytest.fixture
@@ -110,13 +88,13 @@ def counting(embedder: Any) -> CountingEmbedder:
 
 @pytest.fixture
 def store(docs: Path, counting: CountingEmbedder) -> ContextRetrieval:
-    store = ContextRetrieval(embeddings=counting)
-    store.connect(endpoint(docs))
-    return store
+    return connected_store(counting, endpoint(docs))
 
 
 async def test_results_carry_scores_metadata_and_the_search_explanation(store: ContextRetrieval):
-    result = await store.search("ignored", state(("user", "How much does Premium cost?")), 0.0)
+    result = await store.search(
+        "ignored", tracker_state(("user", "How much does Premium cost?")), 0.0
+    )
     assert result.results, "expected results"
     assert all(0.0 <= r.score <= 1.0 for r in result.results)
     top = result.results[0]
@@ -127,14 +105,16 @@ async def test_results_carry_scores_metadata_and_the_search_explanation(store: C
 
 
 async def test_slots_become_the_filter_shown_in_langchain_syntax(store: ContextRetrieval):
-    result = await store.search("", state(("user", "Can I get a refund?"), region="eu"), 0.0)
+    result = await store.search(
+        "", tracker_state(("user", "Can I get a refund?"), region="eu"), 0.0
+    )
     assert result.metadata["filter"] == 'eq("region", "eu")'
     assert result.results[0].metadata["answer"].startswith("In the EU")
     assert all("eu" in r.metadata["region"] for r in result.results)
 
 
 async def test_a_follow_up_is_searched_as_a_standalone_query(store: ContextRetrieval):
-    conversation = state(
+    conversation = tracker_state(
         ("user", "How do I enable offline files?"),
         ("bot", "Right-click a folder and choose Make available offline."),
         ("user", "how much does it cost on the plus plan?"),
@@ -144,7 +124,7 @@ async def test_a_follow_up_is_searched_as_a_standalone_query(store: ContextRetri
 
 
 async def test_threshold_drops_results_below_it(store: ContextRetrieval):
-    question = state(("user", "How much storage do I get?"))
+    question = tracker_state(("user", "How much storage do I get?"))
     everything = await store.search("", question, 0.0)
     cut = sorted(r.score for r in everything.results)[len(everything.results) // 2]
     kept = await store.search("", question, cut)
@@ -154,50 +134,42 @@ async def test_threshold_drops_results_below_it(store: ContextRetrieval):
 
 
 async def test_repeat_connect_is_free_and_a_restart_does_not_re_embed(docs, counting):
-    store = ContextRetrieval(embeddings=counting)
-    store.connect(endpoint(docs, **RASA_QUERIES))
-    store.engine  # noqa: B018 (waits for the index)
+    store = connected_store(counting, endpoint(docs, **RASA_QUERIES))
     embedded = counting.texts
     assert embedded > 0
-    started = time.perf_counter()
-    for _ in range(100):
-        store.connect(endpoint(docs, **RASA_QUERIES))
-    assert (time.perf_counter() - started) / 100 < 0.002
-    restarted = ContextRetrieval(embeddings=counting)
-    restarted.connect(endpoint(docs, **RASA_QUERIES))
-    restarted.engine  # noqa: B018 (waits for the index)
+    opened = store.engine
+    with patch.object(KnowledgeSearch, "open", side_effect=AssertionError("opened again")):
+        for _ in range(100):
+            store.connect(endpoint(docs, **RASA_QUERIES))
+    assert store.engine is opened, "an unchanged configuration must keep the open index"
+    connected_store(counting, endpoint(docs, **RASA_QUERIES))  # a restart
     assert counting.texts == embedded, "an unchanged knowledge base must load without embedding"
 
 
 async def test_a_changed_document_is_picked_up_and_only_its_chunks_are_embedded(docs, counting):
-    first = ContextRetrieval(embeddings=counting)
-    first.connect(endpoint(docs, **RASA_QUERIES))
-    first.engine  # noqa: B018 (waits for the index)
+    connected_store(counting, endpoint(docs, **RASA_QUERIES))
     before = counting.texts
     (docs / "offline.md").write_text(
         "---\nplan: [plus]\nregion: [eu]\n---\nQ: How do I enable offline files?\n"
         "A: Offline files are switched on in Settings > Offline.\n",
         encoding="utf-8",
     )
-    store = ContextRetrieval(embeddings=counting)
-    store.connect(endpoint(docs, **RASA_QUERIES))
-    store.engine  # noqa: B018 (waits for the index)
+    store = connected_store(counting, endpoint(docs, **RASA_QUERIES))
     assert counting.texts - before == 1
-    result = await store.search("", state(("user", "enable offline files")), 0.0)
+    result = await store.search("", tracker_state(("user", "enable offline files")), 0.0)
     assert "Settings > Offline" in result.results[0].metadata["answer"]
 
 
 async def test_a_running_assistant_picks_up_edits_in_the_background(docs, counting):
-    store = ContextRetrieval(embeddings=counting)
     config = endpoint(docs, refresh_seconds=0.01)
-    store.connect(config)
+    store = connected_store(counting, config)
     (docs / "new.md").write_text("Q: Is there a dark mode?\nA: Yes, under Settings > Look.\n")
     deadline = time.monotonic() + 20
     answer = None
     while time.monotonic() < deadline and answer != "Yes, under Settings > Look.":
         await asyncio.sleep(0.05)
         store.connect(config)
-        result = await store.search("", state(("user", "Is there a dark mode?")), 0.0)
+        result = await store.search("", tracker_state(("user", "Is there a dark mode?")), 0.0)
         answer = result.results[0].metadata.get("answer") if result.results else None
     assert answer == "Yes, under Settings > Look."
 
@@ -208,12 +180,10 @@ def test_a_misconfiguration_names_the_key(docs, counting):
 
 
 async def test_index_failures_become_information_retrieval_exceptions(docs, counting):
-    store = ContextRetrieval(embeddings=counting)
-    store.connect(endpoint(docs, query_embedder="rasa"))  # queries through the failing client
-    store.engine  # noqa: B018 (waits for the index)
+    store = connected_store(counting, endpoint(docs, query_embedder="rasa"))  # failing queries
     counting.fail = True
     with pytest.raises(InformationRetrievalException, match="unreachable"):
-        await store.search("", state(("user", "a question nobody asked before")), 0.0)
+        await store.search("", tracker_state(("user", "a question nobody asked before")), 0.0)
 
 
 async def test_search_before_connect_is_an_information_retrieval_exception(counting):
@@ -241,7 +211,7 @@ async def test_odd_tracker_state_never_raises(store: ContextRetrieval, odd: Any)
 
 async def test_concurrent_searches_agree_with_sequential_ones(store: ContextRetrieval):
     questions = [
-        state(("user", q), plan=plan)
+        tracker_state(("user", q), plan=plan)
         for q in ("refund", "storage", "offline files", "price")
         for plan in PLANS
     ]
@@ -272,7 +242,7 @@ async def test_no_result_ever_violates_a_slot_filter(
     store: ContextRetrieval, plan: Any, region: Any
 ):
     result = await store.search(
-        "", state(("user", "how much storage and refunds"), plan=plan, region=region), 0.0
+        "", tracker_state(("user", "how much storage and refunds"), plan=plan, region=region), 0.0
     )
     wanted_plans = _wanted(plan)
     wanted_regions = _wanted(region)
@@ -296,10 +266,9 @@ async def test_an_attribute_no_document_has_does_not_rebuild_the_rules_each_sear
     """Planners rebuild their vocabulary when ``known_values`` is a new mapping: a declared
     attribute without values must not make every search look like a changed index."""
     fields = [*FIELDS, {"name": "audience", "type": "string"}]
-    store = ContextRetrieval(embeddings=embedder)
-    store.connect(endpoint(docs, metadata_fields=fields))
+    store = connected_store(embedder, endpoint(docs, metadata_fields=fields))
     first = store.engine.known_values()
-    await store.search("", state(("user", "How much storage do I get?")), 0.0)
+    await store.search("", tracker_state(("user", "How much storage do I get?")), 0.0)
     assert store.engine.known_values() is first
     assert first["audience"] == frozenset()
     assert first["price_per_month"] == frozenset()  # numbers are not values to say

@@ -93,6 +93,7 @@ def test_project_passes_rasa_data_validate(
         pytest.fail(f"{config} + {endpoints} do not validate: {error} (see the log above)")
 
 
+@pytest.mark.slow  # Rasa builds each config's training graph
 @pytest.mark.parametrize("config", [config for config, _ in PROJECTS])
 def test_config_builds_a_training_graph_with_installed_components(config: str) -> None:
     """The recipe step of `rasa train`: every component resolves (no missing extras)."""
@@ -337,15 +338,11 @@ def _e2e_cases() -> list[tuple[str, list[dict[str, Any]]]]:
 @pytest.fixture(scope="module")
 def example_store(embedder: Any, example_index_path: Path) -> Any:
     """The plugin configured by the offline project's endpoints.yml, as Rasa would connect it."""
-    from rasa.utils.endpoints import EndpointConfig
-
-    from rasa_context_retrieval.store import ContextRetrieval
+    from tests.store_support import connected_store
 
     block = {**_vector_store_block("endpoints.yml"), "index_path": str(example_index_path)}
     block["docs"] = str(REPO_ROOT / block["docs"])
-    store = ContextRetrieval(embeddings=embedder)
-    store.connect(EndpointConfig(**block))
-    return store
+    return connected_store(embedder, block)
 
 
 @pytest.mark.parametrize(("case", "steps"), _e2e_cases(), ids=[name for name, _ in _e2e_cases()])

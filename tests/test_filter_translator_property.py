@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.structured_query import (
@@ -27,6 +28,8 @@ from langchain_core.structured_query import (
 from rasa_context_retrieval.filters.absence import include_documents_lacking
 from rasa_context_retrieval.filters.columns import MetadataColumns
 from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
+
+pytestmark = pytest.mark.slow  # thousands of random filters against a reference
 
 ATTRIBUTES = ["plan", "platform", "price", "updated"]
 WORDS = ["Premium", " premium ", "basic", "EU", "a_b", "50%", "android", "iOS", "true", "False"]

@@ -24,8 +24,8 @@ from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.rewrite.llm_rewrite import MAX_QUERY_CHARS, clean_query
 from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
-from rasa_context_retrieval.store import ContextRetrieval
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
+from tests.store_support import connected_store
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -109,8 +109,8 @@ async def test_the_store_answers_within_the_slot_scope_whatever_the_llm_says(
             f"Q: What does {plan} include?\nA: Storage for {plan}.\n",
             encoding="utf-8",
         )
-    store = ContextRetrieval(embeddings=embedder)
-    store.connect(
+    store = connected_store(
+        embedder,
         EndpointConfig(
             docs=str(docs),
             index_path=str(tmp_path / "index"),
@@ -120,7 +120,7 @@ async def test_the_store_answers_within_the_slot_scope_whatever_the_llm_says(
             self_query="llm",
             multi_query=2,
             llm={**fake_openai.llm_config(), "timeout": 2},
-        )
+        ),
     )
     tried = 0
 

@@ -3,13 +3,13 @@
 An attack run found that a large or deeply nested answer was parsed on the event loop with no size
 limit and outside the timeout: a 64 KB answer froze every conversation for 20 s, and a filter
 nested 3,000 levels deep failed the search instead of falling back. Here the real store talks to
-the local OpenAI-compatible server, which sends such answers, while a ticker measures how long
-the event loop is blocked.
+the local OpenAI-compatible server, which sends such answers: each is parsed off the event loop,
+only under the size cap, and the search falls back within the timeout. (bench/loop_lag.py
+measures the loop's lag in seconds.)
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
@@ -20,14 +20,14 @@ import pytest
 from rasa.utils.endpoints import EndpointConfig
 
 from rasa_context_retrieval.llm.client import MAX_ANSWER_BYTES, LLMUnavailable, RetrievalLLM
+from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
 from rasa_context_retrieval.store import ContextRetrieval
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
+from tests.store_support import connected_store, tracker_state
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 TIMEOUT_SECONDS = 1.0
-MAX_LOOP_BLOCK_SECONDS = 0.5
-"""Far above a healthy tick (a few ms) and far below what these answers cost on the loop."""
 PLANS = ("free", "premium")
 
 
@@ -56,8 +56,8 @@ def store(fake_openai: FakeOpenAI, embedder: Any, tmp_path: Path) -> ContextRetr
             f"A: Refunds for {plan} within 14 days.\n",
             encoding="utf-8",
         )
-    store = ContextRetrieval(embeddings=embedder)
-    store.connect(
+    store = connected_store(
+        embedder,
         EndpointConfig(
             docs=str(docs),
             index_path=str(tmp_path / "index"),
@@ -65,33 +65,16 @@ def store(fake_openai: FakeOpenAI, embedder: Any, tmp_path: Path) -> ContextRetr
             metadata_fields=[{"name": "plan", "type": "string", "values": list(PLANS)}],
             self_query="llm",
             llm={**fake_openai.llm_config(), "timeout": TIMEOUT_SECONDS},
-        )
+        ),
     )
     return store
 
 
-async def search_while_ticking(store: ContextRetrieval, plan: str) -> tuple[Any, float, float]:
-    """The result, the search's wall time and the longest the event loop was blocked."""
-    longest = 0.0
-    searching = True
-
-    async def ticker() -> None:
-        nonlocal longest
-        while searching:
-            before = time.perf_counter()
-            await asyncio.sleep(0.005)
-            longest = max(longest, time.perf_counter() - before - 0.005)
-
-    ticks = asyncio.create_task(ticker())
+async def timed_search(store: ContextRetrieval, plan: str) -> tuple[Any, float]:
+    """The result and the search's wall time."""
     started = time.perf_counter()
-    state = {"events": [{"event": "user", "text": "can I get a refund"}], "slots": {"plan": plan}}
-    try:
-        result = await store.search("", state, 0.0)
-    finally:
-        elapsed = time.perf_counter() - started
-        searching = False
-        await ticks
-    return result, elapsed, longest
+    result = await store.search("", tracker_state(("user", "can I get a refund"), plan=plan), 0.0)
+    return result, time.perf_counter() - started
 
 
 @pytest.mark.parametrize(
@@ -106,15 +89,28 @@ async def search_while_ticking(store: ContextRetrieval, plan: str) -> tuple[Any,
     ],
 )
 async def test_a_hostile_answer_falls_back_in_time_without_blocking_the_loop(
-    fake_openai: FakeOpenAI, store: ContextRetrieval, answer: str
+    fake_openai: FakeOpenAI,
+    store: ContextRetrieval,
+    answer: str,
+    monkeypatch: pytest.MonkeyPatch,
 ):
-    fake_openai.responder = lambda body: Reply(answer)
-    await search_while_ticking(store, "free")  # first request: connection set-up
+    parsed: list[tuple[int, int]] = []  # (thread, characters) of each answer parsed
+    parse_answer = LLMQueryConstructor.parse_answer
 
-    result, elapsed, blocked = await search_while_ticking(store, "premium")
+    def noted_parse(self: LLMQueryConstructor, text: str, **options: Any) -> Any:
+        parsed.append((threading.get_ident(), len(text)))
+        return parse_answer(self, text, **options)
+
+    monkeypatch.setattr(LLMQueryConstructor, "parse_answer", noted_parse)
+    fake_openai.responder = lambda body: Reply(answer)
+    await timed_search(store, "free")  # first request: connection set-up
+
+    result, elapsed = await timed_search(store, "premium")
 
     assert fake_openai.call_count >= 2, "the LLM was not asked"
-    assert blocked < MAX_LOOP_BLOCK_SECONDS, f"event loop blocked for {blocked:.2f} s"
+    loop_thread = threading.get_ident()
+    assert all(thread != loop_thread for thread, _ in parsed), "an answer was parsed on the loop"
+    assert all(size <= MAX_ANSWER_BYTES for _, size in parsed), "an oversized answer was parsed"
     assert elapsed < TIMEOUT_SECONDS + 1.0, f"the search took {elapsed:.2f} s"
     # The no-LLM path: no filter from the words, the slot scope kept, results found.
     assert result.metadata["extracted_filter"] is None
@@ -134,13 +130,13 @@ async def test_the_request_and_the_parse_share_one_timeout(fake_openai: FakeOpen
     started = time.perf_counter()
     with pytest.raises(LLMUnavailable, match="within"):
         await llm.complete_and_parse("question", slow_parse, timeout=TIMEOUT_SECONDS)
-    assert time.perf_counter() - started < TIMEOUT_SECONDS + 0.3
+    assert time.perf_counter() - started < TIMEOUT_SECONDS + 0.5  # 1.6 s if not shared
     assert parsed_in and parsed_in[0] != threading.main_thread().name
 
 
 async def test_a_well_formed_answer_still_filters(fake_openai: FakeOpenAI, store: ContextRetrieval):
     answer = json.dumps({"query": "refunds", "filter": 'eq("plan", "premium")'})
     fake_openai.responder = lambda body: Reply(answer)
-    result, _, _ = await search_while_ticking(store, "premium")
+    result, _ = await timed_search(store, "premium")
     assert result.metadata["extracted_filter"] == 'eq("plan", "premium")'
     assert [r.metadata["plan"] for r in result.results] == ["premium"]

@@ -17,7 +17,7 @@ from rasa.utils.endpoints import EndpointConfig
 
 from rasa_context_retrieval.faiss.index import IndexDirectory
 from rasa_context_retrieval.store import ContextRetrieval
-from tests.test_context_retrieval import CountingEmbedder
+from tests.store_support import CountingEmbedder, connected_store, tracker_state
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -39,8 +39,7 @@ def endpoint(docs: Path) -> EndpointConfig:
 
 async def sources(store: ContextRetrieval, config: EndpointConfig, question: str, plan: str) -> set:
     store.connect(config)
-    state = {"events": [{"event": "user", "text": question}], "slots": {"plan": plan}}
-    result = await store.search("", state, 0.0)
+    result = await store.search("", tracker_state(("user", question), plan=plan), 0.0)
     return {found.metadata["source"] for found in result.results}
 
 
@@ -63,9 +62,8 @@ def docs(tmp_path: Path) -> Path:
 
 
 async def test_a_same_size_edit_with_its_mtime_restored_is_picked_up(docs: Path, embedder: Any):
-    store = ContextRetrieval(embeddings=embedder)
     config = endpoint(docs)
-    store.connect(config)
+    store = connected_store(embedder, config)
     assert "sync.md" in await sources(store, config, "how does sync work", "free")
     path = docs / "sync.md"
     before = path.stat()
@@ -81,9 +79,8 @@ async def test_a_same_size_edit_with_its_mtime_restored_is_picked_up(docs: Path,
 
 
 async def test_a_document_that_becomes_unreadable_is_withdrawn(docs: Path, embedder: Any):
-    store = ContextRetrieval(embeddings=embedder)
     config = endpoint(docs)
-    store.connect(config)
+    store = connected_store(embedder, config)
     (docs / "sync.md").write_bytes(b"\xff\xfe not UTF-8 any more")
 
     async def reported() -> bool:
@@ -99,9 +96,8 @@ async def test_when_the_rebuild_fails_changed_documents_are_withdrawn_and_the_re
     docs: Path, embedder: Any
 ):
     counting = CountingEmbedder(embedder)
-    store = ContextRetrieval(embeddings=counting)
     config = endpoint(docs)
-    store.connect(config)
+    store = connected_store(counting, config)
     assert "sync.md" in await sources(store, config, "how does sync work", "free")
     await sources(store, config, "can I get a refund", "free")  # cache the query vectors
     counting.fail = True  # the rebuild cannot embed the edited text
@@ -118,9 +114,8 @@ async def test_when_nothing_readable_is_left_nothing_is_served(tmp_path: Path, e
     docs = tmp_path / "docs"
     docs.mkdir()
     write(docs / "only.md", "---\nplan: free\n---\nQ: How does sync work?\nA: Automatically.\n")
-    store = ContextRetrieval(embeddings=embedder)
     config = endpoint(docs)
-    store.connect(config)
+    store = connected_store(embedder, config)
     (docs / "only.md").write_bytes(b"\0binary now")
 
     async def empty() -> bool:

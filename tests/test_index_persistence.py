@@ -112,6 +112,7 @@ def test_a_build_killed_mid_way_leaves_the_previous_index_usable(tmp_path):
     assert len(rebuilt) == 40  # the dead process's lock does not block the next start
 
 
+@pytest.mark.slow  # spawns three worker processes
 def test_workers_starting_together_build_the_index_once(tmp_path):
     docs = make_docs(tmp_path, 12)
     tally = tmp_path / "embedded.txt"
@@ -132,14 +133,13 @@ def test_workers_starting_together_build_the_index_once(tmp_path):
     assert len(index) == 12
 
 
-def test_restart_loads_fast_without_embedding(tmp_path: Path):
+def test_restart_loads_without_embedding(tmp_path: Path):
+    """What a restart costs in seconds is measured by bench/guard_costs.py and bench/startup.py."""
     docs = make_docs(tmp_path, 30)
     ensure_index(settings_for(docs), HashingEmbedder(), progress=False)
 
     refuses = HashingEmbedder(tally=str(tmp_path / "embedded-on-restart.txt"))
 
-    started = time.perf_counter()
     index = ensure_index(settings_for(docs), refuses, progress=False)
     assert len(index) == 30
-    assert time.perf_counter() - started < 1.0
     assert not (tmp_path / "embedded-on-restart.txt").exists(), "a restart must embed nothing"

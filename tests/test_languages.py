@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rasa.utils.endpoints import EndpointConfig
 from structlog.testing import capture_logs
 
 from rasa_context_retrieval.config import ConfigurationError, StoreConfig
@@ -19,7 +18,7 @@ from rasa_context_retrieval.retrieve.languages import (
     warn_if_documents_are_not_in,
 )
 from rasa_context_retrieval.retrieve.lexical import SETTINGS_FILENAME, LexicalIndex, LexicalSettings
-from rasa_context_retrieval.store import ContextRetrieval
+from tests.store_support import connected_store
 
 GERMAN = [
     "Klicken Sie mit der rechten Maustaste auf eine Datei und wählen Sie Offline verfügbar.",
@@ -136,11 +135,11 @@ def test_indexing_german_documents_as_english_warns_once(tmp_path: Path, embedde
     }
 
     with capture_logs() as first_start:
-        ContextRetrieval(embeddings=embedder).connect(EndpointConfig(**block))
+        connected_store(embedder, block)
     with capture_logs() as restart:
-        ContextRetrieval(embeddings=embedder).connect(EndpointConfig(**block))
+        connected_store(embedder, block)
     with capture_logs() as in_german:
-        ContextRetrieval(embeddings=embedder).connect(EndpointConfig(**block, language="de"))
+        connected_store(embedder, {**block, "language": "de"})
 
     def events(logs: list[dict[str, Any]]) -> list[str]:
         return [log["event"] for log in logs if log["event"].startswith("knowledge.language")]

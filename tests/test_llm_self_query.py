@@ -256,6 +256,7 @@ def test_dropping_never_excludes_a_document_the_llm_filter_admitted(
         assert admits(remaining, doc, {})
 
 
+@pytest.mark.slow  # a large property run
 @settings(max_examples=200, deadline=None)
 @given(trees(), docs, st.sampled_from(["free", "plus", "premium", "business"]))
 def test_nothing_the_llm_writes_admits_a_document_outside_the_slot_scope(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 import threading
-import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,6 +30,8 @@ from rasa_context_retrieval.query_embedding.embedder import (
 )
 from rasa_context_retrieval.query_embedding.onnx import LocalModel, cached_export, export_file
 from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.slow  # exports the model to ONNX, several times
 
 WAIT_S = 10.0
 
@@ -283,13 +284,19 @@ def test_a_lone_search_never_waits_for_company_whatever_its_number_of_texts(
 ):
     """The window waits for searches, not texts: a follow-up's four-text mix, then a one-text
     question, are both alone, so neither waits the (here deliberately long) window."""
-    window = 1.0
-    batcher = QueryBatcher(onnx_embedder.encode, window_seconds=window)
-    started = time.perf_counter()
+    batcher = QueryBatcher(onnx_embedder.encode, window_seconds=1.0)
+    waits: list[float | None] = []
+    wait = batcher._arrived.wait
+
+    def noted_wait(timeout: float | None = None) -> bool:
+        waits.append(timeout)
+        return wait(timeout)
+
+    batcher._arrived.wait = noted_wait  # type: ignore[method-assign]
     batcher.embed_many(QUESTIONS[:4])
     batcher.embed_many(QUESTIONS[4:5])
     batcher.embed_many(QUESTIONS[:3])
-    assert time.perf_counter() - started < window
+    assert waits == [], "a lone search waited for company"
     assert list(batcher.batch_sizes) == [4, 1, 3]
 
 

@@ -35,9 +35,9 @@ from rasa_context_retrieval.knowledge.chunking import chunk_documents
 from rasa_context_retrieval.knowledge.loader import Document
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.result_metadata import citable_source, prompt_metadata
-from rasa_context_retrieval.store import ContextRetrieval
 from tests.conftest import REPO_ROOT
 from tests.fake_openai import FAKE_API_KEY, FakeOpenAI, Reply
+from tests.store_support import connected_store
 from tests.test_enterprise_search_policy import DOMAIN, tracker_for
 
 ON_ONE_LOOP = pytest.mark.asyncio(loop_scope="session")
@@ -289,8 +289,7 @@ async def test_lean_results_in_extractive_mode_are_flagged_with_the_fix(
 async def test_a_listed_answer_keeps_extractive_answers_and_drops_the_rest(
     embedder: Any, knowledge
 ):
-    store = ContextRetrieval(embeddings=embedder)
-    store.connect(endpoints(knowledge, result_metadata=["answer"]).vector_store)
+    store = connected_store(embedder, endpoints(knowledge, result_metadata=["answer"]).vector_store)
     results = await store.search("Can I get a refund?", {}, 0.0)
     assert results.results
     for result in results.results:

@@ -47,6 +47,7 @@ def shipped_report() -> dict[str, Any]:
     return _report(capture.stdout)
 
 
+@pytest.mark.slow  # evaluates every shipped case
 def test_shipped_cases_cover_follow_ups_slots_and_unanswerable_questions(
     shipped_report: dict[str, Any],
 ) -> None:
@@ -57,6 +58,7 @@ def test_shipped_cases_cover_follow_ups_slots_and_unanswerable_questions(
     assert shipped_report["cases"] - shipped_report["answerable"] >= 3
 
 
+@pytest.mark.slow  # evaluates every shipped case
 def test_the_plugin_ranks_the_example_knowledge_base_well(shipped_report: dict[str, Any]) -> None:
     plugin = shipped_report["scores"]["context_model"]
     assert plugin["mrr"] >= float(SHIPPED_MIN_MRR)
@@ -67,6 +69,7 @@ def test_the_plugin_ranks_the_example_knowledge_base_well(shipped_report: dict[s
     assert by_name["storage on Free"]["sources"][0] == "plans/free.md"
 
 
+@pytest.mark.slow  # evaluates every shipped case
 def test_follow_ups_gain_from_the_context_model_over_the_latest_message(
     shipped_report: dict[str, Any],
 ) -> None:
@@ -77,6 +80,7 @@ def test_follow_ups_gain_from_the_context_model_over_the_latest_message(
     assert ranks["offline files, then Android"]["latest_message"] != 1
 
 
+@pytest.mark.slow  # evaluates every shipped case
 def test_filters_are_checked_against_the_cases(shipped_report: dict[str, Any]) -> None:
     filters = shipped_report["filters"]
     assert filters["checked"] >= 20
@@ -87,6 +91,7 @@ def test_filters_are_checked_against_the_cases(shipped_report: dict[str, Any]) -
     assert "premium" in scoped["filter"] and "eu" in scoped["filter"]
 
 
+@pytest.mark.slow  # evaluates every shipped case
 def test_threshold_suggestion_and_latency_are_reported(shipped_report: dict[str, Any]) -> None:
     suggested = shipped_report["threshold"]["suggested"]
     configured = shipped_report["threshold"]["configured"]
@@ -101,6 +106,7 @@ def test_threshold_suggestion_and_latency_are_reported(shipped_report: dict[str,
     assert 0 < latency["p50"] <= latency["p95"]
 
 
+@pytest.mark.slow  # evaluates every shipped case
 def test_the_table_shows_the_three_query_texts_side_by_side(
     shipped_report: dict[str, Any],
 ) -> None:

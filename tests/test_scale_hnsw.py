@@ -26,6 +26,8 @@ from rasa_context_retrieval.faiss.dense import (
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.models import Chunk
 
+pytestmark = pytest.mark.slow  # builds HNSW graphs and measures their recall
+
 ROWS, DIMENSION, K = 6_000, 384, 10
 QUERIES = 60
 

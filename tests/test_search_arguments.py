@@ -17,7 +17,8 @@ from rasa_context_retrieval.planning.llm_planner import LLMQueryPlanner
 from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
 from rasa_context_retrieval.store import ContextRetrieval
 from tests.fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
-from tests.test_context_retrieval import FIELDS, endpoint, state, write_knowledge_base
+from tests.store_support import connected_store, tracker_state
+from tests.test_context_retrieval import FIELDS, endpoint, write_knowledge_base
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -26,7 +27,7 @@ FOLLOW_UP = (
     ("bot", "Right-click a folder and choose Make available offline."),
     ("user", "how much does it cost on the plus plan?"),
 )
-STORAGE = state(("user", "How much storage do I get?"))
+STORAGE = tracker_state(("user", "How much storage do I get?"))
 
 
 @pytest.fixture
@@ -36,8 +37,7 @@ def docs(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(docs: Path, embedder: Any) -> ContextRetrieval:
-    store = ContextRetrieval(embeddings=embedder)
-    store.connect(endpoint(docs, top_k=4, candidates=6))
+    store = connected_store(embedder, endpoint(docs, top_k=4, candidates=6))
     return store
 
 
@@ -54,7 +54,7 @@ async def test_k_is_capped_at_the_configured_candidates(store: ContextRetrieval)
 async def test_with_k_a_full_tracker_state_still_goes_through_the_context_model(
     store: ContextRetrieval,
 ):
-    result = await store.search("ignored", state(*FOLLOW_UP), 0.0, k=1)
+    result = await store.search("ignored", tracker_state(*FOLLOW_UP), 0.0, k=1)
     assert result.metadata["standalone_query"] != FOLLOW_UP[-1][1]
     assert [r.metadata["answer"] for r in result.results] == ["Plus costs $3.99 a month."]
 
@@ -99,7 +99,7 @@ async def test_a_smaller_limit_from_the_users_words_still_applies(
     search = KnowledgeSearch.open(config, embedder, LLMQueryPlanner(llm, constructor))
     fake_openai.reply(_constructor_answer("storage", limit=3))
     conversation = Conversation.from_tracker_state(
-        state(("user", "show me the top 3 answers about storage")), fallback_query=""
+        tracker_state(("user", "show me the top 3 answers about storage")), fallback_query=""
     )
 
     outcome = await search.search(conversation, 0.0, top_k=6)
