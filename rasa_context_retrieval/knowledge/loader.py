@@ -30,6 +30,7 @@ from rasa_context_retrieval.knowledge.access_attributes import (
 )
 from rasa_context_retrieval.knowledge.front_matter import FrontMatterRefused, split_front_matter
 from rasa_context_retrieval.knowledge.listing import JSONL_SUFFIX, is_inside, list_knowledge_files
+from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX, PdfUnreadable, pdf_pages
 
 logger = structlog.get_logger()
 
@@ -70,12 +71,12 @@ class KnowledgeBase:
     problems: list[IngestProblem]
 
 
-def knowledge_files(folder: Path) -> list[Path]:
+def knowledge_files(folder: Path, extra_suffixes: Collection[str] = ()) -> list[Path]:
     """The knowledge files in a stable order (see ``rasa_context_retrieval.knowledge.listing``)."""
-    return list_knowledge_files(folder).files
+    return list_knowledge_files(folder, extra_suffixes).files
 
 
-def content_digest(folder: Path) -> str:
+def content_digest(folder: Path, extra_suffixes: Collection[str] = ()) -> str:
     """A digest of every knowledge file's path and bytes: it changes iff the knowledge changes.
 
     Refused paths (links out of the folder) count by name, so that adding one is reported. A file
@@ -84,7 +85,7 @@ def content_digest(folder: Path) -> str:
     its size in memory.
     """
     digest = hashlib.sha256()
-    listing = list_knowledge_files(folder)
+    listing = list_knowledge_files(folder, extra_suffixes)
     for path in listing.files:
         digest.update(path.relative_to(folder).as_posix().encode())
         digest.update(b"\0")
@@ -109,19 +110,26 @@ def _file_digest(path: Path) -> bytes:
     return hashlib.sha256(content).digest()
 
 
-def load_knowledge_base(folder: Path, access_attributes: Collection[str] = ()) -> KnowledgeBase:
-    """Read every .md/.txt (optional YAML front matter) and .jsonl file under ``folder``.
+def load_knowledge_base(
+    folder: Path, access_attributes: Collection[str] = (), extra_suffixes: Collection[str] = ()
+) -> KnowledgeBase:
+    """Read every .md/.txt (optional YAML front matter) and .jsonl file under ``folder``, and
+    the opted-in ``extra_suffixes`` (``.pdf``: one document per page, ``source`` citing it).
 
     ``access_attributes`` are the document attributes that ``access_filters`` map to: a document
     that names one of them in a way that would not be read (``Plan:``, a JSON line's ``plan``
     outside its ``metadata``) is refused instead of being indexed as public.
     """
     documents: list[Document] = []
-    listing = list_knowledge_files(folder)
+    listing = list_knowledge_files(folder, extra_suffixes)
     problems = [IngestProblem(refused.name, None, refused.reason) for refused in listing.refused]
     root = folder.resolve()
     for path in listing.files:
         name = path.relative_to(folder).as_posix()
+        if path.suffix.lower() == PDF_SUFFIX:
+            for item in _pdf_documents(name, path, root):
+                (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
+            continue
         try:
             text = _read_text(path, root)
         except _Unreadable as unreadable:
@@ -144,7 +152,22 @@ class _Unreadable(ContextRetrievalError):
         self.line = line
 
 
-def _read_text(path: Path, root: Path) -> str:
+def _pdf_documents(name: str, path: Path, root: Path) -> Iterator[Document | IngestProblem]:
+    """One document per page with text; ``source`` is ``name#page=N``, ``page`` is N."""
+    try:
+        raw = _read_bytes(path, root)
+        pages = list(pdf_pages(raw))
+    except _Unreadable as unreadable:
+        yield IngestProblem(name, unreadable.line, unreadable.reason)
+        return
+    except PdfUnreadable as unreadable:
+        yield IngestProblem(name, None, str(unreadable))
+        return
+    for number, text, properties in pages:
+        yield Document(f"{name}#page={number}", text, {**properties, "page": number})
+
+
+def _read_bytes(path: Path, root: Path) -> bytes:
     # Listed files were inside; checked again here because a link can change in between.
     target = path.resolve()
     if not is_inside(target, root):
@@ -158,9 +181,13 @@ def _read_text(path: Path, root: Path) -> str:
             f"file is {size / 1e6:.0f} MB, over the {MAX_FILE_BYTES // 2**20} MiB limit"
         )
     try:
-        raw = target.read_bytes()
+        return target.read_bytes()
     except OSError as error:
         raise _Unreadable(f"cannot read the file: {error.strerror or error}") from None
+
+
+def _read_text(path: Path, root: Path) -> str:
+    raw = _read_bytes(path, root)
     if b"\0" in raw:
         raise _Unreadable("binary file (contains NUL bytes), not text")
     try:
