@@ -10,6 +10,7 @@ import pytest
 from rasa_context_retrieval.knowledge import loader
 from rasa_context_retrieval.knowledge.chunking import chunk_documents
 from rasa_context_retrieval.knowledge.loader import content_digest, load_knowledge_base
+from rasa_context_retrieval.result_metadata import citable_source, prompt_metadata
 
 fpdf = pytest.importorskip("fpdf")
 pytest.importorskip("pypdf")
@@ -107,3 +108,15 @@ def test_a_changed_pdf_changes_the_digest_so_the_index_is_rebuilt(tmp_path: Path
     assert content_digest(tmp_path, PDF) == before  # unchanged: nothing is parsed again
     make_pdf(tmp_path / "manual.pdf", ["Version two."])
     assert content_digest(tmp_path, PDF) != before
+
+
+def test_the_citation_keeps_the_page_whatever_is_shown(tmp_path: Path):
+    make_pdf(tmp_path / "manuals/router.pdf", ["Setup.", "Reset."], title="Router manual")
+    knowledge = load_knowledge_base(tmp_path, extra_suffixes=PDF)
+    second = chunk_documents(knowledge.documents, 500, 50)[1]
+
+    assert prompt_metadata(second, "lean")["source"] == "Router manual, page 2"
+    with_url = {**second.metadata, "url": "https://example.com/router.pdf"}
+    assert citable_source(with_url) == "https://example.com/router.pdf#page=2"
+    untitled = {k: v for k, v in second.metadata.items() if k != "title"}
+    assert citable_source(untitled) == "manuals/router.pdf#page=2"
