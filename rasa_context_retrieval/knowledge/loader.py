@@ -31,6 +31,7 @@ from rasa_context_retrieval.knowledge.access_attributes import (
 from rasa_context_retrieval.knowledge.front_matter import FrontMatterRefused, split_front_matter
 from rasa_context_retrieval.knowledge.listing import JSONL_SUFFIX, is_inside, list_knowledge_files
 from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX, PdfUnreadable, pdf_pages
+from rasa_context_retrieval.knowledge.word import DOCX_SUFFIX, WordUnreadable, word_text
 
 logger = structlog.get_logger()
 
@@ -130,6 +131,10 @@ def load_knowledge_base(
             for item in _pdf_documents(name, path, root):
                 (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
             continue
+        if path.suffix.lower() == DOCX_SUFFIX:
+            word = _word_document(name, path, root)
+            (problems if isinstance(word, IngestProblem) else documents).append(word)  # type: ignore[arg-type]
+            continue
         try:
             text = _read_text(path, root)
         except _Unreadable as unreadable:
@@ -165,6 +170,17 @@ def _pdf_documents(name: str, path: Path, root: Path) -> Iterator[Document | Ing
         return
     for number, text, properties in pages:
         yield Document(f"{name}#page={number}", text, {**properties, "page": number})
+
+
+def _word_document(name: str, path: Path, root: Path) -> Document | IngestProblem:
+    """The Word file as one Markdown document (its chunks split like any Markdown text)."""
+    try:
+        text, properties = word_text(_read_bytes(path, root))
+    except _Unreadable as unreadable:
+        return IngestProblem(name, unreadable.line, unreadable.reason)
+    except WordUnreadable as unreadable:
+        return IngestProblem(name, None, str(unreadable))
+    return Document(name, text, properties)
 
 
 def _read_bytes(path: Path, root: Path) -> bytes:
