@@ -28,6 +28,7 @@ from rasa_context_retrieval.knowledge.access_attributes import (
     misspelled_access_keys,
     stray_access_line,
 )
+from rasa_context_retrieval.knowledge.faq_table import CSV_SUFFIX, TableUnreadable, faq_rows
 from rasa_context_retrieval.knowledge.front_matter import FrontMatterRefused, split_front_matter
 from rasa_context_retrieval.knowledge.listing import JSONL_SUFFIX, is_inside, list_knowledge_files
 from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX, PdfUnreadable, pdf_pages
@@ -140,7 +141,14 @@ def load_knowledge_base(
         except _Unreadable as unreadable:
             problems.append(IngestProblem(name, unreadable.line, unreadable.reason))
             continue
-        reader = _jsonl_documents if path.suffix.lower() == JSONL_SUFFIX else _text_documents
+        suffix = path.suffix.lower()
+        reader = (
+            _jsonl_documents
+            if suffix == JSONL_SUFFIX
+            else _csv_documents
+            if suffix == CSV_SUFFIX
+            else _text_documents
+        )
         for item in reader(name, text, frozenset(access_attributes)):
             (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
     for problem in problems:
@@ -266,6 +274,23 @@ def _text_documents(
         yield IngestProblem(name, None, problem)
         return
     yield Document(name, content, metadata)
+
+
+def _csv_documents(
+    name: str, text: str, access_attributes: frozenset[str]
+) -> Iterator[Document | IngestProblem]:
+    """One Q/A document per row of an FAQ table (``knowledge.faq_table``), cited as ``name:N``."""
+    try:
+        rows = list(faq_rows(text))
+    except TableUnreadable as unreadable:
+        yield IngestProblem(name, None, str(unreadable))
+        return
+    for line, entry, attributes in rows:
+        problem = _misplaced_access(attributes, access_attributes)
+        if problem is not None:
+            yield IngestProblem(name, line, problem)
+        else:
+            yield Document(f"{name}:{line}", entry, attributes)
 
 
 def _misplaced_access(metadata: dict[str, Any], access_attributes: frozenset[str]) -> str | None:
