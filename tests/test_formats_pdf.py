@@ -120,3 +120,17 @@ def test_the_citation_keeps_the_page_whatever_is_shown(tmp_path: Path):
     assert citable_source(with_url) == "https://example.com/router.pdf#page=2"
     untitled = {k: v for k, v in second.metadata.items() if k != "title"}
     assert citable_source(untitled) == "manuals/router.pdf#page=2"
+
+
+def test_the_configuration_key_switches_the_format_on_for_the_build(tmp_path: Path):
+    from rasa_context_retrieval.config import ConfigurationError, StoreConfig
+    from rasa_context_retrieval.engine.live_index import index_settings
+
+    default = index_settings(StoreConfig.from_kwargs({"docs": str(tmp_path)}))
+    opted = index_settings(
+        StoreConfig.from_kwargs({"docs": str(tmp_path), "document_formats": ["pdf", "csv"]})
+    )
+    assert default.extra_suffixes == ()
+    assert opted.extra_suffixes == (".pdf", ".csv")
+    with pytest.raises(ConfigurationError):
+        StoreConfig.from_kwargs({"docs": str(tmp_path), "document_formats": ["exe"]})
