@@ -120,6 +120,9 @@ class StoreConfig(BaseModel):
     """LLM paraphrases searched besides the standalone query (needs ``llm``)."""
     llm: LLMBlock | None = None
     """An LLM configured the way Rasa configures LLMs (provider, model, ... or model_group)."""
+    document_formats: list[Literal["pdf", "docx", "csv"]] = Field(default_factory=list)
+    """Formats read besides .md/.txt/.jsonl (``[pdf, docx, csv]``). Opt-in: an upgrade must
+    never start serving files that sat ignored in ``docs`` until then."""
     chunk_size: Count = Field(DEFAULT_CHUNK_SIZE, ge=100, le=20_000)
     chunk_overlap: Count = Field(DEFAULT_CHUNK_OVERLAP, ge=0)
     embedding_batch_size: Count = Field(DEFAULT_EMBEDDING_BATCH_SIZE, ge=1, le=4096)

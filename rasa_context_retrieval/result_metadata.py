@@ -37,6 +37,8 @@ SOURCE = "source"
 ANSWER = "answer"
 TITLE = "title"
 URL = "url"
+PAGE = "page"
+"""Set on chunks from a PDF page (``knowledge.pdf``)."""
 CITATION_PREFERENCE = (URL, TITLE, SOURCE)
 """Attributes a document may declare to be cited by, most specific first."""
 
@@ -80,14 +82,27 @@ def prompt_metadata(chunk: Chunk, choice: ResultMetadataChoice) -> dict[str, Any
 
 
 def citable_source(metadata: Mapping[str, Any]) -> str:
-    """What a citation should show: the declared ``url``, else ``title``, else ``source``."""
+    """What a citation should show: the declared ``url``, else ``title``, else ``source``.
+
+    A chunk from a PDF page keeps its page visible whatever is shown: its ``source`` already
+    reads ``manual.pdf#page=12``; a ``url`` gets the same fragment (PDF viewers open that page),
+    a ``title`` gets ", page 12", so a person can check the citation.
+    """
     for key in CITATION_PREFERENCE:
         value = metadata.get(key)
         if isinstance(value, str | int | float) and not isinstance(value, bool):
             text = str(value).strip()
             if text:
-                return text
+                return _with_page(key, text, metadata.get(PAGE))
     return ""
+
+
+def _with_page(key: str, text: str, page: Any) -> str:
+    if not isinstance(page, int) or isinstance(page, bool) or key == SOURCE:
+        return text
+    if key == URL:
+        return text if "#" in text else f"{text}#page={page}"
+    return f"{text}, page {page}"
 
 
 def drops_answer(choice: ResultMetadataChoice, chunk: Chunk) -> bool:

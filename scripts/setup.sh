@@ -13,7 +13,7 @@ fi
 python -m pip install --quiet --upgrade pip
 # The CPU build of torch first: left to itself, pip would pull a multi-GB CUDA build.
 python -m pip install --quiet "torch==2.13.0"
-python -m pip install --quiet -e ".[dev,bench,milvus]"
+python -m pip install --quiet -e ".[dev,bench,office,milvus]"
 
 MODEL_DIR=".model/all-MiniLM-L6-v2"
 if [ ! -f "$MODEL_DIR/model.safetensors" ]; then

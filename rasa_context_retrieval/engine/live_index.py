@@ -290,6 +290,7 @@ def index_settings(config: StoreConfig) -> IndexSettings:
         exact_search_below=config.exact_search_below,
         language=config.language,
         access_attributes=tuple(config.access_filters.values()),
+        extra_suffixes=tuple(f".{name}" for name in config.document_formats),
     )
 
 

@@ -55,12 +55,14 @@ class IndexSettings:
     access_attributes: tuple[str, ...] = ()
     """The document attributes ``access_filters`` map to: they decide which documents the loader
     refuses (``knowledge.access_attributes``), so a change re-reads every document."""
+    extra_suffixes: tuple[str, ...] = ()
+    """The opted-in formats besides .md/.txt/.jsonl (``.pdf``); part of the docs digest."""
 
     def fingerprint(self, embeddings: Any) -> str:
         payload = {
             "format": FORMAT_VERSION,
             "chunker": CHUNKER_VERSION,
-            "docs": content_digest(self.docs),
+            "docs": content_digest(self.docs, self.extra_suffixes),
             "embedder": embedder_identity(embeddings),
             "chunk_size": self.chunk_size,
             "chunk_overlap": self.chunk_overlap,
@@ -136,7 +138,9 @@ def _build(
     progress: bool,
 ) -> KnowledgeIndex:
     started = time.perf_counter()
-    knowledge = load_knowledge_base(settings.docs, settings.access_attributes)
+    knowledge = load_knowledge_base(
+        settings.docs, settings.access_attributes, settings.extra_suffixes
+    )
     chunks = chunk_documents(knowledge.documents, settings.chunk_size, settings.chunk_overlap)
     if not chunks:
         skipped = "; ".join(str(problem) for problem in knowledge.problems[:5]) or "none"

@@ -10,6 +10,7 @@ where a document went. Links back into the tree are walked once (no loops).
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,8 +35,13 @@ class KnowledgeFiles:
     refused: list[RefusedPath] = field(default_factory=list)
 
 
-def list_knowledge_files(folder: Path) -> KnowledgeFiles:
-    """The .md/.txt/.jsonl files under ``folder``; hidden names and links out are left out."""
+def list_knowledge_files(folder: Path, extra_suffixes: Collection[str] = ()) -> KnowledgeFiles:
+    """The .md/.txt/.jsonl files under ``folder``; hidden names and links out are left out.
+
+    ``extra_suffixes`` (``.pdf``) are read only when switched on, so an upgrade never starts
+    serving files that sat ignored in the folder until then.
+    """
+    suffixes = (*KNOWLEDGE_SUFFIXES, *extra_suffixes)
     root = folder.resolve()
     listing = KnowledgeFiles()
     walked = {root}
@@ -48,7 +54,7 @@ def list_knowledge_files(folder: Path) -> KnowledgeFiles:
         ]
         for name in sorted(names):
             path = current / name
-            if name.startswith(".") or path.suffix.lower() not in KNOWLEDGE_SUFFIXES:
+            if name.startswith(".") or path.suffix.lower() not in suffixes:
                 continue
             if not is_inside(path, root):
                 listing.refused.append(

@@ -28,8 +28,11 @@ from rasa_context_retrieval.knowledge.access_attributes import (
     misspelled_access_keys,
     stray_access_line,
 )
+from rasa_context_retrieval.knowledge.faq_table import CSV_SUFFIX, TableUnreadable, faq_rows
 from rasa_context_retrieval.knowledge.front_matter import FrontMatterRefused, split_front_matter
 from rasa_context_retrieval.knowledge.listing import JSONL_SUFFIX, is_inside, list_knowledge_files
+from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX, PdfUnreadable, pdf_pages
+from rasa_context_retrieval.knowledge.word import DOCX_SUFFIX, WordUnreadable, word_text
 
 logger = structlog.get_logger()
 
@@ -70,12 +73,12 @@ class KnowledgeBase:
     problems: list[IngestProblem]
 
 
-def knowledge_files(folder: Path) -> list[Path]:
+def knowledge_files(folder: Path, extra_suffixes: Collection[str] = ()) -> list[Path]:
     """The knowledge files in a stable order (see ``rasa_context_retrieval.knowledge.listing``)."""
-    return list_knowledge_files(folder).files
+    return list_knowledge_files(folder, extra_suffixes).files
 
 
-def content_digest(folder: Path) -> str:
+def content_digest(folder: Path, extra_suffixes: Collection[str] = ()) -> str:
     """A digest of every knowledge file's path and bytes: it changes iff the knowledge changes.
 
     Refused paths (links out of the folder) count by name, so that adding one is reported. A file
@@ -84,7 +87,7 @@ def content_digest(folder: Path) -> str:
     its size in memory.
     """
     digest = hashlib.sha256()
-    listing = list_knowledge_files(folder)
+    listing = list_knowledge_files(folder, extra_suffixes)
     for path in listing.files:
         digest.update(path.relative_to(folder).as_posix().encode())
         digest.update(b"\0")
@@ -109,25 +112,43 @@ def _file_digest(path: Path) -> bytes:
     return hashlib.sha256(content).digest()
 
 
-def load_knowledge_base(folder: Path, access_attributes: Collection[str] = ()) -> KnowledgeBase:
-    """Read every .md/.txt (optional YAML front matter) and .jsonl file under ``folder``.
+def load_knowledge_base(
+    folder: Path, access_attributes: Collection[str] = (), extra_suffixes: Collection[str] = ()
+) -> KnowledgeBase:
+    """Read every .md/.txt (optional YAML front matter) and .jsonl file under ``folder``, and
+    the opted-in ``extra_suffixes`` (``.pdf``: one document per page, ``source`` citing it).
 
     ``access_attributes`` are the document attributes that ``access_filters`` map to: a document
     that names one of them in a way that would not be read (``Plan:``, a JSON line's ``plan``
     outside its ``metadata``) is refused instead of being indexed as public.
     """
     documents: list[Document] = []
-    listing = list_knowledge_files(folder)
+    listing = list_knowledge_files(folder, extra_suffixes)
     problems = [IngestProblem(refused.name, None, refused.reason) for refused in listing.refused]
     root = folder.resolve()
     for path in listing.files:
         name = path.relative_to(folder).as_posix()
+        if path.suffix.lower() == PDF_SUFFIX:
+            for item in _pdf_documents(name, path, root):
+                (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
+            continue
+        if path.suffix.lower() == DOCX_SUFFIX:
+            word = _word_document(name, path, root)
+            (problems if isinstance(word, IngestProblem) else documents).append(word)  # type: ignore[arg-type]
+            continue
         try:
             text = _read_text(path, root)
         except _Unreadable as unreadable:
             problems.append(IngestProblem(name, unreadable.line, unreadable.reason))
             continue
-        reader = _jsonl_documents if path.suffix.lower() == JSONL_SUFFIX else _text_documents
+        suffix = path.suffix.lower()
+        reader = (
+            _jsonl_documents
+            if suffix == JSONL_SUFFIX
+            else _csv_documents
+            if suffix == CSV_SUFFIX
+            else _text_documents
+        )
         for item in reader(name, text, frozenset(access_attributes)):
             (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
     for problem in problems:
@@ -144,7 +165,33 @@ class _Unreadable(ContextRetrievalError):
         self.line = line
 
 
-def _read_text(path: Path, root: Path) -> str:
+def _pdf_documents(name: str, path: Path, root: Path) -> Iterator[Document | IngestProblem]:
+    """One document per page with text; ``source`` is ``name#page=N``, ``page`` is N."""
+    try:
+        raw = _read_bytes(path, root)
+        pages = list(pdf_pages(raw))
+    except _Unreadable as unreadable:
+        yield IngestProblem(name, unreadable.line, unreadable.reason)
+        return
+    except PdfUnreadable as unreadable:
+        yield IngestProblem(name, None, str(unreadable))
+        return
+    for number, text, properties in pages:
+        yield Document(f"{name}#page={number}", text, {**properties, "page": number})
+
+
+def _word_document(name: str, path: Path, root: Path) -> Document | IngestProblem:
+    """The Word file as one Markdown document (its chunks split like any Markdown text)."""
+    try:
+        text, properties = word_text(_read_bytes(path, root))
+    except _Unreadable as unreadable:
+        return IngestProblem(name, unreadable.line, unreadable.reason)
+    except WordUnreadable as unreadable:
+        return IngestProblem(name, None, str(unreadable))
+    return Document(name, text, properties)
+
+
+def _read_bytes(path: Path, root: Path) -> bytes:
     # Listed files were inside; checked again here because a link can change in between.
     target = path.resolve()
     if not is_inside(target, root):
@@ -158,9 +205,13 @@ def _read_text(path: Path, root: Path) -> str:
             f"file is {size / 1e6:.0f} MB, over the {MAX_FILE_BYTES // 2**20} MiB limit"
         )
     try:
-        raw = target.read_bytes()
+        return target.read_bytes()
     except OSError as error:
         raise _Unreadable(f"cannot read the file: {error.strerror or error}") from None
+
+
+def _read_text(path: Path, root: Path) -> str:
+    raw = _read_bytes(path, root)
     if b"\0" in raw:
         raise _Unreadable("binary file (contains NUL bytes), not text")
     try:
@@ -223,6 +274,23 @@ def _text_documents(
         yield IngestProblem(name, None, problem)
         return
     yield Document(name, content, metadata)
+
+
+def _csv_documents(
+    name: str, text: str, access_attributes: frozenset[str]
+) -> Iterator[Document | IngestProblem]:
+    """One Q/A document per row of an FAQ table (``knowledge.faq_table``), cited as ``name:N``."""
+    try:
+        rows = list(faq_rows(text))
+    except TableUnreadable as unreadable:
+        yield IngestProblem(name, None, str(unreadable))
+        return
+    for line, entry, attributes in rows:
+        problem = _misplaced_access(attributes, access_attributes)
+        if problem is not None:
+            yield IngestProblem(name, line, problem)
+        else:
+            yield Document(f"{name}:{line}", entry, attributes)
 
 
 def _misplaced_access(metadata: dict[str, Any], access_attributes: frozenset[str]) -> str | None:

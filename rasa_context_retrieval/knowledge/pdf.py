@@ -1,0 +1,55 @@
+"""PDF documents → one document per page, so every chunk can cite ``manual.pdf#page=12``.
+
+``pypdf`` (BSD) was chosen over ``pdfminer.six`` because it keeps page boundaries, the outline
+and a table's rows in order (``documentation/formats.md``). It is an optional dependency (the
+``office`` extra): without it a PDF is skipped with a one-line reason naming the extra.
+A PDF that cannot be read is skipped with its reason; nothing in it (JavaScript, forms, links) is
+executed or followed, only its text layer is read.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from typing import Any
+
+from rasa_context_retrieval.errors import ContextRetrievalError
+
+PDF_SUFFIX = ".pdf"
+MISSING_LIBRARY = (
+    "reading PDF needs the 'office' extra: pip install 'rasa-context-retrieval[office]'"
+)
+
+
+class PdfUnreadable(ContextRetrievalError, ValueError):
+    """The PDF cannot be indexed; the message is the one-line reason shown in the problems."""
+
+
+def pdf_pages(raw: bytes) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """``(page number from 1, page text, document properties)`` for every page with text.
+
+    Raises:
+        PdfUnreadable: the library is missing, or the file is encrypted, corrupt, or has no
+            text layer at all (a scan: OCR is not supported).
+    """
+    try:
+        from pypdf import PdfReader
+        from pypdf.errors import PyPdfError
+    except ImportError:
+        raise PdfUnreadable(MISSING_LIBRARY) from None
+    try:
+        reader = PdfReader(io.BytesIO(raw), strict=False)
+        if reader.is_encrypted:
+            raise PdfUnreadable("encrypted PDF; save an unencrypted copy to index it")
+        title = reader.metadata.title if reader.metadata is not None else None
+        texts = [page.extract_text() or "" for page in reader.pages]
+    except PdfUnreadable:
+        raise
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as error:
+        raise PdfUnreadable(f"corrupt or truncated PDF ({type(error).__name__})") from None
+    if not any(text.strip() for text in texts):
+        raise PdfUnreadable("PDF has no text layer (a scan?); OCR is not supported")
+    properties = {"title": str(title)} if title and str(title).strip() else {}
+    for number, text in enumerate(texts, start=1):
+        if text.strip():
+            yield number, text, properties

@@ -1,0 +1,112 @@
+"""Word (.docx) documents → Markdown text: heading styles become ``#`` headings, list styles
+stay ``- `` items, tables become Markdown tables, the core-property title fills ``title``.
+
+``python-docx`` (MIT) reads styles and core properties directly (``documentation/formats.md``);
+its XML parser does not resolve entities, so XXE in a document is never followed. A .docx is a
+zip: its members' unpacked size is checked against the file's size before anything is parsed,
+so a zip bomb is refused, not unpacked. It is an optional dependency (the ``office`` extra).
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Any
+
+from rasa_context_retrieval.errors import ContextRetrievalError
+
+DOCX_SUFFIX = ".docx"
+MAX_UNPACKED_RATIO = 100
+"""Unpacked size over packed size above which an Office file is refused as a zip bomb (real
+Word files stay well under 20: XML compresses about 5-10 times)."""
+MAX_UNPACKED_BYTES = 200 * 1024 * 1024
+MISSING_LIBRARY = (
+    "reading Word needs the 'office' extra: pip install 'rasa-context-retrieval[office]'"
+)
+
+
+class WordUnreadable(ContextRetrievalError, ValueError):
+    """The Word file cannot be indexed; the message is the one-line reason."""
+
+
+def check_unpacked_size(raw: bytes) -> None:
+    """Refuse an Office zip whose declared unpacked size is out of proportion.
+
+    Raises:
+        WordUnreadable: not a zip, or a zip bomb.
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            unpacked = sum(member.file_size for member in archive.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        raise WordUnreadable("corrupt or truncated Office file (not a valid zip)") from None
+    if unpacked > MAX_UNPACKED_BYTES or unpacked > MAX_UNPACKED_RATIO * max(len(raw), 1):
+        raise WordUnreadable(
+            f"unpacks to {unpacked / 1e6:.0f} MB from {len(raw) / 1e6:.1f} MB, out of "
+            "proportion (a zip bomb?); not read"
+        )
+
+
+def word_text(raw: bytes) -> tuple[str, dict[str, Any]]:
+    """The document as Markdown text, and its properties (``title`` when set).
+
+    Raises:
+        WordUnreadable: the library is missing, or the file is a zip bomb, corrupt or empty.
+    """
+    check_unpacked_size(raw)
+    try:
+        import docx
+    except ImportError:
+        raise WordUnreadable(MISSING_LIBRARY) from None
+    try:
+        document = docx.Document(io.BytesIO(raw))
+        blocks = list(_blocks(document))
+        title = document.core_properties.title
+    except WordUnreadable:
+        raise
+    except Exception as error:  # python-docx raises KeyError, ValueError, lxml errors, ...
+        raise WordUnreadable(f"corrupt Word file ({type(error).__name__})") from None
+    text = "\n\n".join(block for block in blocks if block.strip())
+    if not text.strip():
+        raise WordUnreadable("Word file has no text")
+    return text, ({"title": title.strip()} if title and title.strip() else {})
+
+
+def _blocks(document: Any) -> Any:
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    for item in document.iter_inner_content():
+        if isinstance(item, Table):
+            yield _markdown_table(item)
+        elif isinstance(item, Paragraph):
+            yield _markdown_paragraph(item)
+
+
+def _markdown_paragraph(paragraph: Any) -> str:
+    text = paragraph.text.strip()
+    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    if not text:
+        return ""
+    if style == "Title":
+        return f"# {text}"
+    if style.startswith("Heading "):
+        level = style.removeprefix("Heading ").strip()
+        return f"{'#' * min(int(level), 6) if level.isdigit() else '#'} {text}"
+    if style.startswith("List"):
+        return f"- {text}"
+    return text
+
+
+def _markdown_table(table: Any) -> str:
+    rows = [
+        [" ".join(cell.text.split()).replace("|", "\\|") for cell in row.cells]
+        for row in table.rows
+    ]
+    if not rows:
+        return ""
+    width = max(len(row) for row in rows)
+    rows = [row + [""] * (width - len(row)) for row in rows]
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * width]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows[1:])
+    return "\n".join(lines)

@@ -1,0 +1,136 @@
+"""PDF documents: opt-in, one document per page citing ``name.pdf#page=N``, bad files skipped."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from rasa_context_retrieval.knowledge import loader
+from rasa_context_retrieval.knowledge.chunking import chunk_documents
+from rasa_context_retrieval.knowledge.loader import content_digest, load_knowledge_base
+from rasa_context_retrieval.result_metadata import citable_source, prompt_metadata
+
+fpdf = pytest.importorskip("fpdf")
+pytest.importorskip("pypdf")
+
+PDF = (".pdf",)
+
+
+def make_pdf(path: Path, pages: list[str], *, title: str | None = None, **encryption: str) -> None:
+    document = fpdf.FPDF()
+    document.set_font("Helvetica", size=12)
+    for text in pages:
+        document.add_page()
+        if text:
+            document.multi_cell(0, 8, text)
+        else:  # a page with a drawing and no text layer, as a scan has
+            document.rect(20, 20, 100, 100, style="F")
+    if title:
+        document.set_title(title)
+    if encryption:
+        document.set_encryption(**encryption)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document.output(str(path))
+
+
+def problems_by_file(folder: Path) -> dict[str, str]:
+    knowledge = load_knowledge_base(folder, extra_suffixes=PDF)
+    return {problem.file: problem.reason for problem in knowledge.problems}
+
+
+def test_pdfs_are_read_only_when_the_format_is_switched_on(tmp_path: Path):
+    (tmp_path / "notes.md").write_text("Plain notes.", encoding="utf-8")
+    without_pdf = content_digest(tmp_path)
+    make_pdf(tmp_path / "manuals/router.pdf", ["Reset the router by holding the button."])
+
+    assert [d.source for d in load_knowledge_base(tmp_path).documents] == ["notes.md"]
+    assert content_digest(tmp_path) == without_pdf  # an upgrade does not rebuild or serve it
+    sources = [d.source for d in load_knowledge_base(tmp_path, extra_suffixes=PDF).documents]
+    assert sources == ["manuals/router.pdf#page=1", "notes.md"]
+
+
+def test_each_chunk_knows_its_page_and_cites_it(tmp_path: Path):
+    make_pdf(
+        tmp_path / "manuals/router.pdf",
+        ["Chapter one covers setup.", "", "Q: How do I pause sync?\nA: Tap Pause in the menu."],
+        title="Router manual",
+    )
+    knowledge = load_knowledge_base(tmp_path, extra_suffixes=PDF)
+    chunks = chunk_documents(knowledge.documents, 500, 50)
+
+    assert [(c.metadata["source"], c.metadata["page"]) for c in chunks] == [
+        ("manuals/router.pdf#page=1", 1),
+        ("manuals/router.pdf#page=3", 3),
+    ]
+    assert {c.metadata["title"] for c in chunks} == {"Router manual"}
+    assert chunks[1].metadata["answer"] == "Tap Pause in the menu."
+    assert knowledge.problems == []
+
+
+def test_bad_pdfs_are_skipped_with_one_line_reasons_and_the_rest_is_served(tmp_path: Path):
+    make_pdf(tmp_path / "good.pdf", ["Served text."])
+    make_pdf(tmp_path / "locked.pdf", ["Secret."], owner_password="o", user_password="u")
+    make_pdf(tmp_path / "scan.pdf", ["", ""])
+    whole = (tmp_path / "good.pdf").read_bytes()
+    (tmp_path / "truncated.pdf").write_bytes(whole[: len(whole) // 3])
+    (tmp_path / "garbage.pdf").write_bytes(b"%PDF-1.7\n" + bytes(range(256)) * 4)
+
+    knowledge = load_knowledge_base(tmp_path, extra_suffixes=PDF)
+    reasons = {problem.file: problem.reason for problem in knowledge.problems}
+
+    assert [d.source for d in knowledge.documents] == ["good.pdf#page=1"]
+    assert "encrypted" in reasons["locked.pdf"]
+    assert "OCR is not supported" in reasons["scan.pdf"]
+    assert set(reasons) == {"locked.pdf", "scan.pdf", "truncated.pdf", "garbage.pdf"}
+    assert all("\n" not in reason for reason in reasons.values())
+
+
+def test_a_pdf_over_the_size_cap_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    make_pdf(tmp_path / "big.pdf", ["Some text " * 200])
+    monkeypatch.setattr(loader, "MAX_FILE_BYTES", 100)
+    assert "limit" in problems_by_file(tmp_path)["big.pdf"]
+
+
+def test_without_the_library_a_pdf_is_skipped_naming_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    make_pdf(tmp_path / "manual.pdf", ["Text."])
+    monkeypatch.setitem(sys.modules, "pypdf", None)
+    reason = problems_by_file(tmp_path)["manual.pdf"]
+    assert "rasa-context-retrieval[office]" in reason
+
+
+def test_a_changed_pdf_changes_the_digest_so_the_index_is_rebuilt(tmp_path: Path):
+    make_pdf(tmp_path / "manual.pdf", ["Version one."])
+    before = content_digest(tmp_path, PDF)
+    assert content_digest(tmp_path, PDF) == before  # unchanged: nothing is parsed again
+    make_pdf(tmp_path / "manual.pdf", ["Version two."])
+    assert content_digest(tmp_path, PDF) != before
+
+
+def test_the_citation_keeps_the_page_whatever_is_shown(tmp_path: Path):
+    make_pdf(tmp_path / "manuals/router.pdf", ["Setup.", "Reset."], title="Router manual")
+    knowledge = load_knowledge_base(tmp_path, extra_suffixes=PDF)
+    second = chunk_documents(knowledge.documents, 500, 50)[1]
+
+    assert prompt_metadata(second, "lean")["source"] == "Router manual, page 2"
+    with_url = {**second.metadata, "url": "https://example.com/router.pdf"}
+    assert citable_source(with_url) == "https://example.com/router.pdf#page=2"
+    untitled = {k: v for k, v in second.metadata.items() if k != "title"}
+    assert citable_source(untitled) == "manuals/router.pdf#page=2"
+
+
+def test_the_configuration_key_switches_the_format_on_for_the_build(tmp_path: Path):
+    from rasa_context_retrieval.config import ConfigurationError, StoreConfig
+    from rasa_context_retrieval.engine.live_index import index_settings
+
+    default = index_settings(StoreConfig.from_kwargs({"docs": str(tmp_path)}))
+    opted = index_settings(
+        StoreConfig.from_kwargs({"docs": str(tmp_path), "document_formats": ["pdf", "csv"]})
+    )
+    assert default.extra_suffixes == ()
+    assert opted.extra_suffixes == (".pdf", ".csv")
+    with pytest.raises(ConfigurationError):
+        StoreConfig.from_kwargs({"docs": str(tmp_path), "document_formats": ["exe"]})
