@@ -30,6 +30,7 @@ from pathlib import Path
 import structlog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 from cast2021 import embedding_client, write_results  # noqa: E402
 
