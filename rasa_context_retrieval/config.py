@@ -73,6 +73,17 @@ class ConfigurationError(ContextRetrievalError, ValueError):
     """The ``vector_store:`` block cannot be used; the message says which key and how to fix it."""
 
 
+class ContextWeightsBlock(BaseModel):
+    """``context_weights:``: how much each earlier text weighs in a follow-up's turns view, next
+    to the latest message's 1.0 (rewrite/context.py). Unset keys keep the built-in weights."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    previous_question: float | None = Field(None, ge=0.0, le=1.0)
+    topic: float | None = Field(None, ge=0.0, le=1.0)
+    last_bot: float | None = Field(None, ge=0.0, le=1.0)
+
+
 class StoreConfig(BaseModel):
     """Everything the plugin reads from the ``vector_store:`` block of endpoints.yml."""
 
@@ -109,6 +120,9 @@ class StoreConfig(BaseModel):
     ``words_and_turns`` fuses the rankings of the message mixed with earlier turns and of the
     words rewrite, ``weighted_turns`` mixes earlier turns into one vector, ``words`` embeds the
     words rewrite alone (rewrite/context.py, bench/results/conversational.md)."""
+    context_weights: ContextWeightsBlock | None = None
+    """Weights of the earlier turns in a follow-up's query vector; ``None``: the built-in ones,
+    chosen without the assistant's data (documentation/context-model.md)."""
     self_query: SelfQueryMode = "rules"
     carry_filters: bool = True
     """Rules self-query: keep filters of earlier turns for follow-ups (self_query/carry)."""
@@ -265,7 +279,11 @@ def _static_filter(text: str, declared: frozenset[str]) -> FilterDirective:
 
 SECRET_BEARING_BLOCKS = ("llm", "milvus")
 """Blocks whose values are never echoed in an error: they may hold a key or a password."""
-_NESTED_MODELS: dict[str, type[BaseModel]] = {"llm": LLMBlock, "milvus": MilvusConfig}
+_NESTED_MODELS: dict[str, type[BaseModel]] = {
+    "llm": LLMBlock,
+    "milvus": MilvusConfig,
+    "context_weights": ContextWeightsBlock,
+}
 
 
 def _explain(error: ValidationError) -> str:

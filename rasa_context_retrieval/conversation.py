@@ -1,7 +1,9 @@
 """The conversation as retrieval needs it, read defensively from Rasa's ``tracker_state``.
 
 EnterpriseSearchPolicy hands us ``tracker.current_state(EventVerbosity.AFTER_RESTART)``: a dict
-whose ``events`` hold user and bot turns, whose ``slots`` hold the user's scope, and whose
+whose ``events`` hold user and bot turns (of every session since the last restart: only the turns
+after the latest ``session_started`` event belong to the conversation, so context and carried
+filters never cross into a new session), whose ``slots`` hold the user's scope, and whose
 ``latest_message`` holds the message being answered. Any of these may be missing or odd
 (``None`` texts, non-string slot values), so reading never raises.
 
@@ -120,12 +122,19 @@ RASA_INTERNAL_SLOTS = frozenset(
 )
 
 
+SESSION_START_EVENT = "session_started"
+"""Rasa's event that opens a new session; the turns before it are a finished conversation."""
+
+
 def _turns_from_events(events: Any) -> list[Turn]:
     if not isinstance(events, list | tuple):
         return []
     turns: list[Turn] = []
     for event in events[-_EVENTS_READ:]:
         kind = _get(event, "event")
+        if kind == SESSION_START_EVENT:
+            turns.clear()
+            continue
         if kind not in ("user", "bot"):
             continue
         text = _text(_get(event, "text"))

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
+from rasa.shared.core.events import ActionExecuted, BotUttered, SessionStarted, UserUttered
+from rasa.shared.core.trackers import DialogueStateTracker, EventVerbosity
 
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation, Turn
@@ -119,3 +121,23 @@ async def test_the_example_assistant_answers_the_follow_up_from_the_eu_refund_pa
     assert result.metadata["carried_filter"] == 'eq("region", "eu")'
     assert result.results[0].metadata["source"] == "billing/refunds-eu.md"
     assert all("eu" in hit.metadata["region"] for hit in result.results)
+
+
+def tracker_state_across_sessions(*sessions: tuple[str, ...]) -> dict[str, Any]:
+    """The state EnterpriseSearchPolicy hands over after Rasa started a new session."""
+    tracker = DialogueStateTracker("a-returning-user", [])
+    for texts in sessions:
+        tracker.update(ActionExecuted("action_session_start"))
+        tracker.update(SessionStarted())
+        tracker.update(ActionExecuted("action_listen"))
+        for position, text in enumerate(texts):
+            tracker.update(UserUttered(text) if position % 2 == 0 else BotUttered(text))
+    return tracker.current_state(EventVerbosity.AFTER_RESTART)
+
+
+async def test_a_new_session_starts_fresh() -> None:
+    state = tracker_state_across_sessions((GERMANY, EU_REFUND), ("and how long does it take?",))
+    read = Conversation.from_tracker_state(state)
+    assert [turn.text for turn in read.turns] == ["and how long does it take?"]
+    plan = await planner().plan(read)
+    assert plan.carried_filter is None

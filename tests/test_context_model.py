@@ -147,6 +147,22 @@ async def test_a_follow_up_fuses_the_message_with_its_turns_and_the_words(
     assert "refunds" in result.results[0].metadata["source"]
 
 
+async def test_the_weights_of_earlier_turns_are_configuration(
+    embedder: Any, index_path: Path, store: ContextRetrieval
+):
+    store = open_store(embedder, index_path, context_weights={"last_bot": 0.5})
+
+    result = await search(
+        store,
+        "Can I get my money back if I cancel?",
+        "Yes. In the EU you get a full refund if you cancel within 14 days.",
+        "how long does the refund take?",
+    )
+
+    weights = [(part["text"][:4], part["weight"]) for part in result.metadata["query_texts"]]
+    assert weights[:3] == [("how ", 1.0), ("Can ", 0.1), ("Yes.", 0.5)]
+
+
 async def test_a_standalone_question_is_searched_alone(store: ContextRetrieval):
     question = "How do I turn on two-factor authentication?"
     result = await search(store, "Can I use offline files?", "Yes, on Plus.", question)

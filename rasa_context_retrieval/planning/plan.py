@@ -26,7 +26,15 @@ from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.filters.absence import absent_means_all
 from rasa_context_retrieval.filters.slot_filters import slot_filter
 from rasa_context_retrieval.planning.search_filter import SearchFilter
-from rasa_context_retrieval.rewrite.context import ContextModel, QueryText, QueryView, query_views
+from rasa_context_retrieval.rewrite.context import (
+    DEFAULT_WEIGHTS,
+    TURNS_VIEW_WEIGHTS,
+    ContextModel,
+    ContextWeights,
+    QueryText,
+    QueryView,
+    query_views,
+)
 from rasa_context_retrieval.rewrite.heuristic import RewriteMode, standalone_query
 from rasa_context_retrieval.self_query.carry import conversation_filters
 from rasa_context_retrieval.self_query.common_words import load_word_frequencies
@@ -246,8 +254,19 @@ class Planner:
             plan.search_text,
             ContextModel(self._config.context_model),
             message_searched=plan.search_text == plan.standalone_query,
+            weights=self._context_weights(),
         )
         return replace(plan, views=views)
+
+    def _context_weights(self) -> ContextWeights | None:
+        """The configured ``context_weights`` over the model's own; None when none is set."""
+        block = self._config.context_weights
+        if block is None:
+            return None
+        model = ContextModel(self._config.context_model)
+        own = TURNS_VIEW_WEIGHTS if model is ContextModel.WORDS_AND_TURNS else DEFAULT_WEIGHTS
+        configured = {key: value for key, value in block.model_dump().items() if value is not None}
+        return replace(own, **configured)
 
     async def _standalone_and_structured(
         self, conversation: Conversation, access: AccessFilter | None

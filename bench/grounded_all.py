@@ -1,0 +1,179 @@
+"""One benchmark table: every grounded set through the ``eval`` engine, and TREC CAsT.
+
+Each help-centre set is scored exactly as ``rasa-context-retrieval eval`` scores it
+(``evaluation/runner.py``: one engine per knowledge base, the repository's config.yml, the set's
+endpoints.yml), by kind of last question, with the rows plugin (context model), latest message
+alone, Rasa's default query (the last two messages) and the human rewrite. A kind with fewer than
+10 cases moves by 0.1 per rank, so each set also lists, case by case, where the plugin wins or
+loses against Rasa's query. Only test halves are reported (dev halves are for tuning).
+CAsT 2021 and 2022 are scored as ``bench/conversational.py`` scores them.
+
+Usage (from the repository root)::
+
+    python bench/grounded_all.py [--skip-cast] [--output bench/results/grounded_all.md]
+
+Only the part of the output file between the ``results`` markers is replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import os
+import platform
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import structlog
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+from cast2021 import embedding_client, write_results  # noqa: E402
+
+from rasa_context_retrieval.assistant import ConsoleSession  # noqa: E402
+from rasa_context_retrieval.evaluation.cases import load_cases  # noqa: E402
+from rasa_context_retrieval.evaluation.report import build_report  # noqa: E402
+from rasa_context_retrieval.evaluation.runner import (  # noqa: E402
+    CONTEXT_MODEL,
+    RASA_DEFAULT_QUERY,
+    ROWS,
+    CaseResult,
+    evaluate,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench" / "data"
+GROUNDED_SETS = (
+    ("the example assistant (eval/lumen_drive.yml)", ROOT / "eval/lumen_drive.yml", ROOT),
+    ("bank help centre, test half", DATA / "grounded/test.yml", DATA / "grounded"),
+    ("energy help centre, test half", DATA / "grounded-energy/test.yml", DATA / "grounded-energy"),
+    (
+        "telecom help centre, test half",
+        DATA / "grounded-telecom/test.yml",
+        DATA / "grounded-telecom",
+    ),
+)
+"""Title, case file and the folder whose endpoints.yml points at the knowledge base."""
+KINDS = ("all", "standalone", "follow-up", "clarification", "switch")
+ROW_LABELS = {
+    "context_model": "plugin",
+    "latest_message": "latest message",
+    "rasa_default_query": "Rasa default query",
+    "human_rewrite": "human rewrite",
+}
+DEFAULT_OUTPUT = ROOT / "bench" / "results" / "grounded_all.md"
+
+
+def score_set(cases_file: Path, assistant: Path) -> tuple[list[CaseResult], dict, int]:
+    session = ConsoleSession(str(ROOT / "config.yml"), str(assistant / "endpoints.yml"))
+    session.connect()
+    engine = session.store.engine
+    docs = engine.config.docs
+    assert docs is not None
+    results = asyncio.run(evaluate(engine, load_cases(cases_file, docs)))
+    return results, build_report(results, engine.config.top_k), engine.config.top_k
+
+
+def kind_table(report: dict, top_k: int) -> str:
+    by_kind = {"all": report["scores"], **report["scores_by_kind"]}
+    kinds = [kind for kind in KINDS if kind in by_kind]
+    header = f"| MRR@{top_k} | " + " | ".join(
+        f"{kind} ({by_kind[kind][CONTEXT_MODEL]['cases']})" for kind in kinds
+    )
+    lines = [header + " |", "|---" * (len(kinds) + 1) + "|"]
+    for row in ROWS:
+        cells = [by_kind[kind][row]["mrr"] for kind in kinds]
+        shown = ["–" if cell is None else f"{cell:.3f}" for cell in cells]
+        lines.append(f"| {ROW_LABELS[row]} | " + " | ".join(shown) + " |")
+    return "\n".join(lines)
+
+
+def reciprocal(rank: int | None) -> float:
+    return 0.0 if rank is None else 1.0 / rank
+
+
+def against_rasa(results: Sequence[CaseResult]) -> str:
+    """Every case where the plugin's rank differs from the rank of Rasa's default query."""
+    lines = []
+    for result in results:
+        ours = result.rankings[CONTEXT_MODEL]
+        rasa = result.rankings[RASA_DEFAULT_QUERY]
+        delta = reciprocal(ours.first_right_rank) - reciprocal(rasa.first_right_rank)
+        if delta == 0 or not result.case.answerable:
+            continue
+        verdict = "win" if delta > 0 else "loss"
+        lines.append(
+            f"- {verdict} ({result.case.kind or 'no kind'}) {result.case.name}: rank "
+            f"{ours.first_right_rank or '–'} vs {rasa.first_right_rank or '–'}; "
+            f"searched `{ours.query}`"
+        )
+    wins = sum(line.startswith("- win") for line in lines)
+    summary = f"Against Rasa's query: {wins} wins, {len(lines) - wins} losses."
+    return summary + ("\n\n" + "\n".join(lines) if lines else "")
+
+
+def grounded_sections() -> list[str]:
+    sections = []
+    for title, cases_file, assistant in GROUNDED_SETS:
+        results, report, top_k = score_set(cases_file, assistant)
+        latency = report["latency_ms"]
+        text = (
+            f"### {title}\n\n{report['answerable']} answerable cases, plugin p50 "
+            f"{latency.get('p50', 0):.0f} ms.\n\n{kind_table(report, top_k)}\n\n"
+            f"{against_rasa(results)}"
+        )
+        print(text, flush=True)
+        sections.append(text)
+    return sections
+
+
+def cast_sections() -> list[str]:
+    from conversational import (
+        BENCH_DATA,
+        load_cast2021,
+        load_cast2022,
+        rows_for,
+        section,
+    )
+    from conversational import (
+        evaluate as cast_evaluate,
+    )
+
+    client = embedding_client()
+    sections = []
+    for title, loader, data_dir in (
+        ("TREC CAsT 2021", load_cast2021, BENCH_DATA / "cast2021"),
+        ("TREC CAsT 2022 (every path)", load_cast2022, BENCH_DATA / "cast2022"),
+    ):
+        corpus, cases = loader(data_dir)
+        with tempfile.TemporaryDirectory() as workdir:
+            results = cast_evaluate(rows_for(corpus, cases, client, Path(workdir)), cases)
+        sections.append(section(title, corpus, cases, results))
+        print(sections[-1], flush=True)
+    return sections
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--skip-cast", action="store_true", help="only the grounded sets")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    args = parser.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    sections = [
+        f"Run {datetime.date.today().isoformat()}, {os.cpu_count()} cores "
+        f"({platform.processor() or platform.machine()}), Python {platform.python_version()}. "
+        "Grounded sets: the eval command's engine, the repository's config.yml, each set's "
+        "endpoints.yml (the plugin's default configuration), threshold 0."
+    ]
+    sections += grounded_sections()
+    if not args.skip_cast:
+        sections += cast_sections()
+    write_results(args.output, "\n\n".join(sections))
+
+
+if __name__ == "__main__":
+    main()
