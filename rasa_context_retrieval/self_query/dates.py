@@ -30,6 +30,8 @@ from rasa_context_retrieval.self_query.phrases import (
     CUE_STOPWORDS,
     DATE_SCOPE_WORDS,
     SMALL_NUMBER_WORDS,
+    TOLD_GONE_WORDS,
+    any_word,
 )
 from rasa_context_retrieval.self_query.ranges import (
     AFTER_END,
@@ -147,11 +149,7 @@ RECORDED_WORDS = re.compile(
 # effect on 1 June", "went on sale in April", "was cancelled in March") tells of a day gone,
 # "will" or "going to" of one to come. Regular "-ed" forms are left out: a participle says
 # nothing of when ("concerts scheduled for March").
-TOLD_GONE = re.compile(
-    r"\b(?:since|was|were|did|had|took|went|came|began|became|gave|saw|wrote|ran|rode"
-    r"|drove|flew|grew|knew|threw|fell|ate|drank|swam|sang|chose|got)\b",
-    re.IGNORECASE,
-)
+TOLD_GONE = any_word(TOLD_GONE_WORDS)
 TOLD_COMING = re.compile(r"\b(?:will|going\s+to|shall)\b|['’]ll\b", re.IGNORECASE)
 # How far back in the clause before a date such a word still speaks of it.
 TOLD_LOOKBEHIND_CHARS = 40

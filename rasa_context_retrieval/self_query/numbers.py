@@ -39,11 +39,13 @@ from rasa_context_retrieval.self_query.phrases import (
     MONTHS_IN,
     MULTIPLIERS,
     PERIOD_WORDS,
+    PHRASE_OPENERS,
     SMALL_NUMBER_WORDS,
     SUBUNIT,
     SUBUNIT_WORDS,
     TIME_UNIT_SECONDS,
     TIME_UNIT_WORDS,
+    any_word,
 )
 from rasa_context_retrieval.self_query.ranges import (
     PREFIX_COMPARATORS,
@@ -247,7 +249,7 @@ MONEY_NOUNS = frozenset(["fee", "charge", "cost", "price"])
 CLAUSE_BREAK = re.compile(r"[,.;:!?()]|\d")
 # Words that open another phrase: what follows names something else ("between 40 and 60p with
 # a unit rate of at most 24.5p": "unit rate" is the second comparison's).
-PHRASE_OPENER = re.compile(r"\b(?:with|and|or|but|that|which|while|whereas)\b", re.IGNORECASE)
+PHRASE_OPENER = any_word(PHRASE_OPENERS)
 
 
 _STEMMER = Stemmer.Stemmer("english")
