@@ -31,6 +31,7 @@ from rasa_context_retrieval.self_query.phrases import (
     DATE_SCOPE_WORDS,
     SMALL_NUMBER_WORDS,
     TOLD_GONE_WORDS,
+    alternation,
     any_word,
 )
 from rasa_context_retrieval.self_query.ranges import (
@@ -43,7 +44,6 @@ from rasa_context_retrieval.self_query.ranges import (
     SPAN_OPENERS,
     UNTIL_END,
     WITHIN,
-    alternation,
     date_words_pattern,
     endpoint_groups,
     open_ended,

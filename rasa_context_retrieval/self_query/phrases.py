@@ -9,7 +9,7 @@ lower case; every list is matched as whole words.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 # Common English words that are also typical metadata values. Such a value is only a filter when
 # something marks it as one: a scope noun after it ("free plan", "US customers"), its field's name,
@@ -384,6 +384,13 @@ DATE_SCOPE_WORDS = tuple(
         "announcements",
     ]
 )
+
+
+def alternation(words: Iterable[str]) -> str:
+    """``words`` as one regular-expression alternation, each escaped and said once, the longest
+    first (so that "new york" is tried before "new"): how every list of words or values is
+    matched as a whole."""
+    return "|".join(re.escape(word) for word in sorted(dict.fromkeys(words), key=len, reverse=True))
 
 
 def any_word(words: Sequence[str]) -> re.Pattern[str]:
