@@ -27,7 +27,9 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.phrases import (
+    CLAUSE_PUNCTUATION,
     CUE_STOPWORDS,
+    DATE_CLAUSE_BREAKS,
     DATE_SCOPE_WORDS,
     SMALL_NUMBER_WORDS,
     TOLD_GONE_WORDS,
@@ -153,7 +155,7 @@ TOLD_GONE = any_word(TOLD_GONE_WORDS)
 TOLD_COMING = re.compile(r"\b(?:will|going\s+to|shall)\b|['’]ll\b", re.IGNORECASE)
 # How far back in the clause before a date such a word still speaks of it.
 TOLD_LOOKBEHIND_CHARS = 40
-CLAUSE_END = re.compile(r"[,.;:!?]|\b(?:and|but|or|because|while)\b", re.IGNORECASE)
+CLAUSE_END = any_word(DATE_CLAUSE_BREAKS, or_any_of=CLAUSE_PUNCTUATION)
 WORD = re.compile(r"[a-z]+")
 PARTICIPLE = re.compile(r"\b[a-z]{3,}ed\b", re.IGNORECASE)
 ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")

@@ -35,6 +35,8 @@ from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.phrases import (
+    CLAUSE_OPENERS,
+    CLAUSE_PUNCTUATION,
     COORDINATION,
     FUNCTIONING_VERBS,
     JOINING_WORDS,
@@ -57,11 +59,7 @@ class Scope(enum.Enum):
 SCOPE_NEGATOR = re.compile(rf"\b(?:{NEGATORS}|no)\b", re.IGNORECASE)
 # Where a clause ends: punctuation, or a word that opens another clause. "but" is a plain
 # conjunction unless it is part of a negator ("anything but", "but not"), which are found first.
-CLAUSE_END = re.compile(
-    r"[,.;:!?()]|\b(?:that|which|who|whom|whose|where|when|while|because|since|if|so|though"
-    r"|although|but|whereas|unless)\b",
-    re.IGNORECASE,
-)
+CLAUSE_END = any_word(CLAUSE_OPENERS, or_any_of=CLAUSE_PUNCTUATION + "()")
 # What may stand between a negator and the condition it clearly governs: a few words, the
 # verb and its preposition or article ("don't come with", "don't go along the").
 MAX_WORDS_BETWEEN = 3

@@ -393,10 +393,12 @@ def alternation(words: Iterable[str]) -> str:
     return "|".join(re.escape(word) for word in sorted(dict.fromkeys(words), key=len, reverse=True))
 
 
-def any_word(words: Sequence[str]) -> re.Pattern[str]:
-    """Any of ``words`` as a whole word, case ignored: the one place a word list of this module
-    becomes a pattern, so a new word is a new entry of its list and never a new expression."""
-    return re.compile(rf"\b(?:{'|'.join(words)})\b", re.IGNORECASE)
+def any_word(words: Sequence[str], *, or_any_of: str = "") -> re.Pattern[str]:
+    """Any of ``words`` as a whole word (or any one character of ``or_any_of``), case ignored:
+    the one place a word list of this module becomes a pattern, so a new word is a new entry of
+    its list and never a new expression."""
+    said = rf"\b(?:{'|'.join(words)})\b"
+    return re.compile(rf"[{or_any_of}]|{said}" if or_any_of else said, re.IGNORECASE)
 
 
 # Past forms that tell of a day gone before a date ("was released in March", "since April").
@@ -482,5 +484,28 @@ FUNCTIONING_VERBS = [
     "charge",
     "charging",
 ]
+# Words that open another clause, after which a negation no longer governs a value.
+CLAUSE_OPENERS = [
+    "that",
+    "which",
+    "who",
+    "whom",
+    "whose",
+    "where",
+    "when",
+    "while",
+    "because",
+    "since",
+    "if",
+    "so",
+    "though",
+    "although",
+    "but",
+    "whereas",
+    "unless",
+]
+# Words that end the clause a date is told in ("released in May and ...").
+DATE_CLAUSE_BREAKS = ("and", "but", "or", "because", "while")
+CLAUSE_PUNCTUATION = ",.;:!?"
 # Words that join coordinated values.
 JOINING_WORDS = ("and", "or", "nor")
