@@ -110,7 +110,11 @@ def score_all(data: Path, code: Path) -> tuple[list[dict[str, Any]], dict[str, f
 
     # A baseline checkout may predate the package's rename (it was ``addons``).
     package = "rasa_context_retrieval" if (code / "rasa_context_retrieval").is_dir() else "addons"
-    MetadataField = importlib.import_module(f"{package}.schema").MetadataField
+    # The schema module moved under ``filters/`` when the layers were drawn.
+    schema_module = f"{package}.filters.schema"
+    if not (code / package / "filters" / "schema.py").is_file():
+        schema_module = f"{package}.schema"
+    MetadataField = importlib.import_module(schema_module).MetadataField
     rules_module = importlib.import_module(f"{package}.self_query.rules")
     RuleQueryConstructor = rules_module.RuleQueryConstructor
 

@@ -27,9 +27,14 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.phrases import (
+    CLAUSE_PUNCTUATION,
     CUE_STOPWORDS,
+    DATE_CLAUSE_BREAKS,
     DATE_SCOPE_WORDS,
     SMALL_NUMBER_WORDS,
+    TOLD_GONE_WORDS,
+    alternation,
+    any_word,
 )
 from rasa_context_retrieval.self_query.ranges import (
     AFTER_END,
@@ -41,7 +46,6 @@ from rasa_context_retrieval.self_query.ranges import (
     SPAN_OPENERS,
     UNTIL_END,
     WITHIN,
-    alternation,
     date_words_pattern,
     endpoint_groups,
     open_ended,
@@ -147,15 +151,11 @@ RECORDED_WORDS = re.compile(
 # effect on 1 June", "went on sale in April", "was cancelled in March") tells of a day gone,
 # "will" or "going to" of one to come. Regular "-ed" forms are left out: a participle says
 # nothing of when ("concerts scheduled for March").
-TOLD_GONE = re.compile(
-    r"\b(?:since|was|were|did|had|took|went|came|began|became|gave|saw|wrote|ran|rode"
-    r"|drove|flew|grew|knew|threw|fell|ate|drank|swam|sang|chose|got)\b",
-    re.IGNORECASE,
-)
+TOLD_GONE = any_word(TOLD_GONE_WORDS)
 TOLD_COMING = re.compile(r"\b(?:will|going\s+to|shall)\b|['’]ll\b", re.IGNORECASE)
 # How far back in the clause before a date such a word still speaks of it.
 TOLD_LOOKBEHIND_CHARS = 40
-CLAUSE_END = re.compile(r"[,.;:!?]|\b(?:and|but|or|because|while)\b", re.IGNORECASE)
+CLAUSE_END = any_word(DATE_CLAUSE_BREAKS, or_any_of=CLAUSE_PUNCTUATION)
 WORD = re.compile(r"[a-z]+")
 PARTICIPLE = re.compile(r"\b[a-z]{3,}ed\b", re.IGNORECASE)
 ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")

@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 import inflection
 
 from rasa_context_retrieval.filters.schema import MetadataField
-from rasa_context_retrieval.self_query.phrases import ITEM_NOUNS, PLURAL_ITEM_NOUNS
+from rasa_context_retrieval.self_query.phrases import ITEM_NOUNS, PLURAL_ITEM_NOUNS, alternation
 
 # A noun the descriptions name after "the" in this many fields is what the documents are; when
 # no noun is named that often, every noun named once is ("City the hotel is in").
@@ -56,10 +56,5 @@ def plural(noun: str) -> str:
 def item_after(nouns: Collection[str]) -> re.Pattern[str]:
     """Matches, at a position, a noun for the documents coming next: "[python] articles",
     "[remote] jobs", "[4-star] hotels"."""
-    items = words_pattern(frozenset(nouns)) or r"(?!x)x"
+    items = alternation(nouns) or r"(?!x)x"
     return re.compile(rf"\s*(?:-\s*)?(?:{items})(?!\w)", re.IGNORECASE)
-
-
-def words_pattern(words: Sequence[str] | frozenset[str]) -> str:
-    """A regex alternation of ``words``, longest first, each escaped."""
-    return "|".join(re.escape(word) for word in sorted(set(words), key=len, reverse=True))

@@ -23,7 +23,12 @@ from rasa_context_retrieval.self_query.constraints import (
     overlaps_any,
     told_as_personal_past,
 )
-from rasa_context_retrieval.self_query.phrases import SMALL_NUMBER_WORDS, UNIT_WORDS
+from rasa_context_retrieval.self_query.phrases import (
+    REQUEST_VERBS,
+    SMALL_NUMBER_WORDS,
+    UNIT_WORDS,
+    any_word,
+)
 
 MAX_LIMIT = 50
 """A larger count is not a number of results anyone reads; the configured ``top_k`` applies."""
@@ -45,7 +50,7 @@ REQUEST_BEFORE = re.compile(
 )
 REQUEST_CHARS = 24
 # Most messages ask with no verb of showing; one cheap scan spares looking before every count.
-REQUEST_VERB = re.compile(r"\b(?:show|give|find|list|send|suggest|recommend)\b", re.I)
+REQUEST_VERB = any_word(REQUEST_VERBS)
 NEXT_WORD = re.compile(r"\s+(?P<word>[a-z][a-z'-]*)", re.IGNORECASE)
 # Nouns for what a search returns, whatever the documents are: "the top 3 results".
 RESULT_NOUNS = frozenset(

@@ -34,7 +34,15 @@ from collections.abc import Sequence
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.self_query.constraints import Constraint
-from rasa_context_retrieval.self_query.phrases import COORDINATION, NEGATORS
+from rasa_context_retrieval.self_query.phrases import (
+    CLAUSE_OPENERS,
+    CLAUSE_PUNCTUATION,
+    COORDINATION,
+    FUNCTIONING_VERBS,
+    JOINING_WORDS,
+    NEGATORS,
+    any_word,
+)
 
 
 class Scope(enum.Enum):
@@ -51,27 +59,17 @@ class Scope(enum.Enum):
 SCOPE_NEGATOR = re.compile(rf"\b(?:{NEGATORS}|no)\b", re.IGNORECASE)
 # Where a clause ends: punctuation, or a word that opens another clause. "but" is a plain
 # conjunction unless it is part of a negator ("anything but", "but not"), which are found first.
-CLAUSE_END = re.compile(
-    r"[,.;:!?()]|\b(?:that|which|who|whom|whose|where|when|while|because|since|if|so|though"
-    r"|although|but|whereas|unless)\b",
-    re.IGNORECASE,
-)
+CLAUSE_END = any_word(CLAUSE_OPENERS, or_any_of=CLAUSE_PUNCTUATION + "()")
 # What may stand between a negator and the condition it clearly governs: a few words, the
 # verb and its preposition or article ("don't come with", "don't go along the").
 MAX_WORDS_BETWEEN = 3
 WORD = re.compile(r"[^\W\d_][\w'’-]*")
 # Verbs of something working: negated, they report a problem where the value is ("sync is not
 # working on Android", "the app won't open on iOS"), the value is still what the user asks about.
-FUNCTIONING_VERBS = re.compile(
-    r"\b(?:work|works|working|worked|load|loads|loading|open|opens|opening|start|starts"
-    r"|starting|sync|syncs|syncing|connect|connects|connecting|install|installs|installing"
-    r"|launch|launches|launching|boot|boots|booting|respond|responding|run|runs|running"
-    r"|show|shows|showing|display|displaying|play|plays|playing|print|printing|charge|charging)\b",
-    re.IGNORECASE,
-)
+FUNCTIONING_VERB = any_word(FUNCTIONING_VERBS)
 # The user as the subject of the negated verb: "... that I don't have".
 USER_SUBJECT = re.compile(r"\b(?:i|we)(?:['’](?:m|re|ve|d))?\s+(?:\w+\s+)?$", re.IGNORECASE)
-JOINING_WORD = re.compile(r"\b(?:and|or|nor)\b", re.IGNORECASE)
+JOINING_WORD = any_word(JOINING_WORDS)
 # Words that open a clause describing the thing before them: "cards that don't come with ...",
 # "doctors who aren't in ...". Only there is a negation about the documents clear; elsewhere
 # it may be about the user ("I'm not sure about comedy", "why can't I find hotels in Rome?").
@@ -123,7 +121,7 @@ def _subject_of_negated(text: str, constraint: Constraint) -> bool:
     if not SUBJECT_OPENING_CLAUSE.search(text, 0, constraint.start):
         return False
     verb = NEGATED_VERB_AFTER.match(text, constraint.end)
-    return verb is not None and not FUNCTIONING_VERBS.fullmatch(verb["verb"])
+    return verb is not None and not FUNCTIONING_VERB.fullmatch(verb["verb"])
 
 
 def _is_negation(constraint: Constraint) -> bool:
@@ -147,7 +145,7 @@ def _scope(text: str, index: int, ordered: Sequence[Constraint], scopes: dict[in
     between = text[negator.end() : constraint.start]
     if any(other.start >= negator.end() and other.end <= constraint.start for other in ordered):
         return Scope.NONE  # the negation went to the condition said right after it
-    if FUNCTIONING_VERBS.search(between):
+    if FUNCTIONING_VERB.search(between):
         return Scope.NONE
     if not relative or USER_SUBJECT.search(text, clause_start, negator.start()):
         return Scope.UNCLEAR

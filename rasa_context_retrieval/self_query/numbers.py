@@ -26,7 +26,6 @@ from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
-from rasa_context_retrieval.self_query.items import words_pattern
 from rasa_context_retrieval.self_query.limits import OWNED_BEFORE
 from rasa_context_retrieval.self_query.phrases import (
     CUE_STOPWORDS,
@@ -39,11 +38,14 @@ from rasa_context_retrieval.self_query.phrases import (
     MONTHS_IN,
     MULTIPLIERS,
     PERIOD_WORDS,
+    PHRASE_OPENERS,
     SMALL_NUMBER_WORDS,
     SUBUNIT,
     SUBUNIT_WORDS,
     TIME_UNIT_SECONDS,
     TIME_UNIT_WORDS,
+    alternation,
+    any_word,
 )
 from rasa_context_retrieval.self_query.ranges import (
     PREFIX_COMPARATORS,
@@ -247,7 +249,7 @@ MONEY_NOUNS = frozenset(["fee", "charge", "cost", "price"])
 CLAUSE_BREAK = re.compile(r"[,.;:!?()]|\d")
 # Words that open another phrase: what follows names something else ("between 40 and 60p with
 # a unit rate of at most 24.5p": "unit rate" is the second comparison's).
-PHRASE_OPENER = re.compile(r"\b(?:with|and|or|but|that|which|while|whereas)\b", re.IGNORECASE)
+PHRASE_OPENER = any_word(PHRASE_OPENERS)
 
 
 _STEMMER = Stemmer.Stemmer("english")
@@ -374,7 +376,7 @@ class NumberPhrases:
         self._fields = [NumericField.from_field(field, shared) for field in numeric]
         monetary = [field for field in self._fields if field.monetary]
         self._only_monetary = monetary[0] if len(monetary) == 1 else None
-        items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
+        items = alternation(item_nouns) or r"(?!x)x"
         self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
         self._item_after = re.compile(rf"[\s-]+(?:{items})(?!\w)", re.IGNORECASE)
         self._count_of_field = _count_of_field(numeric)

@@ -9,6 +9,7 @@ lower case; every list is matched as whole words.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 
 # Common English words that are also typical metadata values. Such a value is only a filter when
 # something marks it as one: a scope noun after it ("free plan", "US customers"), its field's name,
@@ -383,3 +384,128 @@ DATE_SCOPE_WORDS = tuple(
         "announcements",
     ]
 )
+
+
+def alternation(words: Iterable[str]) -> str:
+    """``words`` as one regular-expression alternation, each escaped and said once, the longest
+    first (so that "new york" is tried before "new"): how every list of words or values is
+    matched as a whole."""
+    return "|".join(re.escape(word) for word in sorted(dict.fromkeys(words), key=len, reverse=True))
+
+
+def any_word(words: Sequence[str], *, or_any_of: str = "") -> re.Pattern[str]:
+    """Any of ``words`` as a whole word (or any one character of ``or_any_of``), case ignored:
+    the one place a word list of this module becomes a pattern, so a new word is a new entry of
+    its list and never a new expression."""
+    said = rf"\b(?:{'|'.join(words)})\b"
+    return re.compile(rf"[{or_any_of}]|{said}" if or_any_of else said, re.IGNORECASE)
+
+
+# Past forms that tell of a day gone before a date ("was released in March", "since April").
+# Regular "-ed" forms are left out: a participle says nothing of when ("scheduled for March").
+TOLD_GONE_WORDS = [
+    "since",
+    "was",
+    "were",
+    "did",
+    "had",
+    "took",
+    "went",
+    "came",
+    "began",
+    "became",
+    "gave",
+    "saw",
+    "wrote",
+    "ran",
+    "rode",
+    "drove",
+    "flew",
+    "grew",
+    "knew",
+    "threw",
+    "fell",
+    "ate",
+    "drank",
+    "swam",
+    "sang",
+    "chose",
+    "got",
+]
+# Verbs of asking to be shown things; most messages have none, so one scan spares the rest.
+REQUEST_VERBS = ("show", "give", "find", "list", "send", "suggest", "recommend")
+# Words that open another phrase after a number: what follows names something else.
+PHRASE_OPENERS = ("with", "and", "or", "but", "that", "which", "while", "whereas")
+# Verbs of something working: negated, they report a problem where the value is.
+FUNCTIONING_VERBS = [
+    "work",
+    "works",
+    "working",
+    "worked",
+    "load",
+    "loads",
+    "loading",
+    "open",
+    "opens",
+    "opening",
+    "start",
+    "starts",
+    "starting",
+    "sync",
+    "syncs",
+    "syncing",
+    "connect",
+    "connects",
+    "connecting",
+    "install",
+    "installs",
+    "installing",
+    "launch",
+    "launches",
+    "launching",
+    "boot",
+    "boots",
+    "booting",
+    "respond",
+    "responding",
+    "run",
+    "runs",
+    "running",
+    "show",
+    "shows",
+    "showing",
+    "display",
+    "displaying",
+    "play",
+    "plays",
+    "playing",
+    "print",
+    "printing",
+    "charge",
+    "charging",
+]
+# Words that open another clause, after which a negation no longer governs a value.
+CLAUSE_OPENERS = [
+    "that",
+    "which",
+    "who",
+    "whom",
+    "whose",
+    "where",
+    "when",
+    "while",
+    "because",
+    "since",
+    "if",
+    "so",
+    "though",
+    "although",
+    "but",
+    "whereas",
+    "unless",
+]
+# Words that end the clause a date is told in ("released in May and ...").
+DATE_CLAUSE_BREAKS = ("and", "but", "or", "because", "while")
+CLAUSE_PUNCTUATION = ",.;:!?"
+# Words that join coordinated values.
+JOINING_WORDS = ("and", "or", "nor")

@@ -26,6 +26,8 @@ from collections.abc import Callable, Collection
 
 from langchain_core.structured_query import Comparator
 
+from rasa_context_retrieval.self_query.phrases import alternation
+
 Endpoint = Callable[[str], str]
 """A regular expression for one endpoint, its value in the named group given."""
 
@@ -134,11 +136,6 @@ def date_words_pattern(words: Collection[str]) -> str:
         WORD_GUARDS.get(said, "") + r"\s+".join(said.split())
         for said in sorted(words, key=len, reverse=True)
     )
-
-
-def alternation(words: tuple[str, ...]) -> str:
-    """``words`` as one regular-expression alternation, the longest first."""
-    return "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
 
 
 def range_pattern(

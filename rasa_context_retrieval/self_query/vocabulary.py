@@ -46,7 +46,7 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import STRING_TYPES, MetadataField
 from rasa_context_retrieval.self_query.common_words import is_common_word
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
-from rasa_context_retrieval.self_query.items import item_after, words_pattern
+from rasa_context_retrieval.self_query.items import item_after
 from rasa_context_retrieval.self_query.phrases import (
     CONCEPT_QUESTION_BEFORE,
     COORDINATION,
@@ -60,6 +60,7 @@ from rasa_context_retrieval.self_query.phrases import (
     SCOPE_NOUNS,
     TOPIC_ANCHOR_WORDS,
     TOPIC_FIELD_WORDS,
+    alternation,
 )
 
 MAX_VALUE_WORDS = 5
@@ -353,14 +354,10 @@ def _negated_as_described(field: MetadataField) -> re.Pattern[str] | None:
     if not words:
         return None
     return re.compile(
-        rf"\b(?:{NEGATORS})\s+(?:{_words_pattern(words)})\s+(?:{PREPOSITIONS})\s+"
+        rf"\b(?:{NEGATORS})\s+(?:{alternation(words)})\s+(?:{PREPOSITIONS})\s+"
         r"(?:(?:the|a|an|any)\s+)?$",
         re.IGNORECASE,
     )
-
-
-def _words_pattern(words: Iterable[str]) -> str:
-    return "|".join(re.escape(word) for word in sorted(set(words), key=len, reverse=True))
 
 
 class ValueVocabulary:
@@ -392,10 +389,10 @@ class ValueVocabulary:
         for field in string_fields:
             anchors = self._anchor_words(field)
             self._own_field_after[field.name] = re.compile(
-                rf"\s*(?:-\s*)?(?:{_words_pattern(anchors)})(?!\w)", re.IGNORECASE
+                rf"\s*(?:-\s*)?(?:{alternation(anchors)})(?!\w)", re.IGNORECASE
             )
             self._own_field_before[field.name] = re.compile(
-                rf"(?<!\w)(?:{_words_pattern(anchors)})\s*(?:[:=]\s*|is\s+|of\s+)?$",
+                rf"(?<!\w)(?:{alternation(anchors)})\s*(?:[:=]\s*|is\s+|of\s+)?$",
                 re.IGNORECASE,
             )
             self._negated_as_described[field.name] = _negated_as_described(field)
@@ -404,7 +401,7 @@ class ValueVocabulary:
             for value in dict.fromkeys([*values, *aliases]):
                 self._add_value(field, value, field_name_words, aliases.get(value, ()))
         self._short_start = (
-            re.compile(rf"(?<!\w)(?:{_words_pattern(self._multiword)})", re.IGNORECASE)
+            re.compile(rf"(?<!\w)(?:{alternation(self._multiword)})", re.IGNORECASE)
             if self._multiword
             else re.compile(r"(?!x)x")
         )
@@ -414,9 +411,9 @@ class ValueVocabulary:
                 self._senses[form] = [ValueSense(attribute, value, strictness)]
         scope_words = SCOPE_NOUNS | string_field_words
         self._scope_after = re.compile(
-            rf"\s*(?:-\s*)?(?:{_words_pattern(scope_words)})(?!\w)", re.IGNORECASE
+            rf"\s*(?:-\s*)?(?:{alternation(scope_words)})(?!\w)", re.IGNORECASE
         )
-        items = words_pattern(frozenset(item_nouns)) or r"(?!x)x"
+        items = alternation(item_nouns) or r"(?!x)x"
         self._item_after = item_after(item_nouns)
         self._item_on_before = re.compile(rf"(?<!\w)(?:{items})\s+(?:on|about)\s+$", re.IGNORECASE)
         self._plurals = frozenset(

@@ -23,8 +23,7 @@ from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.dates import (
     time_scope,
 )
-from rasa_context_retrieval.self_query.items import words_pattern
-from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS
+from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, alternation
 from rasa_context_retrieval.self_query.ranges import (
     AFTER_END,
     BEFORE_START,
@@ -106,7 +105,7 @@ class YearPhrases:
         self._distinct = _distinct_words(year_fields, fields, item_nouns)
         self._year_before = re.compile(
             rf"(?<![\w$€£.,/-])(?P<a>{_YEAR})(?=(?P<chain>(?:\s*(?:,|/|\bor\b|\band\b)\s*{_YEAR})*)"
-            rf"[\s-]+(?P<next>(?:{words_pattern(frozenset(own_words))})(?!\w))?)",
+            rf"[\s-]+(?P<next>(?:{alternation(own_words)})(?!\w))?)",
             re.IGNORECASE,
         )
 
