@@ -20,9 +20,6 @@ server; with the default ``FLAT`` index it is exact.
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import json
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -46,9 +43,7 @@ from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.expression import MilvusExpressionTranslator, string_literal
 from rasa_context_retrieval.milvus.layout import (
     LAYOUT_FORMAT,
-    OVERFLOW,
     SCALAR_INDEXES,
-    TYPED,
     CollectionLayout,
 )
 from rasa_context_retrieval.milvus.lease import SyncLease
@@ -58,25 +53,33 @@ from rasa_context_retrieval.milvus.normal_form import (
     MEMBERS,
     OVERFLOW_FIELD,
     TEXT,
-    normal_form,
+)
+from rasa_context_retrieval.milvus.rows import (
+    HASH_FIELD,
+    MAX_ID_BYTES,
+    MAX_SOURCE_BYTES,
+    MAX_VARCHAR_BYTES,
+    METADATA_FIELD,
+    SOURCE_FIELD,
+    TEXT_FIELD,
+    VECTOR_FIELD,
+    ChunkTooLarge,
+    check_sizes,
+    checked_vectors,
+    chunk_row,
+    content_hash,
+    facet_keys,
 )
 from rasa_context_retrieval.milvus.versions import POINTER_TTL_S, PointerState, VersionPointer
 
 logger = structlog.get_logger(__name__)
 
+__all__ = ["ChunkTooLarge", "MilvusChunkStore", "content_hash"]
+
 Embed = Callable[[list[str]], NDArray[np.floating[Any]]]
 
-TEXT_FIELD = "text"
-SOURCE_FIELD = "source"
-HASH_FIELD = "content_hash"
-METADATA_FIELD = "metadata"
-VECTOR_FIELD = "embedding"
 METRIC = "COSINE"
 
-MAX_VARCHAR_BYTES = 65_535
-"""Milvus' limit for one VARCHAR value; a longer chunk is refused with a clear error."""
-MAX_ID_BYTES = 1_024
-MAX_SOURCE_BYTES = 4_096
 MAX_TOP_K = 16_384
 """Milvus' limit for ``limit`` in one search."""
 MAX_MATCHED = 16_384
@@ -95,10 +98,6 @@ the old ones keep serving); another writer's sync shows up after at most this pl
 
 class MilvusCollectionMissing(ContextRetrievalError, RuntimeError):
     """The collection does not exist yet (nothing was ingested)."""
-
-
-class ChunkTooLarge(ContextRetrievalError, ValueError):
-    """A chunk's text, id or source exceeds what a Milvus VARCHAR field holds."""
 
 
 @dataclass(frozen=True)
@@ -193,7 +192,7 @@ class MilvusChunkStore:
         Blocks while another replica syncs the same collection, then finds its work done.
         """
         started = time.perf_counter()
-        _check_sizes(chunks)
+        check_sizes(chunks)
         wanted = {chunk.chunk_id: chunk for chunk in chunks}
         hashes = {chunk.chunk_id: content_hash(chunk, embedding_model) for chunk in chunks}
         with SyncLease(self._client, self.collection, ttl_s=self.config.lease_ttl_s):
@@ -344,10 +343,10 @@ class MilvusChunkStore:
     ) -> None:
         for start in range(0, len(chunks), EMBED_BATCH):
             batch = chunks[start : start + EMBED_BATCH]
-            vectors = _checked_vectors(embed([chunk.text for chunk in batch]), len(batch))
+            vectors = checked_vectors(embed([chunk.text for chunk in batch]), len(batch))
             self._ensure_collection(version, vectors.shape[1])
             rows = [
-                _row(chunk, hashes[chunk.chunk_id], vector, version.layout)
+                chunk_row(chunk, hashes[chunk.chunk_id], vector, version.layout)
                 for chunk, vector in zip(batch, vectors, strict=True)
             ]
             self._client.upsert(version.name, rows)
@@ -661,7 +660,7 @@ class MilvusChunkStore:
             ]
         spellings: dict[str, set[str]] = {}
         for row in self._scan(version.name, fields):
-            metadata, form = row[METADATA_FIELD] or {}, _facet_keys(row, layout)
+            metadata, form = row[METADATA_FIELD] or {}, facet_keys(row, layout)
             for attribute, facets in form.items():
                 found = spellings.setdefault(attribute, set())
                 value = metadata.get(attribute)
@@ -709,45 +708,6 @@ def _outdated(held: Mapping[str, tuple[str, str]], hashes: Mapping[str, str]) ->
     return [chunk_id for chunk_id, (digest, _) in held.items() if hashes.get(chunk_id) != digest]
 
 
-def content_hash(chunk: Chunk, embedding_model: str = "") -> str:
-    """SHA-256 of what a chunk's row is made of; equal hashes mean nothing to re-embed."""
-    payload = json.dumps(
-        [embedding_model, chunk.text, _json_safe(chunk.metadata)], sort_keys=True, default=str
-    )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def _row(
-    chunk: Chunk, digest: str, vector: NDArray[np.float32], layout: CollectionLayout
-) -> dict[str, Any]:
-    typed, overflow = layout.encode(chunk.metadata)
-    return {
-        CHUNK_ID_FIELD: chunk.chunk_id,
-        SOURCE_FIELD: str(chunk.metadata.get("source", "")),
-        HASH_FIELD: digest,
-        TEXT_FIELD: chunk.text,
-        METADATA_FIELD: _json_safe(chunk.metadata),
-        FILTERABLE_FIELD: normal_form(chunk.metadata, typed=layout.typed_names),
-        OVERFLOW_FIELD: overflow,
-        **typed,
-        VECTOR_FIELD: vector,
-    }
-
-
-def _facet_keys(row: Mapping[str, Any], layout: CollectionLayout) -> dict[str, Any]:
-    """attribute -> its facets (the keys are what matters) from a row's JSON and typed fields."""
-    form = dict(row[FILTERABLE_FIELD] or {})
-    for typed in layout.typed:
-        presence = row[typed.presence]
-        if presence == OVERFLOW:
-            form[typed.attribute] = (row[OVERFLOW_FIELD] or {}).get(typed.attribute, {})
-        elif presence == TYPED:
-            form[typed.attribute] = {
-                facet: True for facet in (TEXT, MEMBERS) if row.get(typed.field(facet))
-            }
-    return form
-
-
 def _scored(hit: Mapping[str, Any]) -> ScoredChunk:
     entity = hit["entity"]
     chunk = Chunk(
@@ -760,48 +720,6 @@ def _scored(hit: Mapping[str, Any]) -> ScoredChunk:
 
 def _clipped(distance: float) -> float:
     return float(np.clip(distance, 0.0, 1.0))
-
-
-def _checked_vectors(vectors: Any, expected_rows: int) -> NDArray[np.float32]:
-    array = np.asarray(vectors, dtype=np.float32)
-    if array.ndim != 2 or array.shape[0] != expected_rows:
-        raise ValueError(
-            f"embed() returned shape {array.shape}; expected ({expected_rows}, dimension)."
-        )
-    if not np.isfinite(array).all():
-        raise ValueError("embed() returned NaN or infinite values.")
-    return array
-
-
-def _check_sizes(chunks: Sequence[Chunk]) -> None:
-    limits = ((TEXT_FIELD, MAX_VARCHAR_BYTES), ("chunk_id", MAX_ID_BYTES))
-    for chunk in chunks:
-        for name, limit in limits:
-            value = chunk.text if name == TEXT_FIELD else chunk.chunk_id
-            if len(value.encode("utf-8")) > limit:
-                raise ChunkTooLarge(
-                    f"Chunk {chunk.chunk_id[:80]!r}: its {name} exceeds {limit} bytes, the Milvus "
-                    "limit. Lower the chunk size in the ingestion settings."
-                )
-        if len(str(chunk.metadata.get("source", "")).encode("utf-8")) > MAX_SOURCE_BYTES:
-            raise ChunkTooLarge(f"Chunk {chunk.chunk_id[:80]!r}: source path too long.")
-
-
-def _json_safe(value: Any) -> Any:
-    """Metadata as JSON Milvus can store: dates as ISO strings, tuples and sets as lists."""
-    if isinstance(value, Mapping):
-        return {str(key): _json_safe(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(item) for item in value]
-    if isinstance(value, set | frozenset):
-        return sorted((_json_safe(item) for item in value), key=str)
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
 
 
 def _member_spellings(members: list[Any]) -> set[str]:
