@@ -23,7 +23,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +38,7 @@ from rasa_context_retrieval.filters.absence import HasAttribute
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.values import normalise_text
 from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
+from rasa_context_retrieval.milvus.attribute_values import AttributeValues
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.expression import MilvusExpressionTranslator, string_literal
 from rasa_context_retrieval.milvus.layout import (
@@ -70,7 +70,7 @@ from rasa_context_retrieval.milvus.rows import (
     content_hash,
     facet_keys,
 )
-from rasa_context_retrieval.milvus.versions import POINTER_TTL_S, PointerState, VersionPointer
+from rasa_context_retrieval.milvus.versions import POINTER_TTL_S, VersionPointer
 
 logger = structlog.get_logger(__name__)
 
@@ -91,9 +91,6 @@ DELETE_BATCH = 1_000
 INDEX_WAIT_S = 300.0
 """Longest wait for a new version's indexes before it is published."""
 INDEX_POLL_S = 0.5
-VOCABULARY_TTL_S = 300.0
-"""How long attribute values are served before they are read again (in the background, while
-the old ones keep serving); another writer's sync shows up after at most this plus one scan."""
 
 
 class MilvusCollectionMissing(ContextRetrievalError, RuntimeError):
@@ -145,14 +142,8 @@ class MilvusChunkStore:
         self._version_refreshing = False
         self._published = 0
         """Versions this store published; a pointer read that began before one is discarded."""
-        self._synced: str | None = None
-        """The sync mark read last (``milvus.versions``)."""
-        self._pointer_read = False
-        self._values_lock = threading.Lock()
         self._closed = threading.Event()
-        self._spellings: dict[str, frozenset[str]] | None = None
-        self._spellings_read_at = 0.0
-        self._reading: Future[dict[str, frozenset[str]]] | None = None
+        self._values = AttributeValues(self._read_spellings, config.collection, self._closed)
 
     @classmethod
     def connect(
@@ -216,7 +207,7 @@ class MilvusChunkStore:
                 self._pointer.mark_synced()
         kept_sources = {str(chunk.metadata.get("source", "")) for chunk in chunks}
         removed = {held[i][1] for i in stale} - kept_sources
-        self._forget_values()
+        self._values.forget()
         report = SyncReport(
             embedded=len(changed),
             unchanged=len(wanted) - len(changed),
@@ -321,7 +312,7 @@ class MilvusChunkStore:
         with self._version_lock:
             self._version, self._version_read_at = version, time.monotonic()
             self._published += 1
-        self._forget_values()
+        self._values.forget()
 
     def _wait_for_indexes(self, collection: str) -> None:
         """Let Milvus index the flushed segments before replicas switch (searches would work
@@ -432,7 +423,7 @@ class MilvusChunkStore:
         with self._version_lock:
             published = self._published  # a publication meanwhile outdates what is read here
         pointer = self._pointer.read()
-        self._note_sync_mark(pointer)
+        self._values.note_sync_mark(pointer.synced)
         name = pointer.version
         if name is None and self._client.has_collection(self.collection):
             name = self.collection  # the previous release's collection
@@ -451,7 +442,7 @@ class MilvusChunkStore:
             if published != self._published:
                 return self._version
             self._version = version
-        self._forget_values()
+        self._values.forget()
         logger.info(
             "milvus.version.serving",
             collection=self.collection,
@@ -460,15 +451,6 @@ class MilvusChunkStore:
             previous_release=version.layout.format < LAYOUT_FORMAT,
         )
         return version
-
-    def _note_sync_mark(self, pointer: PointerState) -> None:
-        """A new sync mark outdates the values read: they are read again in the background
-        (the old ones serve meanwhile, as after ``VOCABULARY_TTL_S``)."""
-        with self._values_lock:
-            seen, self._synced = self._synced, pointer.synced
-            if self._pointer_read and seen != pointer.synced:
-                self._spellings_read_at = -VOCABULARY_TTL_S
-            self._pointer_read = True
 
     def _version_of(self, name: str, layout: CollectionLayout) -> CollectionVersion:
         return CollectionVersion(name, layout, MilvusExpressionTranslator(self._vocabulary, layout))
@@ -586,65 +568,14 @@ class MilvusChunkStore:
         the one ``prefetch_values`` started); later ones get the values read last while a stale
         read (``VOCABULARY_TTL_S``) is refreshed in the background.
         """
-        return self._all_spellings().get(attribute, frozenset())
+        return self._values.all().get(attribute, frozenset())
 
     def prefetch_values(self) -> None:
         """Start reading attribute values in the background (a replica starting up)."""
-        with self._values_lock:
-            if self._spellings is None:
-                self._read_in_background()
+        self._values.prefetch()
 
     def _vocabulary(self, attribute: str) -> Collection[str]:
         return {normalise_text(spelling) for spelling in self.values_of(attribute)}
-
-    def _all_spellings(self) -> dict[str, frozenset[str]]:
-        with self._values_lock:
-            current = self._spellings
-            stale = time.monotonic() - self._spellings_read_at >= VOCABULARY_TTL_S
-            reading = self._read_in_background() if current is None or stale else None
-        if current is not None:
-            return current
-        assert reading is not None
-        return reading.result()
-
-    def _read_in_background(self) -> Future[dict[str, frozenset[str]]]:
-        """The scan under way, or a new one; call with ``_values_lock`` held."""
-        if self._reading is None or self._reading.done():
-            reading: Future[dict[str, frozenset[str]]] = Future()
-            self._reading = reading
-            threading.Thread(target=self._read_into, args=(reading,), daemon=True).start()
-        return self._reading
-
-    def _read_into(self, reading: Future[dict[str, frozenset[str]]]) -> None:
-        started = time.perf_counter()
-        try:
-            spellings = self._read_spellings()
-        except Exception as error:  # a later call tries again; the first caller sees the error
-            if self._closed.is_set():  # the store closed under the scan: nothing went wrong
-                logger.debug("milvus.values.read_stopped", collection=self.collection)
-            else:
-                logger.error(
-                    "milvus.values.read_failed", collection=self.collection, error=str(error)
-                )
-            with self._values_lock:  # keep serving the old values; try again after the TTL
-                if self._spellings is not None:
-                    self._spellings_read_at = time.monotonic()
-            reading.set_exception(error)
-            return
-        with self._values_lock:
-            if self._reading is reading:  # not forgotten by a sync meanwhile
-                self._spellings, self._spellings_read_at = spellings, time.monotonic()
-        logger.info(
-            "milvus.values.read",
-            collection=self.collection,
-            attributes=len(spellings),
-            seconds=round(time.perf_counter() - started, 2),
-        )
-        reading.set_result(spellings)
-
-    def _forget_values(self) -> None:
-        with self._values_lock:
-            self._spellings, self._reading = None, None
 
     def _read_spellings(self) -> dict[str, frozenset[str]]:
         version = self.served()
