@@ -182,7 +182,7 @@ def test_a_replica_serves_its_vocabulary_while_a_stale_one_is_read_again(
     business = Chunk("new.md#0", "Business plan text.", {"source": "new.md", "plan": "Business"})
     store.sync([*knowledge_base(), business], CountingEmbedder())
     assert replica.values_of("plan") == {"Basic", "Premium"}  # within the TTL
-    monkeypatch.setattr("rasa_context_retrieval.milvus.store.VOCABULARY_TTL_S", 0.0)
+    monkeypatch.setattr("rasa_context_retrieval.milvus.attribute_values.VOCABULARY_TTL_S", 0.0)
     assert replica.values_of("plan") == {"Basic", "Premium"}  # stale: served, read again
     deadline = time.monotonic() + 30
     while "Business" not in replica.values_of("plan") and time.monotonic() < deadline:

@@ -18,13 +18,10 @@ from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
-from rasa_context_retrieval.faiss.retriever import (
-    readable_values,
-    retrieve,
-    served_mask,
-)
+from rasa_context_retrieval.faiss.retriever import retrieve
 from rasa_context_retrieval.knowledge.models import ScoredChunk
 from rasa_context_retrieval.retrieve.conformance import conforming
+from rasa_context_retrieval.retrieve.local_knowledge import readable_values, served_mask
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
 
 SEARCH_THREADS_PER_QUERY = 1

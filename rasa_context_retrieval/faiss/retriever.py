@@ -11,62 +11,27 @@ each result is always its cosine relevance to the leading query vector (clipped 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
-from langchain_core.structured_query import FilterDirective
 
-from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
-from rasa_context_retrieval.filters.columns import MetadataColumns
 from rasa_context_retrieval.knowledge.models import ScoredChunk
 from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
+from rasa_context_retrieval.retrieve.local_knowledge import (
+    filter_mask,
+    readable_values,
+    served_mask,
+    values_admitted,
+)
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
 from rasa_context_retrieval.workers import side_by_side
+
+__all__ = ["filter_mask", "readable_values", "retrieve", "served_mask", "values_admitted"]
 
 SIDE_BY_SIDE_MIN_ROWS = 20_000
 """From this many chunks allowed by the filter the views' dense searches run at once
 (``workers.side_by_side``): each is then a scan of milliseconds, against a thread hand-off of
 tens of microseconds; a narrow filter's scans are cheaper than the hand-off."""
-
-
-def filter_mask(index: KnowledgeIndex, directive: FilterDirective | None) -> np.ndarray | None:
-    """The rows a filter allows (read-only, kept with the index); None when there is no filter."""
-    if directive is None:
-        return None
-    return index.masks.mask(directive)
-
-
-def readable_values(
-    index: KnowledgeIndex,
-    attributes: Sequence[str],
-    access: AccessFilter,
-    withheld: np.ndarray | None = None,
-) -> dict[str, frozenset[str]]:
-    """Values of the rows ``access`` admits and nothing withholds: its directive's (cached) mask
-    narrows the rows, the exact rule decides."""
-    mask = served_mask(index, access.directive, withheld)
-    rows = range(len(index)) if mask is None else np.flatnonzero(mask)
-    return values_admitted((index.chunks[row].metadata for row in rows), attributes, access)
-
-
-def values_admitted(
-    metadatas: Iterable[Mapping[str, Any]], attributes: Sequence[str], access: AccessFilter
-) -> dict[str, frozenset[str]]:
-    """The distinct values (as ``values_of`` reads them) of the metadata ``access`` admits."""
-    columns = MetadataColumns([metadata for metadata in metadatas if access.admits(metadata)])
-    return {attribute: columns.values_of(attribute) for attribute in attributes}
-
-
-def served_mask(
-    index: KnowledgeIndex, directive: FilterDirective | None, withheld: np.ndarray | None
-) -> np.ndarray | None:
-    """The rows a filter allows minus the ``withheld`` rows (None: every row)."""
-    mask = filter_mask(index, directive)
-    if withheld is None:
-        return mask
-    return ~withheld if mask is None else mask & ~withheld
 
 
 def retrieve(

@@ -18,18 +18,18 @@ import numpy as np
 from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.access.entitlements import AccessFilter
-from rasa_context_retrieval.faiss.index import KnowledgeIndex
-from rasa_context_retrieval.faiss.retriever import (
-    readable_values,
-    served_mask,
-    values_admitted,
-)
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
 from rasa_context_retrieval.retrieve.conformance import conforming
 from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
+from rasa_context_retrieval.retrieve.local_knowledge import (
+    LocalKnowledge,
+    readable_values,
+    served_mask,
+    values_admitted,
+)
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
 
 
@@ -41,7 +41,7 @@ class MilvusBackend:
         store: MilvusChunkStore,
         *,
         writes: bool = False,
-        local: KnowledgeIndex | None = None,
+        local: LocalKnowledge | None = None,
         withheld: np.ndarray | None = None,
     ) -> None:
         self.store = store
@@ -60,7 +60,7 @@ class MilvusBackend:
         A writer stores the declared ``fields`` in typed fields (``milvus.layout``)."""
         return cls(MilvusChunkStore.connect(config, fields), writes=writes)
 
-    def publish(self, index: KnowledgeIndex, embedder: str) -> MilvusBackend:
+    def publish(self, index: LocalKnowledge, embedder: str) -> MilvusBackend:
         """Make the collection hold the index's chunks (when this process writes)."""
         if self.writes:
             vectors = np.array(index.vectors)

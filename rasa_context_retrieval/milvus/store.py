@@ -20,13 +20,9 @@ server; with the default ``FLAT`` index it is exact.
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import json
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,13 +38,12 @@ from rasa_context_retrieval.filters.absence import HasAttribute
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.values import normalise_text
 from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
+from rasa_context_retrieval.milvus.attribute_values import AttributeValues
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.expression import MilvusExpressionTranslator, string_literal
 from rasa_context_retrieval.milvus.layout import (
     LAYOUT_FORMAT,
-    OVERFLOW,
     SCALAR_INDEXES,
-    TYPED,
     CollectionLayout,
 )
 from rasa_context_retrieval.milvus.lease import SyncLease
@@ -58,25 +53,33 @@ from rasa_context_retrieval.milvus.normal_form import (
     MEMBERS,
     OVERFLOW_FIELD,
     TEXT,
-    normal_form,
 )
-from rasa_context_retrieval.milvus.versions import POINTER_TTL_S, PointerState, VersionPointer
+from rasa_context_retrieval.milvus.rows import (
+    HASH_FIELD,
+    MAX_ID_BYTES,
+    MAX_SOURCE_BYTES,
+    MAX_VARCHAR_BYTES,
+    METADATA_FIELD,
+    SOURCE_FIELD,
+    TEXT_FIELD,
+    VECTOR_FIELD,
+    ChunkTooLarge,
+    check_sizes,
+    checked_vectors,
+    chunk_row,
+    content_hash,
+    facet_keys,
+)
+from rasa_context_retrieval.milvus.versions import POINTER_TTL_S, VersionPointer
 
 logger = structlog.get_logger(__name__)
 
+__all__ = ["ChunkTooLarge", "MilvusChunkStore", "content_hash"]
+
 Embed = Callable[[list[str]], NDArray[np.floating[Any]]]
 
-TEXT_FIELD = "text"
-SOURCE_FIELD = "source"
-HASH_FIELD = "content_hash"
-METADATA_FIELD = "metadata"
-VECTOR_FIELD = "embedding"
 METRIC = "COSINE"
 
-MAX_VARCHAR_BYTES = 65_535
-"""Milvus' limit for one VARCHAR value; a longer chunk is refused with a clear error."""
-MAX_ID_BYTES = 1_024
-MAX_SOURCE_BYTES = 4_096
 MAX_TOP_K = 16_384
 """Milvus' limit for ``limit`` in one search."""
 MAX_MATCHED = 16_384
@@ -88,17 +91,10 @@ DELETE_BATCH = 1_000
 INDEX_WAIT_S = 300.0
 """Longest wait for a new version's indexes before it is published."""
 INDEX_POLL_S = 0.5
-VOCABULARY_TTL_S = 300.0
-"""How long attribute values are served before they are read again (in the background, while
-the old ones keep serving); another writer's sync shows up after at most this plus one scan."""
 
 
 class MilvusCollectionMissing(ContextRetrievalError, RuntimeError):
     """The collection does not exist yet (nothing was ingested)."""
-
-
-class ChunkTooLarge(ContextRetrievalError, ValueError):
-    """A chunk's text, id or source exceeds what a Milvus VARCHAR field holds."""
 
 
 @dataclass(frozen=True)
@@ -146,14 +142,8 @@ class MilvusChunkStore:
         self._version_refreshing = False
         self._published = 0
         """Versions this store published; a pointer read that began before one is discarded."""
-        self._synced: str | None = None
-        """The sync mark read last (``milvus.versions``)."""
-        self._pointer_read = False
-        self._values_lock = threading.Lock()
         self._closed = threading.Event()
-        self._spellings: dict[str, frozenset[str]] | None = None
-        self._spellings_read_at = 0.0
-        self._reading: Future[dict[str, frozenset[str]]] | None = None
+        self._values = AttributeValues(self._read_spellings, config.collection, self._closed)
 
     @classmethod
     def connect(
@@ -193,7 +183,7 @@ class MilvusChunkStore:
         Blocks while another replica syncs the same collection, then finds its work done.
         """
         started = time.perf_counter()
-        _check_sizes(chunks)
+        check_sizes(chunks)
         wanted = {chunk.chunk_id: chunk for chunk in chunks}
         hashes = {chunk.chunk_id: content_hash(chunk, embedding_model) for chunk in chunks}
         with SyncLease(self._client, self.collection, ttl_s=self.config.lease_ttl_s):
@@ -217,7 +207,7 @@ class MilvusChunkStore:
                 self._pointer.mark_synced()
         kept_sources = {str(chunk.metadata.get("source", "")) for chunk in chunks}
         removed = {held[i][1] for i in stale} - kept_sources
-        self._forget_values()
+        self._values.forget()
         report = SyncReport(
             embedded=len(changed),
             unchanged=len(wanted) - len(changed),
@@ -322,7 +312,7 @@ class MilvusChunkStore:
         with self._version_lock:
             self._version, self._version_read_at = version, time.monotonic()
             self._published += 1
-        self._forget_values()
+        self._values.forget()
 
     def _wait_for_indexes(self, collection: str) -> None:
         """Let Milvus index the flushed segments before replicas switch (searches would work
@@ -344,10 +334,10 @@ class MilvusChunkStore:
     ) -> None:
         for start in range(0, len(chunks), EMBED_BATCH):
             batch = chunks[start : start + EMBED_BATCH]
-            vectors = _checked_vectors(embed([chunk.text for chunk in batch]), len(batch))
+            vectors = checked_vectors(embed([chunk.text for chunk in batch]), len(batch))
             self._ensure_collection(version, vectors.shape[1])
             rows = [
-                _row(chunk, hashes[chunk.chunk_id], vector, version.layout)
+                chunk_row(chunk, hashes[chunk.chunk_id], vector, version.layout)
                 for chunk, vector in zip(batch, vectors, strict=True)
             ]
             self._client.upsert(version.name, rows)
@@ -433,7 +423,7 @@ class MilvusChunkStore:
         with self._version_lock:
             published = self._published  # a publication meanwhile outdates what is read here
         pointer = self._pointer.read()
-        self._note_sync_mark(pointer)
+        self._values.note_sync_mark(pointer.synced)
         name = pointer.version
         if name is None and self._client.has_collection(self.collection):
             name = self.collection  # the previous release's collection
@@ -452,7 +442,7 @@ class MilvusChunkStore:
             if published != self._published:
                 return self._version
             self._version = version
-        self._forget_values()
+        self._values.forget()
         logger.info(
             "milvus.version.serving",
             collection=self.collection,
@@ -461,15 +451,6 @@ class MilvusChunkStore:
             previous_release=version.layout.format < LAYOUT_FORMAT,
         )
         return version
-
-    def _note_sync_mark(self, pointer: PointerState) -> None:
-        """A new sync mark outdates the values read: they are read again in the background
-        (the old ones serve meanwhile, as after ``VOCABULARY_TTL_S``)."""
-        with self._values_lock:
-            seen, self._synced = self._synced, pointer.synced
-            if self._pointer_read and seen != pointer.synced:
-                self._spellings_read_at = -VOCABULARY_TTL_S
-            self._pointer_read = True
 
     def _version_of(self, name: str, layout: CollectionLayout) -> CollectionVersion:
         return CollectionVersion(name, layout, MilvusExpressionTranslator(self._vocabulary, layout))
@@ -587,65 +568,14 @@ class MilvusChunkStore:
         the one ``prefetch_values`` started); later ones get the values read last while a stale
         read (``VOCABULARY_TTL_S``) is refreshed in the background.
         """
-        return self._all_spellings().get(attribute, frozenset())
+        return self._values.all().get(attribute, frozenset())
 
     def prefetch_values(self) -> None:
         """Start reading attribute values in the background (a replica starting up)."""
-        with self._values_lock:
-            if self._spellings is None:
-                self._read_in_background()
+        self._values.prefetch()
 
     def _vocabulary(self, attribute: str) -> Collection[str]:
         return {normalise_text(spelling) for spelling in self.values_of(attribute)}
-
-    def _all_spellings(self) -> dict[str, frozenset[str]]:
-        with self._values_lock:
-            current = self._spellings
-            stale = time.monotonic() - self._spellings_read_at >= VOCABULARY_TTL_S
-            reading = self._read_in_background() if current is None or stale else None
-        if current is not None:
-            return current
-        assert reading is not None
-        return reading.result()
-
-    def _read_in_background(self) -> Future[dict[str, frozenset[str]]]:
-        """The scan under way, or a new one; call with ``_values_lock`` held."""
-        if self._reading is None or self._reading.done():
-            reading: Future[dict[str, frozenset[str]]] = Future()
-            self._reading = reading
-            threading.Thread(target=self._read_into, args=(reading,), daemon=True).start()
-        return self._reading
-
-    def _read_into(self, reading: Future[dict[str, frozenset[str]]]) -> None:
-        started = time.perf_counter()
-        try:
-            spellings = self._read_spellings()
-        except Exception as error:  # a later call tries again; the first caller sees the error
-            if self._closed.is_set():  # the store closed under the scan: nothing went wrong
-                logger.debug("milvus.values.read_stopped", collection=self.collection)
-            else:
-                logger.error(
-                    "milvus.values.read_failed", collection=self.collection, error=str(error)
-                )
-            with self._values_lock:  # keep serving the old values; try again after the TTL
-                if self._spellings is not None:
-                    self._spellings_read_at = time.monotonic()
-            reading.set_exception(error)
-            return
-        with self._values_lock:
-            if self._reading is reading:  # not forgotten by a sync meanwhile
-                self._spellings, self._spellings_read_at = spellings, time.monotonic()
-        logger.info(
-            "milvus.values.read",
-            collection=self.collection,
-            attributes=len(spellings),
-            seconds=round(time.perf_counter() - started, 2),
-        )
-        reading.set_result(spellings)
-
-    def _forget_values(self) -> None:
-        with self._values_lock:
-            self._spellings, self._reading = None, None
 
     def _read_spellings(self) -> dict[str, frozenset[str]]:
         version = self.served()
@@ -661,7 +591,7 @@ class MilvusChunkStore:
             ]
         spellings: dict[str, set[str]] = {}
         for row in self._scan(version.name, fields):
-            metadata, form = row[METADATA_FIELD] or {}, _facet_keys(row, layout)
+            metadata, form = row[METADATA_FIELD] or {}, facet_keys(row, layout)
             for attribute, facets in form.items():
                 found = spellings.setdefault(attribute, set())
                 value = metadata.get(attribute)
@@ -709,45 +639,6 @@ def _outdated(held: Mapping[str, tuple[str, str]], hashes: Mapping[str, str]) ->
     return [chunk_id for chunk_id, (digest, _) in held.items() if hashes.get(chunk_id) != digest]
 
 
-def content_hash(chunk: Chunk, embedding_model: str = "") -> str:
-    """SHA-256 of what a chunk's row is made of; equal hashes mean nothing to re-embed."""
-    payload = json.dumps(
-        [embedding_model, chunk.text, _json_safe(chunk.metadata)], sort_keys=True, default=str
-    )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def _row(
-    chunk: Chunk, digest: str, vector: NDArray[np.float32], layout: CollectionLayout
-) -> dict[str, Any]:
-    typed, overflow = layout.encode(chunk.metadata)
-    return {
-        CHUNK_ID_FIELD: chunk.chunk_id,
-        SOURCE_FIELD: str(chunk.metadata.get("source", "")),
-        HASH_FIELD: digest,
-        TEXT_FIELD: chunk.text,
-        METADATA_FIELD: _json_safe(chunk.metadata),
-        FILTERABLE_FIELD: normal_form(chunk.metadata, typed=layout.typed_names),
-        OVERFLOW_FIELD: overflow,
-        **typed,
-        VECTOR_FIELD: vector,
-    }
-
-
-def _facet_keys(row: Mapping[str, Any], layout: CollectionLayout) -> dict[str, Any]:
-    """attribute -> its facets (the keys are what matters) from a row's JSON and typed fields."""
-    form = dict(row[FILTERABLE_FIELD] or {})
-    for typed in layout.typed:
-        presence = row[typed.presence]
-        if presence == OVERFLOW:
-            form[typed.attribute] = (row[OVERFLOW_FIELD] or {}).get(typed.attribute, {})
-        elif presence == TYPED:
-            form[typed.attribute] = {
-                facet: True for facet in (TEXT, MEMBERS) if row.get(typed.field(facet))
-            }
-    return form
-
-
 def _scored(hit: Mapping[str, Any]) -> ScoredChunk:
     entity = hit["entity"]
     chunk = Chunk(
@@ -760,48 +651,6 @@ def _scored(hit: Mapping[str, Any]) -> ScoredChunk:
 
 def _clipped(distance: float) -> float:
     return float(np.clip(distance, 0.0, 1.0))
-
-
-def _checked_vectors(vectors: Any, expected_rows: int) -> NDArray[np.float32]:
-    array = np.asarray(vectors, dtype=np.float32)
-    if array.ndim != 2 or array.shape[0] != expected_rows:
-        raise ValueError(
-            f"embed() returned shape {array.shape}; expected ({expected_rows}, dimension)."
-        )
-    if not np.isfinite(array).all():
-        raise ValueError("embed() returned NaN or infinite values.")
-    return array
-
-
-def _check_sizes(chunks: Sequence[Chunk]) -> None:
-    limits = ((TEXT_FIELD, MAX_VARCHAR_BYTES), ("chunk_id", MAX_ID_BYTES))
-    for chunk in chunks:
-        for name, limit in limits:
-            value = chunk.text if name == TEXT_FIELD else chunk.chunk_id
-            if len(value.encode("utf-8")) > limit:
-                raise ChunkTooLarge(
-                    f"Chunk {chunk.chunk_id[:80]!r}: its {name} exceeds {limit} bytes, the Milvus "
-                    "limit. Lower the chunk size in the ingestion settings."
-                )
-        if len(str(chunk.metadata.get("source", "")).encode("utf-8")) > MAX_SOURCE_BYTES:
-            raise ChunkTooLarge(f"Chunk {chunk.chunk_id[:80]!r}: source path too long.")
-
-
-def _json_safe(value: Any) -> Any:
-    """Metadata as JSON Milvus can store: dates as ISO strings, tuples and sets as lists."""
-    if isinstance(value, Mapping):
-        return {str(key): _json_safe(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(item) for item in value]
-    if isinstance(value, set | frozenset):
-        return sorted((_json_safe(item) for item in value), key=str)
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
 
 
 def _member_spellings(members: list[Any]) -> set[str]:
