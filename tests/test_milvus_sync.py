@@ -100,6 +100,7 @@ def connect(
         endpoint = block(docs, tmp_path / f"index-{len(opened)}", collection, milvus_uri, ingest)
         store = ContextRetrieval(embeddings=embedder)
         store.connect(endpoint)
+        store.engine  # noqa: B018 (connect() returns at once; a writer's build creates the collection)
         opened.append(Assistant(store, endpoint))
         return opened[-1]
 
