@@ -8,6 +8,9 @@ gate (an embedder that waits for an event) instead of timing it.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -134,3 +137,22 @@ def test_a_bad_wait_bound_fails_connect_and_names_the_key(tmp_path: Path):
         ContextRetrieval(embeddings=HashingEmbedder()).connect(
             endpoint(make_docs(tmp_path, 1), startup_wait_seconds=-1)
         )
+
+
+def test_the_build_imports_nothing_the_store_did_not_import_already():
+    """The chunker's text splitter (about a second of LangChain imports) is loaded with the store,
+    before any conversation: imported on the build thread, it stalled the event loop 1.3 s."""
+    probe = (
+        "import sys; import rasa_context_retrieval.store; "
+        "print('langchain_text_splitters' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        check=True,
+    )
+    assert done.stdout.strip() == "True"

@@ -13,13 +13,15 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+
+# Imported with the module, not on the first build: the import takes about a second (LangChain's
+# runnables), and made on the build thread it held the import machinery while the event loop
+# served searches (a 1.3 s stall in bench/cold_start.py). A process that serves imports this
+# module when it loads the store, before any conversation.
+from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from rasa_context_retrieval.knowledge.loader import Document
 from rasa_context_retrieval.knowledge.models import Chunk
-
-if TYPE_CHECKING:
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 CHUNKER_VERSION = 2
 """Part of the index fingerprint: bump it whenever chunk texts or chunk metadata change."""
@@ -32,10 +34,6 @@ def chunk_documents(
     documents: Iterable[Document], chunk_size: int, chunk_overlap: int
 ) -> list[Chunk]:
     """Split every document; chunk ids are stable for unchanged text at the same place."""
-    # Imported here: it loads LangChain's runnables (most of a second), and only a build needs it,
-    # not every start that loads the persisted index.
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
-
     splitter = RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     chunks: list[Chunk] = []
     for document in documents:
