@@ -92,8 +92,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     index = commands.add_parser("index", help="build (or load) the index", parents=[common])
     index.set_defaults(run=_index)
 
+    conversation = _conversation_options()
     ask = commands.add_parser(
-        "ask", help="answer one question, showing query, filter, results", parents=[common]
+        "ask",
+        help="answer one question, showing query, filter, results",
+        parents=[common, conversation],
     )
     ask.add_argument("question")
     ask.add_argument(
@@ -103,15 +106,6 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         metavar="ROLE:TEXT",
         help='earlier turn, oldest first, e.g. --history "user:How do I share?"',
     )
-    ask.add_argument("--slot", action="append", default=[], metavar="NAME=VALUE", help=SLOT_HELP)
-    ask.add_argument(
-        "--metadata",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="channel metadata on the message, e.g. --metadata plan=free (for access_filters)",
-    )
-    ask.add_argument("--threshold", type=float, default=None, help=THRESHOLD_HELP)
     ask.add_argument(
         "--json",
         action="store_true",
@@ -120,23 +114,33 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     ask.set_defaults(run=_ask)
 
     chat = commands.add_parser(
-        "chat", help="interactive chat; /slot name=value sets a slot", parents=[common]
+        "chat",
+        help="interactive chat; /slot name=value sets a slot",
+        parents=[common, conversation],
     )
-    chat.add_argument("--slot", action="append", default=[], metavar="NAME=VALUE", help=SLOT_HELP)
-    chat.add_argument(
-        "--metadata",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="channel metadata on every message, e.g. --metadata plan=free",
-    )
-    chat.add_argument("--threshold", type=float, default=None, help=THRESHOLD_HELP)
     chat.set_defaults(run=_chat)
 
     from rasa_context_retrieval.evaluation.command import register as register_eval
 
     register_eval(commands, parents=[common])
     return parser
+
+
+def _conversation_options() -> argparse.ArgumentParser:
+    """The options of a conversation, shared by ``ask`` and ``chat``."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--slot", action="append", default=[], metavar="NAME=VALUE", help=SLOT_HELP
+    )
+    options.add_argument(
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="channel metadata on each message, e.g. --metadata plan=free (for access_filters)",
+    )
+    options.add_argument("--threshold", type=float, default=None, help=THRESHOLD_HELP)
+    return options
 
 
 def _index(args: argparse.Namespace) -> int:
