@@ -244,6 +244,16 @@ class StoreConfig(BaseModel):
     def field_names(self) -> frozenset[str]:
         return frozenset(field.name for field in self.metadata_fields)
 
+    @property
+    def access_attributes(self) -> tuple[str, ...]:
+        """The document attributes ``access_filters`` read (the loader refuses look-alikes)."""
+        return tuple(self.access_filters.values())
+
+    @property
+    def document_suffixes(self) -> tuple[str, ...]:
+        """File endings read besides the built-in ones (``document_formats``)."""
+        return tuple(f".{name}" for name in self.document_formats)
+
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any] | None) -> StoreConfig:
         """Validate the block; raise one ConfigurationError that lists every fault."""

@@ -218,3 +218,38 @@ def test_a_class_a_package_re_exports_with_a_relative_import_is_found(
     monkeypatch.chdir(tmp_path)
     code, output = check(write_assistant(tmp_path, {"type": "bank_store.BankStore"}), capsys)
     assert code == 0, output
+
+
+def test_reading_a_large_knowledge_base_shows_progress_and_a_small_one_does_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = write_assistant(tmp_path / "small")
+    assert "Reading documents" not in check(small, capsys)[1]
+    many = {
+        f"faq/entry-{n}.md": f"---\nproduct: savings\n---\nQ: Rate {n}?\nA: {n}."
+        for n in range(250)
+    }
+    large = write_assistant(tmp_path / "large", documents={**DOCUMENTS, **many})
+    code, output = check(large, capsys)
+    assert code == 0
+    assert "Reading documents" in output and "253/253" in output
+
+
+def test_the_check_reads_the_documents_as_the_index_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A key that only looks like an access attribute makes the index refuse the document; the
+    check reads it the same way, so it reports no attribute that the index would never see."""
+    documents = {**DOCUMENTS, "savings/bonus.md": "---\nPlan: premium\n---\nQ: Bonus?\nA: Yes."}
+    folder = write_assistant(
+        tmp_path,
+        {
+            "access_filters": {"plan": "plan"},
+            "metadata_fields": [{"name": "plan", "type": "string"}],
+        },
+        documents=documents,
+    )
+    code, output = check(folder, capsys)
+    assert code == 0
+    assert "documents carry attribute 'Plan'" not in output
+    assert "savings/bonus.md:" in output and "not indexed" in output

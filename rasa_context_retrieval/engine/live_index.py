@@ -289,8 +289,8 @@ def index_settings(config: StoreConfig) -> IndexSettings:
         embedding_batch_size=config.embedding_batch_size,
         exact_search_below=config.exact_search_below,
         language=config.language,
-        access_attributes=tuple(config.access_filters.values()),
-        extra_suffixes=tuple(f".{name}" for name in config.document_formats),
+        access_attributes=config.access_attributes,
+        extra_suffixes=config.document_suffixes,
     )
 
 

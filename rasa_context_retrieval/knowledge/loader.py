@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,20 +113,26 @@ def _file_digest(path: Path) -> bytes:
 
 
 def load_knowledge_base(
-    folder: Path, access_attributes: Collection[str] = (), extra_suffixes: Collection[str] = ()
+    folder: Path,
+    access_attributes: Collection[str] = (),
+    extra_suffixes: Collection[str] = (),
+    progress: Callable[[int, int], None] | None = None,
 ) -> KnowledgeBase:
     """Read every .md/.txt (optional YAML front matter) and .jsonl file under ``folder``, and
     the opted-in ``extra_suffixes`` (``.pdf``: one document per page, ``source`` citing it).
 
     ``access_attributes`` are the document attributes that ``access_filters`` map to: a document
     that names one of them in a way that would not be read (``Plan:``, a JSON line's ``plan``
-    outside its ``metadata``) is refused instead of being indexed as public.
+    outside its ``metadata``) is refused instead of being indexed as public. ``progress`` is told
+    ``(file number, files in all)`` as each file is read, for a progress bar on a large folder.
     """
     documents: list[Document] = []
     listing = list_knowledge_files(folder, extra_suffixes)
     problems = [IngestProblem(refused.name, None, refused.reason) for refused in listing.refused]
     root = folder.resolve()
-    for path in listing.files:
+    for number, path in enumerate(listing.files, start=1):
+        if progress is not None:
+            progress(number, len(listing.files))
         name = path.relative_to(folder).as_posix()
         if path.suffix.lower() == PDF_SUFFIX:
             for item in _pdf_documents(name, path, root):

@@ -8,9 +8,12 @@ the same loader that indexes them, before any model loads.
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
+
+from tqdm import tqdm
 
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.filters.schema import STRING_TYPES
@@ -20,6 +23,8 @@ from rasa_context_retrieval.result_metadata import ANSWER, SOURCE, TITLE, URL
 
 CITATION_ATTRIBUTES = frozenset({ANSWER, SOURCE, TITLE, URL, "question"})
 """Attributes the plugin reads itself (citations, answers): never a filter, never a typo."""
+PROGRESS_FROM_FILES = 200
+"""A knowledge base this large shows a progress bar while its documents are read."""
 FILES_SHOWN = 3
 VALUES_SHOWN = 12
 
@@ -28,7 +33,17 @@ def check_documents(config: StoreConfig, report: CheckReport, where: str) -> Non
     """Compare slot/access filters and ``metadata_fields`` with what the documents carry."""
     if config.docs is None or config.milvus_replica:
         return
-    carriers = _attribute_carriers(load_knowledge_base(config.docs).documents)
+    with _ProgressBar() as progress:
+        knowledge = load_knowledge_base(
+            config.docs, config.access_attributes, config.document_suffixes, progress
+        )
+    for problem in knowledge.problems:
+        where = f"{config.docs}/{problem.file}" + (
+            "" if problem.line is None else f":{problem.line}"
+        )
+        said = "" if "not indexed" in problem.reason else "; not indexed"
+        report.warning(where, f"{problem.reason}{said}")
+    carriers = _attribute_carriers(knowledge.documents)
     declared = config.field_names
     known = sorted(declared | set(carriers))
     for key, mapping in (
@@ -95,3 +110,23 @@ def _shown(values: Iterable[str] | dict[str, set[str]], limit: int) -> str:
     ordered = sorted(values)
     more = f" and {len(ordered) - limit} more" if len(ordered) > limit else ""
     return ", ".join(ordered[:limit]) + more
+
+
+class _ProgressBar:
+    """A bar on stderr while a large knowledge base is read; nothing for a small one."""
+
+    def __init__(self) -> None:
+        self._bar: tqdm | None = None
+
+    def __call__(self, number: int, total: int) -> None:
+        if self._bar is None and total >= PROGRESS_FROM_FILES:
+            self._bar = tqdm(total=total, desc="Reading documents", unit="file", file=sys.stderr)
+        if self._bar is not None:
+            self._bar.update(number - self._bar.n)
+
+    def __enter__(self) -> _ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.close()
