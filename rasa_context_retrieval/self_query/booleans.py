@@ -46,10 +46,8 @@ CLAUSE_END = _PHRASES["CLAUSE_END"]
 AUXILIARIES = frozenset(_LISTS["AUXILIARIES"])
 NAME_LEADS = frozenset(_LISTS["NAME_LEADS"])
 ARTICLES = frozenset(_LISTS["ARTICLES"])
-NEGATION_BEFORE = re.compile(
-    rf"(?:\b(?:{NEGATORS})\s+(?:(?:be|been|being|currently|yet|still|a|an|in|[a-z]+ly)\s+){{0,2}}"
-    rf"|{NEGATING_PREFIX})$",
-    re.IGNORECASE,
+NEGATION_BEFORE = english.pattern(
+    "booleans", "NEGATION_BEFORE", NEGATING_PREFIX=NEGATING_PREFIX, NEGATORS=NEGATORS
 )
 PREDICATE_BEFORE = _PHRASES["PREDICATE_BEFORE"]
 OWNED_BEFORE = _PHRASES["OWNED_BEFORE"]
@@ -68,7 +66,7 @@ DESCRIPTION_STOPWORDS = (
     CUE_STOPWORDS | AUXILIARIES | SETTING_ADVERBS | {"whether", "if", "when", "true"}
 )
 NEGATION_WORDS = frozenset(_LISTS["NEGATION_WORDS"])
-NEGATOR = re.compile(rf"\b(?:{NEGATORS})\b", re.IGNORECASE)
+NEGATOR = english.pattern("booleans", "NEGATOR", NEGATORS=NEGATORS)
 CLAUSE_BREAK = _PHRASES["CLAUSE_BREAK"]
 LAST_TWO_WORDS = _PHRASES["LAST_TWO_WORDS"]
 _STEMMER = Stemmer.Stemmer("english")

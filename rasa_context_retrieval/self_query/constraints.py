@@ -12,7 +12,6 @@ box in us-east-1 got rebooted") is not a wish for documents of that kind:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,25 +50,14 @@ def overlaps_any(start: int, end: int, taken: list[Constraint]) -> bool:
 
 _IRREGULAR_PAST: str = _LISTS["_IRREGULAR_PAST"]
 _IN_CLAUSE: str = _LISTS["_IN_CLAUSE"]
-PERSONAL_PAST = re.compile(
-    rf"(?:\b(?:I|we)(?:['’]ve|['’]d)?\s+(?:(?!am\b|are\b)\w+\s+)?(?:\w+(?<!e)ed|{_IRREGULAR_PAST})"
-    rf"|\b(?:my|our)\s+(?:[a-z]+\s+){{0,2}}(?:{_IRREGULAR_PAST}|used\s+to)"
-    r"|\b(?:if|suppose|supposing|imagine)\s+(?:it|they|that|this)\s+(?:was|were|had|would))"
-    rf"\b{_IN_CLAUSE}*$",
-    re.IGNORECASE,
+PERSONAL_PAST = english.pattern(
+    "constraints", "PERSONAL_PAST", _IN_CLAUSE=_IN_CLAUSE, _IRREGULAR_PAST=_IRREGULAR_PAST
 )
 # "Last week Teams was down for me": the mention is the subject of a past state the user had.
-PAST_FOR_ME_AFTER = re.compile(
-    rf"{_IN_CLAUSE}*?\b(?:was|were|had\s+been)\b{_IN_CLAUSE}*?\b(?:for|to|on|with)\s+(?:me|us)\b",
-    re.IGNORECASE,
-)
+PAST_FOR_ME_AFTER = english.pattern("constraints", "PAST_FOR_ME_AFTER", _IN_CLAUSE=_IN_CLAUSE)
 OWN_THING_BEFORE = _PHRASES["OWN_THING_BEFORE"]
 PLACE_PREPOSITION = _PHRASES["PLACE_PREPOSITION"]
-HAPPENED_AFTER = re.compile(
-    rf"[^\s,.;!?]+(?:\s+(?!(?:that|which|who|where)\b)[^\s,.;!?]+)?\s+"
-    rf"(?:\w+(?<!e)ed|{_IRREGULAR_PAST})\b",
-    re.IGNORECASE,
-)
+HAPPENED_AFTER = english.pattern("constraints", "HAPPENED_AFTER", _IRREGULAR_PAST=_IRREGULAR_PAST)
 PERSONAL_LOOKBEHIND_CHARS = 60
 PERSONAL_LOOKAHEAD_CHARS = 60
 

@@ -102,24 +102,26 @@ COMING, GONE = "coming", "gone"
 WHICH_ONE = {"next": COMING, "coming": COMING, "this coming": COMING, "last": GONE, "past": GONE}
 _WHICH_ONE = "|".join(r"\s+".join(words.split()) for words in sorted(WHICH_ONE, key=len)[::-1])
 _WHICH = rf"(?:(?:this\s+)?(?P<which>{_WHICH_ONE})\s+)?"
-SINGLE = re.compile(
-    rf"(?<!\w)(?P<word>{_DATE_WORDS})\s+{_FILLER}{_WHICH}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}",
-    re.IGNORECASE,
+SINGLE = english.pattern(
+    "dates",
+    "SINGLE",
+    DATE_TEXT=DATE_TEXT,
+    OPEN_ENDED_AFTER=OPEN_ENDED_AFTER,
+    _DATE_WORDS=_DATE_WORDS,
+    _FILLER=_FILLER,
+    _WHICH=_WHICH,
 )
 # A date with no word before it: a day ("concerts March 3rd") or "next March". Messages seldom
 # name a month, so one cheap scan spares the pattern.
-BARE = re.compile(rf"(?<![\w-])(?:the\s+)?{_WHICH}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}", re.I)
-ANY_MONTH = re.compile(rf"(?<!\w)(?:{_ANY_MONTH})(?!\w)", re.IGNORECASE)
+BARE = english.pattern(
+    "dates", "BARE", DATE_TEXT=DATE_TEXT, OPEN_ENDED_AFTER=OPEN_ENDED_AFTER, _WHICH=_WHICH
+)
+ANY_MONTH = english.pattern("dates", "ANY_MONTH", _ANY_MONTH=_ANY_MONTH)
 
 
 LATER, EARLIER = open_ended(DATE_TEXT)
 _COUNT = "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS])
-RELATIVE = re.compile(
-    rf"(?<!\w)(?:(?P<word>since|from|after|before|in|within|during|over|for)\s+)?"
-    rf"(?P<the>the\s+)?(?P<which>last|past|previous|this|current|next|coming|upcoming)\s+"
-    rf"(?:(?P<count>{_COUNT})\s+)?(?P<unit>day|week|month|year)s?(?!\w)",
-    re.IGNORECASE,
-)
+RELATIVE = english.pattern("dates", "RELATIVE", _COUNT=_COUNT)
 END_OF = _PHRASES["END_OF"]
 NAMED_DAYS = _LISTS["NAMED_DAYS"]
 NAMED_DAY = re.compile(
@@ -143,7 +145,7 @@ PARTICIPLE = _PHRASES["PARTICIPLE"]
 ISO_DAY = _PHRASES["ISO_DAY"]
 ISO_MONTH = _PHRASES["ISO_MONTH"]
 YEAR_IN = re.compile(_YEAR)
-DAY_IN = re.compile(rf"(?<!\d)(\d{{1,2}}){_ORDINAL}(?!\d)")
+DAY_IN = english.pattern("dates", "DAY_IN", _ORDINAL=_ORDINAL)
 MONTH_IN = _PHRASES["MONTH_IN"]
 
 

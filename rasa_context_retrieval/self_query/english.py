@@ -49,3 +49,19 @@ def patterns(module: str) -> dict[str, re.Pattern[str]]:
                 flags |= FLAGS[flag]
             compiled[name] = re.compile(said["re"], flags)
     return compiled
+
+
+FRAGMENT = re.compile(r"\$\{(\w+)\}")
+
+
+def pattern(module: str, name: str, **fragments: object) -> re.Pattern[str]:
+    """One phrase pattern of a module built from fragments the module gives: ``${NEGATORS}`` in
+    the table is the ``NEGATORS`` fragment, so a word list said once (in the tables or derived
+    from them) is reused by every pattern that needs it."""
+    said = _tables()[module]["templates"][name]
+    source = said if isinstance(said, str) else said["re"]
+    filled = FRAGMENT.sub(lambda match: str(fragments[match[1]]), source)
+    flags = 0
+    for flag in [] if isinstance(said, str) else said.get("flags", []):
+        flags |= FLAGS[flag]
+    return re.compile(filled, flags)

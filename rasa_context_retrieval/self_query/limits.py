@@ -37,12 +37,10 @@ _PHRASES = english.patterns("limits")
 MAX_LIMIT = 50
 """A larger count is not a number of results anyone reads; the configured ``top_k`` applies."""
 _COUNT = "|".join([r"\d{1,2}", *sorted(SMALL_NUMBER_WORDS, key=len, reverse=True)])
-TOP = re.compile(rf"(?<!\w)(?:top|best|first)\s+(?P<n>{_COUNT})(?!\w)", re.IGNORECASE)
+TOP = english.pattern("limits", "TOP", _COUNT=_COUNT)
 # The count and up to four words after it: "5 most recent python articles".
-COUNTED = re.compile(
-    rf"(?<![\w$€£.,/-])(?P<n>{_COUNT})(?P<words>(?:\s+[a-z][a-z'-]*){{1,4}})", re.IGNORECASE
-)
-REQUESTED = re.compile(rf"(?<![\w$€£.,/-])(?P<n>{_COUNT})(?![\w-])", re.IGNORECASE)
+COUNTED = english.pattern("limits", "COUNTED", _COUNT=_COUNT)
+REQUESTED = english.pattern("limits", "REQUESTED", _COUNT=_COUNT)
 OWNED_BEFORE = _PHRASES["OWNED_BEFORE"]
 PREPOSITION_BEFORE = _PHRASES["PREPOSITION_BEFORE"]
 LOOKBEHIND_CHARS = 16

@@ -60,7 +60,7 @@ class Scope(enum.Enum):
 # "no" governs the noun after it ("no travel insurance"); with the shared negators it is the
 # whole set of words that negate what follows. The prefix "non-" negates only the word it is
 # written onto, which the extractors read themselves ("nonstop with TAP" keeps TAP).
-SCOPE_NEGATOR = re.compile(rf"\b(?:{NEGATORS}|no)\b", re.IGNORECASE)
+SCOPE_NEGATOR = english.pattern("negation", "SCOPE_NEGATOR", NEGATORS=NEGATORS)
 # Where a clause ends: punctuation, or a word that opens another clause. "but" is a plain
 # conjunction unless it is part of a negator ("anything but", "but not"), which are found first.
 CLAUSE_END = any_word(CLAUSE_OPENERS, or_any_of=CLAUSE_PUNCTUATION + "()")

@@ -170,15 +170,11 @@ AGE_CUE: str = _LISTS["AGE_CUE"]
 MAXIMUM_WORDS = frozenset(_LISTS["MAXIMUM_WORDS"])
 MINIMUM_WORDS = frozenset(_LISTS["MINIMUM_WORDS"])
 _PERIOD = "|".join(sorted(PERIOD_WORDS, key=len, reverse=True))
-RATE_AFTER = re.compile(
-    rf"\s*(?:(?:a|an|per|each|every)\s+|/\s*)(?P<period>{_PERIOD})(?!\w)"
-    rf"|\s*(?P<adverb>monthly|yearly|annually|weekly|daily)(?!\w)",
-    re.IGNORECASE,
-)
+RATE_AFTER = english.pattern("numbers", "RATE_AFTER", _PERIOD=_PERIOD)
 HALF_AFTER = _PHRASES["HALF_AFTER"]
-UNIT_AFTER = re.compile(rf"\s*(?P<unit>{_UNITS})(?!\w)(?:\s+(?:long|old)(?!\w))?", re.IGNORECASE)
+UNIT_AFTER = english.pattern("numbers", "UNIT_AFTER", _UNITS=_UNITS)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
-DECLARED_UNIT = re.compile(rf"(?:\bin|\()\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORECASE)
+DECLARED_UNIT = english.pattern("numbers", "DECLARED_UNIT", _UNITS=_UNITS)
 RATE_IN_DESCRIPTION = _PHRASES["RATE_IN_DESCRIPTION"]
 DURATION_CUE: str = _LISTS["DURATION_CUE"]
 PERCENT: str = _LISTS["PERCENT"]
@@ -192,7 +188,7 @@ _MEASURES = "|".join(
         reverse=True,
     )
 )
-MEASURE_AFTER = re.compile(rf"\s*(?P<unit>{_MEASURES})(?!\w)", re.IGNORECASE)
+MEASURE_AFTER = english.pattern("numbers", "MEASURE_AFTER", _MEASURES=_MEASURES)
 WORD = _PHRASES["WORD"]
 CONTRACTION = _PHRASES["CONTRACTION"]
 NEGATED_BEFORE = _PHRASES["NEGATED_BEFORE"]

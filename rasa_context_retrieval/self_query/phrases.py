@@ -37,12 +37,12 @@ PREPOSITIONS: str = _LISTS["PREPOSITIONS"]
 # finance", and "no" right before it ("but no politics"). "never been to Rome" is where the
 # user has been, not a participle that describes documents. Other words in between ("not working
 # on android") break it on purpose: that is a question about Android.
-NEGATION_BEFORE_VALUE = re.compile(
-    rf"(?:\b(?:{NEGATORS})\s+(?:(?:{PREPOSITIONS}|the|a|an|any|my|our"
-    rf"|(?:(?!been\b)\w+(?:ed|en|able|ible)|made)\s+(?:{PREPOSITIONS}))\s+){{0,2}}"
-    rf"|{NEGATING_PREFIX}"
-    r"|\bno\s+)$",
-    re.IGNORECASE,
+NEGATION_BEFORE_VALUE = english.pattern(
+    "phrases",
+    "NEGATION_BEFORE_VALUE",
+    NEGATING_PREFIX=NEGATING_PREFIX,
+    NEGATORS=NEGATORS,
+    PREPOSITIONS=PREPOSITIONS,
 )
 
 ITEM_NOUNS = frozenset(_LISTS["ITEM_NOUNS"])

@@ -63,18 +63,18 @@ _FILLER: str = _LISTS["_FILLER"]
 RANGE = range_pattern(
     lambda group: f"(?P<{group}>{_YEAR})", filler=_FILLER, before=r"(?<![\w-])", after=r"(?!\w)"
 )
-DECADE = re.compile(
-    rf"(?<!\w)(?:(?P<word>{_WORDS})\s+)?(?:the\s+)?(?:(?P<century>19|20)|')?(?P<decade>\d)0['’]?s(?!\w)",
-    re.IGNORECASE,
-)
+DECADE = english.pattern("years", "DECADE", _WORDS=_WORDS)
 LATER, EARLIER = open_ended(_YEAR, before=r"(?<!\w)")
-SINGLE = re.compile(
-    rf"(?<!\w)(?P<word>{_WORDS})\s+{_FILLER}(?P<a>{_YEAR})(?!\w){OPEN_ENDED_AFTER}", re.IGNORECASE
+SINGLE = english.pattern(
+    "years",
+    "SINGLE",
+    OPEN_ENDED_AFTER=OPEN_ENDED_AFTER,
+    _FILLER=_FILLER,
+    _WORDS=_WORDS,
+    _YEAR=_YEAR,
 )
-ANY_YEAR = re.compile(rf"(?<!\d){_YEAR}(?!\d)")
-COMPARED = re.compile(
-    rf"(?<!\w)(?P<word>older\s+than|newer\s+than)\s+{_FILLER}(?P<a>{_YEAR})(?!\w)", re.IGNORECASE
-)
+ANY_YEAR = english.pattern("years", "ANY_YEAR", _YEAR=_YEAR)
+COMPARED = english.pattern("years", "COMPARED", _FILLER=_FILLER, _YEAR=_YEAR)
 NEGATED = _PHRASES["NEGATED"]
 LOOKBEHIND_CHARS = 20
 
