@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
 from tests.self_query_support import (
     WORKSHOP_VALUES,
@@ -15,7 +14,6 @@ from tests.self_query_support import (
     filter_of,
     hotels,
     podcasts,
-    rules_on,
 )
 
 
@@ -89,33 +87,6 @@ def test_a_negation_governs_the_value_it_is_said_of(text: str, wanted: str) -> N
 )
 def test_an_unclear_negation_gives_no_filter_never_the_opposite(text: str) -> None:
     assert clinics().construct(text).filter is None
-
-
-LESSONS = (
-    MetadataField(
-        name="languages",
-        type="list[string]",
-        description="Languages the lesson is taught in",
-        values=["French", "German", "Welsh"],
-    ),
-)
-
-
-@pytest.mark.parametrize(
-    ("text", "wanted"),
-    [
-        # the words the description says of the documents, negated, negate the value
-        ("lessons not taught in Welsh", 'ne("languages", "Welsh")'),
-        (
-            "lessons that aren't taught in French or German",
-            'nin("languages", ["French", "German"])',
-        ),
-        ("lessons taught in Welsh", 'eq("languages", "Welsh")'),
-    ],
-)
-def test_a_negated_word_of_the_fields_description_negates_its_value(text: str, wanted: str) -> None:
-    rules = rules_on(LESSONS, {})
-    assert rules.construct(text).filter == expected(wanted)
 
 
 @pytest.mark.parametrize(
