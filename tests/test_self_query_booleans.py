@@ -17,10 +17,8 @@ from tests.self_query_support import (
     LAKE_CABINS,
     WORKSHOP_VALUES,
     WORKSHOPS,
-    clinics,
     expected,
     filter_of,
-    instruments,
     meant,
     rules_on,
     said,
@@ -39,20 +37,6 @@ def test_a_participle_that_ends_the_description_is_a_one_word_boolean() -> None:
     assert rules.construct("unaudited packages").filter == expected('eq("audited", false)')
     said = rules.construct("packages that have been audited")
     assert said.filter == expected('eq("audited", true)')
-
-
-@pytest.mark.parametrize(
-    ("text", "wanted"),
-    [
-        ("can an old amp be refurbished to sound new?", None),
-        ("pianos that are refurbished", 'and(eq("instrument", "piano"), eq("refurbished", true))'),
-        ("refurbished violins", 'and(eq("instrument", "violin"), eq("refurbished", true))'),
-    ],
-)
-def test_a_participle_with_the_object_of_its_verb_is_no_state(
-    text: str, wanted: str | None
-) -> None:
-    assert instruments().construct(text).filter == expected(wanted)
 
 
 @pytest.mark.parametrize(
@@ -89,20 +73,6 @@ def test_a_one_word_boolean_is_a_state_the_documents_are_in(text: str, wanted: s
         ),
     )
     assert RuleQueryConstructor(fields, {}).construct(text).filter == expected(wanted)
-
-
-@pytest.mark.parametrize(
-    ("text", "wanted"),
-    [
-        # a question that opens on a thing the documents have asks about it
-        ("When does the grooming start at weekends?", None),
-        ("What time does the last boarding slot end?", None),
-        # asked as what the documents must have, it is still a filter
-        ("which clinics do boarding?", 'eq("services", "boarding")'),
-    ],
-)
-def test_a_question_opening_on_a_thing_had_asks_about_it(text: str, wanted: str | None) -> None:
-    assert clinics().construct(text).filter == expected(wanted)
 
 
 def test_a_phrase_in_brackets_ending_a_yes_no_description_says_yes() -> None:

@@ -23,7 +23,6 @@ from tests.self_query_support import (
     WORKSHOP_VALUES,
     WORKSHOPS,
     allotments,
-    courses,
     expected,
     expected_filter,
     filter_of,
@@ -31,7 +30,6 @@ from tests.self_query_support import (
     meant,
     rules_on,
     said,
-    stalls,
 )
 
 
@@ -62,18 +60,6 @@ def test_years_in_the_plural_make_a_duration_field() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "wanted"),
-    [
-        ("courses under $1.5k", 'lt("fee", 1500)'),
-        ("courses with a fee above 2 thousand dollars", 'gt("fee", 2000)'),
-        ("courses costing at most 1 million dollars", 'lte("fee", 1000000)'),
-    ],
-)
-def test_amounts_take_k_thousand_and_million(text: str, wanted: str) -> None:
-    assert courses().construct(text).filter == expected(wanted)
-
-
-@pytest.mark.parametrize(
     ("text", "wanted", "limit"),
     [
         ("4-star hotels in Rome", 'and(eq("city", "Rome"), eq("stars", 4))', None),
@@ -98,22 +84,6 @@ def test_a_form_of_a_name_word_is_no_compound() -> None:
     rules = rules_on([rating, genre], {"genre": ["drama"]})
     said = rules.construct("the 3 rated films")
     assert (said.filter, said.limit) == (None, 3)
-
-
-@pytest.mark.parametrize(
-    ("text", "wanted"),
-    [
-        # a number in % goes only to a rate field, one in a currency only to a money field
-        ("stalls with more than 30% organic stock", 'gt("organic_share", 30)'),
-        ("stalls with a pitch fee under £40", 'lt("pitch_fee_gbp", 40)'),
-        (
-            "cheese stalls paying more than 8%",
-            'and(eq("produce", "cheese"), gt("organic_share", 8))',
-        ),
-    ],
-)
-def test_a_number_with_a_unit_goes_to_a_field_of_that_unit(text: str, wanted: str) -> None:
-    assert stalls().construct(text).filter == expected(wanted)
 
 
 @pytest.mark.parametrize(
