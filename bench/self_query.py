@@ -112,7 +112,7 @@ def score_all(data: Path, code: Path) -> tuple[list[dict[str, Any]], dict[str, f
     package = "rasa_context_retrieval" if (code / "rasa_context_retrieval").is_dir() else "addons"
     # The schema module moved under ``filters/`` when the layers were drawn.
     schema_module = f"{package}.filters.schema"
-    if not (code / package / "filters" / "filters/schema.py").is_file():
+    if not (code / package / "filters" / "schema.py").is_file():
         schema_module = f"{package}.schema"
     MetadataField = importlib.import_module(schema_module).MetadataField
     rules_module = importlib.import_module(f"{package}.self_query.rules")

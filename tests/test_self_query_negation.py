@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
 from tests.self_query_support import (
     WORKSHOP_VALUES,
@@ -15,7 +14,6 @@ from tests.self_query_support import (
     filter_of,
     hotels,
     podcasts,
-    rules_on,
 )
 
 
@@ -44,37 +42,6 @@ def test_negation_words_bind_to_the_value_after_them(text: str, wanted: str) -> 
 
 
 @pytest.mark.parametrize(
-    ("text", "wanted"),
-    [
-        # "anything / anyone / anywhere but X" never filters on X
-        ("anyone but a surgeon", 'ne("specialism", "surgeon")'),
-        ("a vet anywhere but Leeds", 'ne("city", "Leeds")'),
-        (
-            "anyone but a surgeon, open on Sundays",
-            'and(ne("specialism", "surgeon"), eq("open_sundays", true))',
-        ),
-        # a negated verb of having: the value is what the documents must not have
-        ("clinics that don't offer grooming", 'ne("services", "grooming")'),
-        (
-            "clinics that do not do boarding or hydrotherapy",
-            'nin("services", ["boarding", "hydrotherapy"])',
-        ),
-        ("clinics that aren't open on Sundays", 'eq("open_sundays", false)'),
-        # "but" as a plain conjunction keeps what follows positive
-        (
-            "not a surgeon but a dermatologist",
-            'and(eq("specialism", "dermatologist"), ne("specialism", "surgeon"))',
-        ),
-        ("cheap but good clinics in Hull", 'eq("city", "Hull")'),
-        # a negated verb of functioning reports a problem where the value is
-        ("booking is not working for York", 'eq("city", "York")'),
-    ],
-)
-def test_a_negation_governs_the_value_it_is_said_of(text: str, wanted: str) -> None:
-    assert clinics().construct(text).filter == expected(wanted)
-
-
-@pytest.mark.parametrize(
     "text",
     [
         # the user's own situation, negated: neither the value nor its opposite
@@ -89,49 +56,6 @@ def test_a_negation_governs_the_value_it_is_said_of(text: str, wanted: str) -> N
 )
 def test_an_unclear_negation_gives_no_filter_never_the_opposite(text: str) -> None:
     assert clinics().construct(text).filter is None
-
-
-LESSONS = (
-    MetadataField(
-        name="languages",
-        type="list[string]",
-        description="Languages the lesson is taught in",
-        values=["French", "German", "Welsh"],
-    ),
-)
-
-
-@pytest.mark.parametrize(
-    ("text", "wanted"),
-    [
-        # the words the description says of the documents, negated, negate the value
-        ("lessons not taught in Welsh", 'ne("languages", "Welsh")'),
-        (
-            "lessons that aren't taught in French or German",
-            'nin("languages", ["French", "German"])',
-        ),
-        ("lessons taught in Welsh", 'eq("languages", "Welsh")'),
-    ],
-)
-def test_a_negated_word_of_the_fields_description_negates_its_value(text: str, wanted: str) -> None:
-    rules = rules_on(LESSONS, {})
-    assert rules.construct(text).filter == expected(wanted)
-
-
-@pytest.mark.parametrize(
-    ("text", "wanted"),
-    [
-        # the value is the subject of a negated verb in a clause about the documents
-        ("services that the York clinic doesn't offer", 'ne("city", "York")'),
-        ("clinics that Leeds does not license", 'ne("city", "Leeds")'),
-        # said plainly it is still wanted
-        ("services that the York clinic offers", 'eq("city", "York")'),
-        # a negated verb of functioning reports a problem there, no exclusion
-        ("booking pages that York won't load", 'eq("city", "York")'),
-    ],
-)
-def test_a_value_as_subject_of_a_negated_clause_is_excluded(text: str, wanted: str) -> None:
-    assert clinics().construct(text).filter == expected(wanted)
 
 
 def test_not_followed_by_an_adjective_and_preposition_negates_the_value() -> None:

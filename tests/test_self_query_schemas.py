@@ -212,31 +212,6 @@ def test_any_text_gives_a_query_and_a_filter_over_declared_fields_only(text: Any
     assert _attributes(result.filter) <= {field.name for field in SCHEMA}
 
 
-@pytest.mark.parametrize(
-    ("text", "wanted"),
-    [
-        ("I want to watch a movie rated higher than 8.5", 'gt("rating", 8.5)'),
-        ("movies released after 2005", 'gt("year", 2005)'),
-        ("films made before 1980", 'lt("year", 1980)'),
-        ("a thriller from 1979", 'and(eq("genre", "thriller"), eq("year", 1979))'),
-        ("animated movies rated at least 8", 'and(eq("genre", "animated"), gte("rating", 8))'),
-        ("horror films from the 90s", 'and(gte("year", 1990), lte("year", 1999))'),
-        ("movies from 2010 onwards", 'gte("year", 2010)'),
-        (
-            "comedies not directed by Greta Gerwig",
-            'and(eq("genre", "comedy"), ne("director", "Greta Gerwig"))',
-        ),
-        ("a comedy, nothing rated below 7", 'and(eq("genre", "comedy"), gte("rating", 7))'),
-        ("Nolan films", 'eq("director", "Christopher Nolan")'),
-        ("What's a good movie about dinosaurs?", None),
-        ("I was born in 1985, what should I watch?", None),
-        ("I watched a movie in 2010 that I loved, what else?", None),
-    ],
-)
-def test_movie_questions_filter_on_the_fields_they_name(text: str, wanted: str | None) -> None:
-    assert movies().construct(text).filter == expected(wanted)
-
-
 PRODUCTS = (
     MetadataField(
         name="category",

@@ -26,109 +26,60 @@ import Stemmer
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
+from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.items import item_after
 from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATING_PREFIX, NEGATORS
+
+_LISTS = english.words("booleans")
+_PHRASES = english.patterns("booleans")
 
 MAX_PHRASE_WORDS = 5
 LOOKBEHIND_CHARS = 32
 # Extra letters a stemmed word may take back: "ship" -> "ships", "remote" -> "remotely".
 INFLECTION_CHARS = 4
-WORD = re.compile(r"[a-z0-9]+", re.IGNORECASE)
-# "Whether the product can ship today": the subject and a leading "whether"/"if" go.
-DESCRIPTION_LEAD = re.compile(
-    r"^(?:(?:true\s+)?(?:whether|if|when)\s+)?(?:(?:the|a|an|this|its)\s+[a-z]+\s+)?", re.IGNORECASE
+WORD = _PHRASES["WORD"]
+DESCRIPTION_LEAD = _PHRASES["DESCRIPTION_LEAD"]
+DESCRIBED_ADJECTIVE = _PHRASES["DESCRIBED_ADJECTIVE"]
+UN_PREFIX: str = _LISTS["UN_PREFIX"]
+CLAUSE_END = _PHRASES["CLAUSE_END"]
+AUXILIARIES = frozenset(_LISTS["AUXILIARIES"])
+NAME_LEADS = frozenset(_LISTS["NAME_LEADS"])
+ARTICLES = frozenset(_LISTS["ARTICLES"])
+NEGATION_BEFORE = english.pattern(
+    "booleans", "NEGATION_BEFORE", NEGATING_PREFIX=NEGATING_PREFIX, NEGATORS=NEGATORS
 )
-# "is vegetarian", "is fully remote", "has been resolved": a description clause that ends in one
-# adjective or participle.
-DESCRIBED_ADJECTIVE = re.compile(
-    r"^(?:is|are|be|(?:has|have)\s+been)\s+(?:[a-z]+ly\s+)?(?P<word>[a-z]+)$"
-)
-# "unmaintained": a one-word name negated by its prefix.
-UN_PREFIX = r"(?P<un>un-?)?"
-CLAUSE_END = re.compile(r"[.,;:()]")
-AUXILIARIES = frozenset(
-    ["can", "could", "is", "are", "has", "have", "had", "does", "do", "will", "been", "was", "were"]
-)
-NAME_LEADS = frozenset(["is", "has", "can"])
-ARTICLES = frozenset(["a", "an", "the"])
-NEGATION_BEFORE = re.compile(
-    rf"(?:\b(?:{NEGATORS})\s+(?:(?:be|been|being|currently|yet|still|a|an|in|[a-z]+ly)\s+){{0,2}}"
-    rf"|{NEGATING_PREFIX})$",
-    re.IGNORECASE,
-)
-# "that are vegetarian", "that's fully remote", "anything vegetarian", "that are still open",
-# "that are still in beta" (a state one is in);
-# not a question's opening ("Is remote work better?", "what is vegetarian?").
-PREDICATE_BEFORE = re.compile(
-    r"(?:\b(?!(?:what|how|why|where|when|who)\b)[a-z]+"
-    r"(?:\s+(?:is|are|be|been|being|was|were)|['’](?:s|re))|\b(?:something|anything)"
-    r"|\b[a-z]+\s+(?:that|which)(?:\s+(?:can|will))?)\s+(?:(?:[a-z]+ly|still|already)\s+)?"
-    r"(?:in\s+)?$",
-    re.IGNORECASE,
-)
-OWNED_BEFORE = re.compile(r"\b(?:my|our)\s+$", re.IGNORECASE)
-# "do I need a licence?", "we need a deposit": the user's own need, not the documents'.
-USER_SUBJECT_BEFORE = re.compile(
-    r"\b(?:i|we|you)\s+(?:(?:do|does|did|really|still|also|not|\w+n['’]t)\s+){0,2}$", re.I
-)
-# "can it be used [to edit RNA]", "could be used [in many places]": a participle with the
-# object of its verb is something done, not a state of the documents ("bikes that are used").
-VERB_OBJECT_AFTER = re.compile(r"\s+(?:to|for|by|as|in|on|with)\s+\w", re.IGNORECASE)
-# "hotels with a pool", "cars under warranty", "including breakfast": a thing the documents
-# have, ending its noun phrase ("with remote teams" is not about a "remote" field).
-WITH_BEFORE = re.compile(r"\b(?:with|including|includes?|under)\s+(?:an?\s+)?$", re.IGNORECASE)
-PHRASE_END = re.compile(
-    r"\s*(?:$|[,.;:!?)]|(?:and|or|in|on|at|for|from|under|over|that|which|near|please)\b)",
-    re.IGNORECASE,
-)
+PREDICATE_BEFORE = _PHRASES["PREDICATE_BEFORE"]
+OWNED_BEFORE = _PHRASES["OWNED_BEFORE"]
+USER_SUBJECT_BEFORE = _PHRASES["USER_SUBJECT_BEFORE"]
+VERB_OBJECT_AFTER = _PHRASES["VERB_OBJECT_AFTER"]
+WITH_BEFORE = _PHRASES["WITH_BEFORE"]
+PHRASE_END = _PHRASES["PHRASE_END"]
 # "Whether pets are allowed" said as "hotels that allow pets": the content words of the
 # description's clause (two or three), in any order and inflection, within a few words of one
 # clause. A description that negates ("contains no meat") is left to its name.
 DESCRIBED_WINDOW_WORDS = 6
 HINT_CHARS = 3
 MIN_DESCRIBED_WORDS, MAX_DESCRIBED_WORDS = 2, 3
-# Adverbs of place and time say where or when, not what: "survives frost outdoors" is said as
-# "survive frost".
-SETTING_ADVERBS = frozenset(
-    ["outdoors", "indoors", "outside", "inside", "online", "today", "now", "currently", "always"]
-)
+SETTING_ADVERBS = frozenset(_LISTS["SETTING_ADVERBS"])
 DESCRIPTION_STOPWORDS = (
     CUE_STOPWORDS | AUXILIARIES | SETTING_ADVERBS | {"whether", "if", "when", "true"}
 )
-NEGATION_WORDS = frozenset(["no", "not", "never", "without", "non"])
-NEGATOR = re.compile(rf"\b(?:{NEGATORS})\b", re.IGNORECASE)
-CLAUSE_BREAK = re.compile(r"[,.;:!?()]")
-LAST_TWO_WORDS = re.compile(r"\b([a-z]{3,})\s+([a-z]{3,})$", re.IGNORECASE)
+NEGATION_WORDS = frozenset(_LISTS["NEGATION_WORDS"])
+NEGATOR = english.pattern("booleans", "NEGATOR", NEGATORS=NEGATORS)
+CLAUSE_BREAK = _PHRASES["CLAUSE_BREAK"]
+LAST_TWO_WORDS = _PHRASES["LAST_TWO_WORDS"]
 _STEMMER = Stemmer.Stemmer("english")
-# "foldable" -> "fold", "washable" -> "wash": a name that says what can be done with the item.
-ABLE_SUFFIX = re.compile(r"(?:able|ible)$")
-# The nouns of a one-word name's verb ("stabilized" -> "stabilization", "heated" -> "heating"),
-# said of what the documents have ("with stabilization") or lack ("without heating").
-NOUN_SUFFIXES = r"i[sz]ation|ation|ication|cation|ment|ing"
+ABLE_SUFFIX = _PHRASES["ABLE_SUFFIX"]
+NOUN_SUFFIXES: str = _LISTS["NOUN_SUFFIXES"]
 MIN_ROOT_CHARS = 3
-GAP_OR_ARTICLE = r"[\s-]+(?:(?:the|a|an)\s+)?"
-# What a field may say is welcome: "good with kids", "suitable for children", "safe for cats and
-# dogs" (each), "pets allowed", "allows dogs", "dog friendly".
-WELCOMED = re.compile(
-    r"\b(?:(?:good|great|fine|safe|suitable)\s+(?:with|for)\s+(?P<thing>[a-z]{3,})"
-    r"(?:\s+(?:and|or)\s+(?P<more>[a-z]{3,}))?"
-    r"|(?P<thing2>[a-z]{3,})\s+(?:(?:are|is)\s+)?(?:allowed|welcome|friendly)"
-    r"|allows?\s+(?P<thing3>[a-z]{3,}))",
-    re.IGNORECASE,
-)
-GOOD = ("good", "great", "fine", "ok", "okay", "safe")
-# A name "<thing>_<offered>" ("breakfast_included", "parking_available"): the thing alone, had
-# by the documents ("with parking"), says the same.
-OFFERED = frozenset(
-    ["included", "available", "allowed", "provided", "offered", "permitted", "welcome"]
-)
-AROUND = ("with", "around", "for")
-# A name "<thing>_only" ("self_hosted_only", "cash_only"): the thing said is the field too.
-RESTRICTING = frozenset(["only", "exclusively"])
-# A name "<thing>_required" ("licence_required", "deposit_needed"): "needs a licence" says it,
-# "without a licence", "no licence needed" and "licence-free" deny it.
-REQUIRED = frozenset(["required", "needed", "mandatory", "necessary"])
+GAP_OR_ARTICLE: str = _LISTS["GAP_OR_ARTICLE"]
+WELCOMED = _PHRASES["WELCOMED"]
+GOOD = tuple(_LISTS["GOOD"])
+OFFERED = frozenset(_LISTS["OFFERED"])
+AROUND = tuple(_LISTS["AROUND"])
+RESTRICTING = frozenset(_LISTS["RESTRICTING"])
+REQUIRED = frozenset(_LISTS["REQUIRED"])
 
 
 @dataclass(frozen=True)

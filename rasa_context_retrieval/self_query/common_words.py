@@ -17,10 +17,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from rasa_context_retrieval.self_query import english
+
+_LISTS = english.words("common_words")
+
 COMMON_WORD_ZIPF = 5.5
 """At or above this, a one-word value needs a cue ("first" 6.1, "high" 5.8, "free" 5.7); below
 it ("low" 5.3, "sales" 5.0, "garden" 4.6) it is a filter where the other rules say so."""
-LANGUAGE = "en"
+LANGUAGE: str = _LISTS["LANGUAGE"]
 
 
 @lru_cache(maxsize=4096)

@@ -12,11 +12,15 @@ box in us-east-1 got rebooted") is not a wish for documents of that kind:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.structured_query import Comparator
+
+from rasa_context_retrieval.self_query import english
+
+_LISTS = english.words("constraints")
+_PHRASES = english.patterns("constraints")
 
 
 @dataclass(frozen=True)
@@ -44,45 +48,16 @@ def overlaps_any(start: int, end: int, taken: list[Constraint]) -> bool:
     return any(constraint.overlaps(start, end) for constraint in taken)
 
 
-# A first-person clause in the past up to the mention: "I cooked a ...", "we bought a ...", "an
-# article I read in ...", "my old one was a ...", "my suitcase got lost on the way from ...", and
-# a supposition ("if it were a 2019 model"), also in the perfect ("I've banked with you since
-# ..."). A clause ends at punctuation, not at the comma or point inside a number ("I paid 1,100
-# a month for my place in ..."). "I need" is no past ("-eed"), nor is "I am interested in" or
-# "is my data stored in" (states, not stories).
-# Irregular past forms; after "my <thing>" only these, as "my data stored in" is a state.
-_IRREGULAR_PAST = (
-    r"read|saw|ate|drank|bought|sold"
-    r"|paid|was|were|got|had|did|made|went|heard|wrote|took|met|lost|began|started|rode|drove"
-    r"|flew|gave|kept|left|came|ran|spent|found|chose|wore|sang|swam|taught|thought|shot"
-    r"|brought|caught|sent|built|felt|held|told|won|lent|sat|slept|fell|broke|grew|knew|threw"
-    # "I've been a member at ..." tells a story; "I've been looking for ..." is a wish.
-    r"|been(?!\s+\w+ing\b)"
-)
-_IN_CLAUSE = r"(?:[^,.;!?]|(?<=\d)[,.](?=\d))"
-PERSONAL_PAST = re.compile(
-    rf"(?:\b(?:I|we)(?:['’]ve|['’]d)?\s+(?:(?!am\b|are\b)\w+\s+)?(?:\w+(?<!e)ed|{_IRREGULAR_PAST})"
-    rf"|\b(?:my|our)\s+(?:[a-z]+\s+){{0,2}}(?:{_IRREGULAR_PAST}|used\s+to)"
-    r"|\b(?:if|suppose|supposing|imagine)\s+(?:it|they|that|this)\s+(?:was|were|had|would))"
-    rf"\b{_IN_CLAUSE}*$",
-    re.IGNORECASE,
+_IRREGULAR_PAST: str = _LISTS["_IRREGULAR_PAST"]
+_IN_CLAUSE: str = _LISTS["_IN_CLAUSE"]
+PERSONAL_PAST = english.pattern(
+    "constraints", "PERSONAL_PAST", _IN_CLAUSE=_IN_CLAUSE, _IRREGULAR_PAST=_IRREGULAR_PAST
 )
 # "Last week Teams was down for me": the mention is the subject of a past state the user had.
-PAST_FOR_ME_AFTER = re.compile(
-    rf"{_IN_CLAUSE}*?\b(?:was|were|had\s+been)\b{_IN_CLAUSE}*?\b(?:for|to|on|with)\s+(?:me|us)\b",
-    re.IGNORECASE,
-)
-# "our staging box in us-east-1 got rebooted", "my parcel from Leeds was lost": the place of
-# the user's own thing, in a clause that tells what happened to it.
-OWN_THING_BEFORE = re.compile(
-    r"\b(?:my|our)\s+(?:[a-z]+\s+){0,2}?(?:in|on|at|from)\s+(?:the\s+)?$", re.IGNORECASE
-)
-PLACE_PREPOSITION = re.compile(r"(?:in|on|at|from)\s+(?:the\s+)?", re.IGNORECASE)
-HAPPENED_AFTER = re.compile(
-    rf"[^\s,.;!?]+(?:\s+(?!(?:that|which|who|where)\b)[^\s,.;!?]+)?\s+"
-    rf"(?:\w+(?<!e)ed|{_IRREGULAR_PAST})\b",
-    re.IGNORECASE,
-)
+PAST_FOR_ME_AFTER = english.pattern("constraints", "PAST_FOR_ME_AFTER", _IN_CLAUSE=_IN_CLAUSE)
+OWN_THING_BEFORE = _PHRASES["OWN_THING_BEFORE"]
+PLACE_PREPOSITION = _PHRASES["PLACE_PREPOSITION"]
+HAPPENED_AFTER = english.pattern("constraints", "HAPPENED_AFTER", _IRREGULAR_PAST=_IRREGULAR_PAST)
 PERSONAL_LOOKBEHIND_CHARS = 60
 PERSONAL_LOOKAHEAD_CHARS = 60
 

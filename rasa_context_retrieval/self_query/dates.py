@@ -25,6 +25,7 @@ from dateutil.relativedelta import relativedelta
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
+from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.phrases import (
     CLAUSE_PUNCTUATION,
@@ -52,6 +53,9 @@ from rasa_context_retrieval.self_query.ranges import (
     range_pattern,
 )
 
+_LISTS = english.words("dates")
+_PHRASES = english.patterns("dates")
+
 Clock = Callable[[], dt.date]
 Period = tuple[dt.date, dt.date]
 Bound = tuple[Comparator, dt.date]
@@ -62,17 +66,16 @@ MONTHS["sept"] = 9
 LOOKBEHIND_CHARS = 20
 # A field name word matches a user's word by its first letters: "updated", "updates", "update".
 NAME_PREFIX_CHARS = 5
-# Content words of a date field's description: two of them said name the field.
-DESCRIBED_WORD = re.compile(r"[a-z]{4,}")
+DESCRIBED_WORD = _PHRASES["DESCRIBED_WORD"]
 MIN_DESCRIBED_WORDS = 2
 
-_YEAR = r"(?:19|20)\d{2}"
+_YEAR: str = _LISTS["_YEAR"]
 _ANY_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 # A month without a year must be written in full; "may" only capitalised (it is also a verb).
 _LONE_MONTH = "|".join(
     [name.lower() for name in calendar.month_name if name and name != "May"] + ["(?-i:May)"]
 )
-_ORDINAL = r"(?:st|nd|rd|th)?"
+_ORDINAL: str = _LISTS["_ORDINAL"]
 DATE_TEXT = (
     rf"(?<![\w-])(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{4}}-\d{{2}}(?![\d-])"
     rf"|(?:{_ANY_MONTH})\.?\s+\d{{1,2}}{_ORDINAL},?\s+{_YEAR}"
@@ -83,7 +86,7 @@ DATE_TEXT = (
 )
 
 _DATE_WORDS = date_words_pattern(DATE_WORDS)
-_FILLER = r"(?:the\s+)?(?:year\s+|month\s+of\s+)?"
+_FILLER: str = _LISTS["_FILLER"]
 RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_FILLER)
 # "between 1 and 5 September", "from the 3rd to the 9th of May 2025": the first day borrows the
 # month and year written with the last.
@@ -93,76 +96,57 @@ DAY_SPAN = re.compile(
     rf"(?:,?\s+{_YEAR})?)(?![\w-])",
     re.IGNORECASE,
 )
-DAY_OF_MONTH = re.compile(r"\d{1,2}")
+DAY_OF_MONTH = _PHRASES["DAY_OF_MONTH"]
 # "next March", "this past May": the user says which one of a month without a year.
 COMING, GONE = "coming", "gone"
 WHICH_ONE = {"next": COMING, "coming": COMING, "this coming": COMING, "last": GONE, "past": GONE}
 _WHICH_ONE = "|".join(r"\s+".join(words.split()) for words in sorted(WHICH_ONE, key=len)[::-1])
 _WHICH = rf"(?:(?:this\s+)?(?P<which>{_WHICH_ONE})\s+)?"
-SINGLE = re.compile(
-    rf"(?<!\w)(?P<word>{_DATE_WORDS})\s+{_FILLER}{_WHICH}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}",
-    re.IGNORECASE,
+SINGLE = english.pattern(
+    "dates",
+    "SINGLE",
+    DATE_TEXT=DATE_TEXT,
+    OPEN_ENDED_AFTER=OPEN_ENDED_AFTER,
+    _DATE_WORDS=_DATE_WORDS,
+    _FILLER=_FILLER,
+    _WHICH=_WHICH,
 )
 # A date with no word before it: a day ("concerts March 3rd") or "next March". Messages seldom
 # name a month, so one cheap scan spares the pattern.
-BARE = re.compile(rf"(?<![\w-])(?:the\s+)?{_WHICH}(?P<a>{DATE_TEXT}){OPEN_ENDED_AFTER}", re.I)
-ANY_MONTH = re.compile(rf"(?<!\w)(?:{_ANY_MONTH})(?!\w)", re.IGNORECASE)
+BARE = english.pattern(
+    "dates", "BARE", DATE_TEXT=DATE_TEXT, OPEN_ENDED_AFTER=OPEN_ENDED_AFTER, _WHICH=_WHICH
+)
+ANY_MONTH = english.pattern("dates", "ANY_MONTH", _ANY_MONTH=_ANY_MONTH)
 
 
 LATER, EARLIER = open_ended(DATE_TEXT)
 _COUNT = "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS])
-RELATIVE = re.compile(
-    rf"(?<!\w)(?:(?P<word>since|from|after|before|in|within|during|over|for)\s+)?"
-    rf"(?P<the>the\s+)?(?P<which>last|past|previous|this|current|next|coming|upcoming)\s+"
-    rf"(?:(?P<count>{_COUNT})\s+)?(?P<unit>day|week|month|year)s?(?!\w)",
-    re.IGNORECASE,
-)
-# "before the end of the month", "by the end of next week": up to the last day of that period.
-END_OF = re.compile(
-    r"(?<!\w)(?:before|by|until|till)\s+the\s+end\s+of\s+(?:the\s+|this\s+|(?P<next>next)\s+)"
-    r"(?P<unit>week|month|year)(?!\w)",
-    re.IGNORECASE,
-)
-NAMED_DAYS = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}
+RELATIVE = english.pattern("dates", "RELATIVE", _COUNT=_COUNT)
+END_OF = _PHRASES["END_OF"]
+NAMED_DAYS = _LISTS["NAMED_DAYS"]
 NAMED_DAY = re.compile(
     rf"(?<!\w)(?:(?P<word>{_DATE_WORDS})\s+)?(?P<day>{'|'.join(NAMED_DAYS)})(?!\w)", re.IGNORECASE
 )
-NEGATED = re.compile(r"\b(?:not|except|excluding)\s*$", re.IGNORECASE)
-# Words of a date field's name or description for things that take place, and for records.
-AHEAD_WORDS = re.compile(
-    r"\b(?:takes?\s+place|happens?|starts?|begins?|scheduled|due|deadline|event|departs?|departure"
-    r"|sails?|sailing|leaves|boarding"
-    r"|arrives?|arrival|check[\s-]?in|opens?|available|availability|expires?|expiry|ends?|held"
-    r"|occurs?|upcoming|will|start|from|until|next"
-    r"|concert|match|game|flight|trip|tour|class|course|session|meeting|appointment|talk"
-    r"|performance|screening|festival|race|workshop|webinar|conference|cruise|booking"
-    r"|reservation|visit|lesson|exam)s?\b",
-    re.IGNORECASE,
-)
-# "last" is a word of records only before a participle ("last revised", "last reported"); in
-# "Last day the offer can be taken" it is the final day of something that ends.
-RECORDED_WORDS = re.compile(
-    r"\b(?:was|were|been|published|posted|updated|released|launched|created|added|modified|listed"
-    r"|uploaded|changed|edited|issued|written|sold|joined|founded|born|last\s+\w+ed)\b",
-    re.IGNORECASE,
-)
+NEGATED = _PHRASES["NEGATED"]
+AHEAD_WORDS = _PHRASES["AHEAD_WORDS"]
+RECORDED_WORDS = _PHRASES["RECORDED_WORDS"]
 # The message itself may say which way a month or day without a year lies, and then it wins
 # over the field's direction: "since" reaches back from today, a finite verb in the past ("took
 # effect on 1 June", "went on sale in April", "was cancelled in March") tells of a day gone,
 # "will" or "going to" of one to come. Regular "-ed" forms are left out: a participle says
 # nothing of when ("concerts scheduled for March").
 TOLD_GONE = any_word(TOLD_GONE_WORDS)
-TOLD_COMING = re.compile(r"\b(?:will|going\s+to|shall)\b|['’]ll\b", re.IGNORECASE)
+TOLD_COMING = _PHRASES["TOLD_COMING"]
 # How far back in the clause before a date such a word still speaks of it.
 TOLD_LOOKBEHIND_CHARS = 40
 CLAUSE_END = any_word(DATE_CLAUSE_BREAKS, or_any_of=CLAUSE_PUNCTUATION)
-WORD = re.compile(r"[a-z]+")
-PARTICIPLE = re.compile(r"\b[a-z]{3,}ed\b", re.IGNORECASE)
-ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-ISO_MONTH = re.compile(r"(\d{4})-(\d{2})")
+WORD = _PHRASES["WORD"]
+PARTICIPLE = _PHRASES["PARTICIPLE"]
+ISO_DAY = _PHRASES["ISO_DAY"]
+ISO_MONTH = _PHRASES["ISO_MONTH"]
 YEAR_IN = re.compile(_YEAR)
-DAY_IN = re.compile(rf"(?<!\d)(\d{{1,2}}){_ORDINAL}(?!\d)")
-MONTH_IN = re.compile(r"[a-z]+", re.IGNORECASE)
+DAY_IN = english.pattern("dates", "DAY_IN", _ORDINAL=_ORDINAL)
+MONTH_IN = _PHRASES["MONTH_IN"]
 
 
 @dataclass(frozen=True)

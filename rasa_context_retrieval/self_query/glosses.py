@@ -31,44 +31,26 @@ import inflection
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
+from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 
-# "(0 for a direct flight)", "0 = none", "-1 means unlimited", "(0 when the tariff has no fixed
-# term)": a number, then what it stands for.
-NUMBER_FOR = re.compile(
-    r"(?<![\w.-])(?P<value>\d+)\s*(?:for|=|:|means|when|if)\s+"
-    r"(?P<phrase>[a-z][a-z\s'-]*?)\s*(?=[),;.]|$)",
-    re.IGNORECASE,
-)
-# "from 1 (inexpensive) to 4 (very expensive)": a number and its word in brackets.
-NUMBER_BRACKETED = re.compile(
-    r"(?<![\w.-])(?P<value>\d+)\s*\((?P<phrase>[a-z][a-z\s'-]*)\)", re.IGNORECASE
-)
-# "(false = manual)", "False while the issue is still open", "true once the fix is confirmed".
-ANSWER_FOR = re.compile(
-    r"\b(?P<value>true|false|yes|no)\s*(?:=|:|means|for|while|once|after|until)\s+"
-    r"(?P<phrase>[a-z][a-z\s'-]*?)\s*(?=[),;.]|$)",
-    re.IGNORECASE,
-)
-# "Whether guests can get in without steps (wheelchair accessible)": a phrase in brackets that
-# ends a yes/no description says the "yes" in other words.
-YES_BRACKETED = re.compile(r"\((?P<phrase>[a-z][a-z\s'-]*)\)\s*\.?\s*$", re.IGNORECASE)
-# "the issue is still open": the state said of the subject is the gloss.
-STATE_OF_SUBJECT = re.compile(
-    r"^(?:the|a|an|its)\s+[a-z]+\s+(?:is|are|has\s+been|was)\s+(?:still\s+|[a-z]+ly\s+)?"
-    r"(?P<state>[a-z-]+)$"
-)
-# "the tariff has no fixed term": what the subject has is the gloss ("no fixed term").
-HAD_BY_SUBJECT = re.compile(r"^(?:the|a|an|its)\s+[a-z]+\s+(?:has|have)\s+(?P<had>.+)$")
-ARTICLES = frozenset(["a", "an"])
-LEADING_WORDS = frozenset(["a", "an", "the", "any"])
+_LISTS = english.words("glosses")
+_PHRASES = english.patterns("glosses")
+
+NUMBER_FOR = _PHRASES["NUMBER_FOR"]
+NUMBER_BRACKETED = _PHRASES["NUMBER_BRACKETED"]
+ANSWER_FOR = _PHRASES["ANSWER_FOR"]
+YES_BRACKETED = _PHRASES["YES_BRACKETED"]
+STATE_OF_SUBJECT = _PHRASES["STATE_OF_SUBJECT"]
+HAD_BY_SUBJECT = _PHRASES["HAD_BY_SUBJECT"]
+ARTICLES = frozenset(_LISTS["ARTICLES"])
+LEADING_WORDS = frozenset(_LISTS["LEADING_WORDS"])
 MAX_GLOSS_WORDS = 3
-WORD_GAP = r"[\s-]+"
-SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s*|^\W*)\s*$")
+WORD_GAP: str = _LISTS["WORD_GAP"]
+SENTENCE_START = _PHRASES["SENTENCE_START"]
 MIN_WORD_CHARS = 3
 LOOKBEHIND_CHARS = 32
-# What the remaining words of a description say of a field this short is a gloss of it.
-GLOSSED_TYPES = frozenset(["integer", "boolean"])
+GLOSSED_TYPES = frozenset(_LISTS["GLOSSED_TYPES"])
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,16 @@ from collections.abc import Collection, Sequence
 import inflection
 
 from rasa_context_retrieval.filters.schema import MetadataField
+from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.phrases import ITEM_NOUNS, PLURAL_ITEM_NOUNS, alternation
+
+_PHRASES = english.patterns("items")
 
 # A noun the descriptions name after "the" in this many fields is what the documents are; when
 # no noun is named that often, every noun named once is ("City the hotel is in").
 MIN_DESCRIPTIONS_NAMING_ITEM = 2
-DESCRIBED_NOUN = re.compile(r"\bthe\s+([a-z]{3,})\b", re.IGNORECASE)
-NAME_WORDS = re.compile(r"[a-z]+")
+DESCRIBED_NOUN = _PHRASES["DESCRIBED_NOUN"]
+NAME_WORDS = _PHRASES["NAME_WORDS"]
 
 
 def item_nouns(fields: Sequence[MetadataField]) -> frozenset[str]:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection
 
 import inflection
 
+from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import (
     Constraint,
     overlaps_any,
@@ -30,32 +31,25 @@ from rasa_context_retrieval.self_query.phrases import (
     any_word,
 )
 
+_LISTS = english.words("limits")
+_PHRASES = english.patterns("limits")
+
 MAX_LIMIT = 50
 """A larger count is not a number of results anyone reads; the configured ``top_k`` applies."""
 _COUNT = "|".join([r"\d{1,2}", *sorted(SMALL_NUMBER_WORDS, key=len, reverse=True)])
-TOP = re.compile(rf"(?<!\w)(?:top|best|first)\s+(?P<n>{_COUNT})(?!\w)", re.IGNORECASE)
+TOP = english.pattern("limits", "TOP", _COUNT=_COUNT)
 # The count and up to four words after it: "5 most recent python articles".
-COUNTED = re.compile(
-    rf"(?<![\w$€£.,/-])(?P<n>{_COUNT})(?P<words>(?:\s+[a-z][a-z'-]*){{1,4}})", re.IGNORECASE
-)
-REQUESTED = re.compile(rf"(?<![\w$€£.,/-])(?P<n>{_COUNT})(?![\w-])", re.IGNORECASE)
-OWNED_BEFORE = re.compile(r"\b(?:have|has|had|own|bought|got|my|our)\s+(?:only\s+)?$", re.I)
-# "split between two boats", "on 3 bikes": a count after a preposition is part of the question.
-PREPOSITION_BEFORE = re.compile(r"\b(?:between|among|across|per|each|of|with|on|into)\s+$", re.I)
+COUNTED = english.pattern("limits", "COUNTED", _COUNT=_COUNT)
+REQUESTED = english.pattern("limits", "REQUESTED", _COUNT=_COUNT)
+OWNED_BEFORE = _PHRASES["OWNED_BEFORE"]
+PREPOSITION_BEFORE = _PHRASES["PREPOSITION_BEFORE"]
 LOOKBEHIND_CHARS = 16
-# "show me two ...", "give me 3", "list 5": a count asked for with a verb of showing is a number
-# of results, whatever noun follows it (or none: "..., show me two").
-REQUEST_BEFORE = re.compile(
-    r"\b(?:show|give|find|list|send|suggest|recommend)\s+(?:(?:me|us)\s+)?(?:the\s+)?$", re.I
-)
+REQUEST_BEFORE = _PHRASES["REQUEST_BEFORE"]
 REQUEST_CHARS = 24
 # Most messages ask with no verb of showing; one cheap scan spares looking before every count.
 REQUEST_VERB = any_word(REQUEST_VERBS)
-NEXT_WORD = re.compile(r"\s+(?P<word>[a-z][a-z'-]*)", re.IGNORECASE)
-# Nouns for what a search returns, whatever the documents are: "the top 3 results".
-RESULT_NOUNS = frozenset(
-    ["results", "options", "ones", "picks", "suggestions", "recommendations", "matches", "choices"]
-)
+NEXT_WORD = _PHRASES["NEXT_WORD"]
+RESULT_NOUNS = frozenset(_LISTS["RESULT_NOUNS"])
 
 
 class LimitPhrases:

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 from langchain_core.structured_query import Comparator
 
+from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.phrases import (
     CLAUSE_OPENERS,
@@ -43,6 +44,9 @@ from rasa_context_retrieval.self_query.phrases import (
     NEGATORS,
     any_word,
 )
+
+_LISTS = english.words("negation")
+_PHRASES = english.patterns("negation")
 
 
 class Scope(enum.Enum):
@@ -56,33 +60,22 @@ class Scope(enum.Enum):
 # "no" governs the noun after it ("no travel insurance"); with the shared negators it is the
 # whole set of words that negate what follows. The prefix "non-" negates only the word it is
 # written onto, which the extractors read themselves ("nonstop with TAP" keeps TAP).
-SCOPE_NEGATOR = re.compile(rf"\b(?:{NEGATORS}|no)\b", re.IGNORECASE)
+SCOPE_NEGATOR = english.pattern("negation", "SCOPE_NEGATOR", NEGATORS=NEGATORS)
 # Where a clause ends: punctuation, or a word that opens another clause. "but" is a plain
 # conjunction unless it is part of a negator ("anything but", "but not"), which are found first.
 CLAUSE_END = any_word(CLAUSE_OPENERS, or_any_of=CLAUSE_PUNCTUATION + "()")
 # What may stand between a negator and the condition it clearly governs: a few words, the
 # verb and its preposition or article ("don't come with", "don't go along the").
 MAX_WORDS_BETWEEN = 3
-WORD = re.compile(r"[^\W\d_][\w'’-]*")
+WORD = _PHRASES["WORD"]
 # Verbs of something working: negated, they report a problem where the value is ("sync is not
 # working on Android", "the app won't open on iOS"), the value is still what the user asks about.
 FUNCTIONING_VERB = any_word(FUNCTIONING_VERBS)
-# The user as the subject of the negated verb: "... that I don't have".
-USER_SUBJECT = re.compile(r"\b(?:i|we)(?:['’](?:m|re|ve|d))?\s+(?:\w+\s+)?$", re.IGNORECASE)
+USER_SUBJECT = _PHRASES["USER_SUBJECT"]
 JOINING_WORD = any_word(JOINING_WORDS)
-# Words that open a clause describing the thing before them: "cards that don't come with ...",
-# "doctors who aren't in ...". Only there is a negation about the documents clear; elsewhere
-# it may be about the user ("I'm not sure about comedy", "why can't I find hotels in Rome?").
-RELATIVE_WORDS = frozenset(["that", "which", "who", "whom", "whose", "where"])
-# "books that the Central library doesn't stock", "phones that Android does not support": a
-# condition opening a clause about the thing before it, as the subject of a negated verb, is
-# negated: the documents are what it does not have or do.
-SUBJECT_OPENING_CLAUSE = re.compile(r"\b(?:that|which)\s+(?:the\s+)?$", re.IGNORECASE)
-NEGATED_VERB_AFTER = re.compile(
-    r"(?:\s+[^\W\d_]+)?\s+(?:(?:does|do|did|is|are|was|were|has|have|can|will|would)"
-    r"(?:\s+not|n['’]t)|cannot|can['’]t|won['’]t|never)\s+(?P<verb>[^\W\d_]+)",
-    re.IGNORECASE,
-)
+RELATIVE_WORDS = frozenset(_LISTS["RELATIVE_WORDS"])
+SUBJECT_OPENING_CLAUSE = _PHRASES["SUBJECT_OPENING_CLAUSE"]
+NEGATED_VERB_AFTER = _PHRASES["NEGATED_VERB_AFTER"]
 
 
 def bind_negations(text: str, found: Sequence[Constraint]) -> list[Constraint]:

@@ -25,6 +25,7 @@ import Stemmer
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
+from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.limits import OWNED_BEFORE
 from rasa_context_retrieval.self_query.phrases import (
@@ -53,39 +54,17 @@ from rasa_context_retrieval.self_query.ranges import (
     range_pattern,
 )
 
-NUMERIC_TYPES = ("integer", "float")
+_LISTS = english.words("numbers")
+_PHRASES = english.patterns("numbers")
+
+NUMERIC_TYPES = tuple(_LISTS["NUMERIC_TYPES"])
 NAME_CUE_WEIGHT = 2
 DESCRIPTION_CUE_WEIGHT = 1
 CONTEXT_CHARS = 40
 CONTEXT_WORDS = 3
 
-# The quantity a comparative names, as a cue word for its field ("lighter than" -> weight).
-COMPARATOR_CUES = {
-    "cheaper than": "cheap",
-    "pricier than": "expensive",
-    "more expensive than": "expensive",
-    "lighter than": "weight",
-    "heavier than": "weight",
-    "younger than": "age",
-    "older than": "age",
-    "taller than": "height",
-    "wider than": "width",
-}
-# Comparisons that, with no word for any field around them, are about money when the schema
-# has exactly one monetary field ("kids bikes under 300"); a smaller bound is rarely a price.
-PLAIN_AMOUNT_COMPARATORS = frozenset(
-    [
-        "under",
-        "below",
-        "less than",
-        "over",
-        "above",
-        "more than",
-        "up to",
-        "at most",
-        "no more than",
-    ]
-)
+COMPARATOR_CUES = _LISTS["COMPARATOR_CUES"]
+PLAIN_AMOUNT_COMPARATORS = frozenset(_LISTS["PLAIN_AMOUNT_COMPARATORS"])
 MIN_PLAIN_AMOUNT = 5
 
 _SYMBOLS = re.escape(CURRENCY_SYMBOLS)
@@ -99,11 +78,10 @@ _NUMBER = (
     + rf"|(?:half\s+)?an?(?=\s+(?:{_UNITS})(?!\w))"
 )
 OWNED_CHARS = 16
-# "8 vCPU machines": a word after a field's singular that makes it a modifier, not a joiner.
-NOUN_AFTER_MODIFIER = r"(?!(?:and|or|nor|but|for|with|in|on|at|to|of|the|a|an)\b)[^\W\d_]{3,}"
+NOUN_AFTER_MODIFIER: str = _LISTS["NOUN_AFTER_MODIFIER"]
 OWNED_OR_FOR_BEFORE = re.compile(rf"{OWNED_BEFORE.pattern}|\bfor\s+$", re.IGNORECASE)
-MONEY_MULTIPLIER = re.compile(r"grand$", re.IGNORECASE)
-NUMBER_PARTS = re.compile(r"(?P<digits>[\d.]+)\s*(?P<multiplier>[a-z]*)")
+MONEY_MULTIPLIER = _PHRASES["MONEY_MULTIPLIER"]
+NUMBER_PARTS = _PHRASES["NUMBER_PARTS"]
 
 
 _GLUED_UNITS = "|".join(
@@ -167,7 +145,7 @@ FOR_PARTY = re.compile(
     + r")[\s-]+(?:(?P<aged>years?[\s-]+olds?)|(?P<noun>(?!(?:or|and|to|of)\b)[a-z]{3,}))(?!\w)",
     re.IGNORECASE,
 )
-PEOPLE_WORDS = ("people", "persons", "guests", "passengers", "adults", "visitors", "diners")
+PEOPLE_WORDS = tuple(_LISTS["PEOPLE_WORDS"])
 # "can take 120 people", "seats at least 8", "sleeps 6": a verb of holding before a count is a
 # party that must fit, like "for 10 people" ("up to 8" is left to "up to"; "fits 2 bikes" counts
 # something else).
@@ -180,7 +158,7 @@ HOLDING_VERB = re.compile(
     r"|(?=\s*(?:[,.;:!?)]|$)|\s+(?:and|or|in|on|at|for|with|please)\b))",
     re.IGNORECASE,
 )
-PEOPLE = "people"
+PEOPLE: str = _LISTS["PEOPLE"]
 # "a 16 year old", "my 14-year-old": a person of that age, who must fit like a party.
 AGED_PERSON = re.compile(
     r"(?<![\w-])(?:an?|my|our)\s+(?P<n>\d{1,3}|"
@@ -188,32 +166,21 @@ AGED_PERSON = re.compile(
     + r")[\s-]+years?[\s-]+old(?![\w-])",
     re.IGNORECASE,
 )
-AGE_CUE = "age"
-MAXIMUM_WORDS = frozenset(["max", "maximum", "most", "capacity", "largest"])
-MINIMUM_WORDS = frozenset(["min", "minimum", "least", "fewest", "youngest", "smallest"])
+AGE_CUE: str = _LISTS["AGE_CUE"]
+MAXIMUM_WORDS = frozenset(_LISTS["MAXIMUM_WORDS"])
+MINIMUM_WORDS = frozenset(_LISTS["MINIMUM_WORDS"])
 _PERIOD = "|".join(sorted(PERIOD_WORDS, key=len, reverse=True))
-RATE_AFTER = re.compile(
-    rf"\s*(?:(?:a|an|per|each|every)\s+|/\s*)(?P<period>{_PERIOD})(?!\w)"
-    rf"|\s*(?P<adverb>monthly|yearly|annually|weekly|daily)(?!\w)",
-    re.IGNORECASE,
-)
-# "an hour and a half", "two days and a half": half a unit more.
-HALF_AFTER = re.compile(r"\s+and\s+a\s+half(?!\w)", re.IGNORECASE)
-UNIT_AFTER = re.compile(rf"\s*(?P<unit>{_UNITS})(?!\w)(?:\s+(?:long|old)(?!\w))?", re.IGNORECASE)
+RATE_AFTER = english.pattern("numbers", "RATE_AFTER", _PERIOD=_PERIOD)
+HALF_AFTER = _PHRASES["HALF_AFTER"]
+UNIT_AFTER = english.pattern("numbers", "UNIT_AFTER", _UNITS=_UNITS)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
-DECLARED_UNIT = re.compile(rf"(?:\bin|\()\s*(?P<unit>{_UNITS})(?!\w)", re.IGNORECASE)
-# "Standing charge in pence per day": a unit of time after "per" is the rate an amount is
-# counted over, not the unit the field is kept in.
-RATE_IN_DESCRIPTION = re.compile(r"\b(?:per|each|every)\s+[a-z]+", re.IGNORECASE)
-# The cue a said unit of time gives to every field kept in one (not a word a user can write).
-DURATION_CUE = "<duration>"
-# Units a number may be said in besides time, as kinds a field is kept in: "4%" is a rate,
-# "$20" money, "10GB" and "8 km" measures. A number said with one goes only to a field kept in
-# it (by its name or description); with no such field, to no field.
-PERCENT = "percent"
-MONEY = "money"
-PERCENT_AFTER = re.compile(r"\s*(?:%|per\s*cent(?!\w)|percent(?!\w))", re.IGNORECASE)
-PERCENT_FIELD_WORDS = frozenset(["percent", "percentage", "pct", "rate", "apr", "aer"])
+DECLARED_UNIT = english.pattern("numbers", "DECLARED_UNIT", _UNITS=_UNITS)
+RATE_IN_DESCRIPTION = _PHRASES["RATE_IN_DESCRIPTION"]
+DURATION_CUE: str = _LISTS["DURATION_CUE"]
+PERCENT: str = _LISTS["PERCENT"]
+MONEY: str = _LISTS["MONEY"]
+PERCENT_AFTER = _PHRASES["PERCENT_AFTER"]
+PERCENT_FIELD_WORDS = frozenset(_LISTS["PERCENT_FIELD_WORDS"])
 _MEASURES = "|".join(
     sorted(
         {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS},
@@ -221,12 +188,10 @@ _MEASURES = "|".join(
         reverse=True,
     )
 )
-MEASURE_AFTER = re.compile(rf"\s*(?P<unit>{_MEASURES})(?!\w)", re.IGNORECASE)
-WORD = re.compile(r"[a-z]+")
-# "I'm", "it's": the letters after the apostrophe are no word ("m" would be a unit).
-CONTRACTION = re.compile(r"['’](?:m|s|re|ve|ll|d|t)\b")
-# "nothing rated below 7", "no phones over $500": the comparison says what is not wanted.
-NEGATED_BEFORE = re.compile(r"\b(?:nothing|none|no|not)\s+(?:[a-z]+\s+)?$", re.IGNORECASE)
+MEASURE_AFTER = english.pattern("numbers", "MEASURE_AFTER", _MEASURES=_MEASURES)
+WORD = _PHRASES["WORD"]
+CONTRACTION = _PHRASES["CONTRACTION"]
+NEGATED_BEFORE = _PHRASES["NEGATED_BEFORE"]
 OPPOSITE = {
     Comparator.EQ: Comparator.NE,
     Comparator.LT: Comparator.GTE,
@@ -238,15 +203,9 @@ OPPOSITE = {
 ANY_NUMBER = re.compile(
     rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)}|an?\s+(?:{_UNITS}))(?!\w)", re.IGNORECASE
 )
-# "with no monthly fee", "without a monthly charge": up to three words after "no".
-NO_CHARGE = re.compile(
-    r"\b(?:no|without)\s+(?:(?:a|an|any)\s+)?(?P<words>[a-z]+(?:[\s-][a-z]+){0,2})",
-    re.IGNORECASE,
-)
-# Nouns that say an amount is charged: one stands for another in a field's name.
-MONEY_NOUNS = frozenset(["fee", "charge", "cost", "price"])
-# A comparison's words end at punctuation or at the next number ("under 20 for 3 devices").
-CLAUSE_BREAK = re.compile(r"[,.;:!?()]|\d")
+NO_CHARGE = _PHRASES["NO_CHARGE"]
+MONEY_NOUNS = frozenset(_LISTS["MONEY_NOUNS"])
+CLAUSE_BREAK = _PHRASES["CLAUSE_BREAK"]
 # Words that open another phrase: what follows names something else ("between 40 and 60p with
 # a unit rate of at most 24.5p": "unit rate" is the second comparison's).
 PHRASE_OPENER = any_word(PHRASE_OPENERS)

@@ -26,19 +26,22 @@ from collections.abc import Callable, Collection
 
 from langchain_core.structured_query import Comparator
 
+from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.phrases import alternation
+
+_LISTS = english.words("ranges")
 
 Endpoint = Callable[[str], str]
 """A regular expression for one endpoint, its value in the named group given."""
 
-SPAN_OPENERS = ("between", "from")
-SPAN_JOINERS = ("and", "to", "until", "till", "through", "-", "–")
-COMPACT_JOINERS = ("-", "–", "to", "through", "until")
-LATER_WORDS = r"(?:(?:or|and)\s+(?:later|after|newer|beyond|up)|onwards?)"
-EARLIER_WORDS = r"(?:or|and)\s+(?:earlier|before|older|prior)"
+SPAN_OPENERS = tuple(_LISTS["SPAN_OPENERS"])
+SPAN_JOINERS = tuple(_LISTS["SPAN_JOINERS"])
+COMPACT_JOINERS = tuple(_LISTS["COMPACT_JOINERS"])
+LATER_WORDS: str = _LISTS["LATER_WORDS"]
+EARLIER_WORDS: str = _LISTS["EARLIER_WORDS"]
 # "from 2010 onwards" is an open end, not "from 2010": a single value is not read before these.
 OPEN_ENDED_AFTER = rf"(?!\s*(?:{LATER_WORDS}|{EARLIER_WORDS})(?!\w))"
-_GROUPS = (("span_low", "span_high"), ("compact_low", "compact_high"))
+_GROUPS = tuple(_LISTS["_GROUPS"])
 
 # One-sided bounds of an amount: the word before it and the comparison it makes.
 PREFIX_COMPARATORS: dict[str, Comparator] = {
@@ -126,8 +129,7 @@ DATE_WORDS = {
     "throughout": WITHIN,
     "for": WITHIN,
 }
-# "this past May" is the May gone, not after it.
-WORD_GUARDS = {"past": r"(?<!this\s)(?<!the\s)"}
+WORD_GUARDS = _LISTS["WORD_GUARDS"]
 
 
 def date_words_pattern(words: Collection[str]) -> str:

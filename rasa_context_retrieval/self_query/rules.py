@@ -26,7 +26,6 @@ time field's name, or a value of the schema. Everything is compiled at construct
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -41,6 +40,7 @@ from langchain_core.structured_query import (
 )
 
 from rasa_context_retrieval.filters.schema import MetadataField
+from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.booleans import BooleanPhrases, negated_before
 from rasa_context_retrieval.self_query.constraints import Constraint, told_as_personal_past
 from rasa_context_retrieval.self_query.dates import Clock, DatePhrases
@@ -52,6 +52,8 @@ from rasa_context_retrieval.self_query.numbers import NumberPhrases
 from rasa_context_retrieval.self_query.phrases import COORDINATION
 from rasa_context_retrieval.self_query.vocabulary import ValueVocabulary
 from rasa_context_retrieval.self_query.years import YearPhrases
+
+_PHRASES = english.patterns("rules")
 
 logger = structlog.get_logger(__name__)
 
@@ -75,16 +77,10 @@ COMPARATOR_ORDER = {
         ]
     )
 }
-# "concerts between 1 and 15 August", "gigs in 2026": a message that opens on a plural noun and
-# a date word names the things it asks for and when, as a search box query does.
-ASKED_FOR_FIRST = re.compile(
-    r"^\s*(?:any\s+|all\s+)?[a-z]{3,}s\s+(?:in|on|from|after|before|since|between|during|for)\s"
-    r"|^\s*(?:any\s+|all\s+)?[a-z]{3,}s\s+(?:older|newer)\s+than\s",
-    re.IGNORECASE,
-)
-LEFTOVER_SPACE = re.compile(r"\s+")
-SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([?.!,;:])")
-DANGLING_EDGES = re.compile(r"^[\s,;:\-]+|[\s,;:\-]+$")
+ASKED_FOR_FIRST = _PHRASES["ASKED_FOR_FIRST"]
+LEFTOVER_SPACE = _PHRASES["LEFTOVER_SPACE"]
+SPACE_BEFORE_PUNCTUATION = _PHRASES["SPACE_BEFORE_PUNCTUATION"]
+DANGLING_EDGES = _PHRASES["DANGLING_EDGES"]
 
 
 class RuleQueryConstructor:

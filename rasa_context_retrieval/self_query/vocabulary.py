@@ -44,6 +44,7 @@ import inflection
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import STRING_TYPES, MetadataField
+from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.common_words import is_common_word
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.items import item_after
@@ -63,10 +64,11 @@ from rasa_context_retrieval.self_query.phrases import (
     alternation,
 )
 
+_PHRASES = english.patterns("vocabulary")
+
 MAX_VALUE_WORDS = 5
-# "4.1.1", "2.0.13": a value of digits alone is matched only in this form.
-RELEASE_NUMBER = re.compile(r"\d+(?:\.\d+){2,}")
-LONGER_NUMBER_AFTER = re.compile(r"\.\d")
+RELEASE_NUMBER = _PHRASES["RELEASE_NUMBER"]
+LONGER_NUMBER_AFTER = _PHRASES["LONGER_NUMBER_AFTER"]
 MAX_VALUE_CHARS = 60
 # Inflecting two-letter words goes wrong more often than right ("us", "eu" are names); three
 # letters are ordinary nouns often enough ("dogs", "reds", "guinea pigs").
@@ -81,83 +83,36 @@ MIN_SINGULAR_CHARS = 4
 LOOKBEHIND_CHARS = 40
 # Letters past ASCII up to the end of Latin Extended-B may carry accents to fold.
 ASCII_END, LATIN_END = 0x7F, 0x250
-# Short forms: "sci-fi", "Sauv Blanc", "Jack Russells", "Fuji X"; clipped words of at least two
-# letters (one only when it is the value's own word), the first of at least three, looked up by
-# the first letters of the first word.
-SHORT_FORM_WORD = re.compile(r"[^\W\d_]+")
-SHORT_FORM_GAP = re.compile(r"[\s-]+")
+SHORT_FORM_WORD = _PHRASES["SHORT_FORM_WORD"]
+SHORT_FORM_GAP = _PHRASES["SHORT_FORM_GAP"]
 CLIP_KEY_CHARS = 3
-INITIALS_PREPOSITION_BEFORE = re.compile(r"\b(?:on|about|in|for|of)\s+$", re.IGNORECASE)
+INITIALS_PREPOSITION_BEFORE = _PHRASES["INITIALS_PREPOSITION_BEFORE"]
 MIN_FIRST_CLIPPED_CHARS = 3
 MIN_CLIPPED_CHARS = 2
-WORD_SEPARATORS = re.compile(r"[\s\-_/]+")
-# Where a description's first noun phrase ends: a preposition, a clause or punctuation.
-DESCRIPTION_PHRASE_END = re.compile(
-    r"[,.;:()]|\s(?:of|in|for|on|at|to|from|by|with|the|a|an|that|which|is|are|who|when|as)\s"
-)
+WORD_SEPARATORS = _PHRASES["WORD_SEPARATORS"]
+DESCRIPTION_PHRASE_END = _PHRASES["DESCRIPTION_PHRASE_END"]
 MIN_HEAD_CHARS = 4
-DESCRIBED_WORD = re.compile(r"[a-z]{3,}")
-# "Kind of insurance cover", "Type of ticket or pass": the description names what its values
-# are kinds of.
-KIND_OF = re.compile(r"^(?:the\s+)?(?:kind|type|sort|category|form|variety)\s+of\s+(?:an?\s+)?")
-SENTENCE_END = re.compile(r"(?:^|[.!?:;]\s*)$")
-# "my dog", "our cat": someone's own thing of a kind is not a wish for documents of that kind
-# ("my Android phone" still scopes a support question: a platform is no kind of document).
-OWNER_BEFORE = re.compile(r"\b(?:my|our|his|their|its)\s+$", re.IGNORECASE)
-# "can we [split] the cost": a name written in lowercase where a verb goes is that verb.
-VERB_SLOT_BEFORE = re.compile(
-    r"\b(?:i|we|you|they|he|she|can|could|will|would|should|must|might|may|let['’]?s|please"
-    r"|\w+n['’]t)\s+$",
-    re.IGNORECASE,
-)
-# "a cat['s] slow blink": a possessor, not a kind wanted.
-POSSESSIVE_AFTER = re.compile(r"['’]s\b")
-# "Cincinnati [Reds]": a capitalised word right before a capitalised value continues a name.
-# "Is parking free?", "What time is breakfast served?", "When does the last tram leave?": the
-# thing a question opens on is what it asks about, not a wish for documents that have it.
-QUESTION_SUBJECT_BEFORE = re.compile(
-    r"(?:^|[.!?]\s+)(?:(?:what|when|where|how|which)(?:\s+(?:time|much|long|often|late|early))?"
-    r"\s+)?(?:is|are|was|were|does|do|did)\s+(?:the\s+(?:[a-z]+\s+)?)?$",
-    re.IGNORECASE,
-)
-# "Electric Pump-Fed": a capitalised word right after a lowercase value written capitalised.
-CAPITALISED_WORD_AFTER = re.compile(r"[\s-]+[A-Z][a-z]")
-CAPITALISED_WORD_BEFORE = re.compile(r"(?<![.!?:;]\s)(?<!^)\b(?P<word>[A-Z][\w’'-]*)\s+$")
-# "Best Sci-Fi Movies By Nolan": in title case every word has a capital.
-LONG_WORD = re.compile(r"[^\W\d_]{4,}")
+DESCRIBED_WORD = _PHRASES["DESCRIBED_WORD"]
+KIND_OF = _PHRASES["KIND_OF"]
+SENTENCE_END = _PHRASES["SENTENCE_END"]
+OWNER_BEFORE = _PHRASES["OWNER_BEFORE"]
+VERB_SLOT_BEFORE = _PHRASES["VERB_SLOT_BEFORE"]
+POSSESSIVE_AFTER = _PHRASES["POSSESSIVE_AFTER"]
+QUESTION_SUBJECT_BEFORE = _PHRASES["QUESTION_SUBJECT_BEFORE"]
+CAPITALISED_WORD_AFTER = _PHRASES["CAPITALISED_WORD_AFTER"]
+CAPITALISED_WORD_BEFORE = _PHRASES["CAPITALISED_WORD_BEFORE"]
+LONG_WORD = _PHRASES["LONG_WORD"]
 MIN_TITLE_WORDS = 3
-# "a balcony and a dishwasher", "pool & spa", "pool, spa and gym": values a document must each have.
-EACH_JOINER = re.compile(r"\s*,?\s*(?:and|&)\s+(?:(?:also|a|an|the|some)\s+)?", re.IGNORECASE)
-HAD_BEFORE = re.compile(
-    r"\b(?:with|has|have|having|including|includes?|offers?|offering)\s+(?:(?:a|an|the|some)\s+)?$",
-    re.IGNORECASE,
-)
-LIST_COMMA = re.compile(r"\s*,\s*(?:(?:a|an|the|some)\s+)?", re.IGNORECASE)
-# "on both the bus and the ferry": each of the values joined, whatever the verb.
-BOTH_BEFORE = re.compile(r"\bboth\s+(?:(?:a|an|the|some)\s+)?$", re.IGNORECASE)
-# "weekly or monthly passes", "red, white or rosé wines": a word joined to a value of several
-# words stands for that value with its first word replaced (the head noun is said once).
-ELLIPTIC_WORD_BEFORE = re.compile(
-    r"(?<![\w-])(?P<word>[^\W\d_][\w-]*)(?:\s*,\s*|\s*/\s*|\s+(?:or|and)\s+)$"
-)
+EACH_JOINER = _PHRASES["EACH_JOINER"]
+HAD_BEFORE = _PHRASES["HAD_BEFORE"]
+LIST_COMMA = _PHRASES["LIST_COMMA"]
+BOTH_BEFORE = _PHRASES["BOTH_BEFORE"]
+ELLIPTIC_WORD_BEFORE = _PHRASES["ELLIPTIC_WORD_BEFORE"]
 
 
-# A message that opens on a kind and goes on with a condition is a search-box query for that
-# kind ("yoga with Maya Patel", "how to apply for UC", "HIIT workouts not at Shoreditch"); "of"
-# and a verb after it ("History of Rome", "search is slow") make it a topic or a subject.
-MESSAGE_OPENING = re.compile(r"\s*(?:(?:any|some|all)\s+)?", re.IGNORECASE)
-KIND_QUERY_AFTER = re.compile(
-    r"(?:\s+(?:(?!(?:was|has|does|goes)\b)[a-z]{2,}(?<!ss)s\s+)?(?:for|with|at|under|over|between|near|without|except|not|but"
-    r"|this|next|on\s+(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?))"
-    r"\b|\s*[?.!]?\s*$)",
-    re.IGNORECASE,
-)
-# "anything except spin", "all but yoga": the kinds set apart from what is wanted.
-KIND_EXCLUDED_BEFORE = re.compile(
-    r"\b(?:except(?:\s+for)?|excluding|other\s+than|apart\s+from|(?:anything|everything|all)"
-    r"\s+but)\s+(?:(?:the|a|an)\s+)?$",
-    re.IGNORECASE,
-)
+MESSAGE_OPENING = _PHRASES["MESSAGE_OPENING"]
+KIND_QUERY_AFTER = _PHRASES["KIND_QUERY_AFTER"]
+KIND_EXCLUDED_BEFORE = _PHRASES["KIND_EXCLUDED_BEFORE"]
 
 
 class Strictness(Enum):

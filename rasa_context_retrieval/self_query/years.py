@@ -19,6 +19,7 @@ import inflection
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
+from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.dates import (
     time_scope,
@@ -38,13 +39,16 @@ from rasa_context_retrieval.self_query.ranges import (
     range_pattern,
 )
 
-NOUN = re.compile(r"[a-z]{3,}")
+_LISTS = english.words("years")
+_PHRASES = english.patterns("years")
+
+NOUN = _PHRASES["NOUN"]
 NOT_OWN_WORDS = CUE_STOPWORDS | {"year", "years", "when", "was", "were", "released", "made"}
 # Words shorter than this ("new", "the") say nothing about which time field is meant.
 MIN_DISTINCT_CHARS = 4
-YEAR_WORD = re.compile(r"\byears?\b", re.IGNORECASE)
-DURATION_IN_YEARS = re.compile(r"\bin\s+years\b|\byears\s+(?:of|old)\b|\bage\b", re.IGNORECASE)
-_YEAR = r"(?:19|20)\d{2}"
+YEAR_WORD = _PHRASES["YEAR_WORD"]
+DURATION_IN_YEARS = _PHRASES["DURATION_IN_YEARS"]
+_YEAR: str = _LISTS["_YEAR"]
 # A century is guessed for "the 90s": this decade digit and above are the 1900s.
 LAST_CENTURY_FROM_DECADE = 3
 COMPARATORS = {
@@ -55,23 +59,23 @@ COMPARATORS = {
     WITHIN: Comparator.EQ,
 }
 _WORDS = date_words_pattern([*DATE_WORDS, "of"])
-_FILLER = r"(?:the\s+)?(?:year\s+)?"
+_FILLER: str = _LISTS["_FILLER"]
 RANGE = range_pattern(
     lambda group: f"(?P<{group}>{_YEAR})", filler=_FILLER, before=r"(?<![\w-])", after=r"(?!\w)"
 )
-DECADE = re.compile(
-    rf"(?<!\w)(?:(?P<word>{_WORDS})\s+)?(?:the\s+)?(?:(?P<century>19|20)|')?(?P<decade>\d)0['’]?s(?!\w)",
-    re.IGNORECASE,
-)
+DECADE = english.pattern("years", "DECADE", _WORDS=_WORDS)
 LATER, EARLIER = open_ended(_YEAR, before=r"(?<!\w)")
-SINGLE = re.compile(
-    rf"(?<!\w)(?P<word>{_WORDS})\s+{_FILLER}(?P<a>{_YEAR})(?!\w){OPEN_ENDED_AFTER}", re.IGNORECASE
+SINGLE = english.pattern(
+    "years",
+    "SINGLE",
+    OPEN_ENDED_AFTER=OPEN_ENDED_AFTER,
+    _FILLER=_FILLER,
+    _WORDS=_WORDS,
+    _YEAR=_YEAR,
 )
-ANY_YEAR = re.compile(rf"(?<!\d){_YEAR}(?!\d)")
-COMPARED = re.compile(
-    rf"(?<!\w)(?P<word>older\s+than|newer\s+than)\s+{_FILLER}(?P<a>{_YEAR})(?!\w)", re.IGNORECASE
-)
-NEGATED = re.compile(r"\b(?:not|except|excluding)\s*$", re.IGNORECASE)
+ANY_YEAR = english.pattern("years", "ANY_YEAR", _YEAR=_YEAR)
+COMPARED = english.pattern("years", "COMPARED", _FILLER=_FILLER, _YEAR=_YEAR)
+NEGATED = _PHRASES["NEGATED"]
 LOOKBEHIND_CHARS = 20
 
 Said = tuple[int, int, list[tuple[Comparator, int]]]

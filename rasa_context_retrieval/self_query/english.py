@@ -1,0 +1,67 @@
+"""The English of the rule-based self-query, read from ``english.yaml`` and compiled once.
+
+The words that turn a mention into a filter ("under", "in stock", "since") and the phrase
+patterns built from them are data, not code: ``english.yaml`` holds them, one section per
+extractor module, so a new word or spelling is a new entry there and never a new expression in
+an extractor. Every pattern is compiled here, and only here.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+import yaml
+
+# Flags a pattern may name in the tables.
+FLAGS = {
+    "IGNORECASE": re.IGNORECASE,
+    "VERBOSE": re.VERBOSE,
+    "MULTILINE": re.MULTILINE,
+    "DOTALL": re.DOTALL,
+}
+
+
+@cache
+def _tables() -> dict[str, dict[str, dict[str, Any]]]:
+    text = files(__package__).joinpath("english.yaml").read_text(encoding="utf-8")
+    tables: dict[str, dict[str, dict[str, Any]]] = yaml.safe_load(text)
+    return tables
+
+
+def words(module: str) -> dict[str, Any]:
+    """The word lists, word tables and pattern fragments of one extractor module."""
+    return dict(_tables()[module].get("words", {}))
+
+
+def patterns(module: str) -> dict[str, re.Pattern[str]]:
+    """The phrase patterns of one extractor module, compiled: a plain string, or ``re`` with
+    ``flags`` (names of ``re`` flags)."""
+    compiled = {}
+    for name, said in _tables()[module].get("patterns", {}).items():
+        if isinstance(said, str):
+            compiled[name] = re.compile(said)
+        else:
+            flags = 0
+            for flag in said.get("flags", []):
+                flags |= FLAGS[flag]
+            compiled[name] = re.compile(said["re"], flags)
+    return compiled
+
+
+FRAGMENT = re.compile(r"\$\{(\w+)\}")
+
+
+def pattern(module: str, name: str, **fragments: object) -> re.Pattern[str]:
+    """One phrase pattern of a module built from fragments the module gives: ``${NEGATORS}`` in
+    the table is the ``NEGATORS`` fragment, so a word list said once (in the tables or derived
+    from them) is reused by every pattern that needs it."""
+    said = _tables()[module]["templates"][name]
+    source = said if isinstance(said, str) else said["re"]
+    filled = FRAGMENT.sub(lambda match: str(fragments[match[1]]), source)
+    flags = 0
+    for flag in [] if isinstance(said, str) else said.get("flags", []):
+        flags |= FLAGS[flag]
+    return re.compile(filled, flags)
