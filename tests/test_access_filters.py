@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from rasa.core.information_retrieval import InformationRetrievalException
 from rasa.core.processor import BaseMessageProcessor
 from rasa.dialogue_understanding.commands.set_slot_command import SetSlotCommand
 from rasa.shared.core.constants import SESSION_START_METADATA_SLOT, SetSlotExtractor
@@ -28,6 +29,7 @@ from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.config import ConfigurationError, StoreConfig
 from rasa_context_retrieval.store import ContextRetrieval
 from tests.conftest import REPO_ROOT
+from tests.store_support import tracker_state
 from tests.test_enterprise_search_policy import DOMAIN
 
 PLAN = {"plan": "plan"}
@@ -345,13 +347,17 @@ async def test_a_word_filter_that_selects_documents_is_kept_when_none_clears_the
     assert all("free" in result.metadata["plan"] for result in relaxed.results)
 
 
-def test_an_access_attribute_that_nothing_declares_or_has_stops_start_up(
+async def test_an_access_attribute_that_nothing_declares_or_has_stops_start_up(
     embedder: Any, example_index_path: Path
 ):
     """A typo in ``access_filters`` would deny every user everything without a word."""
     block = _access_block(example_index_path, access_filters={"plan": "plann"})
-    with pytest.raises(ConfigurationError) as raised:
-        ContextRetrieval(embedder).connect(EndpointConfig(**block))
-    (line,) = str(raised.value).splitlines()
+    store = ContextRetrieval(embedder)
+    store.connect(EndpointConfig(**block))  # returns at once; the index opens off the loop
+    with pytest.raises(InformationRetrievalException) as raised:
+        await store.search("", tracker_state(("user", "How much storage do I get?")), 0.0)
+    refused = raised.value.__cause__
+    assert isinstance(refused, ConfigurationError)
+    (line,) = str(refused).splitlines()
     assert line.startswith("vector_store.access_filters: attribute(s) ['plann'] are not in")
     assert "fix the name or declare them" in line

@@ -84,6 +84,8 @@ def write_docs(folder: Path, name: str, content: str) -> Path:
 
 
 def connected(embedder: Any, docs: Path, index: Path, **block: Any) -> ContextRetrieval:
+    """A store on ``docs``; ``plan`` is declared, as every document that carried it may be the
+    one refused (an access attribute that nothing declares or has stops start-up)."""
     store = ContextRetrieval(embedder)
     store.connect(
         EndpointConfig(
@@ -91,6 +93,7 @@ def connected(embedder: Any, docs: Path, index: Path, **block: Any) -> ContextRe
             index_path=str(index),
             query_embedder="rasa",
             refresh_seconds=0,
+            metadata_fields=[{"name": "plan", "type": "list[string]"}],
             **block,
         )
     )

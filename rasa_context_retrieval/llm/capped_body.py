@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import structlog
 
+from rasa_context_retrieval.errors import ContextRetrievalError
+
 logger = structlog.get_logger()
 
 MAX_BODY_BYTES = 32 * 1024
@@ -24,7 +26,7 @@ MAX_BODY_BYTES = 32 * 1024
 non-ASCII text written as ``\\uXXXX``), in the completion's envelope."""
 
 
-class AnswerTooLarge(httpx.ReadError):
+class AnswerTooLarge(ContextRetrievalError, httpx.ReadError):
     """The body passed ``MAX_BODY_BYTES``; nothing more of it is read."""
 
 

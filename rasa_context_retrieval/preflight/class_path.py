@@ -15,12 +15,14 @@ import os
 import sys
 from pathlib import Path
 
+from rasa_context_retrieval.errors import ContextRetrievalError
+
 KNOWN_STORES = frozenset({"InformationRetrieval", "ContextRetrieval"})
 """Base classes that are a vector store; a chain of bases ends at one of them."""
 MAX_BASE_DEPTH = 8
 
 
-class ClassPathError(ValueError):
+class ClassPathError(ContextRetrievalError, ValueError):
     """The dotted path names no class Rasa could use; the message says what is missing."""
 
 

@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rasa_context_retrieval.errors import ContextRetrievalError
+
 CHILD_THREADS = 1
 CHILD_NICENESS = 10
 """Added to the child's priority: the export waits for a core rather than take one from a search."""
@@ -25,7 +27,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 ERROR_TAIL_CHARS = 2000
 
 
-class ChildExportFailed(RuntimeError):
+class ChildExportFailed(ContextRetrievalError, RuntimeError):
     """The export process failed; the message carries the end of its error output."""
 
 
