@@ -104,6 +104,11 @@ class SearchPlan:
         """The final filter as written: the scope AND the conditions from the user's words."""
         return self.filters.as_written
 
+    def without_carried_filter(self, note: str) -> SearchPlan:
+        """The same plan without the conditions carried from earlier turns (the words' own
+        filter and the scope stay)."""
+        return replace(self, filters=self.filters.without_carried(), notes=(*self.notes, note))
+
     def without_extracted_filter(self, note: str) -> SearchPlan:
         return replace(
             self,
