@@ -67,6 +67,15 @@ async def test_a_new_subject_carries_nothing() -> None:
     assert (extracted, carried) == (None, None)
 
 
+async def test_a_complete_question_that_names_few_long_words_starts_fresh() -> None:
+    extracted, carried, _ = await filters_of(
+        "offline files on Android",
+        "Open the file's menu and choose Make available offline.",
+        "What is the UK VAT rate?",
+    )
+    assert (extracted, carried) == (None, None)
+
+
 async def test_the_newest_statement_of_a_chain_of_follow_ups_is_carried() -> None:
     _, carried, _ = await filters_of(
         "offline files on Android",
