@@ -173,6 +173,17 @@ def _distance_to_defaults(point: ContextWeightsBlock) -> float:
     )
 
 
+def _verdict(pick: Scored, defaults: Scored) -> list[str]:
+    """A line when the pick does no better than the defaults on the held-out cases."""
+    if (pick.mrr, pick.answered_right) > (defaults.mrr, defaults.answered_right):
+        return []
+    return [
+        "the pick does not beat the defaults on the held-out cases: keeping the built-in",
+        "weights (no context_weights block) is as good on these cases",
+        "",
+    ]
+
+
 def render_tuning(tuning: Tuning) -> str:
     """The comparison on the held-out cases and the lines to paste."""
     pick, defaults = tuning.pick_held_out, tuning.defaults_held_out
@@ -187,6 +198,7 @@ def render_tuning(tuning: Tuning) -> str:
         f"{'pick':<12}{pick.mrr:>8.3f}"
         f"{f'{pick.answered_right}/{pick.cases} at {tuning.threshold:g}':>32}",
         "",
+        *_verdict(pick, defaults),
         "# endpoints.yml",
         "vector_store:",
         "  context_weights:",
