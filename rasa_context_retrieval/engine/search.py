@@ -225,9 +225,10 @@ class KnowledgeSearch:
     async def search_plan(self, plan: SearchPlan, threshold: float = 0.0) -> SearchOutcome:
         """Retrieve for a ready plan, skipping planning.
 
-        Evaluation uses it to search other query texts under the very filter a search used.
+        Evaluation uses it to search other query texts under the very filter a search used, so
+        a carried filter is kept as it is (never dropped for another text).
         """
-        return await off_loop(self._retrieve, plan, threshold, self.config.top_k)
+        return await off_loop(self._retrieve, plan, threshold, self.config.top_k, False)
 
     def _plan_and_retrieve(
         self, conversation: Conversation, threshold: float, top_k: int
@@ -236,11 +237,13 @@ class KnowledgeSearch:
         plan = self.planner.plan_here(conversation)
         return self._retrieve(plan, threshold, top_k), time.perf_counter()
 
-    def _retrieve(self, plan: SearchPlan, threshold: float, top_k: int) -> SearchOutcome:
+    def _retrieve(
+        self, plan: SearchPlan, threshold: float, top_k: int, may_drop_carried: bool = True
+    ) -> SearchOutcome:
         backend = self.live.backend  # one consistent view even if a refresh swaps it meanwhile
         vectors = self._query_vectors_of(plan)
         outcome = self._run(backend, plan, threshold, top_k, vectors)
-        if plan.carried_filter is not None:
+        if plan.carried_filter is not None and may_drop_carried:
             outcome = self._unless_carried_hides(backend, outcome, threshold, top_k, vectors)
             plan = outcome.plan
         if not outcome.results and plan.slot_filter is not None:
