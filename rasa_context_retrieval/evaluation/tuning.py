@@ -174,14 +174,19 @@ def _distance_to_defaults(point: ContextWeightsBlock) -> float:
 
 
 def _verdict(pick: Scored, defaults: Scored) -> list[str]:
-    """A line when the pick does no better than the defaults on the held-out cases."""
-    if (pick.mrr, pick.answered_right) > (defaults.mrr, defaults.answered_right):
-        return []
-    return [
-        "the pick does not beat the defaults on the held-out cases: keeping the built-in",
-        "weights (no context_weights block) is as good on these cases",
-        "",
-    ]
+    """A line for each part of the pick that does no better than the defaults held out."""
+    lines = []
+    if pick.mrr <= defaults.mrr:
+        lines.append(
+            "the picked weights do not beat the built-in ones on the held-out cases (MRR): "
+            "leave context_weights out"
+        )
+    if pick.answered_right <= defaults.answered_right:
+        lines.append(
+            "the picked threshold does not answer more held-out cases right than the "
+            "configured one: keep it"
+        )
+    return [*lines, ""] if lines else []
 
 
 def render_tuning(tuning: Tuning) -> str:
