@@ -25,6 +25,7 @@ _PLAN_KEYS = (
     "slot_filter",
     "extracted_filter",
     "carried_filter",
+    "carried_filter_dropped",
     "filter_relaxed",
     "filter_outcome",
     "slot_matches",

@@ -11,9 +11,11 @@ message differently, exactly as they did before this seam existed:
 * ``Stage.REWRITE``: a pronoun or other pointing word anywhere ("it", "same", "other", ...), an
   elliptical opening ("and ", "what about "), or fewer than three content words (stop words and
   dialogue words such as "wow" or "tell" do not count);
-* ``Stage.CARRIED_FILTERS``: an opening word of continuation ("and", "same", "what if", ...), a
-  pointing word from a shorter list, or fewer than three words that are not English stop words and
-  are longer than two letters.
+* ``Stage.CARRIED_FILTERS``: anything but a complete new question (``is_complete_question``): an
+  opening word of continuation ("and", "same", "what if", ...), or a message that both readings
+  find leaning on earlier turns. Its own reading alone (a pointing word from a shorter list, or
+  fewer than three words that are not English stop words and are longer than two letters) called
+  "What is the UK VAT rate?" thin, and carried the previous subject's conditions into it.
 
 They disagree on some messages: "Is the same true for the business tier?" is a follow-up for the
 rewrite ("same" points back) and not for carried filters (it names "business" and "tier" and
@@ -145,7 +147,21 @@ def follows_up(message: str, stage: Stage) -> bool:
     """Whether ``message`` leans on earlier turns, as ``stage`` reads it (module docstring)."""
     if stage is Stage.REWRITE:
         return _leans_on_earlier_turns(message)
-    return _continues_the_subject(message)
+    return not is_complete_question(message)
+
+
+def is_complete_question(message: str) -> bool:
+    """Whether ``message`` is a complete new question: it does not open like a continuation,
+    and at least one reading finds it complete on its own.
+
+    Carried filters ask this: a condition from earlier turns must not cross a change of
+    subject. The rewrite's reading counts two-letter words and digits ("Do EU invoices show
+    VAT?" names three things), so it finds complete questions the carried filters' reading
+    called thin; an opening like "what if ..." still continues the subject.
+    """
+    if CONTINUATIONS.match(message):
+        return False
+    return not (_leans_on_earlier_turns(message) and _continues_the_subject(message))
 
 
 @dataclass(frozen=True)

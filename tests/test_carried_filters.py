@@ -16,7 +16,7 @@ from rasa_context_retrieval.conversation import Conversation, Turn
 from rasa_context_retrieval.filters.syntax import to_filter_syntax
 from rasa_context_retrieval.planning.plan import Planner
 from rasa_context_retrieval.self_query.carry import is_follow_up
-from tests.store_support import connected_store, tracker_state
+from tests.store_support import CountingEmbedder, connected_store, tracker_state
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GERMANY = "I live in Germany. Can I get my money back if I cancel?"
@@ -63,6 +63,15 @@ async def test_another_value_for_the_attribute_replaces_the_carried_one() -> Non
 async def test_a_new_subject_carries_nothing() -> None:
     extracted, carried, _ = await filters_of(
         GERMANY, EU_REFUND, "How do I share a folder with other people?"
+    )
+    assert (extracted, carried) == (None, None)
+
+
+async def test_a_complete_question_that_names_few_long_words_starts_fresh() -> None:
+    extracted, carried, _ = await filters_of(
+        "offline files on Android",
+        "Open the file's menu and choose Make available offline.",
+        "What is the UK VAT rate?",
     )
     assert (extracted, carried) == (None, None)
 
@@ -141,3 +150,88 @@ async def test_a_new_session_starts_fresh() -> None:
     assert [turn.text for turn in read.turns] == ["and how long does it take?"]
     plan = await planner().plan(read)
     assert plan.carried_filter is None
+
+
+def block_without_absent_means_all(index_path: Path) -> dict[str, Any]:
+    """The example assistant as a new user might set it up: a document without a ``platform``
+    attribute (the contact pages) does not hold for every app."""
+    block = example_block(index_path=str(index_path))
+    block["metadata_fields"] = [
+        {key: value for key, value in field.items() if key != "absent_means_all"}
+        for field in block["metadata_fields"]
+    ]
+    return block
+
+
+ANDROID_OFFLINE = "Can I use offline files on Android?"
+ANDROID_ANSWER = (
+    "In the Android app, tap the three dots next to a file and turn on Available offline."
+)
+
+
+@pytest.fixture(scope="module")
+def strict_platform_store(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Any:
+    index_path = tmp_path_factory.mktemp("strict-platform-index")
+    return connected_store(embedder, block_without_absent_means_all(index_path))
+
+
+async def test_a_change_of_subject_is_not_hidden_by_the_carried_platform(
+    strict_platform_store: Any,
+) -> None:
+    latest = "how do I contact support?"
+    tracker = tracker_state(("user", ANDROID_OFFLINE), ("bot", ANDROID_ANSWER), ("user", latest))
+
+    result = await strict_platform_store.search(latest, tracker, 0.0)
+
+    assert result.metadata["carried_filter"] is None
+    assert result.metadata["carried_filter_dropped"] == 'eq("platform", "android")'
+    assert any("carried from earlier turns" in note for note in result.metadata["notes"])
+    assert result.results[0].metadata["source"].startswith("account/support-")
+
+
+async def test_a_real_follow_up_still_carries_or_replaces_the_platform(
+    strict_platform_store: Any,
+) -> None:
+    on_ios = "and on iOS?"
+    replaced = await strict_platform_store.search(
+        on_ios,
+        tracker_state(("user", ANDROID_OFFLINE), ("bot", ANDROID_ANSWER), ("user", on_ios)),
+        0.0,
+    )
+    assert replaced.metadata["extracted_filter"] == 'eq("platform", "ios")'
+    assert replaced.results[0].metadata["source"] == "sync/offline-files-ios.md"
+
+    more = "why do they not update?"
+    kept = await strict_platform_store.search(
+        more, tracker_state(("user", ANDROID_OFFLINE), ("bot", ANDROID_ANSWER), ("user", more)), 0.0
+    )
+    assert kept.metadata["carried_filter"] == 'eq("platform", "android")'
+    assert kept.metadata["carried_filter_dropped"] is None
+    assert kept.results[0].metadata["source"] == "sync/offline-files-android.md"
+
+
+async def test_dropping_a_carried_filter_embeds_nothing_more_and_searches_once_more(
+    tmp_path: Path, embedder: Any
+) -> None:
+    counting = CountingEmbedder(embedder)
+    store = connected_store(counting, block_without_absent_means_all(tmp_path / "index"))
+    engine = store.engine
+    searches: list[Any] = []
+    run = engine._run
+
+    def counted_run(*args: Any, **kwargs: Any) -> Any:
+        searches.append(args[1])
+        return run(*args, **kwargs)
+
+    engine._run = counted_run  # type: ignore[method-assign]
+    latest = "how do I contact support?"
+    turns = (("user", ANDROID_OFFLINE), ("bot", ANDROID_ANSWER), ("user", latest))
+    engine.clear_query_cache()
+    before = counting.texts
+
+    result = await store.search(latest, tracker_state(*turns), 0.0)
+
+    texts = {part["text"] for part in result.metadata["query_texts"]}
+    assert counting.texts - before == len(texts)
+    assert len(searches) == 2
+    assert searches[0].carried_filter is not None and searches[1].carried_filter is None

@@ -1,7 +1,8 @@
 """One decision "is this message a follow-up?", asked by the rewrite and by carried filters.
 
-The two stages still read a message their own way (the seam keeps both answers unchanged); these
-tests pin what each stage decides and the messages on which they are known to disagree.
+Carried filters ask whether the message is a complete new question (either reading finds it
+complete, and it does not open like a continuation); these tests pin what each stage decides and
+the messages on which they are known to disagree.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ BUSINESS_TIER = "Is the same true for the business tier?"
         ("Which browsers does the web app support?", False, False),
         ("How do I build a cheap driveway?", False, False),
         (BUSINESS_TIER, True, False),
+        ("What is the UK VAT rate?", False, False),
+        ("what if I cancel after 30 days?", False, True),
     ],
 )
 def test_the_decision_gives_each_stage_its_answer(

@@ -365,3 +365,103 @@ def test_a_case_may_say_what_kind_of_question_it_ends_with_and_how_a_person_woul
         "clarification",
         "What is the annual fee on the Gold card?",
     )
+
+
+def _tuning_cases() -> list[dict[str, Any]]:
+    refund = [{"user": "Can I get a refund?"}, {"bot": "Yes, within 14 days of purchase."}]
+    price = [{"user": "How much does Premium cost?"}, {"bot": "9.99 dollars a month."}]
+    return [
+        {
+            "name": "s1",
+            "kind": "standalone",
+            "turns": [{"user": "Can I get a refund?"}],
+            "expected_sources": ["refunds.md"],
+        },
+        {
+            "name": "s2",
+            "kind": "standalone",
+            "turns": [{"user": "What does Premium cost?"}],
+            "expected_sources": ["pricing.md"],
+        },
+        {
+            "name": "s3",
+            "kind": "standalone",
+            "turns": [{"user": "Is my money returned?"}],
+            "expected_sources": ["refunds.md"],
+        },
+        {
+            "name": "f1",
+            "kind": "follow-up",
+            "turns": [*refund, {"user": "how long do I have?"}],
+            "expected_sources": ["refunds.md"],
+        },
+        {
+            "name": "f2",
+            "kind": "follow-up",
+            "turns": [*price, {"user": "and per year?"}],
+            "expected_sources": ["pricing.md"],
+        },
+        {
+            "name": "f3",
+            "kind": "follow-up",
+            "turns": [*refund, {"user": "for Premium too?"}],
+            "expected_sources": ["refunds.md"],
+        },
+    ]
+
+
+def _yaml_block(stdout: str, heading: str) -> dict[str, Any]:
+    """The YAML lines printed under ``heading`` (up to the next blank line), parsed."""
+    lines = stdout.splitlines()
+    start = lines.index(heading)
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return yaml.safe_load("\n".join(lines[start:end]))
+
+
+def test_tune_prints_settings_to_paste_picked_without_the_held_out_cases(
+    tmp_path: Path, model_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rasa_context_retrieval.config import ContextWeightsBlock
+    from rasa_context_retrieval.engine.search import KnowledgeSearch
+    from rasa_context_retrieval.query_embedding.query_vectors import QueryVectors
+
+    _write_small_assistant(tmp_path, model_path)
+    _write_cases(tmp_path / "cases.yml", _tuning_cases())
+    monkeypatch.chdir(tmp_path)
+    searched: list[tuple[str, Any]] = []
+    search = KnowledgeSearch.search
+
+    async def recorded(self: Any, conversation: Conversation, *args: Any, **kwargs: Any) -> Any:
+        searched.append((conversation.latest_user_text, self.planner._config.context_weights))
+        return await search(self, conversation, *args, **kwargs)
+
+    embedded: list[str] = []
+    vectors = QueryVectors.vectors
+
+    def counted(self: Any, texts: Any) -> Any:
+        embedded.extend(text for text in texts if text not in self._cache)
+        return vectors(self, texts)
+
+    monkeypatch.setattr(KnowledgeSearch, "search", recorded)
+    monkeypatch.setattr(QueryVectors, "vectors", counted)
+    capture = _Capture()
+    with capture:
+        code = main(["eval", "cases.yml", "--tune"])
+
+    assert code == 0
+    endpoints = _yaml_block(capture.stdout, "# endpoints.yml")
+    weights = ContextWeightsBlock(**endpoints["vector_store"]["context_weights"])
+    assert set(endpoints["vector_store"]["context_weights"]) == set(
+        ContextWeightsBlock.model_fields
+    )
+    config = _yaml_block(capture.stdout, "# config.yml, in the EnterpriseSearchPolicy entry")
+    assert set(config["vector_store"]) == {"threshold"}
+    assert 0.0 <= config["vector_store"]["threshold"] <= 1.0
+    # every other case per kind is held out: s2, f2; they are searched only to score the pick
+    # and the defaults, never with the other points of the grid
+    held_out = {"What does Premium cost?", "and per year?"}
+    used = [weights_ for text, weights_ in searched if text in held_out]
+    assert sorted(map(repr, used)) == sorted(map(repr, [weights, weights, None, None]))
+    picking = [text for text, _ in searched if text not in held_out]
+    assert len(picking) == 4 * (32 + 1)  # every grid point, then the pick for its threshold
+    assert len(embedded) == len(set(embedded))  # every text embedded once

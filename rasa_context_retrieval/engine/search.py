@@ -50,6 +50,11 @@ AUDIT_FILTER_CHARS = 2_000
 """Characters an audit line shows of the access filter, so that no entitlement makes it long."""
 QUERY_MODEL_FOLDER = "query-model"
 """Under ``index_path``: the cached ONNX export of the embedding model (for queries)."""
+CARRIED_DOUBTFUL_RELEVANCE = 0.45
+"""Below this best relevance under a carried filter, the search is tried once without it."""
+UNCARRIED_CONFIDENT_RELEVANCE = 0.5
+"""A result of the search without the carried filter at or above this is a confident match of
+the latest message; when the carried filter hides every one of them, it is dropped."""
 
 
 @dataclass
@@ -70,6 +75,9 @@ class SearchOutcome:
     slot_matches: int | None = None
     """Chunks in scope that the slot filter selects, when it was examined because nothing was
     found: 0 means no document has the slot's value, not that the question went unanswered."""
+    carried_filter_dropped: FilterDirective | None = None
+    """The filter carried from earlier turns, when it hid every confident match of the latest
+    message and the search ran without it (``KnowledgeSearch._unless_carried_hides``)."""
     _explained: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -117,6 +125,7 @@ class SearchOutcome:
             "slot_filter": _printed(plan.slot_filter),
             "extracted_filter": _printed(plan.extracted_filter),
             "carried_filter": _printed(plan.carried_filter),
+            "carried_filter_dropped": _printed(self.carried_filter_dropped),
             "filter_relaxed": self.filter_relaxed,
             "filter_outcome": self.filter_outcome,
             "slot_matches": self.slot_matches,
@@ -216,9 +225,10 @@ class KnowledgeSearch:
     async def search_plan(self, plan: SearchPlan, threshold: float = 0.0) -> SearchOutcome:
         """Retrieve for a ready plan, skipping planning.
 
-        Evaluation uses it to search other query texts under the very filter a search used.
+        Evaluation uses it to search other query texts under the very filter a search used, so
+        a carried filter is kept as it is (never dropped for another text).
         """
-        return await off_loop(self._retrieve, plan, threshold, self.config.top_k)
+        return await off_loop(self._retrieve, plan, threshold, self.config.top_k, False)
 
     def _plan_and_retrieve(
         self, conversation: Conversation, threshold: float, top_k: int
@@ -227,9 +237,15 @@ class KnowledgeSearch:
         plan = self.planner.plan_here(conversation)
         return self._retrieve(plan, threshold, top_k), time.perf_counter()
 
-    def _retrieve(self, plan: SearchPlan, threshold: float, top_k: int) -> SearchOutcome:
+    def _retrieve(
+        self, plan: SearchPlan, threshold: float, top_k: int, may_drop_carried: bool = True
+    ) -> SearchOutcome:
         backend = self.live.backend  # one consistent view even if a refresh swaps it meanwhile
-        outcome = self._run(backend, plan, threshold, top_k)
+        vectors = self._query_vectors_of(plan)
+        outcome = self._run(backend, plan, threshold, top_k, vectors)
+        if plan.carried_filter is not None and may_drop_carried:
+            outcome = self._unless_carried_hides(backend, outcome, threshold, top_k, vectors)
+            plan = outcome.plan
         if not outcome.results and plan.slot_filter is not None:
             outcome.slot_matches = backend.count(plan.slot_filter, plan.access_filter)
             if not outcome.slot_matches:
@@ -242,12 +258,60 @@ class KnowledgeSearch:
         if outcome.extracted_matches:
             return outcome
         relaxed = plan.without_extracted_filter("the filter from the message matched nothing")
-        outcome = self._run(backend, relaxed, threshold, top_k)
+        dropped = outcome.carried_filter_dropped
+        outcome = self._run(backend, relaxed, threshold, top_k, vectors)
         outcome.filter_relaxed, outcome.extracted_matches = True, 0
+        outcome.carried_filter_dropped = dropped
         return outcome
 
+    def _unless_carried_hides(
+        self,
+        backend: SearchBackend,
+        carried: SearchOutcome,
+        threshold: float,
+        top_k: int,
+        vectors: list[np.ndarray],
+    ) -> SearchOutcome:
+        """The outcome without the carried filter when that filter hides every document the
+        latest message finds confidently; ``carried`` otherwise.
+
+        A carried filter is a guess that the subject goes on ("and on iOS?" after "on
+        Android"). When the user changed the subject in a message that still reads like a
+        follow-up ("how do I contact support?" after "offline files on Android"), the carried
+        condition can hide the page asked for where documents lack its attribute. At most one
+        further search, only when the best result under the carried filter is doubtful, with
+        the same query vectors (nothing is embedded again).
+        """
+        best = carried.results[0].relevance if carried.results else 0.0
+        if best >= CARRIED_DOUBTFUL_RELEVANCE:
+            return carried
+        plan = carried.plan
+        uncarried = self._run(
+            backend,
+            plan.without_carried_filter(
+                f"the filter carried from earlier turns ({_printed(plan.carried_filter)}) hid "
+                "every document the latest message finds confidently: searched without it"
+            ),
+            threshold,
+            top_k,
+            vectors,
+        )
+        kept = {found.chunk.chunk_id for found in carried.results}
+        confident = [
+            found for found in uncarried.results if found.relevance >= UNCARRIED_CONFIDENT_RELEVANCE
+        ]
+        if not confident or any(found.chunk.chunk_id in kept for found in confident):
+            return carried
+        uncarried.carried_filter_dropped = plan.carried_filter
+        return uncarried
+
     def _run(
-        self, backend: SearchBackend, plan: SearchPlan, threshold: float, wanted: int
+        self,
+        backend: SearchBackend,
+        plan: SearchPlan,
+        threshold: float,
+        wanted: int,
+        vectors: list[np.ndarray] | None = None,
     ) -> SearchOutcome:
         texts = [plan.search_text, *plan.paraphrases]
         if not plan.search_text.strip():
@@ -256,7 +320,7 @@ class KnowledgeSearch:
         candidates = max(self.config.candidates, wanted)
         request = RetrievalRequest(
             texts=texts,
-            vectors=self._query_vectors_of(plan),
+            vectors=self._query_vectors_of(plan) if vectors is None else vectors,
             filter=plan.filters.for_backend,
             top_k=candidates,  # cut to top_k only after every result passed the check below
             threshold=threshold,

@@ -4,6 +4,8 @@ Reads the same config.yml and endpoints.yml as the assistant, checks the case fi
 knowledge base before loading any model, runs every case through one engine and prints the
 report (or, with ``--json``, only the report as JSON). Exits 1 when MRR is below ``--min-mrr``,
 so a CI job fails when a change to documents, embeddings or settings makes retrieval worse.
+With ``--tune``, it fits the context weights and the threshold to the cases instead
+(``evaluation.tuning``) and prints the lines to paste.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ def register(commands: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> 
         "--min-mrr", type=_unit_interval, default=None, help="exit 1 when MRR is below this"
     )
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
+    evaluate.add_argument(
+        "--tune",
+        action="store_true",
+        help="pick context_weights and threshold on half the cases, score them on the other half",
+    )
     evaluate.set_defaults(run=run)
 
 
@@ -50,6 +57,11 @@ def run(args: argparse.Namespace) -> int:
     session = ConsoleSession(args.config, args.endpoints)
     session.connect()
     engine = session.store.engine
+    if args.tune:
+        from rasa_context_retrieval.evaluation.tuning import render_tuning, tune
+
+        print(render_tuning(asyncio.run(tune(engine, cases, session.threshold))))
+        return 0
     results = asyncio.run(evaluate(engine, cases))
     report = build_report(results, engine.config.top_k, session.threshold, args.min_mrr)
     if args.json:

@@ -10,6 +10,7 @@ the extracted part is ever relaxed.
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from collections import OrderedDict
@@ -21,7 +22,7 @@ import structlog
 from langchain_core.structured_query import FilterDirective, StructuredQuery
 
 from rasa_context_retrieval.access.entitlements import AccessFilter
-from rasa_context_retrieval.config import StoreConfig
+from rasa_context_retrieval.config import ContextWeightsBlock, StoreConfig
 from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.filters.absence import absent_means_all
 from rasa_context_retrieval.filters.slot_filters import slot_filter
@@ -103,6 +104,11 @@ class SearchPlan:
     def filter(self) -> FilterDirective | None:
         """The final filter as written: the scope AND the conditions from the user's words."""
         return self.filters.as_written
+
+    def without_carried_filter(self, note: str) -> SearchPlan:
+        """The same plan without the conditions carried from earlier turns (the words' own
+        filter and the scope stay)."""
+        return replace(self, filters=self.filters.without_carried(), notes=(*self.notes, note))
 
     def without_extracted_filter(self, note: str) -> SearchPlan:
         return replace(
@@ -257,6 +263,16 @@ class Planner:
             weights=self._context_weights(),
         )
         return replace(plan, views=views)
+
+    def reweighted(self, weights: ContextWeightsBlock | None) -> Planner:
+        """This planner with ``weights`` as its ``context_weights`` (None: the built-in ones).
+
+        It shares the rule constructors, so trying weights (``eval --tune``) compiles nothing
+        again.
+        """
+        planner = copy.copy(self)
+        planner._config = self._config.model_copy(update={"context_weights": weights})
+        return planner
 
     def _context_weights(self) -> ContextWeights | None:
         """The configured ``context_weights`` over the model's own; None when none is set."""

@@ -13,7 +13,9 @@ From these, :class:`SearchFilter` derives, once, everything the rest of the sear
 * ``for_backend``: the scope as is AND the words widened by ``absent_means_all``
   (``filters.absence``), which the backend runs and the result check re-checks;
 * ``widened``: whether the two differ, so that results specific to the words come first;
-* ``without_words``: the same scope with the words dropped (the relaxed search).
+* ``without_words``: the same scope with the words dropped (the relaxed search);
+* ``without_carried``: the carried conditions dropped (a carried filter that hid every
+  confident match of the latest message, ``engine.search``).
 
 Nothing the user types can widen the scope: the words are only ever another conjunct.
 """
@@ -87,6 +89,10 @@ class SearchFilter:
     def without_words(self) -> SearchFilter:
         """The same scope, the words dropped: the filter of a relaxed search."""
         return replace(self, extracted=None, carried=None)
+
+    def without_carried(self) -> SearchFilter:
+        """The same filter without the conditions carried from earlier turns."""
+        return replace(self, carried=None)
 
     def check(self, chunks: Sequence[Chunk]) -> tuple[list[bool], int]:
         """For each chunk the backend returned, whether it satisfies ``for_backend`` and the

@@ -13,9 +13,14 @@ kept as the *carried filter*, next to the filter of the latest message itself:
 
 Whether a message is a follow-up is one swappable function (``FollowUpDetector``), so that a
 context model can replace it. The default, ``is_follow_up``, is this stage's answer to the one
-follow-up decision (``follow_up.follows_up`` with ``Stage.CARRIED_FILTERS``): a message leans on
-earlier turns when it opens like a continuation ("and ...", "what about ..."), points back ("it",
-"there", "that one") or has fewer than three content words ("and how long?").
+follow-up decision (``follow_up.follows_up`` with ``Stage.CARRIED_FILTERS``): anything but a
+complete new question (``follow_up.is_complete_question``). A message leans on earlier turns when
+it opens like a continuation ("and ...", "what about ..."), points back ("it", "there", "that
+one") or names too little to stand alone ("and how long?").
+
+A carried filter that still crosses a change of subject in a message that reads like a follow-up
+("how do I contact support?" after "offline files on Android") is dropped by the search when it
+hides every document the latest message finds confidently (``engine.search``).
 
 Conditions are read from the user's own messages, never from the rewritten query: a rewrite that
 copies "Germany" into the search text must not turn a replaced value back into a filter.
