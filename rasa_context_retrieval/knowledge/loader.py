@@ -28,11 +28,20 @@ from rasa_context_retrieval.knowledge.access_attributes import (
     misspelled_access_keys,
     stray_access_line,
 )
-from rasa_context_retrieval.knowledge.faq_table import CSV_SUFFIX, TableUnreadable, faq_rows
+from rasa_context_retrieval.knowledge.conversion import (
+    CONVERTED_SUFFIXES,
+    ConversionRefused,
+    converted_parts,
+)
+from rasa_context_retrieval.knowledge.faq_table import (
+    CSV_SUFFIX,
+    DEFAULT_FAQ_COLUMNS,
+    FaqColumns,
+    TableUnreadable,
+    faq_rows,
+)
 from rasa_context_retrieval.knowledge.front_matter import FrontMatterRefused, split_front_matter
 from rasa_context_retrieval.knowledge.listing import JSONL_SUFFIX, is_inside, list_knowledge_files
-from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX, PdfUnreadable, pdf_pages
-from rasa_context_retrieval.knowledge.word import DOCX_SUFFIX, WordUnreadable, word_text
 
 logger = structlog.get_logger()
 
@@ -113,10 +122,14 @@ def _file_digest(path: Path) -> bytes:
 
 
 def load_knowledge_base(
-    folder: Path, access_attributes: Collection[str] = (), extra_suffixes: Collection[str] = ()
+    folder: Path,
+    access_attributes: Collection[str] = (),
+    extra_suffixes: Collection[str] = (),
+    faq_columns: FaqColumns = DEFAULT_FAQ_COLUMNS,
 ) -> KnowledgeBase:
     """Read every .md/.txt (optional YAML front matter) and .jsonl file under ``folder``, and
-    the opted-in ``extra_suffixes`` (``.pdf``: one document per page, ``source`` citing it).
+    the opted-in ``extra_suffixes`` (``.pdf``: one document per page, ``source`` citing it;
+    ``.csv``/``.xlsx``: one per row of an FAQ table with ``faq_columns``).
 
     ``access_attributes`` are the document attributes that ``access_filters`` map to: a document
     that names one of them in a way that would not be read (``Plan:``, a JSON line's ``plan``
@@ -126,30 +139,27 @@ def load_knowledge_base(
     listing = list_knowledge_files(folder, extra_suffixes)
     problems = [IngestProblem(refused.name, None, refused.reason) for refused in listing.refused]
     root = folder.resolve()
+    access = frozenset(access_attributes)
     for path in listing.files:
         name = path.relative_to(folder).as_posix()
-        if path.suffix.lower() == PDF_SUFFIX:
-            for item in _pdf_documents(name, path, root):
-                (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
-            continue
-        if path.suffix.lower() == DOCX_SUFFIX:
-            word = _word_document(name, path, root)
-            (problems if isinstance(word, IngestProblem) else documents).append(word)  # type: ignore[arg-type]
-            continue
-        try:
-            text = _read_text(path, root)
-        except _Unreadable as unreadable:
-            problems.append(IngestProblem(name, unreadable.line, unreadable.reason))
-            continue
         suffix = path.suffix.lower()
-        reader = (
-            _jsonl_documents
-            if suffix == JSONL_SUFFIX
-            else _csv_documents
-            if suffix == CSV_SUFFIX
-            else _text_documents
-        )
-        for item in reader(name, text, frozenset(access_attributes)):
+        if suffix in CONVERTED_SUFFIXES:
+            items: Iterator[Document | IngestProblem] = _converted_documents(
+                name, path, root, access, faq_columns
+            )
+        else:
+            try:
+                text = _read_text(path, root)
+            except _Unreadable as unreadable:
+                problems.append(IngestProblem(name, unreadable.line, unreadable.reason))
+                continue
+            if suffix == JSONL_SUFFIX:
+                items = _jsonl_documents(name, text, access)
+            elif suffix == CSV_SUFFIX:
+                items = _csv_documents(name, text, access, faq_columns)
+            else:
+                items = _text_documents(name, text, access)
+        for item in items:
             (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
     for problem in problems:
         logger.warning(
@@ -165,30 +175,25 @@ class _Unreadable(ContextRetrievalError):
         self.line = line
 
 
-def _pdf_documents(name: str, path: Path, root: Path) -> Iterator[Document | IngestProblem]:
-    """One document per page with text; ``source`` is ``name#page=N``, ``page`` is N."""
+def _converted_documents(
+    name: str, path: Path, root: Path, access: frozenset[str], faq_columns: FaqColumns
+) -> Iterator[Document | IngestProblem]:
+    """A PDF page, an HTML section, a Word file or a spreadsheet row per document, cited by
+    ``name`` plus the part's place (``knowledge.conversion``)."""
     try:
-        raw = _read_bytes(path, root)
-        pages = list(pdf_pages(raw))
+        parts = converted_parts(path.suffix.lower(), _read_bytes(path, root), faq_columns)
     except _Unreadable as unreadable:
         yield IngestProblem(name, unreadable.line, unreadable.reason)
         return
-    except PdfUnreadable as unreadable:
-        yield IngestProblem(name, None, str(unreadable))
+    except ConversionRefused as refused:
+        yield IngestProblem(name, None, str(refused))
         return
-    for number, text, properties in pages:
-        yield Document(f"{name}#page={number}", text, {**properties, "page": number})
-
-
-def _word_document(name: str, path: Path, root: Path) -> Document | IngestProblem:
-    """The Word file as one Markdown document (its chunks split like any Markdown text)."""
-    try:
-        text, properties = word_text(_read_bytes(path, root))
-    except _Unreadable as unreadable:
-        return IngestProblem(name, unreadable.line, unreadable.reason)
-    except WordUnreadable as unreadable:
-        return IngestProblem(name, None, str(unreadable))
-    return Document(name, text, properties)
+    for part in parts:
+        problem = _misplaced_access(part.metadata, access) if part.row else None
+        if problem is not None:
+            yield IngestProblem(f"{name}{part.where}", None, problem)
+        else:
+            yield Document(f"{name}{part.where}", part.text, part.metadata)
 
 
 def _read_bytes(path: Path, root: Path) -> bytes:
@@ -277,18 +282,18 @@ def _text_documents(
 
 
 def _csv_documents(
-    name: str, text: str, access_attributes: frozenset[str]
+    name: str, text: str, access_attributes: frozenset[str], faq_columns: FaqColumns
 ) -> Iterator[Document | IngestProblem]:
     """One Q/A document per row of an FAQ table (``knowledge.faq_table``), cited as ``name:N``."""
     try:
-        rows = list(faq_rows(text))
+        rows = list(faq_rows(text, faq_columns))
     except TableUnreadable as unreadable:
         yield IngestProblem(name, None, str(unreadable))
         return
     for line, entry, attributes in rows:
         problem = _misplaced_access(attributes, access_attributes)
         if problem is not None:
-            yield IngestProblem(name, line, problem)
+            yield IngestProblem(name, int(line), problem)
         else:
             yield Document(f"{name}:{line}", entry, attributes)
 

@@ -1,0 +1,89 @@
+"""Converted formats (PDF, Word, HTML, spreadsheets) → the parts a file is indexed as.
+
+Each converter turns a file's bytes into text with the structure it has (pages, headings,
+sections, rows) and raises its own one-line reason when it cannot; this module gives them one
+shape for the loader: a part's ``where`` is appended to the file's name to cite it
+(``#page=12``, ``#pausing-sync``, ``:7``, ``:FAQ:7``), so a person can open the exact place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.knowledge.faq_table import (
+    CSV_SUFFIX,
+    XLSX_SUFFIX,
+    FaqColumns,
+    TableUnreadable,
+    spreadsheet_rows,
+)
+from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX, PdfUnreadable, pdf_pages
+from rasa_context_retrieval.knowledge.web_page import HTML_SUFFIXES, PageUnreadable, page_sections
+from rasa_context_retrieval.knowledge.word import DOCX_SUFFIX, WordUnreadable, word_text
+
+ANCHOR = "anchor"
+"""Set on chunks from an HTML section with an id: the fragment its citation ends with."""
+CONVERTED_SUFFIXES = (PDF_SUFFIX, DOCX_SUFFIX, *HTML_SUFFIXES, XLSX_SUFFIX)
+FORMAT_SUFFIXES = {
+    "pdf": (PDF_SUFFIX,),
+    "docx": (DOCX_SUFFIX,),
+    "html": HTML_SUFFIXES,
+    "csv": (CSV_SUFFIX,),
+    "xlsx": (XLSX_SUFFIX,),
+}
+"""The file suffixes each ``document_formats`` name switches on."""
+
+
+class ConversionRefused(ContextRetrievalError, ValueError):
+    """The file cannot be indexed; the message is the one-line reason."""
+
+
+@dataclass(frozen=True)
+class ConvertedPart:
+    where: str
+    """Appended to the file's name in ``source``: ``#page=3``, ``#section-id``, ``:FAQ:7``."""
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    row: bool = False
+    """A table row: its attributes come from the row's cells, checked like front matter."""
+
+
+def converted_parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[ConvertedPart]:
+    """The parts of one converted file, in order.
+
+    Raises:
+        ConversionRefused: the converter's reason (encrypted, no text layer, zip bomb, ...).
+    """
+    try:
+        return _parts(suffix, raw, columns)
+    except (PdfUnreadable, WordUnreadable, PageUnreadable, TableUnreadable) as unreadable:
+        raise ConversionRefused(str(unreadable)) from None
+
+
+def _parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[ConvertedPart]:
+    if suffix == PDF_SUFFIX:
+        return [
+            ConvertedPart(f"#page={number}", text, {**properties, "page": number})
+            for number, text, properties in pdf_pages(raw)
+        ]
+    if suffix == DOCX_SUFFIX:
+        text, properties = word_text(raw)
+        return [ConvertedPart("", text, properties)]
+    if suffix in HTML_SUFFIXES:
+        sections, properties = page_sections(raw)
+        return [
+            ConvertedPart(
+                f"#{section.anchor}" if section.anchor else "",
+                section.text,
+                {**properties, ANCHOR: section.anchor} if section.anchor else dict(properties),
+            )
+            for section in sections
+        ]
+    if suffix == XLSX_SUFFIX:
+        return [
+            ConvertedPart(f":{where}", entry, attributes, row=True)
+            for where, entry, attributes in spreadsheet_rows(raw, columns)
+        ]
+    raise ConversionRefused(f"no converter for {suffix!r} files")
