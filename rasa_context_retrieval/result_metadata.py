@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 import structlog
 from pydantic import BeforeValidator
 
-from rasa_context_retrieval.knowledge.conversion import ANCHOR
+from rasa_context_retrieval.knowledge.conversion import ANCHOR, PAGE
 from rasa_context_retrieval.knowledge.models import Chunk
 
 logger = structlog.get_logger()
@@ -38,8 +38,6 @@ SOURCE = "source"
 ANSWER = "answer"
 TITLE = "title"
 URL = "url"
-PAGE = "page"
-"""Set on chunks from a PDF page (``knowledge.pdf``); HTML sections set ``ANCHOR``."""
 CITATION_PREFERENCE = (URL, TITLE, SOURCE)
 """Attributes a document may declare to be cited by, most specific first."""
 

@@ -23,8 +23,12 @@ from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX, PdfUnreadable, pdf_
 from rasa_context_retrieval.knowledge.web_page import HTML_SUFFIXES, PageUnreadable, page_sections
 from rasa_context_retrieval.knowledge.word import DOCX_SUFFIX, WordUnreadable, word_text
 
+PAGE = "page"
+"""Set on chunks from a PDF page: the page number its citation ends with."""
 ANCHOR = "anchor"
 """Set on chunks from an HTML section with an id: the fragment its citation ends with."""
+PLACE_KEYS = (PAGE, ANCHOR)
+"""Attributes that say where in its file a part is: no sidecar or folder rule replaces them."""
 CONVERTED_SUFFIXES = (PDF_SUFFIX, DOCX_SUFFIX, *HTML_SUFFIXES, XLSX_SUFFIX)
 FORMAT_SUFFIXES = {
     "pdf": (PDF_SUFFIX,),
@@ -65,7 +69,7 @@ def converted_parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[Conver
 def _parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[ConvertedPart]:
     if suffix == PDF_SUFFIX:
         return [
-            ConvertedPart(f"#page={number}", text, {**properties, "page": number})
+            ConvertedPart(f"#page={number}", text, {**properties, PAGE: number})
             for number, text, properties in pdf_pages(raw)
         ]
     if suffix == DOCX_SUFFIX:

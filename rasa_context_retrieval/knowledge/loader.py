@@ -28,19 +28,26 @@ from rasa_context_retrieval.knowledge.access_attributes import (
     misspelled_access_keys,
     stray_access_line,
 )
+from rasa_context_retrieval.knowledge.attribute_files import AttributeRules, AttributesRefused
 from rasa_context_retrieval.knowledge.conversion import (
     CONVERTED_SUFFIXES,
+    PLACE_KEYS,
     ConversionRefused,
     converted_parts,
 )
 from rasa_context_retrieval.knowledge.faq_table import (
     CSV_SUFFIX,
     DEFAULT_FAQ_COLUMNS,
+    XLSX_SUFFIX,
     FaqColumns,
     TableUnreadable,
     faq_rows,
 )
-from rasa_context_retrieval.knowledge.front_matter import FrontMatterRefused, split_front_matter
+from rasa_context_retrieval.knowledge.front_matter import (
+    FrontMatterRefused,
+    load_attribute_yaml,
+    split_front_matter,
+)
 from rasa_context_retrieval.knowledge.listing import JSONL_SUFFIX, is_inside, list_knowledge_files
 
 logger = structlog.get_logger()
@@ -101,6 +108,10 @@ def content_digest(folder: Path, extra_suffixes: Collection[str] = ()) -> str:
         digest.update(path.relative_to(folder).as_posix().encode())
         digest.update(b"\0")
         digest.update(_file_digest(path))
+    for path in listing.attribute_files:  # a changed sidecar or folder rule rebuilds
+        digest.update(f"attributes:{path.relative_to(folder).as_posix()}".encode())
+        digest.update(b"\0")
+        digest.update(_file_digest(path))
     for refused in listing.refused:
         digest.update(f"refused:{refused.name}".encode())
     return digest.hexdigest()
@@ -140,9 +151,18 @@ def load_knowledge_base(
     problems = [IngestProblem(refused.name, None, refused.reason) for refused in listing.refused]
     root = folder.resolve()
     access = frozenset(access_attributes)
+    rules = AttributeRules(
+        folder, listing.attribute_files, lambda path: _attribute_file(path, root, access), access
+    )
+    problems.extend(IngestProblem(name, None, reason) for name, reason in rules.refused_files())
     for path in listing.files:
         name = path.relative_to(folder).as_posix()
         suffix = path.suffix.lower()
+        try:
+            inherited = rules.inherited(name)
+        except AttributesRefused as refused:
+            problems.append(IngestProblem(name, None, str(refused)))
+            continue
         if suffix in CONVERTED_SUFFIXES:
             items: Iterator[Document | IngestProblem] = _converted_documents(
                 name, path, root, access, faq_columns
@@ -159,13 +179,63 @@ def load_knowledge_base(
                 items = _csv_documents(name, text, access, faq_columns)
             else:
                 items = _text_documents(name, text, access)
+        own_wins = suffix not in CONVERTED_SUFFIXES or suffix == XLSX_SUFFIX
         for item in items:
+            if isinstance(item, Document) and inherited:
+                item = _with_inherited(item, inherited, rules, own_wins)
             (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
     for problem in problems:
         logger.warning(
             "knowledge.load.skipped", file=problem.file, line=problem.line, reason=problem.reason
         )
     return KnowledgeBase(documents, problems)
+
+
+def _with_inherited(
+    document: Document, inherited: dict[str, Any], rules: AttributeRules, own_wins: bool
+) -> Document | IngestProblem:
+    """The document with its folder and sidecar attributes (``knowledge.attribute_files``).
+
+    Attributes a person wrote in the document (front matter, a JSON line, a table row) narrow
+    the inherited ones; properties a converter read (a PDF's title) give way to them, except the
+    part's place (page, anchor).
+    """
+    if not own_wins:
+        place = {key: document.metadata[key] for key in PLACE_KEYS if key in document.metadata}
+        return Document(document.source, document.text, {**document.metadata, **inherited, **place})
+    try:
+        metadata = rules.narrowed(inherited, document.metadata, "its own attributes")
+    except AttributesRefused as refused:
+        return IngestProblem(document.source, None, str(refused))
+    return Document(document.source, document.text, metadata)
+
+
+def _attribute_file(path: Path, root: Path, access: frozenset[str]) -> dict[str, Any]:
+    """A sidecar or folder file, read with the front-matter rules.
+
+    Raises:
+        AttributesRefused: unreadable, bad YAML, a key twice, not a mapping, or a misspelled
+            access attribute.
+    """
+    try:
+        loaded = load_attribute_yaml(_read_bytes(path, root).decode("utf-8-sig"))
+        metadata = _plain_metadata(loaded) if isinstance(loaded, dict) else None
+    except _Unreadable as unreadable:
+        raise AttributesRefused(unreadable.reason) from None
+    except FrontMatterRefused as refused:
+        raise AttributesRefused(refused.reason) from None
+    except UnicodeDecodeError:
+        raise AttributesRefused("not UTF-8; save it as UTF-8") from None
+    except yaml.YAMLError as error:
+        raise AttributesRefused(f"bad YAML: {getattr(error, 'problem', error)}") from None
+    except (ValueError, TypeError, RecursionError) as error:
+        raise AttributesRefused(f"bad attributes: {type(error).__name__}") from None
+    if metadata is None:
+        raise AttributesRefused("not a mapping of attribute: value; not read")
+    problem = _misplaced_access(metadata, access)
+    if problem is not None:
+        raise AttributesRefused(problem)
+    return metadata
 
 
 class _Unreadable(ContextRetrievalError):
