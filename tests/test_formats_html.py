@@ -67,8 +67,14 @@ def test_only_the_main_content_is_indexed_with_headings_lists_and_tables(tmp_pat
     assert intro.metadata == {
         "title": "Pausing sync | Lumen help centre",
         "url": "https://help.example.com/sync",
+        "section": "Sync",
     }
     assert pausing.metadata["anchor"] == "pausing"
+    assert [d.metadata["section"] for d in knowledge.documents] == [
+        "Sync",
+        "Sync > Pausing sync",
+        "Sync > Limits",
+    ]
 
 
 def test_a_section_is_cited_with_its_anchor_and_qa_entries_keep_their_answer(tmp_path: Path):

@@ -20,6 +20,7 @@ from rasa_context_retrieval.knowledge.faq_table import (
     spreadsheet_rows,
 )
 from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX, PdfUnreadable, pdf_pages
+from rasa_context_retrieval.knowledge.sections import SECTION, split_at_headings
 from rasa_context_retrieval.knowledge.web_page import HTML_SUFFIXES, PageUnreadable, page_sections
 from rasa_context_retrieval.knowledge.word import DOCX_SUFFIX, WordUnreadable, word_text
 
@@ -74,14 +75,20 @@ def _parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[ConvertedPart]:
         ]
     if suffix == DOCX_SUFFIX:
         text, properties = word_text(raw)
-        return [ConvertedPart("", text, properties)]
+        return [
+            ConvertedPart("", part, _with_section(properties, where))
+            for where, part in split_at_headings(text)
+        ]
     if suffix in HTML_SUFFIXES:
         sections, properties = page_sections(raw)
         return [
             ConvertedPart(
                 f"#{section.anchor}" if section.anchor else "",
                 section.text,
-                {**properties, ANCHOR: section.anchor} if section.anchor else dict(properties),
+                _with_section(
+                    {**properties, ANCHOR: section.anchor} if section.anchor else properties,
+                    section.path,
+                ),
             )
             for section in sections
         ]
@@ -91,3 +98,7 @@ def _parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[ConvertedPart]:
             for where, entry, attributes in spreadsheet_rows(raw, columns)
         ]
     raise ConversionRefused(f"no converter for {suffix!r} files")
+
+
+def _with_section(properties: dict[str, Any], path: str) -> dict[str, Any]:
+    return {**properties, SECTION: path} if path else dict(properties)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.knowledge.sections import HeadingPath, heading_of
 
 HTML_SUFFIXES = (".html", ".htm")
 MISSING_LIBRARY = (
@@ -52,6 +53,8 @@ class PageSection:
 
     anchor: str | None
     text: str
+    path: str = ""
+    """The headings above and including the section's own (``knowledge.sections``)."""
 
 
 def page_sections(raw: bytes) -> tuple[list[PageSection], dict[str, Any]]:
@@ -135,20 +138,25 @@ def _is_furniture(element: Any) -> bool:
 
 
 def _sections(main: Any) -> list[PageSection]:
+    """One section per heading, with its anchor and heading path."""
     sections: list[PageSection] = []
     anchor: str | None = None
+    path, where = HeadingPath(), ""
     blocks: list[str] = []
     for block_anchor, starts, text in _blocks(main):
-        if starts and block_anchor != anchor:
+        if starts:
             if blocks:
-                sections.append(PageSection(anchor, "\n\n".join(blocks)))
-            anchor, blocks = block_anchor, []
+                sections.append(PageSection(anchor, "\n\n".join(blocks), where))
+            heading = heading_of(text)
+            if heading is not None:
+                path.enter(*heading)
+            anchor, blocks, where = block_anchor, [], str(path)
         if blocks and blocks[-1].startswith("Q:") and text.startswith("A:"):
             blocks[-1] = f"{blocks[-1]}\n{text}"  # one Q/A entry, as the chunker reads it
         else:
             blocks.append(text)
     if blocks:
-        sections.append(PageSection(anchor, "\n\n".join(blocks)))
+        sections.append(PageSection(anchor, "\n\n".join(blocks), where))
     return sections
 
 
