@@ -21,7 +21,7 @@ from rasa_context_retrieval.knowledge.models import Chunk
 if TYPE_CHECKING:
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 """Part of the index fingerprint: bump it whenever chunk texts or chunk metadata change."""
 
 _ENTRY_SEPARATOR = re.compile(r"\n\s*\n")
