@@ -145,10 +145,10 @@ class StoreConfig(BaseModel):
     """LLM paraphrases searched besides the standalone query (needs ``llm``)."""
     llm: LLMBlock | None = None
     """An LLM configured the way Rasa configures LLMs (provider, model, ... or model_group)."""
-    document_formats: list[Literal["pdf", "docx", "html", "csv", "xlsx"]] = Field(
+    document_formats: list[Literal["pdf", "docx", "pptx", "html", "csv", "xlsx"]] = Field(
         default_factory=list
     )
-    """Formats read besides .md/.txt/.jsonl (``[pdf, docx, html, csv, xlsx]``). Opt-in: an
+    """Formats read besides .md/.txt/.jsonl (``[pdf, docx, pptx, html, csv, xlsx]``). Opt-in: an
     upgrade must never start serving files that sat ignored in ``docs`` until then."""
     faq_columns: FaqColumnsBlock = Field(default_factory=FaqColumnsBlock)
     """Header names of an FAQ table's question and answer columns (.csv, .xlsx)."""

@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 import structlog
 from pydantic import BeforeValidator
 
-from rasa_context_retrieval.knowledge.conversion import ANCHOR, PAGE
+from rasa_context_retrieval.knowledge.conversion import ANCHOR, PAGE, SLIDE
 from rasa_context_retrieval.knowledge.models import Chunk
 
 logger = structlog.get_logger()
@@ -93,16 +93,19 @@ def citable_source(metadata: Mapping[str, Any]) -> str:
         if isinstance(value, str | int | float) and not isinstance(value, bool):
             text = str(value).strip()
             if text:
-                return _with_place(key, text, metadata.get(PAGE), metadata.get(ANCHOR))
+                return _with_place(key, text, metadata)
     return ""
 
 
-def _with_place(key: str, text: str, page: Any, anchor: Any) -> str:
-    """``text`` with the page or the section anchor that ``source`` already shows."""
+def _with_place(key: str, text: str, metadata: Mapping[str, Any]) -> str:
+    """``text`` with the page, slide or section anchor that ``source`` already shows."""
+    page, slide, anchor = metadata.get(PAGE), metadata.get(SLIDE), metadata.get(ANCHOR)
     if key == SOURCE:
         return text
     if isinstance(page, int) and not isinstance(page, bool):
         fragment, shown = f"page={page}", f"page {page}"
+    elif isinstance(slide, int) and not isinstance(slide, bool):
+        fragment, shown = f"slide={slide}", f"slide {slide}"
     elif isinstance(anchor, str) and anchor.strip():
         fragment, shown = anchor.strip(), f"#{anchor.strip()}"
     else:

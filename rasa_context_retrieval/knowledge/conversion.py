@@ -21,6 +21,7 @@ from rasa_context_retrieval.knowledge.faq_table import (
 )
 from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX, PdfUnreadable, pdf_pages
 from rasa_context_retrieval.knowledge.sections import SECTION, split_at_headings
+from rasa_context_retrieval.knowledge.slides import PPTX_SUFFIX, SlidesUnreadable, deck_slides
 from rasa_context_retrieval.knowledge.web_page import HTML_SUFFIXES, PageUnreadable, page_sections
 from rasa_context_retrieval.knowledge.word import DOCX_SUFFIX, WordUnreadable, word_text
 
@@ -28,15 +29,18 @@ PAGE = "page"
 """Set on chunks from a PDF page: the page number its citation ends with."""
 ANCHOR = "anchor"
 """Set on chunks from an HTML section with an id: the fragment its citation ends with."""
-PLACE_KEYS = (PAGE, ANCHOR)
+SLIDE = "slide"
+"""Set on chunks from a PowerPoint slide: the slide number its citation ends with."""
+PLACE_KEYS = (PAGE, ANCHOR, SLIDE)
 """Attributes that say where in its file a part is: no sidecar or folder rule replaces them."""
-CONVERTED_SUFFIXES = (PDF_SUFFIX, DOCX_SUFFIX, *HTML_SUFFIXES, XLSX_SUFFIX)
+CONVERTED_SUFFIXES = (PDF_SUFFIX, DOCX_SUFFIX, *HTML_SUFFIXES, XLSX_SUFFIX, PPTX_SUFFIX)
 FORMAT_SUFFIXES = {
     "pdf": (PDF_SUFFIX,),
     "docx": (DOCX_SUFFIX,),
     "html": HTML_SUFFIXES,
     "csv": (CSV_SUFFIX,),
     "xlsx": (XLSX_SUFFIX,),
+    "pptx": (PPTX_SUFFIX,),
 }
 """The file suffixes each ``document_formats`` name switches on."""
 
@@ -63,7 +67,13 @@ def converted_parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[Conver
     """
     try:
         return _parts(suffix, raw, columns)
-    except (PdfUnreadable, WordUnreadable, PageUnreadable, TableUnreadable) as unreadable:
+    except (
+        PdfUnreadable,
+        WordUnreadable,
+        PageUnreadable,
+        TableUnreadable,
+        SlidesUnreadable,
+    ) as unreadable:
         raise ConversionRefused(str(unreadable)) from None
 
 
@@ -96,6 +106,14 @@ def _parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[ConvertedPart]:
         return [
             ConvertedPart(f":{where}", entry, attributes, row=True)
             for where, entry, attributes in spreadsheet_rows(raw, columns)
+        ]
+    if suffix == PPTX_SUFFIX:
+        slides, properties = deck_slides(raw)
+        return [
+            ConvertedPart(
+                f"#slide={number}", text, _with_section({**properties, SLIDE: number}, heading)
+            )
+            for number, heading, text in slides
         ]
     raise ConversionRefused(f"no converter for {suffix!r} files")
 
