@@ -172,3 +172,32 @@ async def test_a_restricted_folder_is_served_to_a_user_with_the_entitlement(
     found = await _sources(embedder, restricted_docs, tmp_path, "staff")
     assert found[0] == "internal/vault.pdf#page=1"
     assert "internal/archive.pdf#page=1" not in found  # its sidecar tried to widen: refused
+
+
+def test_the_setup_check_reads_the_opted_in_formats_and_their_folder_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """A knowledge base of PDFs restricted by a folder rule passes the check run before every
+    console command, instead of "no document carries 'plan'"."""
+    from rasa_context_retrieval.console import main
+    from tests.test_preflight_check import write_assistant
+
+    make_pdf(tmp_path / "docs/premium/router.pdf", "Router reset steps.")
+    (tmp_path / "docs/premium/_attributes.yml").write_text("plan: premium\n")
+    write_assistant(
+        tmp_path,
+        {"access_filters": {"plan": "plan"}, "document_formats": ["pdf"], "slot_filters": {}},
+        documents={},
+    )
+    files = [
+        "--config",
+        str(tmp_path / "config.yml"),
+        "--endpoints",
+        str(tmp_path / "endpoints.yml"),
+    ]
+
+    code = main([*files, "--credentials", str(tmp_path / "credentials.yml"), "check"])
+
+    output = capsys.readouterr()
+    assert code == 0, output.out + output.err
+    assert "0 error(s), 0 warning(s)" in output.out + output.err

@@ -31,7 +31,7 @@ from rasa_context_retrieval.engine.withdrawal import (
 from rasa_context_retrieval.faiss.backend import FaissBackend
 from rasa_context_retrieval.faiss.builder import IndexSettings, ensure_index
 from rasa_context_retrieval.faiss.index import IndexDirectory, KnowledgeIndex
-from rasa_context_retrieval.knowledge.conversion import FORMAT_SUFFIXES
+from rasa_context_retrieval.knowledge.conversion import format_suffixes
 from rasa_context_retrieval.knowledge.embedding import embedder_identity
 from rasa_context_retrieval.knowledge.faq_table import FaqColumns
 from rasa_context_retrieval.knowledge.loader import IngestProblem
@@ -322,9 +322,7 @@ def index_settings(config: StoreConfig) -> IndexSettings:
         exact_search_below=config.exact_search_below,
         language=config.language,
         access_attributes=tuple(config.access_filters.values()),
-        extra_suffixes=tuple(
-            suffix for name in config.document_formats for suffix in FORMAT_SUFFIXES[name]
-        ),
+        extra_suffixes=format_suffixes(config.document_formats),
         faq_columns=FaqColumns(config.faq_columns.question, config.faq_columns.answer),
     )
 

@@ -8,6 +8,7 @@ shape for the loader: a part's ``where`` is appended to the file's name to cite 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,11 @@ FORMAT_SUFFIXES = {
     "pptx": (PPTX_SUFFIX,),
 }
 """The file suffixes each ``document_formats`` name switches on."""
+
+
+def format_suffixes(formats: Iterable[str]) -> tuple[str, ...]:
+    """The file suffixes the ``document_formats`` names switch on, in order."""
+    return tuple(suffix for name in formats for suffix in FORMAT_SUFFIXES[name])
 
 
 class ConversionRefused(ContextRetrievalError, ValueError):

@@ -14,12 +14,16 @@ from typing import Any
 
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.filters.schema import STRING_TYPES
+from rasa_context_retrieval.knowledge.conversion import PLACE_KEYS, format_suffixes
+from rasa_context_retrieval.knowledge.faq_table import FaqColumns
 from rasa_context_retrieval.knowledge.loader import Document, load_knowledge_base
+from rasa_context_retrieval.knowledge.sections import SECTION
 from rasa_context_retrieval.preflight.findings import CheckReport
 from rasa_context_retrieval.result_metadata import ANSWER, SOURCE, TITLE, URL
 
-CITATION_ATTRIBUTES = frozenset({ANSWER, SOURCE, TITLE, URL, "question"})
-"""Attributes the plugin reads itself (citations, answers): never a filter, never a typo."""
+CITATION_ATTRIBUTES = frozenset({ANSWER, SOURCE, TITLE, URL, "question", *PLACE_KEYS, SECTION})
+"""Attributes the plugin reads or sets itself (citations, answers, a converted document's page,
+slide, anchor and section): never a filter, never a typo."""
 FILES_SHOWN = 3
 VALUES_SHOWN = 12
 
@@ -28,7 +32,13 @@ def check_documents(config: StoreConfig, report: CheckReport, where: str) -> Non
     """Compare slot/access filters and ``metadata_fields`` with what the documents carry."""
     if config.docs is None or config.milvus_replica:
         return
-    carriers = _attribute_carriers(load_knowledge_base(config.docs).documents)
+    knowledge = load_knowledge_base(
+        config.docs,
+        (),  # every document's keys, misspelt ones too: they are reported below
+        format_suffixes(config.document_formats),
+        FaqColumns(config.faq_columns.question, config.faq_columns.answer),
+    )
+    carriers = _attribute_carriers(knowledge.documents)
     declared = config.field_names
     known = sorted(declared | set(carriers))
     for key, mapping in (
