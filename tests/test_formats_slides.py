@@ -85,3 +85,22 @@ def test_bad_decks_are_skipped_with_a_reason_and_the_rest_is_served(tmp_path: Pa
     assert {d.source.split("#")[0] for d in knowledge.documents} == {"good.pptx"}
     assert "not a valid zip" in reasons["truncated.pptx"]
     assert "zip bomb" in reasons["bomb.pptx"]
+
+
+def test_an_external_entity_in_a_deck_is_never_resolved(tmp_path: Path):
+    from tests.test_formats_spreadsheet import with_external_entity
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-OUTSIDE-DOCS")
+    docs = tmp_path / "docs"
+    make_deck(docs / "plain.pptx")
+    raw = with_external_entity(
+        (docs / "plain.pptx").read_bytes(), "ppt/slides/slide1.xml", b"Hold the button", secret
+    )
+    (docs / "plain.pptx").unlink()
+    (docs / "xxe.pptx").write_bytes(raw)
+
+    knowledge = load_knowledge_base(docs, extra_suffixes=PPTX)
+
+    assert "TOP-SECRET" not in " ".join(d.text for d in knowledge.documents)
+    assert knowledge.documents[0].source == "xxe.pptx#slide=1"  # the entity dropped, not read

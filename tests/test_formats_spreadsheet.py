@@ -105,3 +105,44 @@ def test_the_configuration_switches_html_and_xlsx_on_and_names_the_columns(tmp_p
     assert settings.extra_suffixes == (".html", ".htm", ".xlsx")
     assert settings.faq_columns == FaqColumns("Frage", "Antwort")
     assert default.faq_columns == FaqColumns("question", "answer")
+
+
+def with_external_entity(raw: bytes, member: str, text: bytes, secret: Path) -> bytes:
+    """The Office file with ``text`` in ``member`` replaced by an entity naming ``secret``."""
+    patched = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(raw)) as source,
+        zipfile.ZipFile(patched, "w", zipfile.ZIP_DEFLATED) as out,
+    ):
+        for item in source.namelist():
+            data = source.read(item)
+            if item == member:
+                declaration, body = (
+                    data.split(b"?>", 1) if data.startswith(b"<?xml") else (b"", data)
+                )
+                assert text in body
+                doctype = b'<!DOCTYPE x [<!ENTITY xxe SYSTEM "file://' + str(secret).encode()
+                opening = declaration + b"?>" if declaration else b""
+                data = opening + doctype + b'">]>' + body.replace(text, b"&xxe;")
+            out.writestr(item, data)
+    return patched.getvalue()
+
+
+def test_an_external_entity_in_a_spreadsheet_is_never_resolved(tmp_path: Path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-OUTSIDE-DOCS")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    make_xlsx(docs / "plain.xlsx", [["question", "answer"], ["Refunds?", "Within 30 days."]])
+    raw = with_external_entity(
+        (docs / "plain.xlsx").read_bytes(), "xl/worksheets/sheet1.xml", b"Within 30 days.", secret
+    )
+    (docs / "plain.xlsx").unlink()
+    (docs / "xxe.xlsx").write_bytes(raw)
+
+    knowledge = load_knowledge_base(docs, extra_suffixes=XLSX)
+
+    assert "TOP-SECRET" not in " ".join(d.text for d in knowledge.documents)
+    assert [str(problem) for problem in knowledge.problems] == [
+        "xxe.xlsx: corrupt spreadsheet (ValueError)"
+    ]
