@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 from rasa.utils.endpoints import EndpointConfig
 
 from rasa_context_retrieval.knowledge.loader import content_digest, load_knowledge_base
@@ -196,8 +197,27 @@ def test_the_setup_check_reads_the_opted_in_formats_and_their_folder_rules(
         str(tmp_path / "endpoints.yml"),
     ]
 
-    code = main([*files, "--credentials", str(tmp_path / "credentials.yml"), "check"])
+    logging = structlog.get_config()  # the console configures logging for its own process
+    try:
+        code = main([*files, "--credentials", str(tmp_path / "credentials.yml"), "check"])
+    finally:
+        structlog.configure(**logging)
 
     output = capsys.readouterr()
     assert code == 0, output.out + output.err
     assert "0 error(s), 0 warning(s)" in output.out + output.err
+
+
+def test_a_folder_file_linked_from_outside_the_docs_folder_refuses_its_folder(tmp_path: Path):
+    outside = tmp_path / "elsewhere.yml"
+    outside.write_text("region: eu\n")
+    docs = tmp_path / "docs"
+    make_pdf(docs / "premium/router.pdf", "Router reset steps.")
+    make_pdf(docs / "open.pdf", "Open text.")
+    (docs / "premium/_attributes.yml").symlink_to(outside)
+
+    refused = reasons(docs)
+
+    assert set(by_source(docs)) == {"open.pdf#page=1"}
+    assert "outside the docs folder" in refused["premium/_attributes.yml"]
+    assert "its attributes file premium/_attributes.yml is refused" in refused["premium/router.pdf"]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 import yaml
 from structlog.testing import capture_logs
 
@@ -79,7 +80,11 @@ def test_index_public_lists_them(
         str(tmp_path / "endpoints.yml"),
     ]
 
-    assert main([*files, "index", "--public"]) == 0
+    logging = structlog.get_config()  # the console configures logging for its own process
+    try:
+        assert main([*files, "index", "--public"]) == 0
+    finally:
+        structlog.configure(**logging)
 
     printed = capsys.readouterr().out
     assert "2 document(s) without an access attribute, served to every user:" in printed

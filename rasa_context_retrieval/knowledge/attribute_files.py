@@ -55,6 +55,11 @@ class AttributeRules:
             except AttributesRefused as refused:
                 self._rules[name] = refused
 
+    def refuse(self, name: str, reason: str) -> None:
+        """An attribute file that was listed but not read (a link out of the docs folder): the
+        documents it would cover are refused as if it were unreadable."""
+        self._rules[name] = AttributesRefused(reason)
+
     def refused_files(self) -> list[tuple[str, str]]:
         """``(file, reason)`` of every attribute file that was refused."""
         return [

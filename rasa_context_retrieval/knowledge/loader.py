@@ -17,7 +17,7 @@ import hashlib
 import json
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import structlog
@@ -48,7 +48,12 @@ from rasa_context_retrieval.knowledge.front_matter import (
     load_attribute_yaml,
     split_front_matter,
 )
-from rasa_context_retrieval.knowledge.listing import JSONL_SUFFIX, is_inside, list_knowledge_files
+from rasa_context_retrieval.knowledge.listing import (
+    JSONL_SUFFIX,
+    is_attribute_file,
+    is_inside,
+    list_knowledge_files,
+)
 
 logger = structlog.get_logger()
 
@@ -155,6 +160,9 @@ def load_knowledge_base(
         folder, listing.attribute_files, lambda path: _attribute_file(path, root, access), access
     )
     problems.extend(IngestProblem(name, None, reason) for name, reason in rules.refused_files())
+    for refused in listing.refused:  # reported above already; still fail closed
+        if is_attribute_file(PurePosixPath(refused.name).name):
+            rules.refuse(refused.name, refused.reason)
     for path in listing.files:
         name = path.relative_to(folder).as_posix()
         suffix = path.suffix.lower()
