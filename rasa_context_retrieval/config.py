@@ -31,6 +31,7 @@ from rasa_context_retrieval.access.entitlements import Unattributed
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import attributes_of, parse_filter
+from rasa_context_retrieval.knowledge.faq_table import ANSWER_COLUMN, QUESTION_COLUMN
 from rasa_context_retrieval.llm.block import LLMBlock
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.result_metadata import ResultMetadataChoice
@@ -84,6 +85,16 @@ class ContextWeightsBlock(BaseModel):
     last_bot: float | None = Field(None, ge=0.0, le=1.0)
 
 
+class FaqColumnsBlock(BaseModel):
+    """``faq_columns: {question: Frage, answer: Antwort}``: the header names an FAQ table's
+    question and answer are read from (case and surrounding spaces ignored)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    question: NonEmptyName = QUESTION_COLUMN
+    answer: NonEmptyName = ANSWER_COLUMN
+
+
 class StoreConfig(BaseModel):
     """Everything the plugin reads from the ``vector_store:`` block of endpoints.yml."""
 
@@ -134,9 +145,13 @@ class StoreConfig(BaseModel):
     """LLM paraphrases searched besides the standalone query (needs ``llm``)."""
     llm: LLMBlock | None = None
     """An LLM configured the way Rasa configures LLMs (provider, model, ... or model_group)."""
-    document_formats: list[Literal["pdf", "docx", "csv"]] = Field(default_factory=list)
-    """Formats read besides .md/.txt/.jsonl (``[pdf, docx, csv]``). Opt-in: an upgrade must
-    never start serving files that sat ignored in ``docs`` until then."""
+    document_formats: list[Literal["pdf", "docx", "pptx", "html", "csv", "xlsx"]] = Field(
+        default_factory=list
+    )
+    """Formats read besides .md/.txt/.jsonl (``[pdf, docx, pptx, html, csv, xlsx]``). Opt-in: an
+    upgrade must never start serving files that sat ignored in ``docs`` until then."""
+    faq_columns: FaqColumnsBlock = Field(default_factory=FaqColumnsBlock)
+    """Header names of an FAQ table's question and answer columns (.csv, .xlsx)."""
     chunk_size: Count = Field(DEFAULT_CHUNK_SIZE, ge=100, le=20_000)
     chunk_overlap: Count = Field(DEFAULT_CHUNK_OVERLAP, ge=0)
     embedding_batch_size: Count = Field(DEFAULT_EMBEDDING_BATCH_SIZE, ge=1, le=4096)
@@ -248,11 +263,6 @@ class StoreConfig(BaseModel):
     def access_attributes(self) -> tuple[str, ...]:
         """The document attributes ``access_filters`` read (the loader refuses look-alikes)."""
         return tuple(self.access_filters.values())
-
-    @property
-    def document_suffixes(self) -> tuple[str, ...]:
-        """File endings read besides the built-in ones (``document_formats``)."""
-        return tuple(f".{name}" for name in self.document_formats)
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any] | None) -> StoreConfig:

@@ -17,6 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rasa_context_retrieval.assistant import DEFAULT_CONFIG, DEFAULT_ENDPOINTS, ConsoleSession
 from rasa_context_retrieval.console_logging import configure_console_logging
@@ -24,6 +25,9 @@ from rasa_context_retrieval.console_view import as_json, render
 from rasa_context_retrieval.preflight import AssistantSetup, check_assistant
 from rasa_context_retrieval.preflight.assistant_files import DEFAULT_CREDENTIALS
 from rasa_context_retrieval.preflight.command import report_check
+
+if TYPE_CHECKING:
+    from rasa_context_retrieval.config import StoreConfig
 
 VERBOSE_HELP = "also show the log events, on stderr (debug level)"
 DESCRIPTION = (
@@ -90,6 +94,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     check.set_defaults(run=None)
 
     index = commands.add_parser("index", help="build (or load) the index", parents=[common])
+    index.add_argument(
+        "--public",
+        action="store_true",
+        help="also list the documents without an access attribute (with access_filters)",
+    )
     index.set_defaults(run=_index)
 
     conversation = _conversation_options()
@@ -155,7 +164,19 @@ def _index(args: argparse.Namespace) -> int:
     print(f"index ready: {len(search.live)} chunks in {time.perf_counter() - started:.1f}s")
     for problem in search.live.problems:
         print(f"  skipped {problem}")
+    if args.public:
+        _print_public(config, search.live.public_sources())
     return 0
+
+
+def _print_public(config: StoreConfig, sources: list[str]) -> None:
+    if not config.access_filters:
+        print("no access_filters configured: every document is served to every user")
+        return
+    served = "every user" if config.unattributed_documents == "public" else "nobody"
+    print(f"{len(sources)} document(s) without an access attribute, served to {served}:")
+    for source in sources:
+        print(f"  {source}")
 
 
 def _ask(args: argparse.Namespace) -> int:

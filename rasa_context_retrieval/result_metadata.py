@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal
 import structlog
 from pydantic import BeforeValidator
 
+from rasa_context_retrieval.knowledge.conversion import ANCHOR, PAGE, SLIDE
 from rasa_context_retrieval.knowledge.models import Chunk
 
 logger = structlog.get_logger()
@@ -37,8 +38,6 @@ SOURCE = "source"
 ANSWER = "answer"
 TITLE = "title"
 URL = "url"
-PAGE = "page"
-"""Set on chunks from a PDF page (``knowledge.pdf``)."""
 CITATION_PREFERENCE = (URL, TITLE, SOURCE)
 """Attributes a document may declare to be cited by, most specific first."""
 
@@ -86,23 +85,34 @@ def citable_source(metadata: Mapping[str, Any]) -> str:
 
     A chunk from a PDF page keeps its page visible whatever is shown: its ``source`` already
     reads ``manual.pdf#page=12``; a ``url`` gets the same fragment (PDF viewers open that page),
-    a ``title`` gets ", page 12", so a person can check the citation.
+    a ``title`` gets ", page 12", so a person can check the citation. A chunk from an HTML
+    section with an id keeps its anchor the same way (``url#pause``, ``Title, #pause``).
     """
     for key in CITATION_PREFERENCE:
         value = metadata.get(key)
         if isinstance(value, str | int | float) and not isinstance(value, bool):
             text = str(value).strip()
             if text:
-                return _with_page(key, text, metadata.get(PAGE))
+                return _with_place(key, text, metadata)
     return ""
 
 
-def _with_page(key: str, text: str, page: Any) -> str:
-    if not isinstance(page, int) or isinstance(page, bool) or key == SOURCE:
+def _with_place(key: str, text: str, metadata: Mapping[str, Any]) -> str:
+    """``text`` with the page, slide or section anchor that ``source`` already shows."""
+    page, slide, anchor = metadata.get(PAGE), metadata.get(SLIDE), metadata.get(ANCHOR)
+    if key == SOURCE:
+        return text
+    if isinstance(page, int) and not isinstance(page, bool):
+        fragment, shown = f"page={page}", f"page {page}"
+    elif isinstance(slide, int) and not isinstance(slide, bool):
+        fragment, shown = f"slide={slide}", f"slide {slide}"
+    elif isinstance(anchor, str) and anchor.strip():
+        fragment, shown = anchor.strip(), f"#{anchor.strip()}"
+    else:
         return text
     if key == URL:
-        return text if "#" in text else f"{text}#page={page}"
-    return f"{text}, page {page}"
+        return text if "#" in text else f"{text}#{fragment}"
+    return f"{text}, {shown}"
 
 
 def drops_answer(choice: ResultMetadataChoice, chunk: Chunk) -> bool:

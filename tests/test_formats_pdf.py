@@ -134,3 +134,30 @@ def test_the_configuration_key_switches_the_format_on_for_the_build(tmp_path: Pa
     assert opted.extra_suffixes == (".pdf", ".csv")
     with pytest.raises(ConfigurationError):
         StoreConfig.from_kwargs({"docs": str(tmp_path), "document_formats": ["exe"]})
+
+
+def test_a_page_carries_the_outline_section_it_stands_in(tmp_path: Path):
+    document = fpdf.FPDF()
+    document.set_font("Helvetica", size=12)
+    for chapter, sub, text in [
+        ("Setup", None, "Unpack the router."),
+        (None, "Cables", "Plug in the cable."),
+        (None, None, "Still about cables."),
+        ("Reset", None, "Hold the button."),
+    ]:
+        document.add_page()
+        if chapter:
+            document.start_section(chapter, level=0)
+        if sub:
+            document.start_section(sub, level=1)
+        document.multi_cell(0, 8, text)
+    document.output(str(tmp_path / "router.pdf"))
+
+    knowledge = load_knowledge_base(tmp_path, extra_suffixes=PDF)
+
+    assert [(d.metadata["page"], d.metadata.get("section")) for d in knowledge.documents] == [
+        (1, "Setup"),
+        (2, "Setup > Cables"),
+        (3, "Setup > Cables"),
+        (4, "Reset"),
+    ]

@@ -41,13 +41,36 @@ def test_word_keeps_headings_lists_tables_and_its_title(tmp_path: Path):
 
     knowledge = load_knowledge_base(tmp_path, extra_suffixes=WORD)
     (document,) = knowledge.documents
-    assert document.metadata == {"title": "Refund policy"}
+    assert document.metadata == {"title": "Refund policy", "section": "Refunds"}
     assert document.text.startswith(
         "# Refunds\n\n- Open the app\n\n- Choose Billing\n\n"
         "| Plan | Days |\n| --- | --- |\n| Premium | 30 |"
     )
     chunks = chunk_documents(knowledge.documents, 500, 50)
     assert any(chunk.metadata["answer"] == "Within 30 days." for chunk in chunks)
+
+
+def test_every_chunk_carries_the_headings_above_it(tmp_path: Path):
+    document = docx.Document()
+    document.add_paragraph("Read this first.")
+    document.add_heading("Refunds", 1)
+    document.add_paragraph("Refunds take a week.")
+    document.add_heading("Premium", 2)
+    document.add_paragraph("Premium refunds are pro rata.")
+    document.add_heading("Cancelling", 1)
+    document.add_paragraph("Cancel in the app.")
+    document.save(str(tmp_path / "policy.docx"))
+
+    knowledge = load_knowledge_base(tmp_path, extra_suffixes=WORD)
+    chunks = chunk_documents(knowledge.documents, 500, 50)
+
+    assert [(chunk.metadata.get("section"), chunk.text.splitlines()[-1]) for chunk in chunks] == [
+        (None, "Read this first."),
+        ("Refunds", "Refunds take a week."),
+        ("Refunds > Premium", "Premium refunds are pro rata."),
+        ("Cancelling", "Cancel in the app."),
+    ]
+    assert {chunk.metadata["source"] for chunk in chunks} == {"policy.docx"}
 
 
 def test_bad_word_files_are_skipped_with_a_reason_and_the_rest_is_served(tmp_path: Path):

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -216,6 +216,12 @@ def _finite(value: Any) -> float | None:
     except (OverflowError, TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
+
+
+def is_public(metadata: Mapping[str, Any], attributes: Iterable[str]) -> bool:
+    """Whether a document has none of the access ``attributes``: every user may read it (with
+    ``unattributed_documents: public``, the default)."""
+    return all(_is_unattributed(metadata.get(attribute)) for attribute in attributes)
 
 
 def _is_unattributed(value: Any) -> bool:

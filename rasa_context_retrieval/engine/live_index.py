@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from rasa_context_retrieval.access.entitlements import AccessFilter
+from rasa_context_retrieval.access.entitlements import AccessFilter, is_public
 from rasa_context_retrieval.config import ConfigurationError, StoreConfig
 from rasa_context_retrieval.engine.backend import SearchBackend
 from rasa_context_retrieval.engine.withdrawal import (
@@ -31,7 +31,9 @@ from rasa_context_retrieval.engine.withdrawal import (
 from rasa_context_retrieval.faiss.backend import FaissBackend
 from rasa_context_retrieval.faiss.builder import IndexSettings, ensure_index
 from rasa_context_retrieval.faiss.index import IndexDirectory, KnowledgeIndex
+from rasa_context_retrieval.knowledge.conversion import format_suffixes
 from rasa_context_retrieval.knowledge.embedding import embedder_identity
+from rasa_context_retrieval.knowledge.faq_table import FaqColumns
 from rasa_context_retrieval.knowledge.loader import IngestProblem
 from rasa_context_retrieval.knowledge.model_integrity import is_bundled_model, verify_bundled_model
 
@@ -104,6 +106,7 @@ class LiveIndex:
             raise
         live.warn_about_undeclared_attributes()
         live.refuse_unknown_access_attributes()
+        live.tell_public_documents()
         return live
 
     @classmethod
@@ -228,6 +231,35 @@ class LiveIndex:
                 "`metadata_fields` and no document has them; fix the name or declare them"
             )
 
+    def public_sources(self) -> list[str]:
+        """The sources of the indexed documents without any access attribute, in index order:
+        with ``access_filters`` every user may read them (unless ``unattributed_documents:
+        private``). Empty without access filters or a local index."""
+        attributes = set(self.config.access_filters.values())
+        if not attributes or self.index is None:
+            return []
+        sources = (
+            str(chunk.metadata.get("source", ""))
+            for chunk in self.index.chunks
+            if is_public(chunk.metadata, attributes)
+        )
+        return list(dict.fromkeys(sources))
+
+    def tell_public_documents(self) -> None:
+        """Log how many documents have no access attribute, so that a restricted knowledge base
+        never serves a forgotten document to everyone unnoticed."""
+        if not self.config.access_filters or self.index is None:
+            return
+        public = self.public_sources()
+        served = "every user" if self.config.unattributed_documents == "public" else "nobody"
+        logger.info(
+            "knowledge_search.access.public_documents",
+            documents=len(public),
+            unattributed_documents=self.config.unattributed_documents,
+            event_info=f"{len(public)} document(s) have no access attribute and are served to "
+            f"{served}; list them with `rasa-context-retrieval index --public`",
+        )
+
     def swap(self, index: KnowledgeIndex) -> None:
         """Serve ``index`` from now on (published to the backend first)."""
         self.backend = self.backend.publish(index, embedder_identity(self.embeddings))
@@ -290,7 +322,8 @@ def index_settings(config: StoreConfig) -> IndexSettings:
         exact_search_below=config.exact_search_below,
         language=config.language,
         access_attributes=config.access_attributes,
-        extra_suffixes=config.document_suffixes,
+        extra_suffixes=format_suffixes(config.document_formats),
+        faq_columns=FaqColumns(config.faq_columns.question, config.faq_columns.answer),
     )
 
 

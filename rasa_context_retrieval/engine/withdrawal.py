@@ -75,14 +75,14 @@ def without_changed_chunks(index: KnowledgeIndex, settings: IndexSettings) -> Kn
 def chunks_on_disk(settings: IndexSettings) -> list[Chunk]:
     """The chunks the documents make now (read and split; nothing is embedded)."""
     knowledge = load_knowledge_base(
-        settings.docs, settings.access_attributes, settings.extra_suffixes
+        settings.docs, settings.access_attributes, settings.extra_suffixes, settings.faq_columns
     )
     return chunk_documents(knowledge.documents, settings.chunk_size, settings.chunk_overlap)
 
 
 def _identities_on_disk(settings: IndexSettings) -> tuple[set[tuple[str, str]], KnowledgeBase]:
     knowledge = load_knowledge_base(
-        settings.docs, settings.access_attributes, settings.extra_suffixes
+        settings.docs, settings.access_attributes, settings.extra_suffixes, settings.faq_columns
     )
     chunks = chunk_documents(knowledge.documents, settings.chunk_size, settings.chunk_overlap)
     return {_identity(chunk) for chunk in chunks}, knowledge

@@ -30,6 +30,7 @@ from rasa_context_retrieval.faiss.index import (
 )
 from rasa_context_retrieval.knowledge.chunking import CHUNKER_VERSION, chunk_documents
 from rasa_context_retrieval.knowledge.embedding import embed_texts, embedder_identity
+from rasa_context_retrieval.knowledge.faq_table import DEFAULT_FAQ_COLUMNS, FaqColumns
 from rasa_context_retrieval.knowledge.loader import content_digest, load_knowledge_base
 from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE, warn_if_documents_are_not_in
 
@@ -57,6 +58,8 @@ class IndexSettings:
     refuses (``knowledge.access_attributes``), so a change re-reads every document."""
     extra_suffixes: tuple[str, ...] = ()
     """The opted-in formats besides .md/.txt/.jsonl (``.pdf``); part of the docs digest."""
+    faq_columns: FaqColumns = DEFAULT_FAQ_COLUMNS
+    """Which columns of an FAQ table hold the question and the answer."""
 
     def fingerprint(self, embeddings: Any) -> str:
         payload = {
@@ -72,6 +75,7 @@ class IndexSettings:
             # which documents are refused; part of every fingerprint since front matter is read
             # exactly, so an index built by the lenient reader of earlier releases is rebuilt
             "access_attributes": sorted(set(self.access_attributes)),
+            "faq_columns": [self.faq_columns.question, self.faq_columns.answer],
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
@@ -139,7 +143,7 @@ def _build(
 ) -> KnowledgeIndex:
     started = time.perf_counter()
     knowledge = load_knowledge_base(
-        settings.docs, settings.access_attributes, settings.extra_suffixes
+        settings.docs, settings.access_attributes, settings.extra_suffixes, settings.faq_columns
     )
     chunks = chunk_documents(knowledge.documents, settings.chunk_size, settings.chunk_overlap)
     if not chunks:

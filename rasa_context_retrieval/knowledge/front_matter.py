@@ -132,3 +132,15 @@ def _refuse_other_openers(text: str, first: str) -> None:
             "front matter comes after an HTML comment; move the comment below the front matter "
             "(the '---' must be the first line); not indexed"
         )
+
+
+def load_attribute_yaml(text: str) -> Any:
+    """A whole YAML file of attributes (a sidecar or a folder file), read as strictly as front
+    matter: duplicate keys and merge keys are refused; ``{}`` for an empty file.
+
+    Raises:
+        FrontMatterRefused: a key named twice, or a merge key.
+        yaml.YAMLError: the file is not valid YAML.
+    """
+    loaded = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    return {} if loaded is None else loaded

@@ -18,6 +18,15 @@ TEXT_SUFFIXES = (".md", ".txt")
 JSONL_SUFFIX = ".jsonl"
 KNOWLEDGE_SUFFIXES = (*TEXT_SUFFIXES, JSONL_SUFFIX)
 OUTSIDE_REASON = "symbolic link to {kind} outside the docs folder; not read"
+SIDECAR_SUFFIX = ".meta.yml"
+"""``manual.pdf.meta.yml``: attributes of ``manual.pdf`` (``knowledge.attribute_files``)."""
+FOLDER_ATTRIBUTES = "_attributes.yml"
+"""Attributes of every document in its folder and below (``knowledge.attribute_files``)."""
+
+
+def is_attribute_file(name: str) -> bool:
+    """Whether a file name is a sidecar or a folder attributes file (never a document)."""
+    return name == FOLDER_ATTRIBUTES or name.endswith(SIDECAR_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,8 @@ class KnowledgeFiles:
     files: list[Path] = field(default_factory=list)
     """Knowledge files in a stable order, as paths under the docs folder (links unresolved)."""
     refused: list[RefusedPath] = field(default_factory=list)
+    attribute_files: list[Path] = field(default_factory=list)
+    """Sidecars and folder attributes files, never indexed themselves, in a stable order."""
 
 
 def list_knowledge_files(folder: Path, extra_suffixes: Collection[str] = ()) -> KnowledgeFiles:
@@ -54,15 +65,17 @@ def list_knowledge_files(folder: Path, extra_suffixes: Collection[str] = ()) -> 
         ]
         for name in sorted(names):
             path = current / name
-            if name.startswith(".") or path.suffix.lower() not in suffixes:
+            attributes = is_attribute_file(name)
+            if name.startswith(".") or (path.suffix.lower() not in suffixes and not attributes):
                 continue
             if not is_inside(path, root):
                 listing.refused.append(
                     RefusedPath(_relative(path, folder), OUTSIDE_REASON.format(kind="a file"))
                 )
             elif path.is_file():
-                listing.files.append(path)
+                (listing.attribute_files if attributes else listing.files).append(path)
     listing.files.sort()
+    listing.attribute_files.sort()
     listing.refused.sort(key=lambda refused: refused.name)
     return listing
 

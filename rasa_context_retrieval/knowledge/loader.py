@@ -17,7 +17,7 @@ import hashlib
 import json
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import structlog
@@ -28,11 +28,32 @@ from rasa_context_retrieval.knowledge.access_attributes import (
     misspelled_access_keys,
     stray_access_line,
 )
-from rasa_context_retrieval.knowledge.faq_table import CSV_SUFFIX, TableUnreadable, faq_rows
-from rasa_context_retrieval.knowledge.front_matter import FrontMatterRefused, split_front_matter
-from rasa_context_retrieval.knowledge.listing import JSONL_SUFFIX, is_inside, list_knowledge_files
-from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX, PdfUnreadable, pdf_pages
-from rasa_context_retrieval.knowledge.word import DOCX_SUFFIX, WordUnreadable, word_text
+from rasa_context_retrieval.knowledge.attribute_files import AttributeRules, AttributesRefused
+from rasa_context_retrieval.knowledge.conversion import (
+    CONVERTED_SUFFIXES,
+    PLACE_KEYS,
+    ConversionRefused,
+    converted_parts,
+)
+from rasa_context_retrieval.knowledge.faq_table import (
+    CSV_SUFFIX,
+    DEFAULT_FAQ_COLUMNS,
+    XLSX_SUFFIX,
+    FaqColumns,
+    TableUnreadable,
+    faq_rows,
+)
+from rasa_context_retrieval.knowledge.front_matter import (
+    FrontMatterRefused,
+    load_attribute_yaml,
+    split_front_matter,
+)
+from rasa_context_retrieval.knowledge.listing import (
+    JSONL_SUFFIX,
+    is_attribute_file,
+    is_inside,
+    list_knowledge_files,
+)
 
 logger = structlog.get_logger()
 
@@ -92,6 +113,10 @@ def content_digest(folder: Path, extra_suffixes: Collection[str] = ()) -> str:
         digest.update(path.relative_to(folder).as_posix().encode())
         digest.update(b"\0")
         digest.update(_file_digest(path))
+    for path in listing.attribute_files:  # a changed sidecar or folder rule rebuilds
+        digest.update(f"attributes:{path.relative_to(folder).as_posix()}".encode())
+        digest.update(b"\0")
+        digest.update(_file_digest(path))
     for refused in listing.refused:
         digest.update(f"refused:{refused.name}".encode())
     return digest.hexdigest()
@@ -116,10 +141,12 @@ def load_knowledge_base(
     folder: Path,
     access_attributes: Collection[str] = (),
     extra_suffixes: Collection[str] = (),
+    faq_columns: FaqColumns = DEFAULT_FAQ_COLUMNS,
     progress: Callable[[int, int], None] | None = None,
 ) -> KnowledgeBase:
     """Read every .md/.txt (optional YAML front matter) and .jsonl file under ``folder``, and
-    the opted-in ``extra_suffixes`` (``.pdf``: one document per page, ``source`` citing it).
+    the opted-in ``extra_suffixes`` (``.pdf``: one document per page, ``source`` citing it;
+    ``.csv``/``.xlsx``: one per row of an FAQ table with ``faq_columns``).
 
     ``access_attributes`` are the document attributes that ``access_filters`` map to: a document
     that names one of them in a way that would not be read (``Plan:``, a JSON line's ``plan``
@@ -130,38 +157,97 @@ def load_knowledge_base(
     listing = list_knowledge_files(folder, extra_suffixes)
     problems = [IngestProblem(refused.name, None, refused.reason) for refused in listing.refused]
     root = folder.resolve()
+    access = frozenset(access_attributes)
+    rules = AttributeRules(
+        folder, listing.attribute_files, lambda path: _attribute_file(path, root, access), access
+    )
+    problems.extend(IngestProblem(name, None, reason) for name, reason in rules.refused_files())
+    for refused in listing.refused:  # reported above already; still fail closed
+        if is_attribute_file(PurePosixPath(refused.name).name):
+            rules.refuse(refused.name, refused.reason)
     for number, path in enumerate(listing.files, start=1):
         if progress is not None:
             progress(number, len(listing.files))
         name = path.relative_to(folder).as_posix()
-        if path.suffix.lower() == PDF_SUFFIX:
-            for item in _pdf_documents(name, path, root):
-                (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
-            continue
-        if path.suffix.lower() == DOCX_SUFFIX:
-            word = _word_document(name, path, root)
-            (problems if isinstance(word, IngestProblem) else documents).append(word)  # type: ignore[arg-type]
-            continue
-        try:
-            text = _read_text(path, root)
-        except _Unreadable as unreadable:
-            problems.append(IngestProblem(name, unreadable.line, unreadable.reason))
-            continue
         suffix = path.suffix.lower()
-        reader = (
-            _jsonl_documents
-            if suffix == JSONL_SUFFIX
-            else _csv_documents
-            if suffix == CSV_SUFFIX
-            else _text_documents
-        )
-        for item in reader(name, text, frozenset(access_attributes)):
+        try:
+            inherited = rules.inherited(name)
+        except AttributesRefused as refused:
+            problems.append(IngestProblem(name, None, str(refused)))
+            continue
+        if suffix in CONVERTED_SUFFIXES:
+            items: Iterator[Document | IngestProblem] = _converted_documents(
+                name, path, root, access, faq_columns
+            )
+        else:
+            try:
+                text = _read_text(path, root)
+            except _Unreadable as unreadable:
+                problems.append(IngestProblem(name, unreadable.line, unreadable.reason))
+                continue
+            if suffix == JSONL_SUFFIX:
+                items = _jsonl_documents(name, text, access)
+            elif suffix == CSV_SUFFIX:
+                items = _csv_documents(name, text, access, faq_columns)
+            else:
+                items = _text_documents(name, text, access)
+        own_wins = suffix not in CONVERTED_SUFFIXES or suffix == XLSX_SUFFIX
+        for item in items:
+            if isinstance(item, Document) and inherited:
+                item = _with_inherited(item, inherited, rules, own_wins)
             (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
     for problem in problems:
         logger.warning(
             "knowledge.load.skipped", file=problem.file, line=problem.line, reason=problem.reason
         )
     return KnowledgeBase(documents, problems)
+
+
+def _with_inherited(
+    document: Document, inherited: dict[str, Any], rules: AttributeRules, own_wins: bool
+) -> Document | IngestProblem:
+    """The document with its folder and sidecar attributes (``knowledge.attribute_files``).
+
+    Attributes a person wrote in the document (front matter, a JSON line, a table row) narrow
+    the inherited ones; properties a converter read (a PDF's title) give way to them, except the
+    part's place (page, anchor).
+    """
+    if not own_wins:
+        place = {key: document.metadata[key] for key in PLACE_KEYS if key in document.metadata}
+        return Document(document.source, document.text, {**document.metadata, **inherited, **place})
+    try:
+        metadata = rules.narrowed(inherited, document.metadata, "its own attributes")
+    except AttributesRefused as refused:
+        return IngestProblem(document.source, None, str(refused))
+    return Document(document.source, document.text, metadata)
+
+
+def _attribute_file(path: Path, root: Path, access: frozenset[str]) -> dict[str, Any]:
+    """A sidecar or folder file, read with the front-matter rules.
+
+    Raises:
+        AttributesRefused: unreadable, bad YAML, a key twice, not a mapping, or a misspelled
+            access attribute.
+    """
+    try:
+        loaded = load_attribute_yaml(_read_bytes(path, root).decode("utf-8-sig"))
+        metadata = _plain_metadata(loaded) if isinstance(loaded, dict) else None
+    except _Unreadable as unreadable:
+        raise AttributesRefused(unreadable.reason) from None
+    except FrontMatterRefused as refused:
+        raise AttributesRefused(refused.reason) from None
+    except UnicodeDecodeError:
+        raise AttributesRefused("not UTF-8; save it as UTF-8") from None
+    except yaml.YAMLError as error:
+        raise AttributesRefused(f"bad YAML: {getattr(error, 'problem', error)}") from None
+    except (ValueError, TypeError, RecursionError) as error:
+        raise AttributesRefused(f"bad attributes: {type(error).__name__}") from None
+    if metadata is None:
+        raise AttributesRefused("not a mapping of attribute: value; not read")
+    problem = _misplaced_access(metadata, access)
+    if problem is not None:
+        raise AttributesRefused(problem)
+    return metadata
 
 
 class _Unreadable(ContextRetrievalError):
@@ -171,30 +257,25 @@ class _Unreadable(ContextRetrievalError):
         self.line = line
 
 
-def _pdf_documents(name: str, path: Path, root: Path) -> Iterator[Document | IngestProblem]:
-    """One document per page with text; ``source`` is ``name#page=N``, ``page`` is N."""
+def _converted_documents(
+    name: str, path: Path, root: Path, access: frozenset[str], faq_columns: FaqColumns
+) -> Iterator[Document | IngestProblem]:
+    """A PDF page, an HTML section, a Word file or a spreadsheet row per document, cited by
+    ``name`` plus the part's place (``knowledge.conversion``)."""
     try:
-        raw = _read_bytes(path, root)
-        pages = list(pdf_pages(raw))
+        parts = converted_parts(path.suffix.lower(), _read_bytes(path, root), faq_columns)
     except _Unreadable as unreadable:
         yield IngestProblem(name, unreadable.line, unreadable.reason)
         return
-    except PdfUnreadable as unreadable:
-        yield IngestProblem(name, None, str(unreadable))
+    except ConversionRefused as refused:
+        yield IngestProblem(name, None, str(refused))
         return
-    for number, text, properties in pages:
-        yield Document(f"{name}#page={number}", text, {**properties, "page": number})
-
-
-def _word_document(name: str, path: Path, root: Path) -> Document | IngestProblem:
-    """The Word file as one Markdown document (its chunks split like any Markdown text)."""
-    try:
-        text, properties = word_text(_read_bytes(path, root))
-    except _Unreadable as unreadable:
-        return IngestProblem(name, unreadable.line, unreadable.reason)
-    except WordUnreadable as unreadable:
-        return IngestProblem(name, None, str(unreadable))
-    return Document(name, text, properties)
+    for part in parts:
+        problem = _misplaced_access(part.metadata, access) if part.row else None
+        if problem is not None:
+            yield IngestProblem(f"{name}{part.where}", None, problem)
+        else:
+            yield Document(f"{name}{part.where}", part.text, part.metadata)
 
 
 def _read_bytes(path: Path, root: Path) -> bytes:
@@ -283,18 +364,18 @@ def _text_documents(
 
 
 def _csv_documents(
-    name: str, text: str, access_attributes: frozenset[str]
+    name: str, text: str, access_attributes: frozenset[str], faq_columns: FaqColumns
 ) -> Iterator[Document | IngestProblem]:
     """One Q/A document per row of an FAQ table (``knowledge.faq_table``), cited as ``name:N``."""
     try:
-        rows = list(faq_rows(text))
+        rows = list(faq_rows(text, faq_columns))
     except TableUnreadable as unreadable:
         yield IngestProblem(name, None, str(unreadable))
         return
     for line, entry, attributes in rows:
         problem = _misplaced_access(attributes, access_attributes)
         if problem is not None:
-            yield IngestProblem(name, line, problem)
+            yield IngestProblem(name, int(line), problem)
         else:
             yield Document(f"{name}:{line}", entry, attributes)
 

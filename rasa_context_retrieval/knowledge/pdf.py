@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.knowledge.sections import SECTION, SEPARATOR
 
 PDF_SUFFIX = ".pdf"
 MISSING_LIBRARY = (
@@ -43,6 +44,7 @@ def pdf_pages(raw: bytes) -> Iterator[tuple[int, str, dict[str, Any]]]:
             raise PdfUnreadable("encrypted PDF; save an unencrypted copy to index it")
         title = reader.metadata.title if reader.metadata is not None else None
         texts = [page.extract_text() or "" for page in reader.pages]
+        sections = _page_sections(reader, len(texts))
     except PdfUnreadable:
         raise
     except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as error:
@@ -52,4 +54,38 @@ def pdf_pages(raw: bytes) -> Iterator[tuple[int, str, dict[str, Any]]]:
     properties = {"title": str(title)} if title and str(title).strip() else {}
     for number, text in enumerate(texts, start=1):
         if text.strip():
-            yield number, text, properties
+            where = sections.get(number)
+            yield number, text, ({**properties, SECTION: where} if where else properties)
+
+
+def _page_sections(reader: Any, pages: int) -> dict[int, str]:
+    """Page number → the outline's path at the top of that page (the entries that start on or
+    before it), for a PDF with an outline; a broken outline gives no sections, not an error."""
+    starts: list[tuple[int, list[str]]] = []
+
+    def walk(items: list[Any], above: list[str]) -> None:
+        path = above
+        for item in items:
+            if isinstance(item, list):
+                walk(item, path)
+                continue
+            path = [*above, " ".join(str(item.title).split())]
+            page = reader.get_destination_page_number(item)
+            if page is not None and page >= 0:
+                starts.append((page + 1, path))
+
+    try:
+        walk(reader.outline, [])
+    except Exception:  # noqa: BLE001 (an outline is a nicety; the pages are still read)
+        return {}
+    sections: dict[int, str] = {}
+    current: list[str] = []
+    ordered = sorted(enumerate(starts), key=lambda item: (item[1][0], item[0]))
+    position = 0
+    for number in range(1, pages + 1):
+        while position < len(ordered) and ordered[position][1][0] <= number:
+            current = ordered[position][1][1]
+            position += 1
+        if current:
+            sections[number] = SEPARATOR.join(current)
+    return sections

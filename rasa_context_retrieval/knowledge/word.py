@@ -4,22 +4,19 @@ stay ``- `` items, tables become Markdown tables, the core-property title fills 
 ``python-docx`` (MIT) reads styles and core properties directly (``documentation/formats.md``);
 its XML parser does not resolve entities, so XXE in a document is never followed. A .docx is a
 zip: its members' unpacked size is checked against the file's size before anything is parsed,
-so a zip bomb is refused, not unpacked. It is an optional dependency (the ``office`` extra).
+so a zip bomb is refused, not unpacked (``knowledge.office_zip``). It is an optional dependency
+(the ``office`` extra).
 """
 
 from __future__ import annotations
 
 import io
-import zipfile
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.knowledge.office_zip import OfficeZipRefused, check_unpacked_size
 
 DOCX_SUFFIX = ".docx"
-MAX_UNPACKED_RATIO = 100
-"""Unpacked size over packed size above which an Office file is refused as a zip bomb (real
-Word files stay well under 20: XML compresses about 5-10 times)."""
-MAX_UNPACKED_BYTES = 200 * 1024 * 1024
 MISSING_LIBRARY = (
     "reading Word needs the 'office' extra: pip install 'rasa-context-retrieval[office]'"
 )
@@ -29,31 +26,16 @@ class WordUnreadable(ContextRetrievalError, ValueError):
     """The Word file cannot be indexed; the message is the one-line reason."""
 
 
-def check_unpacked_size(raw: bytes) -> None:
-    """Refuse an Office zip whose declared unpacked size is out of proportion.
-
-    Raises:
-        WordUnreadable: not a zip, or a zip bomb.
-    """
-    try:
-        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-            unpacked = sum(member.file_size for member in archive.infolist())
-    except (zipfile.BadZipFile, OSError, ValueError):
-        raise WordUnreadable("corrupt or truncated Office file (not a valid zip)") from None
-    if unpacked > MAX_UNPACKED_BYTES or unpacked > MAX_UNPACKED_RATIO * max(len(raw), 1):
-        raise WordUnreadable(
-            f"unpacks to {unpacked / 1e6:.0f} MB from {len(raw) / 1e6:.1f} MB, out of "
-            "proportion (a zip bomb?); not read"
-        )
-
-
 def word_text(raw: bytes) -> tuple[str, dict[str, Any]]:
     """The document as Markdown text, and its properties (``title`` when set).
 
     Raises:
         WordUnreadable: the library is missing, or the file is a zip bomb, corrupt or empty.
     """
-    check_unpacked_size(raw)
+    try:
+        check_unpacked_size(raw)
+    except OfficeZipRefused as refused:
+        raise WordUnreadable(str(refused)) from None
     try:
         import docx
     except ImportError:

@@ -17,12 +17,16 @@ from tqdm import tqdm
 
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.filters.schema import STRING_TYPES
+from rasa_context_retrieval.knowledge.conversion import PLACE_KEYS, format_suffixes
+from rasa_context_retrieval.knowledge.faq_table import FaqColumns
 from rasa_context_retrieval.knowledge.loader import Document, load_knowledge_base
+from rasa_context_retrieval.knowledge.sections import SECTION
 from rasa_context_retrieval.preflight.findings import CheckReport
 from rasa_context_retrieval.result_metadata import ANSWER, SOURCE, TITLE, URL
 
-CITATION_ATTRIBUTES = frozenset({ANSWER, SOURCE, TITLE, URL, "question"})
-"""Attributes the plugin reads itself (citations, answers): never a filter, never a typo."""
+CITATION_ATTRIBUTES = frozenset({ANSWER, SOURCE, TITLE, URL, "question", *PLACE_KEYS, SECTION})
+"""Attributes the plugin reads or sets itself (citations, answers, a converted document's page,
+slide, anchor and section): never a filter, never a typo."""
 PROGRESS_FROM_FILES = 200
 """A knowledge base this large shows a progress bar while its documents are read."""
 FILES_SHOWN = 3
@@ -35,7 +39,11 @@ def check_documents(config: StoreConfig, report: CheckReport, where: str) -> Non
         return
     with _ProgressBar() as progress:
         knowledge = load_knowledge_base(
-            config.docs, config.access_attributes, config.document_suffixes, progress
+            config.docs,
+            config.access_attributes,
+            format_suffixes(config.document_formats),
+            FaqColumns(config.faq_columns.question, config.faq_columns.answer),
+            progress=progress,
         )
     for problem in knowledge.problems:
         where = f"{config.docs}/{problem.file}" + (
