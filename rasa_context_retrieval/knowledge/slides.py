@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.knowledge.markdown_table import markdown_table
 from rasa_context_retrieval.knowledge.office_zip import OfficeZipRefused, check_unpacked_size
 
 PPTX_SUFFIX = ".pptx"
@@ -85,10 +86,4 @@ def _markdown_table(table: Any) -> str:
         [" ".join(cell.text.split()).replace("|", "\\|") for cell in row.cells]
         for row in table.rows
     ]
-    if not rows:
-        return ""
-    width = max(len(row) for row in rows)
-    rows = [row + [""] * (width - len(row)) for row in rows]
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * width]
-    lines.extend("| " + " | ".join(row) + " |" for row in rows[1:])
-    return "\n".join(lines)
+    return markdown_table(rows)

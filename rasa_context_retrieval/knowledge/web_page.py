@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.knowledge.markdown_table import markdown_table
 from rasa_context_retrieval.knowledge.sections import HeadingPath, heading_of
 
 HTML_SUFFIXES = (".html", ".htm")
@@ -230,10 +231,4 @@ def _markdown_table(table: Any) -> str:
         for row in table.xpath(".//tr")
     ]
     rows = [row for row in rows if any(row)]
-    if not rows:
-        return ""
-    width = max(len(row) for row in rows)
-    rows = [row + [""] * (width - len(row)) for row in rows]
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * width]
-    lines.extend("| " + " | ".join(row) + " |" for row in rows[1:])
-    return "\n".join(lines)
+    return markdown_table(rows)
