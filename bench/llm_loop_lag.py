@@ -20,7 +20,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +35,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
 
 from bench.load import Conversation, real_embedder, vector_store_block  # noqa: E402
+from bench.loop_lag import burst_rounds  # noqa: E402
 
-TICK_SECONDS = 0.001
 DEEP_FILTER_LEVELS = 800
 ANSWERS = {
     "normal": json.dumps({"query": "How much does the premium plan cost?", "filter": "NO_FILTER"}),
@@ -102,29 +101,7 @@ async def burst_lags(
         if slow_ms is not None:  # asyncio reports each callback that held the loop this long
             asyncio.get_running_loop().set_debug(True)
             asyncio.get_running_loop().slow_callback_duration = slow_ms / 1000
-        ticks: list[float] = []
-        per_round: list[float] = []
-        started = time.perf_counter()
-        for _ in range(rounds):
-            done = asyncio.Event()
-
-            async def ticker(done: asyncio.Event) -> None:
-                while not done.is_set():
-                    before = time.perf_counter()
-                    await asyncio.sleep(TICK_SECONDS)
-                    ticks.append(time.perf_counter() - before - TICK_SECONDS)
-
-            async def search(chat: Conversation) -> None:
-                store.connect(config)
-                await store.search("", chat.next_state(), 0.0)
-
-            first = len(ticks)
-            tick_task = asyncio.create_task(ticker(done))
-            await asyncio.gather(*(search(chat) for chat in chats))
-            done.set()
-            await tick_task
-            per_round.append(max(ticks[first:], default=0.0))
-        elapsed = time.perf_counter() - started
+        ticks, per_round, elapsed = await burst_rounds(store, config, chats, rounds)
     lag_ms = np.array(ticks) * 1000
     return {
         "searches_per_s": round(concurrent * rounds / elapsed, 1),

@@ -55,29 +55,7 @@ async def burst_lags(concurrent: int, rounds: int, slow_ms: float | None) -> dic
         chats = [Conversation(seed, unique=False) for seed in range(concurrent)]
         for chat in chats:  # warm the query-vector cache and the rules: time the loop, not torch
             await store.search("", chat.next_state(), 0.0)
-        per_round: list[float] = []
-        ticks: list[float] = []
-        started = time.perf_counter()
-        for _ in range(rounds):
-            done = asyncio.Event()
-
-            async def ticker(done: asyncio.Event) -> None:
-                while not done.is_set():
-                    before = time.perf_counter()
-                    await asyncio.sleep(TICK_SECONDS)
-                    ticks.append(time.perf_counter() - before - TICK_SECONDS)
-
-            async def search(chat: Conversation) -> None:
-                store.connect(config)
-                await store.search("", chat.next_state(), 0.0)
-
-            first = len(ticks)
-            tick_task = asyncio.create_task(ticker(done))
-            await asyncio.gather(*(search(chat) for chat in chats))
-            done.set()
-            await tick_task
-            per_round.append(max(ticks[first:], default=0.0))
-        elapsed = time.perf_counter() - started
+        ticks, per_round, elapsed = await burst_rounds(store, config, chats, rounds)
     lag_ms = np.array(ticks) * 1000
     return {
         "concurrent": concurrent,
@@ -88,6 +66,37 @@ async def burst_lags(concurrent: int, rounds: int, slow_ms: float | None) -> dic
         "p99_ms": round(float(np.percentile(lag_ms, 99)), 1),
         "load": round(os.getloadavg()[0], 2),
     }
+
+
+async def burst_rounds(
+    store: Any, config: Any, chats: list[Conversation], rounds: int
+) -> tuple[list[float], list[float], float]:
+    """``rounds`` bursts of one search per conversation at once, with a ticker that sleeps
+    ``TICK_SECONDS`` and records how late it wakes: every tick's lateness (seconds), each round's
+    longest, and the seconds all rounds took. Rasa connects before each search, so this does too."""
+    ticks: list[float] = []
+    per_round: list[float] = []
+    started = time.perf_counter()
+    for _ in range(rounds):
+        done = asyncio.Event()
+
+        async def ticker(done: asyncio.Event) -> None:
+            while not done.is_set():
+                before = time.perf_counter()
+                await asyncio.sleep(TICK_SECONDS)
+                ticks.append(time.perf_counter() - before - TICK_SECONDS)
+
+        async def search(chat: Conversation) -> None:
+            store.connect(config)
+            await store.search("", chat.next_state(), 0.0)
+
+        first = len(ticks)
+        tick_task = asyncio.create_task(ticker(done))
+        await asyncio.gather(*(search(chat) for chat in chats))
+        done.set()
+        await tick_task
+        per_round.append(max(ticks[first:], default=0.0))
+    return ticks, per_round, time.perf_counter() - started
 
 
 def main() -> None:
