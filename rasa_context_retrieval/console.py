@@ -179,14 +179,19 @@ def _print_public(config: StoreConfig, sources: list[str]) -> None:
         print(f"  {source}")
 
 
-def _ask(args: argparse.Namespace) -> int:
-    session = ConsoleSession(args.config, args.endpoints)
-    session.connect()
+def _apply_assignments(session: ConsoleSession, args: argparse.Namespace) -> None:
+    """Set ``--slot`` and ``--metadata`` the same way for ``ask`` and ``chat``."""
     for assignment in args.slot:
         warn_unknown_slot(assignment, args.setup)
         session.set_slot(assignment)
     for assignment in args.metadata:
         session.set_metadata(assignment)
+
+
+def _ask(args: argparse.Namespace) -> int:
+    session = ConsoleSession(args.config, args.endpoints)
+    session.connect()
+    _apply_assignments(session, args)
     for turn in args.history:
         role, _, text = turn.partition(":")
         if role.strip() not in ("user", "bot") or not text.strip():
@@ -204,11 +209,7 @@ def _chat(args: argparse.Namespace) -> int:
     session = ConsoleSession(args.config, args.endpoints)
     print("loading the knowledge base ...")
     session.connect()
-    for assignment in args.slot:
-        warn_unknown_slot(assignment, args.setup)
-        session.set_slot(assignment)
-    for assignment in args.metadata:
-        session.set_metadata(assignment)
+    _apply_assignments(session, args)
     print("Ask a question. " + _chat_commands())
     while True:
         try:
