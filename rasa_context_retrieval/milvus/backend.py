@@ -107,7 +107,7 @@ class MilvusBackend:
         return results[: request.top_k]
 
     def count(self, directive: FilterDirective | None, access: AccessFilter | None) -> int:
-        """Exact up to ``MilvusChunkStore.MAX_MATCHED`` chunks in scope (the engine asks whether
+        """Exact up to ``milvus.search.MAX_MATCHED`` chunks in scope (the engine asks whether
         any chunk is in scope); every one is re-checked on the metadata Milvus returns."""
         if directive is None and access is None:
             return self.store.count()
