@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,22 +36,15 @@ MAX_MATCHED = 16_384
 """Most chunks ``matching`` returns (Milvus' limit for one query)."""
 
 
+@dataclass(frozen=True)
 class CollectionSearch:
     """Searches and queries on the version ``served`` names."""
 
-    def __init__(
-        self,
-        client: MilvusClient,
-        config: MilvusConfig,
-        served: ServedVersion,
-        collections: Collections,
-        planned: CollectionLayout,
-    ) -> None:
-        self._client = client
-        self._config = config
-        self._served = served
-        self._collections = collections
-        self._planned = planned
+    client: MilvusClient
+    config: MilvusConfig
+    served: ServedVersion
+    collections: Collections
+    planned: CollectionLayout
 
     def search(
         self, query_vector: NDArray[np.floating[Any]], filter: FilterDirective | None, k: int
@@ -62,11 +56,11 @@ class CollectionSearch:
         if not 1 <= k <= MAX_TOP_K:
             raise ValueError(f"k must be between 1 and {MAX_TOP_K}, got {k}.")
         started = time.perf_counter()
-        version = self._served.served_or_raise()
+        version = self.served.served_or_raise()
         vector = np.asarray(query_vector, dtype=np.float32).reshape(-1)
-        self._collections.check_dimension(version, len(vector))
+        self.collections.check_dimension(version, len(vector))
         expression = "" if filter is None else filter.accept(version.translator)
-        hits = self._client.search(
+        hits = self.client.search(
             version.name,
             data=[vector.tolist()],
             filter=expression,
@@ -92,8 +86,8 @@ class CollectionSearch:
         that the collection holds, computed by Milvus: no vector leaves the server."""
         if not 1 <= len(chunk_ids) <= MAX_TOP_K:
             raise ValueError(f"between 1 and {MAX_TOP_K} chunk ids, got {len(chunk_ids)}")
-        hits = self._client.search(
-            self._served.served_or_raise().name,
+        hits = self.client.search(
+            self.served.served_or_raise().name,
             data=[np.asarray(query_vector, dtype=np.float32).reshape(-1).tolist()],
             filter=ids_expression(chunk_ids),
             limit=len(chunk_ids),
@@ -104,8 +98,8 @@ class CollectionSearch:
 
     def matching(self, filter: FilterDirective | None) -> list[Chunk]:
         """Up to ``MAX_MATCHED`` chunks ``filter`` admits, with their metadata (no text)."""
-        version = self._served.served_or_raise()
-        rows = self._client.query(
+        version = self.served.served_or_raise()
+        rows = self.client.query(
             version.name,
             filter="" if filter is None else filter.accept(version.translator),
             output_fields=[METADATA_FIELD],
@@ -118,30 +112,30 @@ class CollectionSearch:
 
     def has_attribute(self, attribute: str) -> bool:
         """Whether some chunk has ``attribute`` (a query that stops at the first one)."""
-        version = self._served.served()
+        version = self.served.served()
         if not attribute or version is None:
             return False
         expression = HasAttribute(attribute=attribute).accept(version.translator)
-        return bool(self._client.query(version.name, filter=expression, limit=1))
+        return bool(self.client.query(version.name, filter=expression, limit=1))
 
     def expression(self, filter: FilterDirective | None) -> str:
         """The Milvus expression a filter becomes on the served version ("" = no filter); for
         logs and debugging."""
-        version = self._served.served() or self._served.version_of("", self._planned)
+        version = self.served.served() or self.served.version_of("", self.planned)
         return "" if filter is None else filter.accept(version.translator)
 
     def count(self) -> int:
         """Number of chunks in the served version (0 if there is none)."""
-        version = self._served.served()
+        version = self.served.served()
         if version is None:
             return 0
-        rows = self._client.query(
+        rows = self.client.query(
             version.name, filter="", output_fields=["count(*)"], consistency_level="Strong"
         )
         return int(rows[0]["count(*)"])
 
     def _search_params(self) -> dict[str, Any]:
-        return {"metric_type": METRIC, "params": dict(self._config.search_params)}
+        return {"metric_type": METRIC, "params": dict(self.config.search_params)}
 
 
 def _scored(hit: Mapping[str, Any]) -> ScoredChunk:

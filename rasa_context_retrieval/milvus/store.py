@@ -76,8 +76,8 @@ class MilvusChunkStore:
         self._served = ServedVersion(client, config, pointer, self._values, self._closed)
         self._search = CollectionSearch(client, config, self._served, collections, self.planned)
         self._sync = CollectionSync(
-            client,
-            config,
+            client=client,
+            config=config,
             pointer=pointer,
             served=self._served,
             collections=collections,

@@ -67,28 +67,23 @@ class SyncReport:
     seconds: float
 
 
+@dataclass(frozen=True, kw_only=True)
 class CollectionSync:
     """The writer's side of one knowledge base in Milvus."""
 
-    def __init__(
-        self,
-        client: MilvusClient,
-        config: MilvusConfig,
-        *,
-        pointer: VersionPointer,
-        served: ServedVersion,
-        collections: Collections,
-        values: AttributeValues,
-        planned: CollectionLayout,
-    ) -> None:
-        self._client = client
-        self._config = config
-        self.collection = config.collection
-        self._pointer = pointer
-        self._served = served
-        self._collections = collections
-        self._values = values
-        self._planned = planned
+    client: MilvusClient
+    config: MilvusConfig
+    pointer: VersionPointer
+    served: ServedVersion
+    collections: Collections
+    values: AttributeValues
+    """Forgotten after a sync: this process changed the rows."""
+    planned: CollectionLayout
+
+    @property
+    def collection(self) -> str:
+        """The configured name: of the pointer, the lease and the versions."""
+        return self.config.collection
 
     def sync(
         self, chunks: Sequence[Chunk], embed: Embed, *, embedding_model: str = ""
@@ -102,8 +97,8 @@ class CollectionSync:
         check_sizes(chunks)
         wanted = {chunk.chunk_id: chunk for chunk in chunks}
         hashes = {chunk.chunk_id: content_hash(chunk, embedding_model) for chunk in chunks}
-        with SyncLease(self._client, self.collection, ttl_s=self._config.lease_ttl_s):
-            current = self._served.read()
+        with SyncLease(self.client, self.collection, ttl_s=self.config.lease_ttl_s):
+            current = self.served.read()
             held = self._stored_hashes_and_sources(current)
             outdated = _outdated(held, hashes)
             self.withhold(outdated)  # before anything is embedded or written
@@ -113,17 +108,17 @@ class CollectionSync:
             if target is not current:
                 stored = self._stored_hashes_and_sources(target)
                 changed = [wanted[i] for i, h in hashes.items() if stored.get(i, ("", ""))[0] != h]
-                self._collections.delete(target.name, sorted(set(stored) - set(wanted)))
+                self.collections.delete(target.name, sorted(set(stored) - set(wanted)))
             # No flush: Strong and Session reads see unflushed rows, and Milvus seals segments
             # (and builds their index) by itself; a flush would add seconds to every sync.
             self._write(target, changed, hashes, embed)
             if target is not current:
                 self._publish(target, current)
             if changed or outdated:
-                self._pointer.mark_synced()
+                self.pointer.mark_synced()
         kept_sources = {str(chunk.metadata.get("source", "")) for chunk in chunks}
         removed = {held[i][1] for i in stale} - kept_sources
-        self._values.forget()
+        self.values.forget()
         report = SyncReport(
             embedded=len(changed),
             unchanged=len(wanted) - len(changed),
@@ -145,30 +140,30 @@ class CollectionSync:
             return
         ids = sorted(chunk_ids)
         for name in self._searchable_versions():
-            self._collections.delete(name, ids)
-            if self._client.get_load_state(name).get("state") == LoadState.Loaded:
-                self._collections.wait_until_gone(name, ids)  # one not loaded: nobody searches
+            self.collections.delete(name, ids)
+            if self.client.get_load_state(name).get("state") == LoadState.Loaded:
+                self.collections.wait_until_gone(name, ids)  # one not loaded: nobody searches
         logger.info("milvus.sync.withheld", collection=self.collection, chunks=len(ids))
 
     def withhold_outdated(self, chunks: Sequence[Chunk], *, embedding_model: str = "") -> None:
         """``withhold`` every row that is not one of ``chunks`` as it is now (text, attributes,
         embedding model): what a writer starting on changed documents does before embedding."""
         hashes = {chunk.chunk_id: content_hash(chunk, embedding_model) for chunk in chunks}
-        self.withhold(_outdated(self._stored_hashes_and_sources(self._served.read()), hashes))
+        self.withhold(_outdated(self._stored_hashes_and_sources(self.served.read()), hashes))
 
     def _searchable_versions(self) -> list[str]:
         """Every version a replica may be searching: those kept, and the previous release's."""
-        names = self._pointer.versions()
-        if self._client.has_collection(self.collection):
+        names = self.pointer.versions()
+        if self.client.has_collection(self.collection):
             names.append(self.collection)
         return names
 
     def _stored_hashes_and_sources(
         self, version: CollectionVersion | None
     ) -> dict[str, tuple[str, str]]:
-        if version is None or not self._client.has_collection(version.name):
+        if version is None or not self.client.has_collection(version.name):
             return {}
-        rows = self._collections.scan(version.name, [CHUNK_ID_FIELD, HASH_FIELD, SOURCE_FIELD])
+        rows = self.collections.scan(version.name, [CHUNK_ID_FIELD, HASH_FIELD, SOURCE_FIELD])
         return {row[CHUNK_ID_FIELD]: (row[HASH_FIELD], row[SOURCE_FIELD]) for row in rows}
 
     def _target_version(
@@ -182,14 +177,14 @@ class CollectionSync:
         The unchanged chunks are in ``current`` already, so when it has the planned typed
         fields only the changed ones can need more overflow than it admits.
         """
-        planned = self._planned
+        planned = self.planned
         if current is not None and current.layout.serves(planned):
             needed = planned.needed_overflow([chunk.metadata for chunk in changed])
             if current.layout.serves(planned.with_overflow(needed)):
                 return current
         needed = planned.needed_overflow([chunk.metadata for chunk in chunks])
         wanted = planned.with_overflow(needed)
-        version = self._served.version_of(wanted.version_name(self.collection), wanted)
+        version = self.served.version_of(wanted.version_name(self.collection), wanted)
         logger.info(
             "milvus.version.building",
             collection=self.collection,
@@ -199,29 +194,29 @@ class CollectionSync:
             overflow=sorted(needed),
         )
         if current is not None and not chunks:  # nothing will tell the dimension
-            self._collections.ensure(version, self._collections.dimension_of(current))
+            self.collections.ensure(version, self.collections.dimension_of(current))
         return version
 
     def _publish(self, version: CollectionVersion, previous: CollectionVersion | None) -> None:
         """Serve ``version`` here and on every replica; the previous version stays for replicas
         still searching it, older ones are dropped."""
-        if not self._client.has_collection(version.name):
+        if not self.client.has_collection(version.name):
             return  # nothing was ever written: there is nothing to serve yet
         # A new version is searched from now on: flush once, so its rows are in sealed,
         # indexed segments rather than growing ones (bench/results/milvus.md).
-        self._client.flush(version.name)
+        self.client.flush(version.name)
         self._wait_for_indexes(version.name)
-        self._pointer.publish(version.name)
+        self.pointer.publish(version.name)
         kept = {version.name} | ({previous.name} if previous else set())
-        self._pointer.drop_all_but(kept)
-        self._served.adopt(version)
+        self.pointer.drop_all_but(kept)
+        self.served.adopt(version)
 
     def _wait_for_indexes(self, collection: str) -> None:
         """Let Milvus index the flushed segments before replicas switch (searches would work
         meanwhile, but scan raw data); at most ``INDEX_WAIT_S``, then publish anyway."""
         deadline = time.monotonic() + INDEX_WAIT_S
-        for index in self._client.list_indexes(collection):
-            while self._client.describe_index(collection, index).get("pending_index_rows", 0):
+        for index in self.client.list_indexes(collection):
+            while self.client.describe_index(collection, index).get("pending_index_rows", 0):
                 if time.monotonic() > deadline:
                     logger.warning("milvus.version.index_pending", version=collection, index=index)
                     return
@@ -237,12 +232,12 @@ class CollectionSync:
         for start in range(0, len(chunks), EMBED_BATCH):
             batch = chunks[start : start + EMBED_BATCH]
             vectors = checked_vectors(embed([chunk.text for chunk in batch]), len(batch))
-            self._collections.ensure(version, vectors.shape[1])
+            self.collections.ensure(version, vectors.shape[1])
             rows = [
                 chunk_row(chunk, hashes[chunk.chunk_id], vector, version.layout)
                 for chunk, vector in zip(batch, vectors, strict=True)
             ]
-            self._client.upsert(version.name, rows)
+            self.client.upsert(version.name, rows)
             logger.debug("milvus.sync.batch_written", collection=version.name, rows=len(rows))
 
 
