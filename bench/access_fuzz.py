@@ -264,7 +264,7 @@ def run_llm(total: int, per_knowledge_base: int, docs: Path) -> Tally:
 
     def searcher(knowledge_base: KnowledgeBase) -> tuple[Any, Any]:
         index = build_index(knowledge_base)
-        live = LiveIndex.serving(config, SyntheticEmbedder(), index)
+        live = LiveIndex.serving(config, SyntheticEmbedder(), index.knowledge)
         return KnowledgeSearch(config, SyntheticEmbedder(), live, planner), served
 
     try:

@@ -57,7 +57,7 @@ def main() -> None:
         for label, carry in (("without carried filters", False), ("with carried filters", True)):
             config = base.model_copy(update={"carry_filters": carry})
             search = KnowledgeSearch(
-                config, embeddings, LiveIndex.serving(config, embeddings, index)
+                config, embeddings, LiveIndex.serving(config, embeddings, index.knowledge)
             )
             rows[label] = [asyncio.run(_score(search, case)) for case in cases]
     print(f"{len(cases)} cases\n")

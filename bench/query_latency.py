@@ -151,14 +151,14 @@ def timed_systems(
         store.connect(config)
         wait_until_prepared(store)
         stores[mode] = (store, config)
-    index = stores["auto"][0].engine.live.index
+    index = stores["auto"][0].engine.live.knowledge
     chunks, vectors = list(index.chunks), np.array(index.vectors)
     REPLIES[:] = sorted({str(c.metadata["answer"]) for c in chunks if c.metadata.get("answer")})
     if large:
         chunks, vectors = large_corpus(vectors)
         for store, _ in stores.values():
             live = store.engine.live
-            live.swap(_large_index(chunks, vectors, live.index))
+            live.swap(_large_knowledge(chunks, vectors, live.knowledge))
     rasa = rasa_faiss_store(client, chunks, vectors)
 
     def ours(mode: str, clear: bool) -> Timed:
@@ -216,10 +216,10 @@ def large_corpus(basis: np.ndarray) -> tuple[list[Chunk], np.ndarray]:
     return chunks, vectors
 
 
-def _large_index(chunks: list[Chunk], vectors: np.ndarray, small: Any) -> Any:
-    from rasa_context_retrieval.faiss.index import KnowledgeIndex
+def _large_knowledge(chunks: list[Chunk], vectors: np.ndarray, small: Any) -> Any:
+    from rasa_context_retrieval.ingestion.knowledge import EmbeddedKnowledge
 
-    return KnowledgeIndex.build("bench", small.embedder, chunks, vectors, [], 200_000)
+    return EmbeddedKnowledge.of("bench", small.embedder, chunks, vectors)
 
 
 def measure_latency(client: Any, large: bool, way: Way) -> dict[str, Any]:

@@ -88,7 +88,7 @@ floor = status_mb("VmRSS")
 started = time.perf_counter()
 if job["backend"] == "faiss":
     index = KnowledgeIndex.read(IndexDirectory(config.index_path).current())
-    live = LiveIndex(config, None, FaissBackend(index), index)
+    live = LiveIndex(config, None, FaissBackend(index, config.exact_search_below), index.knowledge)
 else:
     live = LiveIndex.open(config, None, progress=False)
 

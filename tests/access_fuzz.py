@@ -294,7 +294,7 @@ def engine_for(
     config: StoreConfig, index: KnowledgeIndex, llm: HostileLLM, *, writes: bool = False
 ) -> KnowledgeSearch:
     """An engine over ``index`` on the configured backend (``writes``: sync a collection)."""
-    live = LiveIndex.serving(config, SyntheticEmbedder(), index, writes=writes)
+    live = LiveIndex.serving(config, SyntheticEmbedder(), index.knowledge, writes=writes)
     return KnowledgeSearch(config, SyntheticEmbedder(), live, llm)
 
 

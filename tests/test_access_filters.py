@@ -7,6 +7,7 @@ through ``ContextRetrieval`` on the example knowledge base configured by ``endpo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from types import SimpleNamespace
@@ -300,22 +301,26 @@ async def test_a_static_filter_is_always_applied(embedder: Any, example_index_pa
 async def test_results_are_rechecked_against_the_filter_asked(store: ContextRetrieval):
     """A backend that returns a chunk outside the filter (a stale Milvus collection, say) must
     not get it past search(): the check runs on the metadata that is returned."""
-    engine = store.engine
-    index = engine.live.index
-    original = index.chunks
-    try:
-        # The in-memory copy says premium while the filter columns still say free: the backend
-        # selects by the columns, the check reads what would be returned.
-        index.chunks = [
+    live = store.engine.live
+    original = live.knowledge
+    assert original is not None
+    # The chunks say premium while the filter columns still say free: the backend selects by
+    # the columns, the check reads what would be returned.
+    stale = dataclasses.replace(
+        original,
+        chunks=[
             type(chunk)(chunk.chunk_id, chunk.text, {**chunk.metadata, "plan": ["premium"]})
             if chunk.metadata.get("source") == "plans/free.md"
             else chunk
-            for chunk in original
-        ]
+            for chunk in original.chunks
+        ],
+    )
+    live.swap(stale)
+    try:
         with capture_logs() as logs:
             found = await store.search("", _state("How much storage do I get?", {"plan": "free"}))
     finally:
-        index.chunks = original
+        live.swap(original)
     assert "plans/free.md" not in _sources(found)
     audit = next(log for log in logs if log["event"] == "knowledge_search.search.audit")
     assert audit["removed_by_access"] >= 1

@@ -135,7 +135,7 @@ def test_the_result_recheck_rejects_an_unattributed_chunk_a_backend_returned() -
 
 
 def test_the_count_of_chunks_in_scope_leaves_unattributed_documents_out() -> None:
-    backend = FaissBackend(build_index(KnowledgeBase(METADATAS)))
+    backend = FaissBackend.serving(build_index(KnowledgeBase(METADATAS)).knowledge, 10**9)
     public = AccessFilter.from_channel(ChannelMetadata({"plan": "free"}, None), PLAN)
     assert public is not None
     assert backend.count(public.directive, public) == 3

@@ -96,8 +96,8 @@ async def test_searches_during_index_swaps_each_see_one_whole_index(tmp_path: Pa
         {"docs": write_docs(tmp_path / "v2", "v2"), "index_path": tmp_path / "i2"}
     )
     search = KnowledgeSearch.open(config_v1, embedder, progress=False)
-    index_v1 = search.live.index
-    index_v2 = KnowledgeSearch.open(config_v2, embedder, progress=False).live.index
+    index_v1 = search.live.knowledge
+    index_v2 = KnowledgeSearch.open(config_v2, embedder, progress=False).live.knowledge
     questions = [(q, plan) for q in QUESTIONS for plan in PLANS]
     expected = {}
     for index, version in ((index_v1, "v1"), (index_v2, "v2")):
@@ -110,7 +110,7 @@ async def test_searches_during_index_swaps_each_see_one_whole_index(tmp_path: Pa
 
     def swap_forever() -> None:
         while not swapping.is_set():
-            search.live.swap(index_v2 if search.live.index is index_v1 else index_v1)
+            search.live.swap(index_v2 if search.live.knowledge is index_v1 else index_v1)
             time.sleep(0.0005)
 
     swapper = threading.Thread(target=swap_forever, daemon=True)

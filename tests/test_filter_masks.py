@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from langchain_core.structured_query import Comparator, Comparison
 
-from rasa_context_retrieval.faiss.filter_masks import FilterMasks
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
 from rasa_context_retrieval.faiss.retriever import filter_mask
 from rasa_context_retrieval.filters.columns import MetadataColumns
 from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
+from rasa_context_retrieval.filters.masks import FilterMasks
 from rasa_context_retrieval.filters.syntax import conjoin, parse_filter
 from rasa_context_retrieval.knowledge.models import Chunk
 

@@ -139,7 +139,7 @@ async def test_a_replica_without_documents_answers_as_the_writer_does(
 
 async def test_a_replica_keeps_nothing_per_chunk(replica):
     store, index_path = replica
-    assert store.engine.live.index is None
+    assert store.engine.live.knowledge is None
     assert len(store.engine.live) > 0  # the chunks are in Milvus
     kept = [p.relative_to(index_path) for p in index_path.rglob("*") if p.is_file()]
     assert all(path.parts[0] == QUERY_MODEL_FOLDER for path in kept), kept

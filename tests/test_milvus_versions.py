@@ -18,7 +18,7 @@ from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.knowledge.models import Chunk
-from rasa_context_retrieval.milvus import store as store_module
+from rasa_context_retrieval.milvus import serving as serving_module
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.layout import MAX_FIELDS, CollectionLayout
 from rasa_context_retrieval.milvus.normal_form import normal_form
@@ -85,7 +85,7 @@ def client(milvus_uri: str) -> Iterator[MilvusClient]:  # noqa: F811
 @pytest.fixture
 def pointer_read_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """Replicas re-read the version pointer (in the background) on every search."""
-    monkeypatch.setattr(store_module, "POINTER_TTL_S", 0.0)
+    monkeypatch.setattr(serving_module, "POINTER_TTL_S", 0.0)
 
 
 @pytest.mark.usefixtures("pointer_read_every_time")

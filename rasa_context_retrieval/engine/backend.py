@@ -4,7 +4,8 @@ The engine (``engine.search``) plans a search, hands the backend a ``RetrievalRe
 checks whatever comes back against the filter (``retrieve.conformance``); it never learns whether
 FAISS in this process (``faiss.backend``) or a Milvus collection (``milvus.backend``)
 answered. The live index (``engine.live_index``) decides which backend serves and swaps it when
-the documents change.
+the documents change. Every backend is given the same input, ingestion's ``EmbeddedKnowledge``
+(``ingestion.knowledge``), so no backend reads another backend's objects.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Protocol
 from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.access.entitlements import AccessFilter
-from rasa_context_retrieval.faiss.index import KnowledgeIndex
+from rasa_context_retrieval.ingestion.knowledge import EmbeddedKnowledge
 from rasa_context_retrieval.knowledge.models import ScoredChunk
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
 
@@ -23,9 +24,9 @@ from rasa_context_retrieval.retrieve.request import RetrievalRequest
 class SearchBackend(Protocol):
     """Filtered, scored rankings over one knowledge base, and what its metadata holds."""
 
-    def publish(self, index: KnowledgeIndex, embedder: str) -> SearchBackend:
-        """A backend serving ``index``'s chunks (embedded by ``embedder``); this one keeps
-        serving what it served, so searches under way finish on one consistent view."""
+    def publish(self, knowledge: EmbeddedKnowledge) -> SearchBackend:
+        """A backend serving ``knowledge`` (the chunks and vectors ingestion made); this one
+        keeps serving what it served, so searches under way finish on one consistent view."""
         ...
 
     def withhold(self, chunk_ids: Collection[str]) -> SearchBackend:

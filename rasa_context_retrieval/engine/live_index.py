@@ -29,8 +29,10 @@ from rasa_context_retrieval.engine.withdrawal import (
     without_changed_chunks,
 )
 from rasa_context_retrieval.faiss.backend import FaissBackend
-from rasa_context_retrieval.faiss.builder import IndexSettings, ensure_index
-from rasa_context_retrieval.faiss.index import IndexDirectory, KnowledgeIndex
+from rasa_context_retrieval.faiss.builder import ensure_index
+from rasa_context_retrieval.faiss.index import IndexDirectory
+from rasa_context_retrieval.ingestion.knowledge import EmbeddedKnowledge
+from rasa_context_retrieval.ingestion.settings import IndexSettings
 from rasa_context_retrieval.knowledge.conversion import format_suffixes
 from rasa_context_retrieval.knowledge.embedding import embedder_identity
 from rasa_context_retrieval.knowledge.faq_table import FaqColumns
@@ -53,21 +55,21 @@ backend (a local index is replaced instead, which drops its value sets)."""
 
 
 class LiveIndex:
-    """The serving backend, the local index it was built from (if any), and their refresh."""
+    """The serving backend, the knowledge it was given (if any), and their refresh."""
 
     def __init__(
         self,
         config: StoreConfig,
         embeddings: Any,
         backend: SearchBackend,
-        index: KnowledgeIndex | None,
+        knowledge: EmbeddedKnowledge | None,
     ) -> None:
         self.config = config
         self.embeddings = embeddings
         self.backend = backend
-        self.index = index
-        """The index built from ``docs`` in this process; None when the backend needs none."""
-        self._settings = index_settings(config) if index is not None else None
+        self.knowledge = knowledge
+        """Ingested from ``docs`` in this process; None on a replica that only reads Milvus."""
+        self._settings = index_settings(config) if knowledge is not None else None
         self._checked_at = time.monotonic()
         self._refreshing = threading.Lock()
         self._values: dict[str, frozenset[str]] = {}
@@ -98,8 +100,8 @@ class LiveIndex:
         settings = index_settings(config)
         milvus = _milvus_writer(config, settings, embeddings)
         try:
-            index = ensure_index(settings, embeddings, progress=progress)
-            live = cls.serving(config, embeddings, index, writes=ingest, milvus=milvus)
+            knowledge = ensure_index(settings, embeddings, progress=progress).knowledge
+            live = cls.serving(config, embeddings, knowledge, writes=ingest, milvus=milvus)
         except Exception:
             if milvus is not None:
                 milvus.close()
@@ -114,13 +116,14 @@ class LiveIndex:
         cls,
         config: StoreConfig,
         embeddings: Any,
-        index: KnowledgeIndex,
+        knowledge: EmbeddedKnowledge,
         *,
         writes: bool = False,
         milvus: MilvusBackend | None = None,
     ) -> LiveIndex:
-        """Serve an index built already, on the configured backend (``milvus``: opened already)."""
-        backend: SearchBackend = FaissBackend(index)
+        """Serve knowledge ingested already, on the configured backend (``milvus``: opened
+        already)."""
+        backend: SearchBackend
         if config.backend == "milvus" and config.milvus is not None:
             from rasa_context_retrieval.milvus.backend import MilvusBackend
 
@@ -130,8 +133,10 @@ class LiveIndex:
                     writes=writes or config.milvus.ingest != "console_only",
                     fields=config.metadata_fields,
                 )
-            backend = milvus.publish(index, embedder_identity(embeddings))
-        return cls(config, embeddings, backend, index)
+            backend = milvus.publish(knowledge)
+        else:
+            backend = FaissBackend.serving(knowledge, config.exact_search_below)
+        return cls(config, embeddings, backend, knowledge)
 
     def __len__(self) -> int:
         return self.backend.size()
@@ -139,7 +144,7 @@ class LiveIndex:
     @property
     def problems(self) -> list[IngestProblem]:
         """Files the last build skipped, and why."""
-        return list(self.index.problems) if self.index is not None else []
+        return list(self.knowledge.problems) if self.knowledge is not None else []
 
     def known_values(self, access: AccessFilter | None = None) -> Mapping[str, frozenset[str]]:
         """Distinct string values per declared attribute in the served chunks ``access`` admits
@@ -182,7 +187,7 @@ class LiveIndex:
                 self._readable.clear()
                 self._readable_of = backend
             kept = self._readable.get(access.key)
-            if kept is not None and (self.index is not None or _fresh(kept[1])):
+            if kept is not None and (self.knowledge is not None or _fresh(kept[1])):
                 self._readable.move_to_end(access.key)
                 return kept[0]
         read = backend.readable_values(attributes, access)
@@ -236,11 +241,11 @@ class LiveIndex:
         with ``access_filters`` every user may read them (unless ``unattributed_documents:
         private``). Empty without access filters or a local index."""
         attributes = set(self.config.access_filters.values())
-        if not attributes or self.index is None:
+        if not attributes or self.knowledge is None:
             return []
         sources = (
             str(chunk.metadata.get("source", ""))
-            for chunk in self.index.chunks
+            for chunk in self.knowledge.chunks
             if is_public(chunk.metadata, attributes)
         )
         return list(dict.fromkeys(sources))
@@ -248,7 +253,7 @@ class LiveIndex:
     def tell_public_documents(self) -> None:
         """Log how many documents have no access attribute, so that a restricted knowledge base
         never serves a forgotten document to everyone unnoticed."""
-        if not self.config.access_filters or self.index is None:
+        if not self.config.access_filters or self.knowledge is None:
             return
         public = self.public_sources()
         served = "every user" if self.config.unattributed_documents == "public" else "nobody"
@@ -260,10 +265,10 @@ class LiveIndex:
             f"{served}; list them with `rasa-context-retrieval index --public`",
         )
 
-    def swap(self, index: KnowledgeIndex) -> None:
-        """Serve ``index`` from now on (published to the backend first)."""
-        self.backend = self.backend.publish(index, embedder_identity(self.embeddings))
-        self.index = index
+    def swap(self, knowledge: EmbeddedKnowledge) -> None:
+        """Serve ``knowledge`` from now on (published to the backend first)."""
+        self.backend = self.backend.publish(knowledge)
+        self.knowledge = knowledge
 
     def close(self) -> None:
         self.backend.close()
@@ -279,13 +284,13 @@ class LiveIndex:
         if interval <= 0 or time.monotonic() - self._checked_at < interval:
             return
         self._checked_at = time.monotonic()
-        if self._settings is None or self.index is None:
+        if self._settings is None or self.knowledge is None:
             return  # a Milvus replica: new data arrives in the collection, not in `docs`
         if not self._refreshing.acquire(blocking=False):
             return
-        threading.Thread(target=self._refresh, args=(self.index,), daemon=True).start()
+        threading.Thread(target=self._refresh, args=(self.knowledge,), daemon=True).start()
 
-    def _refresh(self, served: KnowledgeIndex) -> None:
+    def _refresh(self, served: EmbeddedKnowledge) -> None:
         assert self._settings is not None
         try:
             if self._settings.fingerprint(self.embeddings) == served.fingerprint:
@@ -294,12 +299,12 @@ class LiveIndex:
             if withheld:  # before the rebuild, which may take minutes
                 self.backend = self.backend.withhold(withheld)
             try:
-                index = ensure_index(self._settings, self.embeddings, progress=False)
+                knowledge = ensure_index(self._settings, self.embeddings, progress=False).knowledge
             except Exception as error:  # serve only what the documents still say; report why
                 logger.error("knowledge_search.refresh.failed", error=str(error))
-                index = without_changed_chunks(served, self._settings)
-            self.swap(index)
-            logger.info("knowledge_search.refresh.done", chunks=len(index))
+                knowledge = without_changed_chunks(served, self._settings)
+            self.swap(knowledge)
+            logger.info("knowledge_search.refresh.done", chunks=len(knowledge))
         except Exception as error:
             logger.error("knowledge_search.refresh.failed", error=str(error))
         finally:

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import structlog
 
-from rasa_context_retrieval.faiss.builder import IndexSettings
-from rasa_context_retrieval.faiss.index import KnowledgeIndex
-from rasa_context_retrieval.knowledge.chunking import chunk_documents
-from rasa_context_retrieval.knowledge.loader import KnowledgeBase, load_knowledge_base
+from rasa_context_retrieval.ingestion.build import read_documents
+from rasa_context_retrieval.ingestion.knowledge import EmbeddedKnowledge
+from rasa_context_retrieval.ingestion.settings import IndexSettings
+from rasa_context_retrieval.knowledge.loader import KnowledgeBase
 from rasa_context_retrieval.knowledge.models import Chunk
 
 logger = structlog.get_logger()
@@ -31,11 +31,11 @@ PARTIAL_FINGERPRINT_PREFIX = "withdrawn:"
 """Marks an index that matches no documents' fingerprint, so the next refresh tries again."""
 
 
-def changed_chunk_ids(index: KnowledgeIndex, settings: IndexSettings) -> frozenset[str]:
-    """Ids of ``index``'s chunks whose text or metadata the documents on disk no longer have
+def changed_chunk_ids(served: EmbeddedKnowledge, settings: IndexSettings) -> frozenset[str]:
+    """Ids of ``served``'s chunks whose text or metadata the documents on disk no longer have
     (edited, re-scoped, removed or unreadable documents)."""
     on_disk = _identities_on_disk(settings)[0]
-    changed = [chunk for chunk in index.chunks if _identity(chunk) not in on_disk]
+    changed = [chunk for chunk in served.chunks if _identity(chunk) not in on_disk]
     if changed:
         logger.warning(
             "knowledge.index.withheld",
@@ -45,46 +45,40 @@ def changed_chunk_ids(index: KnowledgeIndex, settings: IndexSettings) -> frozens
     return frozenset(chunk.chunk_id for chunk in changed)
 
 
-def without_changed_chunks(index: KnowledgeIndex, settings: IndexSettings) -> KnowledgeIndex:
-    """``index`` minus every chunk whose text or metadata the documents on disk no longer have."""
+def without_changed_chunks(served: EmbeddedKnowledge, settings: IndexSettings) -> EmbeddedKnowledge:
+    """``served`` minus every chunk whose text or metadata the documents on disk no longer have."""
     on_disk, knowledge = _identities_on_disk(settings)
-    rows = [row for row, chunk in enumerate(index.chunks) if _identity(chunk) in on_disk]
+    rows = [row for row, chunk in enumerate(served.chunks) if _identity(chunk) in on_disk]
     logger.warning(
         "knowledge.index.withdrawn",
-        withdrawn=len(index) - len(rows),
+        withdrawn=len(served) - len(rows),
         kept=len(rows),
         sources=sorted(
             {
                 str(chunk.metadata.get("source"))
-                for chunk in index.chunks
+                for chunk in served.chunks
                 if _identity(chunk) not in on_disk
             }
         )[:50],
     )
-    vectors = np.array(index.vectors)[rows].reshape(len(rows), index.vectors.shape[1])
-    return KnowledgeIndex.build(
-        PARTIAL_FINGERPRINT_PREFIX + index.fingerprint.removeprefix(PARTIAL_FINGERPRINT_PREFIX),
-        index.embedder,
-        [index.chunks[row] for row in rows],
+    vectors = np.array(served.vectors)[rows].reshape(len(rows), served.vectors.shape[1])
+    return EmbeddedKnowledge.of(
+        PARTIAL_FINGERPRINT_PREFIX + served.fingerprint.removeprefix(PARTIAL_FINGERPRINT_PREFIX),
+        served.embedder,
+        [served.chunks[row] for row in rows],
         vectors.astype(np.float32),
         knowledge.problems,
-        settings.exact_search_below,
+        settings.language,
     )
 
 
 def chunks_on_disk(settings: IndexSettings) -> list[Chunk]:
     """The chunks the documents make now (read and split; nothing is embedded)."""
-    knowledge = load_knowledge_base(
-        settings.docs, settings.access_attributes, settings.extra_suffixes, settings.faq_columns
-    )
-    return chunk_documents(knowledge.documents, settings.chunk_size, settings.chunk_overlap)
+    return read_documents(settings)[1]
 
 
 def _identities_on_disk(settings: IndexSettings) -> tuple[set[tuple[str, str]], KnowledgeBase]:
-    knowledge = load_knowledge_base(
-        settings.docs, settings.access_attributes, settings.extra_suffixes, settings.faq_columns
-    )
-    chunks = chunk_documents(knowledge.documents, settings.chunk_size, settings.chunk_overlap)
+    knowledge, chunks = read_documents(settings)
     return {_identity(chunk) for chunk in chunks}, knowledge
 
 

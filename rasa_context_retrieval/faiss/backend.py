@@ -2,7 +2,9 @@
 
 The backend owns what searching a local index takes: the dense index, the metadata columns and the
 mask translator (through ``faiss.retriever``), BM25, and FAISS's thread settings. One instance
-serves one immutable ``KnowledgeIndex``; a refresh publishes a new instance for the new index.
+serves one immutable ``KnowledgeIndex``: the dense index over one ``EmbeddedKnowledge``. A refresh
+publishes new knowledge, and ``publish`` serves it from a new instance (with the dense index read
+or built for it already, see ``KnowledgeIndex.of``).
 Between a refresh seeing a change and that publication, an instance serves the same index with
 the changed chunks withheld: a mask, so withholding costs no rebuild.
 """
@@ -19,9 +21,13 @@ from langchain_core.structured_query import FilterDirective
 from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
 from rasa_context_retrieval.faiss.retriever import retrieve
+from rasa_context_retrieval.ingestion.knowledge import (
+    EmbeddedKnowledge,
+    readable_values,
+    served_mask,
+)
 from rasa_context_retrieval.knowledge.models import ScoredChunk
 from rasa_context_retrieval.retrieve.conformance import conforming
-from rasa_context_retrieval.retrieve.local_knowledge import readable_values, served_mask
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
 
 SEARCH_THREADS_PER_QUERY = 1
@@ -33,16 +39,25 @@ also fan out over OpenMP threads made a 100k-chunk search 5x slower on a busy 2-
 class FaissBackend:
     """``SearchBackend`` over one in-process ``KnowledgeIndex``."""
 
-    def __init__(self, index: KnowledgeIndex, withheld: np.ndarray | None = None) -> None:
+    def __init__(
+        self, index: KnowledgeIndex, exact_search_below: int, withheld: np.ndarray | None = None
+    ) -> None:
         if "OMP_NUM_THREADS" not in os.environ:
             faiss.omp_set_num_threads(SEARCH_THREADS_PER_QUERY)
         self.index = index
+        self.exact_search_below = exact_search_below
+        """From this many chunks a dense index built here is an HNSW graph (``faiss.dense``)."""
         self._withheld = withheld
         """Rows never served (True), or None."""
 
-    def publish(self, index: KnowledgeIndex, embedder: str) -> FaissBackend:
-        """The index is already published on disk by the builder; serve it."""
-        return FaissBackend(index)
+    @classmethod
+    def serving(cls, knowledge: EmbeddedKnowledge, exact_search_below: int) -> FaissBackend:
+        """A backend serving ``knowledge``."""
+        return cls(KnowledgeIndex.of(knowledge, exact_search_below), exact_search_below)
+
+    def publish(self, knowledge: EmbeddedKnowledge) -> FaissBackend:
+        """Serve ``knowledge`` (published on disk by the builder already, when it was built)."""
+        return FaissBackend.serving(knowledge, self.exact_search_below)
 
     def withhold(self, chunk_ids: Collection[str]) -> FaissBackend:
         """The same index, never serving ``chunk_ids`` (nor what this one withholds)."""
@@ -52,13 +67,13 @@ class FaissBackend:
         row_of = self.index.row_of
         withheld[[row_of[i] for i in chunk_ids if i in row_of]] = True
         withheld.flags.writeable = False
-        return FaissBackend(self.index, withheld)
+        return FaissBackend(self.index, self.exact_search_below, withheld)
 
     def rank(self, request: RetrievalRequest) -> list[ScoredChunk]:
         return retrieve(self.index, request, self._withheld)
 
     def count(self, directive: FilterDirective | None, access: AccessFilter | None) -> int:
-        mask = served_mask(self.index, directive, self._withheld)
+        mask = served_mask(self.index.knowledge, directive, self._withheld)
         if mask is None:
             return len(self.index)
         if access is None:
@@ -72,7 +87,7 @@ class FaissBackend:
     def readable_values(
         self, attributes: Sequence[str], access: AccessFilter
     ) -> dict[str, frozenset[str]]:
-        return readable_values(self.index, attributes, access, self._withheld)
+        return readable_values(self.index.knowledge, attributes, access, self._withheld)
 
     def has_attribute(self, attribute: str) -> bool:
         return attribute in self.index.columns.attributes()

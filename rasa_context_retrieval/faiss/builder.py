@@ -1,83 +1,33 @@
 """Getting an up-to-date index: load it when nothing changed, otherwise (re)build and publish it.
 
-The fingerprint covers the knowledge base's bytes, the embedding model and the chunking settings,
-so a restart with unchanged documents loads without embedding anything, while a changed, added or
-removed document triggers a rebuild. A rebuild re-embeds only chunks whose text is new: vectors of
-unchanged chunks are taken over from the previous index.
+Whether the published index is current is its fingerprint (``ingestion.settings``): a restart
+with unchanged documents loads it without embedding anything. Otherwise ingestion makes the
+knowledge again (``ingestion.build``), reusing the published index's vectors of unchanged chunks,
+and FAISS indexes it and publishes the folder. Several processes starting at once serialise on
+the folder's build lock, and the later ones find the index built.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import structlog
 
-from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.faiss.index import (
-    FORMAT_VERSION,
     IndexCorruptError,
     IndexDirectory,
     IndexFolderNotWritable,
     KnowledgeIndex,
 )
-from rasa_context_retrieval.knowledge.chunking import CHUNKER_VERSION, chunk_documents
-from rasa_context_retrieval.knowledge.embedding import embed_texts, embedder_identity
-from rasa_context_retrieval.knowledge.faq_table import DEFAULT_FAQ_COLUMNS, FaqColumns
-from rasa_context_retrieval.knowledge.loader import content_digest, load_knowledge_base
-from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE, warn_if_documents_are_not_in
+from rasa_context_retrieval.ingestion.build import embed_knowledge
+from rasa_context_retrieval.ingestion.settings import IndexSettings
+from rasa_context_retrieval.knowledge.embedding import embedder_identity
 
 logger = structlog.get_logger()
-
-
-class EmptyKnowledgeBaseError(ContextRetrievalError, ValueError):
-    """The docs folder yields no chunk at all."""
-
-
-@dataclass(frozen=True)
-class IndexSettings:
-    """What decides the contents of an index (and therefore its fingerprint)."""
-
-    docs: Path
-    index_path: Path
-    chunk_size: int
-    chunk_overlap: int
-    embedding_batch_size: int
-    exact_search_below: int
-    language: str = DEFAULT_LANGUAGE
-    """Of the lexical analyzer (stemmer, stop words); a change rebuilds BM25, reusing vectors."""
-    access_attributes: tuple[str, ...] = ()
-    """The document attributes ``access_filters`` map to: they decide which documents the loader
-    refuses (``knowledge.access_attributes``), so a change re-reads every document."""
-    extra_suffixes: tuple[str, ...] = ()
-    """The opted-in formats besides .md/.txt/.jsonl (``.pdf``); part of the docs digest."""
-    faq_columns: FaqColumns = DEFAULT_FAQ_COLUMNS
-    """Which columns of an FAQ table hold the question and the answer."""
-
-    def fingerprint(self, embeddings: Any) -> str:
-        payload = {
-            "format": FORMAT_VERSION,
-            "chunker": CHUNKER_VERSION,
-            "docs": content_digest(self.docs, self.extra_suffixes),
-            "embedder": embedder_identity(embeddings),
-            "chunk_size": self.chunk_size,
-            "chunk_overlap": self.chunk_overlap,
-            # decides the dense index type; a change rebuilds (reusing every vector)
-            "exact_search_below": self.exact_search_below,
-            "language": self.language,
-            # which documents are refused; part of every fingerprint since front matter is read
-            # exactly, so an index built by the lenient reader of earlier releases is rebuilt
-            "access_attributes": sorted(set(self.access_attributes)),
-            "faq_columns": [self.faq_columns.question, self.faq_columns.answer],
-        }
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 def ensure_index(
@@ -142,40 +92,17 @@ def _build(
     progress: bool,
 ) -> KnowledgeIndex:
     started = time.perf_counter()
-    knowledge = load_knowledge_base(
-        settings.docs, settings.access_attributes, settings.extra_suffixes, settings.faq_columns
-    )
-    chunks = chunk_documents(knowledge.documents, settings.chunk_size, settings.chunk_overlap)
-    if not chunks:
-        skipped = "; ".join(str(problem) for problem in knowledge.problems[:5]) or "none"
-        raise EmptyKnowledgeBaseError(
-            f"vector_store.docs: no document could be indexed from '{settings.docs}' "
-            f"(add .md, .txt or .jsonl files; skipped files: {skipped})"
-        )
-    warn_if_documents_are_not_in((d.text for d in knowledge.documents), settings.language)
     known = _previous_vectors(directory, embeddings)
-    missing = [chunk for chunk in chunks if chunk.chunk_id not in known]
-    fresh = embed_texts(
-        embeddings, [c.text for c in missing], settings.embedding_batch_size, progress=progress
-    )
-    known.update({chunk.chunk_id: fresh[row] for row, chunk in enumerate(missing)})
-    vectors = np.vstack([known[chunk.chunk_id] for chunk in chunks]).astype(np.float32)
-    index = KnowledgeIndex.build(
-        fingerprint,
-        embedder_identity(embeddings),
-        chunks,
-        vectors,
-        knowledge.problems,
-        settings.exact_search_below,
-        settings.language,
-    )
+    knowledge = embed_knowledge(settings, embeddings, fingerprint, known, progress=progress)
+    index = KnowledgeIndex.built(knowledge, settings.exact_search_below)
     directory.publish(index)
+    reused = sum(chunk.chunk_id in known for chunk in index.chunks)
     logger.info(
         "knowledge.index.built",
-        chunks=len(chunks),
-        embedded=len(missing),
-        reused=len(chunks) - len(missing),
-        skipped_files=len(knowledge.problems),
+        chunks=len(index),
+        embedded=len(index) - reused,
+        reused=reused,
+        skipped_files=len(index.problems),
         seconds=round(time.perf_counter() - started, 3),
     )
     return index

@@ -31,10 +31,11 @@ import json
 import os
 import re
 import shutil
+import threading
 import uuid
+import weakref
 from collections.abc import Sequence
-from dataclasses import InitVar, dataclass, field
-from functools import cached_property
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +47,19 @@ from filelock import FileLock
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.faiss.chunk_table import ChunkTable
 from rasa_context_retrieval.faiss.dense import DenseIndex, factory_for
-from rasa_context_retrieval.faiss.filter_masks import FilterMasks
 from rasa_context_retrieval.filters.column_files import read_columns, write_columns
 from rasa_context_retrieval.filters.columns import MetadataColumns
+from rasa_context_retrieval.filters.masks import FilterMasks
+from rasa_context_retrieval.ingestion.knowledge import EmbeddedKnowledge
+from rasa_context_retrieval.ingestion.settings import FORMAT_VERSION
 from rasa_context_retrieval.knowledge.listing import is_inside
 from rasa_context_retrieval.knowledge.loader import IngestProblem
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE
-from rasa_context_retrieval.retrieve.lexical import LexicalIndex, LexicalSettings
+from rasa_context_retrieval.retrieve.lexical import LexicalIndex
 
 logger = structlog.get_logger()
 
-FORMAT_VERSION = 2
 READABLE_FORMATS = (1, FORMAT_VERSION)
 """Format 1 (the previous release's) is read so that an upgrade can reuse its vectors."""
 CURRENT_FILE = "CURRENT"
@@ -78,6 +80,10 @@ CHECKSUM_BLOCK_BYTES = 1 << 20
 PUBLISHED_NAME = re.compile(r"index-[0-9a-f]{16}-[0-9a-f]{8}")
 """The only names ``publish`` writes into ``CURRENT``."""
 
+_DENSE_OF: weakref.WeakKeyDictionary[EmbeddedKnowledge, DenseIndex] = weakref.WeakKeyDictionary()
+"""The dense index read or built for each knowledge alive in this process (see ``of``)."""
+_KNOWN_LOCK = threading.Lock()
+
 
 class IndexCorruptError(ContextRetrievalError, RuntimeError):
     """A persisted index cannot be read; rebuilding it fixes this."""
@@ -94,40 +100,78 @@ class IndexFolderNotWritable(ContextRetrievalError, ValueError):
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class KnowledgeIndex:
-    """Everything a search needs, in memory; rows are aligned across all parts."""
+    """FAISS's index over one ``EmbeddedKnowledge``: its dense index, and the folder format.
 
-    fingerprint: str
-    embedder: str
-    """Identity of the embedding model that made ``vectors``."""
-    chunks: Sequence[Chunk]
+    The knowledge (chunks, vectors, BM25, columns) is ingestion's; this class adds the dense
+    index and writes and reads both as one published folder. An index read or built in this
+    process is found again by its knowledge (``of``), so publishing knowledge read from disk
+    never rebuilds an HNSW graph.
+    """
+
+    knowledge: EmbeddedKnowledge
     dense: DenseIndex
-    lexical: LexicalIndex
-    problems: list[IngestProblem] = field(default_factory=list)
-    prebuilt_columns: InitVar[MetadataColumns | None] = None
-    columns: MetadataColumns = field(init=False)
 
-    def __post_init__(self, prebuilt_columns: MetadataColumns | None) -> None:
-        self.columns = prebuilt_columns or MetadataColumns([c.metadata for c in self.chunks])
+    def __post_init__(self) -> None:
+        with _KNOWN_LOCK:
+            _DENSE_OF[self.knowledge] = self.dense
 
-    @cached_property
-    def masks(self) -> FilterMasks:
-        """Masks of recent filters over this index's rows (they go with the index)."""
-        return FilterMasks(self.columns)
+    @classmethod
+    def of(cls, knowledge: EmbeddedKnowledge, exact_search_below: int) -> KnowledgeIndex:
+        """The index of ``knowledge``: the one read or built for it here, else built now (an
+        exact index below ``exact_search_below`` chunks, HNSW from there)."""
+        with _KNOWN_LOCK:
+            dense = _DENSE_OF.get(knowledge)
+        if dense is None:
+            dense = DenseIndex.build(
+                knowledge.vectors, factory_for(len(knowledge), exact_search_below)
+            )
+        return cls(knowledge, dense)
 
-    @cached_property
-    def row_of(self) -> dict[str, int]:
-        """Row of each chunk id (built on first use: it reads every chunk)."""
-        return {chunk.chunk_id: row for row, chunk in enumerate(self.chunks)}
+    # What a search reads, from the knowledge (row-aligned with the dense index).
 
-    def __len__(self) -> int:
-        return len(self.chunks)
+    @property
+    def fingerprint(self) -> str:
+        return self.knowledge.fingerprint
+
+    @property
+    def embedder(self) -> str:
+        return self.knowledge.embedder
+
+    @property
+    def chunks(self) -> Sequence[Chunk]:
+        return self.knowledge.chunks
 
     @property
     def vectors(self) -> np.ndarray:
-        """Normalised chunk vectors, row-aligned with ``chunks`` (held once, by the FAISS index)."""
-        return self.dense.vectors
+        return self.knowledge.vectors
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        return self.knowledge.lexical
+
+    @property
+    def columns(self) -> MetadataColumns:
+        return self.knowledge.columns
+
+    @property
+    def problems(self) -> Sequence[IngestProblem]:
+        return self.knowledge.problems
+
+    @property
+    def masks(self) -> FilterMasks:
+        return self.knowledge.masks
+
+    @property
+    def row_of(self) -> dict[str, int]:
+        return self.knowledge.row_of
+
+    def __len__(self) -> int:
+        return len(self.knowledge)
+
+    def vectors_by_chunk_id(self) -> dict[str, np.ndarray]:
+        return self.knowledge.vectors_by_chunk_id()
 
     @classmethod
     def build(
@@ -136,25 +180,22 @@ class KnowledgeIndex:
         embedder: str,
         chunks: list[Chunk],
         vectors: np.ndarray,
-        problems: list[IngestProblem],
+        problems: Sequence[IngestProblem],
         exact_search_below: int,
         language: str = DEFAULT_LANGUAGE,
     ) -> KnowledgeIndex:
-        return cls(
-            fingerprint=fingerprint,
-            embedder=embedder,
-            chunks=chunks,
-            dense=DenseIndex.build(vectors, factory_for(len(chunks), exact_search_below)),
-            lexical=LexicalIndex.build(
-                [chunk.text for chunk in chunks], LexicalSettings(language=language)
-            ),
-            problems=problems,
+        """Chunks and their vectors, indexed: ``EmbeddedKnowledge.of`` then ``of``."""
+        return cls.built(
+            EmbeddedKnowledge.of(fingerprint, embedder, chunks, vectors, problems, language),
+            exact_search_below,
         )
 
-    def vectors_by_chunk_id(self) -> dict[str, np.ndarray]:
-        """Vectors of this index by chunk id, to avoid re-embedding unchanged chunks."""
-        vectors = np.array(self.vectors)  # a copy: the FAISS storage dies with this index
-        return {chunk.chunk_id: vectors[row] for row, chunk in enumerate(self.chunks)}
+    @classmethod
+    def built(cls, knowledge: EmbeddedKnowledge, exact_search_below: int) -> KnowledgeIndex:
+        """A new dense index over ``knowledge``; the knowledge served with it then reads the
+        vectors from FAISS's storage, so they are held once."""
+        dense = DenseIndex.build(knowledge.vectors, factory_for(len(knowledge), exact_search_below))
+        return cls(replace(knowledge, vectors=dense.vectors), dense)
 
     def write(self, folder: Path) -> None:
         folder.mkdir(parents=True)
@@ -205,15 +246,16 @@ class KnowledgeIndex:
         if not _all_finite(dense.vectors):
             raise IndexCorruptError(f"the vectors in '{folder}' hold NaN or infinite values")
         problems = [IngestProblem(**problem) for problem in manifest.get("problems", [])]
-        return cls(
-            manifest["fingerprint"],
-            manifest.get("embedder", ""),
-            chunks,
-            dense,
-            lexical,
-            problems,
-            columns,
+        knowledge = EmbeddedKnowledge(
+            fingerprint=manifest["fingerprint"],
+            embedder=manifest.get("embedder", ""),
+            chunks=chunks,
+            vectors=dense.vectors,
+            lexical=lexical,
+            columns=columns or MetadataColumns([chunk.metadata for chunk in chunks]),
+            problems=tuple(problems),
         )
+        return cls(knowledge, dense)
 
 
 def file_checksums(folder: Path) -> dict[str, dict[str, Any]]:

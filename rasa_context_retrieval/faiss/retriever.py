@@ -15,14 +15,14 @@ import functools
 import numpy as np
 
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
-from rasa_context_retrieval.knowledge.models import ScoredChunk
-from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
-from rasa_context_retrieval.retrieve.local_knowledge import (
+from rasa_context_retrieval.ingestion.knowledge import (
     filter_mask,
     readable_values,
     served_mask,
     values_admitted,
 )
+from rasa_context_retrieval.knowledge.models import ScoredChunk
+from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
 from rasa_context_retrieval.workers import side_by_side
 
@@ -39,7 +39,7 @@ def retrieve(
 ) -> list[ScoredChunk]:
     """The best ``top_k`` chunks allowed by the filter and not ``withheld``, ranked by fused
     evidence."""
-    mask = served_mask(index, request.filter, withheld)
+    mask = served_mask(index.knowledge, request.filter, withheld)
     if mask is not None and not mask.any():
         return []
     searches = [

@@ -7,8 +7,6 @@ cosine similarity for every backend, which is what gives ``relevance`` its singl
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +14,7 @@ import numpy as np
 from tqdm import tqdm
 
 from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.knowledge.fingerprints import settings_fingerprint
 
 
 class EmbeddingError(ContextRetrievalError, RuntimeError):
@@ -34,7 +33,7 @@ def embedder_identity(client: Any) -> str:
     picked = {key: str(config[key]) for key in keys if config.get(key) is not None}
     picked.setdefault("model", str(getattr(client, "model", type(client).__name__)))
     picked["client"] = type(client).__name__
-    return hashlib.sha256(json.dumps(picked, sort_keys=True).encode()).hexdigest()[:16]
+    return settings_fingerprint(picked, length=16)
 
 
 def normalise(vectors: np.ndarray) -> np.ndarray:

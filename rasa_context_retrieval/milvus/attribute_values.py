@@ -3,7 +3,9 @@
 Values (as written, trimmed, list members included) feed the self-query vocabulary and the
 values a reader may see. Reading them scans the whole collection, so they are read once, in the
 background, and served for ``VOCABULARY_TTL_S``; a stale read is refreshed while the old values
-keep serving, and a new sync mark (another writer synced) makes them stale at once.
+keep serving, and a new sync mark (another writer synced) makes them stale at once. The scan
+(``read_spellings``) reads each row's metadata as written and its normal form, which says which
+attributes hold a string or a list there.
 """
 
 from __future__ import annotations
@@ -12,8 +14,19 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from typing import Any
 
 import structlog
+
+from rasa_context_retrieval.milvus.collection import Collections, CollectionVersion
+from rasa_context_retrieval.milvus.layout import LAYOUT_FORMAT
+from rasa_context_retrieval.milvus.normal_form import (
+    FILTERABLE_FIELD,
+    MEMBERS,
+    OVERFLOW_FIELD,
+    TEXT,
+)
+from rasa_context_retrieval.milvus.rows import METADATA_FIELD, facet_keys
 
 logger = structlog.get_logger(__name__)
 
@@ -106,3 +119,36 @@ class AttributeValues:
             seconds=round(time.perf_counter() - started, 2),
         )
         reading.set_result(spellings)
+
+
+def read_spellings(collections: Collections, version: CollectionVersion | None) -> Spellings:
+    """Every attribute's values in ``version``, in one scan (none without a version)."""
+    if version is None:
+        return {}
+    layout = version.layout
+    fields = [METADATA_FIELD, FILTERABLE_FIELD]
+    if layout.format == LAYOUT_FORMAT:
+        fields.append(OVERFLOW_FIELD)
+    for typed in layout.typed:
+        fields += [typed.presence] + [typed.field(f) for f in (TEXT, MEMBERS) if f in typed.facets]
+    spellings: dict[str, set[str]] = {}
+    for row in collections.scan(version.name, fields):
+        metadata, form = row[METADATA_FIELD] or {}, facet_keys(row, layout)
+        for attribute, facets in form.items():
+            found = spellings.setdefault(attribute, set())
+            value = metadata.get(attribute)
+            if TEXT in facets and isinstance(value, str):
+                found.add(value.strip())
+            elif MEMBERS in facets and isinstance(value, list):
+                found.update(_member_spellings(value))
+    return {attribute: frozenset(values) for attribute, values in spellings.items()}
+
+
+def _member_spellings(members: list[Any]) -> set[str]:
+    spellings = set()
+    for member in members:
+        if isinstance(member, bool):
+            member = "true" if member else "false"
+        if isinstance(member, str | int | float) and str(member).strip():
+            spellings.add(str(member).strip())
+    return spellings

@@ -3,11 +3,12 @@
 Milvus holds every chunk's text, metadata, normal form and vector for all replicas; a search gets
 its dense rankings, texts, metadata and relevance scores from it, so a replica needs no local copy
 of the knowledge base. Writing is the job of whoever ingests (``ingest: auto`` replicas under the
-sync lease, or the console's ``index`` command for ``ingest: console_only``): it builds the local
-index from the documents, syncs the collection from it (reusing its vectors, so the knowledge base
-is embedded once per change) and keeps it for BM25 when ``hybrid`` is on. When a writer's refresh
-sees documents change, ``withhold`` deletes the changed chunks' rows before anything is rebuilt,
-so neither the writer nor any replica serves them until the sync writes them as they are now.
+sync lease, or the console's ``index`` command for ``ingest: console_only``): ingestion hands it
+the ``EmbeddedKnowledge`` of the documents, whose chunks and vectors it writes as rows (so the
+knowledge base is embedded once per change), and which it keeps for BM25 when ``hybrid`` is on.
+When a writer's refresh sees documents change, ``withhold`` deletes the changed chunks' rows
+before anything is rebuilt, so neither the writer nor any replica serves them until the sync
+writes them as they are now.
 """
 
 from __future__ import annotations
@@ -19,36 +20,36 @@ from langchain_core.structured_query import FilterDirective
 
 from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.filters.schema import MetadataField
+from rasa_context_retrieval.ingestion.knowledge import (
+    EmbeddedKnowledge,
+    readable_values,
+    served_mask,
+    values_admitted,
+)
 from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
 from rasa_context_retrieval.retrieve.conformance import conforming
 from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
-from rasa_context_retrieval.retrieve.local_knowledge import (
-    LocalKnowledge,
-    readable_values,
-    served_mask,
-    values_admitted,
-)
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
 
 
 class MilvusBackend:
-    """``SearchBackend`` over a Milvus collection; ``local`` is the writer's own index."""
+    """``SearchBackend`` over a Milvus collection; ``local`` is the knowledge a writer synced."""
 
     def __init__(
         self,
         store: MilvusChunkStore,
         *,
         writes: bool = False,
-        local: LocalKnowledge | None = None,
+        local: EmbeddedKnowledge | None = None,
         withheld: np.ndarray | None = None,
     ) -> None:
         self.store = store
         self.writes = writes
         """Whether ``publish`` syncs the collection (an ingesting replica or the console)."""
         self.local = local
-        """The index this process built from the documents and synced (writers only)."""
+        """The knowledge this process ingested from the documents and synced (writers only)."""
         self._withheld = withheld
         """Rows of ``local`` that BM25 must not find (their rows in Milvus were deleted)."""
 
@@ -60,21 +61,22 @@ class MilvusBackend:
         A writer stores the declared ``fields`` in typed fields (``milvus.layout``)."""
         return cls(MilvusChunkStore.connect(config, fields), writes=writes)
 
-    def publish(self, index: LocalKnowledge, embedder: str) -> MilvusBackend:
-        """Make the collection hold the index's chunks (when this process writes)."""
+    def publish(self, knowledge: EmbeddedKnowledge) -> MilvusBackend:
+        """Make the collection hold the knowledge's chunks (when this process writes), with the
+        vectors ingestion made: a sync embeds nothing itself."""
         if self.writes:
-            vectors = np.array(index.vectors)
-            by_text = {chunk.text: vectors[row] for row, chunk in enumerate(index.chunks)}
+            vectors = np.array(knowledge.vectors)
+            by_text = {chunk.text: vectors[row] for row, chunk in enumerate(knowledge.chunks)}
             self.store.sync(
-                index.chunks,
+                knowledge.chunks,
                 lambda texts: np.vstack([by_text[text] for text in texts]),
-                embedding_model=embedder,
+                embedding_model=knowledge.embedder,
             )
-        return MilvusBackend(self.store, writes=self.writes, local=index)
+        return MilvusBackend(self.store, writes=self.writes, local=knowledge)
 
     def withhold(self, chunk_ids: Collection[str]) -> MilvusBackend:
         """Delete ``chunk_ids``' rows for every replica now (``MilvusChunkStore.withhold``);
-        the local index's copies are withheld from BM25 too."""
+        the local knowledge's copies are withheld from BM25 too."""
         self.store.withhold(chunk_ids)
         withheld = None
         if self.local is not None:
@@ -107,7 +109,7 @@ class MilvusBackend:
         return results[: request.top_k]
 
     def count(self, directive: FilterDirective | None, access: AccessFilter | None) -> int:
-        """Exact up to ``MilvusChunkStore.MAX_MATCHED`` chunks in scope (the engine asks whether
+        """Exact up to ``milvus.search.MAX_MATCHED`` chunks in scope (the engine asks whether
         any chunk is in scope); every one is re-checked on the metadata Milvus returns."""
         if directive is None and access is None:
             return self.store.count()
@@ -122,7 +124,7 @@ class MilvusBackend:
     def readable_values(
         self, attributes: Sequence[str], access: AccessFilter
     ) -> dict[str, frozenset[str]]:
-        """From the writer's own index, or from the chunks the collection matches (at most
+        """From the writer's own knowledge, or from the chunks the collection matches (at most
         ``MAX_MATCHED``: fewer values offered, never values of a chunk ``access`` rejects)."""
         if self.local is not None:
             return readable_values(self.local, attributes, access, self._withheld)
@@ -139,14 +141,14 @@ class MilvusBackend:
         self.store.close()
 
     def _lexical(self, request: RetrievalRequest) -> list[ScoredChunk]:
-        index = self.local
-        if index is None:  # refused at start-up (StoreConfig): BM25 would need local chunks
-            raise RuntimeError("hybrid search on Milvus needs the ingesting replica's index")
-        mask = served_mask(index, request.filter, self._withheld)
+        local = self.local
+        if local is None:  # refused at start-up (StoreConfig): BM25 would need local chunks
+            raise RuntimeError("hybrid search on Milvus needs the ingesting replica's knowledge")
+        mask = served_mask(local, request.filter, self._withheld)
         if mask is not None and not mask.any():
             return []
-        hits = index.lexical.search(request.texts[0], request.candidates, mask)
-        return [ScoredChunk(index.chunks[row], 0.0) for row, score in hits if score > 0]
+        hits = local.lexical.search(request.texts[0], request.candidates, mask)
+        return [ScoredChunk(local.chunks[row], 0.0) for row, score in hits if score > 0]
 
 
 def _fused(rankings: list[list[str]]) -> list[str]:

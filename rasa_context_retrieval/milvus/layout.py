@@ -33,7 +33,7 @@ string field, an over-long text, 2.5 in an integer field) is stored as its full 
 ``overflow`` JSON field, with presence 2, and filters on that attribute test the overflow too.
 Which attributes may have overflow rows is part of the layout, so it is fixed per collection
 version: a sync that brings a first such value for another attribute builds a new version
-(``milvus.store``). Attributes without typed fields (undeclared ones, and declared ones past the
+(``milvus.sync``). Attributes without typed fields (undeclared ones, and declared ones past the
 64-field limit) stay in the ``filterable`` JSON field, as in the previous release.
 
 The layout is written into the collection's description, so a reader learns how a version is

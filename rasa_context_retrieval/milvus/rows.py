@@ -1,8 +1,9 @@
 """One chunk as a row of the Milvus collection: its fields, its content hash, size limits.
 
-What a row holds is decided here once; writing (``milvus.store``) builds rows with ``chunk_row``
-and reads facets back with ``facet_keys``. The content hash says whether a stored row is still
-the chunk as the documents say now, so a sync re-embeds only what changed.
+What a row holds is decided here once; writing (``milvus.sync``) builds rows with ``chunk_row``
+and reading values (``milvus.attribute_values``) reads facets back with ``facet_keys``. The
+content hash says whether a stored row is still the chunk as the documents say now, so a sync
+re-embeds only what changed.
 """
 
 from __future__ import annotations

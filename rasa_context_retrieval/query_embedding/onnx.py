@@ -19,7 +19,6 @@ here slows the start of a process that never takes this path.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import shutil
@@ -35,6 +34,7 @@ import numpy as np
 from filelock import FileLock
 
 from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.knowledge.fingerprints import settings_fingerprint
 from rasa_context_retrieval.knowledge.model_integrity import file_sha256
 from rasa_context_retrieval.query_embedding.length_groups import length_groups
 from rasa_context_retrieval.workers import side_by_side
@@ -106,7 +106,7 @@ class LocalModel:
             "onnxruntime": onnxruntime.__version__,
             "files": {str(p.relative_to(self.directory)): file_sha256(p) for p in files},
         }
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+        return settings_fingerprint(payload, length=24)
 
 
 def cached_export(

@@ -1,0 +1,1 @@
+"""Ingestion: documents → chunks → vectors, handed to every backend as one ``EmbeddedKnowledge``."""
