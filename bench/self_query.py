@@ -150,8 +150,8 @@ def score_llm(data: Path, llm_file: Path) -> tuple[list[dict[str, Any]], int]:
     from rasa_context_retrieval.filters.schema import MetadataField
     from rasa_context_retrieval.llm.block import LLMBlock
     from rasa_context_retrieval.llm.client import RetrievalLLM
+    from rasa_context_retrieval.llm_query.constructor import LLMQueryConstructor
     from rasa_context_retrieval.planning.llm_planner import time_budget
-    from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
 
     block = LLMBlock.model_validate(yaml.safe_load(llm_file.read_text(encoding="utf-8")))
     client_config = block.client_config()
