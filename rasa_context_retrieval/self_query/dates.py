@@ -27,6 +27,15 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint
+from rasa_context_retrieval.self_query.engine import (
+    Bound,
+    Row,
+    Said,
+    claim,
+    constraints,
+    period_bounds,
+    readings,
+)
 from rasa_context_retrieval.self_query.phrases import (
     CLAUSE_PUNCTUATION,
     CUE_STOPWORDS,
@@ -38,8 +47,6 @@ from rasa_context_retrieval.self_query.phrases import (
     any_word,
 )
 from rasa_context_retrieval.self_query.ranges import (
-    AFTER_END,
-    BEFORE_START,
     DATE_WORDS,
     FROM_START,
     OPEN_ENDED_AFTER,
@@ -58,7 +65,6 @@ _PHRASES = english.patterns("dates")
 
 Clock = Callable[[], dt.date]
 Period = tuple[dt.date, dt.date]
-Bound = tuple[Comparator, dt.date]
 
 MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
@@ -288,8 +294,6 @@ class DatePhrases:
         if attribute is None:
             return []
         today = self._today()
-        found: list[Constraint] = []
-        claimed: list[tuple[int, int]] = []
         ahead = attribute in self._ahead
         # A message that only names a value ("Is the Lake District busy in August?") says a
         # month about that thing, not about when a record was made: no date of records then,
@@ -298,22 +302,16 @@ class DatePhrases:
         # A year with no month ("before 2021") is what an integer year field holds; a date
         # field takes it only when the message names that date field.
         years_elsewhere = self._year_field and self._attribute(text, only_if_named=True) is None
-        for start, end, conditions in self._conditions(text, today, ahead):
-            if about_records and not YEAR_IN.search(text, start, end):
+        said = []
+        for reading in self._conditions(text, today, ahead):
+            if about_records and not YEAR_IN.search(text, reading.start, reading.end):
                 continue
-            if years_elsewhere and _only_a_year(text[start:end]):
-                claimed.append((start, end))
-                continue
-            # A phrase read as a date claims its words even when it makes no condition
-            # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
-            if any(start < other_end and other_start < end for other_start, other_end in claimed):
-                continue
-            claimed.append((start, end))
-            found.extend(
-                Constraint(attribute, comparator, date_value(day), start, end)
-                for comparator, day in conditions
-            )
-        return found
+            if years_elsewhere and _only_a_year(text[reading.start : reading.end]):
+                reading = Said(reading.start, reading.end, [])
+            said.append(reading)
+        # A phrase read as a date claims its words even when it makes no condition
+        # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
+        return constraints(attribute, claim(said), as_value=date_value)
 
     def _attribute(self, text: str, *, only_if_named: bool = False) -> str | None:
         if len(self._date_fields) == 1 and not only_if_named:
@@ -348,51 +346,65 @@ class DatePhrases:
         ]
         return named[0] if len(named) == 1 else None
 
-    def _conditions(
-        self, text: str, today: dt.date, ahead: bool
-    ) -> list[tuple[int, int, list[Bound]]]:
-        said = []
-        for match in RANGE.finditer(text):
+    def _conditions(self, text: str, today: dt.date, ahead: bool) -> list[Said]:
+        """Every date phrase of ``text`` read on ``today``; ``ahead``: a month or day without a
+        year is the coming one (the field's direction, unless the message tells)."""
+
+        def told(match: re.Match[str]) -> bool:
+            return told_ahead(text, match.start(), ahead)
+
+        def span(match: re.Match[str]) -> list[Bound]:
             low, high = endpoint_groups(match)
-            here = told_ahead(text, match.start(), ahead)
-            said.append((match.start(), match.end(), _range(match[low], match[high], today, here)))
-        for match in DAY_SPAN.finditer(text):
+            return _range(match[low], match[high], today, told(match))
+
+        def day_span(match: re.Match[str]) -> list[Bound]:
             first = DAY_OF_MONTH.sub(match["first"], match["b"], count=1)
-            here = told_ahead(text, match.start(), ahead)
-            said.append((match.start(), match.end(), _range(first, match["b"], today, here)))
-        bare = BARE.finditer(text) if ANY_MONTH.search(text) else ()
-        for match in [*SINGLE.finditer(text), *bare]:
+            return _range(first, match["b"], today, told(match))
+
+        def single(match: re.Match[str]) -> list[Bound] | None:
             said_word = " ".join((match.groupdict().get("word") or "").lower().split())
             which = WHICH_ONE.get(" ".join((match["which"] or "").lower().split()))
             if not said_word and not which and not _is_day(match["a"]):
-                continue  # a bare year or month ("2019", "March") needs a word that says how
-            word = DATE_WORDS.get(said_word, WITHIN)
-            negated = NEGATED.search(text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()])
-            starting = said_word == "from"
+                return None  # a bare year or month ("2019", "March") needs a word that says how
+            before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
             if which is not None:
                 ahead_here = which == COMING
             else:
-                ahead_here = said_word != "since" and told_ahead(text, match.start(), ahead)
-            conditions = [] if negated else _single(word, match["a"], today, ahead_here, starting)
-            said.append((match.start(), match.end(), conditions))
-        for pattern, word in ((LATER, FROM_START), (EARLIER, UNTIL_END)):
-            for match in pattern.finditer(text):
-                here = told_ahead(text, match.start(), ahead)
-                said.append((match.start(), match.end(), _single(word, match["a"], today, here)))
-        for match in RELATIVE.finditer(text):
-            said.append((match.start(), match.end(), _relative(match, today)))
-        for match in END_OF.finditer(text):
+                ahead_here = said_word != "since" and told(match)
+            if NEGATED.search(before):
+                return []
+            word = DATE_WORDS.get(said_word, WITHIN)
+            return _single(word, match["a"], today, ahead_here, starting=said_word == "from")
+
+        def end_of(match: re.Match[str]) -> list[Bound]:
             unit = match["unit"].lower()
             start = _unit_start(today, unit)
             if match["next"]:
                 start = _unit_start(start + relativedelta(**{unit + "s": 1}), unit)
             end = _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)
-            said.append((match.start(), match.end(), [(Comparator.LTE, end)]))
-        for match in NAMED_DAY.finditer(text):
+            return [(Comparator.LTE, end)]
+
+        def named_day(match: re.Match[str]) -> list[Bound]:
             day = today + dt.timedelta(days=NAMED_DAYS[match["day"].lower()])
-            word = DATE_WORDS.get(" ".join((match["word"] or "in").lower().split()), WITHIN)
-            said.append((match.start(), match.end(), _bounds(word, (day, day))))
-        return sorted(said, key=lambda condition: (condition[0], -condition[1]))
+            return period_bounds(_word(match["word"]), day, day)
+
+        table: list[Row[list[Bound] | None]] = [
+            Row(RANGE, span),
+            Row(DAY_SPAN, day_span),
+            Row(SINGLE, single),
+            *([Row(BARE, single)] if ANY_MONTH.search(text) else []),
+            Row(LATER, lambda match: _single(FROM_START, match["a"], today, told(match))),
+            Row(EARLIER, lambda match: _single(UNTIL_END, match["a"], today, told(match))),
+            Row(RELATIVE, lambda match: _relative(match, today)),
+            Row(END_OF, end_of),
+            Row(NAMED_DAY, named_day),
+        ]
+        return readings(text, table)
+
+
+def _word(said: str | None) -> str:
+    """The date word said before a period (``ranges.DATE_WORDS``); none or another is "in"."""
+    return DATE_WORDS.get(" ".join((said or "in").lower().split()), WITHIN)
 
 
 def _own_description_words(
@@ -456,21 +468,7 @@ def _single(
         return []
     if starting and ahead:
         word = FROM_START
-    return _bounds(word, period)
-
-
-def _bounds(word: str, period: Period) -> list[Bound]:
-    first, last = period
-    if word == WITHIN:
-        if first == last:
-            return [(Comparator.EQ, first)]  # "on March 3": that day
-        return [(Comparator.GTE, first), (Comparator.LTE, last)]
-    return {
-        AFTER_END: [(Comparator.GT, last)],
-        FROM_START: [(Comparator.GTE, first)],
-        BEFORE_START: [(Comparator.LT, first)],
-        UNTIL_END: [(Comparator.LTE, last)],
-    }[word]
+    return period_bounds(word, *period)
 
 
 def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[Bound]:
@@ -501,13 +499,15 @@ def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
     unit = match["unit"].lower()
     which = match["which"].lower()
     count = (match["count"] or "").lower()
-    word = DATE_WORDS.get((match["word"] or "in").lower(), WITHIN)
+    word = _word(match["word"])
     one = relativedelta(**{unit + "s": 1})
     if which in ("this", "current"):
         start = _unit_start(today, unit)
         if word == WITHIN:  # the whole period, as "in 2025" or "in June" is
-            return _bounds(word, (start, _unit_start(today + one, unit) - dt.timedelta(days=1)))
-        return [(Comparator.GTE, start)] if word == FROM_START else _bounds(word, (start, today))
+            return period_bounds(word, start, _unit_start(today + one, unit) - dt.timedelta(days=1))
+        return (
+            [(Comparator.GTE, start)] if word == FROM_START else period_bounds(word, start, today)
+        )
     if which in ("next", "coming", "upcoming"):
         if count:
             amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
@@ -516,11 +516,11 @@ def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
             except (ValueError, OverflowError):
                 return []
         start = _unit_start(today + one, unit)
-        return _bounds(word, (start, _unit_start(start + one, unit) - dt.timedelta(days=1)))
+        return period_bounds(word, start, _unit_start(start + one, unit) - dt.timedelta(days=1))
     if not count and match["the"] is None and which in ("last", "previous"):
         # "last year" is the previous calendar year; "the last year" the past twelve months.
         start = _unit_start(today - relativedelta(**{unit + "s": 1}), unit)
-        return _bounds(word, (start, _unit_start(today, unit) - dt.timedelta(days=1)))
+        return period_bounds(word, start, _unit_start(today, unit) - dt.timedelta(days=1))
     amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
     try:
         return [(Comparator.GTE, today - relativedelta(**{unit + "s": amount}))]

@@ -13,7 +13,7 @@ own filters nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import inflection
 from langchain_core.structured_query import Comparator
@@ -24,10 +24,17 @@ from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.dates import (
     time_scope,
 )
+from rasa_context_retrieval.self_query.engine import (
+    Bound,
+    Row,
+    Said,
+    claim,
+    constraints,
+    period_bounds,
+    readings,
+)
 from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, alternation
 from rasa_context_retrieval.self_query.ranges import (
-    AFTER_END,
-    BEFORE_START,
     DATE_WORDS,
     FROM_START,
     OPEN_ENDED_AFTER,
@@ -51,13 +58,6 @@ DURATION_IN_YEARS = _PHRASES["DURATION_IN_YEARS"]
 _YEAR: str = _LISTS["_YEAR"]
 # A century is guessed for "the 90s": this decade digit and above are the 1900s.
 LAST_CENTURY_FROM_DECADE = 3
-COMPARATORS = {
-    AFTER_END: Comparator.GT,
-    FROM_START: Comparator.GTE,
-    BEFORE_START: Comparator.LT,
-    UNTIL_END: Comparator.LTE,
-    WITHIN: Comparator.EQ,
-}
 _WORDS = date_words_pattern([*DATE_WORDS, "of"])
 _FILLER: str = _LISTS["_FILLER"]
 RANGE = range_pattern(
@@ -78,7 +78,57 @@ COMPARED = english.pattern("years", "COMPARED", _FILLER=_FILLER, _YEAR=_YEAR)
 NEGATED = _PHRASES["NEGATED"]
 LOOKBEHIND_CHARS = 20
 
-Said = tuple[int, int, list[tuple[Comparator, int]]]
+
+def _word(said: str | None) -> str:
+    """The date word said before a year (``ranges.DATE_WORDS``); none or another is "in"."""
+    return DATE_WORDS.get(" ".join((said or "in").lower().split()), WITHIN)
+
+
+def _range(match: re.Match[str]) -> list[Bound]:
+    """ "from 1990 to 1995", "1990-1995": both ends; a range written backwards, nothing."""
+    low, high = (int(match[group]) for group in endpoint_groups(match))
+    return [(Comparator.GTE, low), (Comparator.LTE, high)] if low <= high else []
+
+
+def _decade(match: re.Match[str]) -> list[Bound]:
+    """ "in the 90s", "after the 2010s", "the 1960s": the ten years, the century guessed."""
+    digit = int(match["decade"])
+    if match["century"]:
+        first = int(match["century"]) * 100 + digit * 10
+    else:
+        first = (1900 if digit >= LAST_CENTURY_FROM_DECADE else 2000) + digit * 10
+    return period_bounds(_word(match["word"]), first, first + 9)
+
+
+def _single(match: re.Match[str]) -> list[Bound]:
+    """ "after 2005", "from 1979", "in 2010"; "not in 2010" claims its words and says nothing."""
+    before = match.string[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
+    year = int(match["a"])
+    return [] if NEGATED.search(before) else period_bounds(_word(match["word"]), year, year)
+
+
+def _open_end(word: str) -> Callable[[re.Match[str]], list[Bound]]:
+    return lambda match: period_bounds(word, int(match["a"]), int(match["a"]))
+
+
+# A year compared as old or new ("older than 2010", "2018 or newer"): the documents' year in a
+# message about anything (a story says "in 2010", not "newer than 2010").
+COMPARED_TABLE: tuple[Row[list[Bound] | None], ...] = (
+    Row(LATER, _open_end(FROM_START)),
+    Row(EARLIER, _open_end(UNTIL_END)),
+    Row(
+        COMPARED,
+        lambda match: period_bounds(_word(match["word"]), int(match["a"]), int(match["a"])),
+    ),
+)
+# Every year phrase, in a message about the documents.
+TABLE: tuple[Row[list[Bound] | None], ...] = (
+    Row(RANGE, _range),
+    Row(DECADE, _decade),
+    Row(LATER, _open_end(FROM_START)),
+    Row(EARLIER, _open_end(UNTIL_END)),
+    Row(SINGLE, _single),
+)
 
 
 def is_year_field(field: MetadataField) -> bool:
@@ -136,19 +186,12 @@ class YearPhrases:
         before one is that year ("a 2015 Bordeaux")."""
         if self._attribute is None:
             return []
-        said = list(self._named_by_year(text, values))
+        said = self._named_by_year(text, values)
         if scoped or said or self._scope.search(text):
-            said += self._said(text)
-        else:
-            said += self._compared(text)
-        found: list[Constraint] = []
-        claimed = [(constraint.start, constraint.end) for constraint in taken]
-        for start, end, bounds in sorted(said, key=lambda said: (said[0], -said[1])):
-            if any(start < other_end and other_start < end for other_start, other_end in claimed):
-                continue
-            claimed.append((start, end))
-            found += [Constraint(self._attribute, op, year, start, end) for op, year in bounds]
-        return found
+            said += readings(text, TABLE)
+        elif ANY_YEAR.search(text):
+            said += readings(text, COMPARED_TABLE)
+        return constraints(self._attribute, claim(said, taken))
 
     def _named_by_year(self, text: str, values: Sequence[Constraint]) -> list[Said]:
         """ "a 2020 model", "2015 cars", "a 2015 Bordeaux", "2015 or 2016 models": a year before
@@ -159,54 +202,8 @@ class YearPhrases:
             rest = text[match.end("chain") :]
             next_start = match.end("chain") + len(rest) - len(rest.lstrip(" -"))
             if match["next"] or any(value.start <= next_start < value.end for value in values):
-                said.append((match.start(), match.end(), [(Comparator.EQ, int(match["a"]))]))
+                said.append(Said(match.start(), match.end(), [(Comparator.EQ, int(match["a"]))]))
         return said
-
-    def _compared(self, text: str) -> list[Said]:
-        """ "older than 2010", "2018 or newer": a year compared as old or new is the documents'
-        year in a message about anything (a story says "in 2010", not "newer than 2010")."""
-        said: list[Said] = []
-        if not ANY_YEAR.search(text):
-            return said
-        for pattern, comparator in ((LATER, Comparator.GTE), (EARLIER, Comparator.LTE)):
-            for match in pattern.finditer(text):
-                said.append((match.start(), match.end(), [(comparator, int(match["a"]))]))
-        for match in COMPARED.finditer(text):
-            word = DATE_WORDS[" ".join(match["word"].lower().split())]
-            said.append((match.start(), match.end(), [(COMPARATORS[word], int(match["a"]))]))
-        return said
-
-    def _said(self, text: str) -> list[Said]:
-        said: list[Said] = []
-        for match in RANGE.finditer(text):
-            low, high = (match[group] for group in endpoint_groups(match))
-            bounds = [(Comparator.GTE, int(low)), (Comparator.LTE, int(high))]
-            said.append((match.start(), match.end(), bounds if low <= high else []))
-        for match in DECADE.finditer(text):
-            said.append((match.start(), match.end(), _decade(match)))
-        for pattern, comparator in ((LATER, Comparator.GTE), (EARLIER, Comparator.LTE)):
-            for match in pattern.finditer(text):
-                said.append((match.start(), match.end(), [(comparator, int(match["a"]))]))
-        for match in SINGLE.finditer(text):
-            word = DATE_WORDS.get(" ".join(match["word"].lower().split()), WITHIN)
-            before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
-            bounds = [] if NEGATED.search(before) else [(COMPARATORS[word], int(match["a"]))]
-            said.append((match.start(), match.end(), bounds))
-        return said
-
-
-def _decade(match: re.Match[str]) -> list[tuple[Comparator, int]]:
-    digit = int(match["decade"])
-    if match["century"]:
-        first = int(match["century"]) * 100 + digit * 10
-    else:
-        first = (1900 if digit >= LAST_CENTURY_FROM_DECADE else 2000) + digit * 10
-    word = DATE_WORDS.get(" ".join((match["word"] or "in").lower().split()), WITHIN)
-    if word == WITHIN:
-        return [(Comparator.GTE, first), (Comparator.LTE, first + 9)]
-    if word in (AFTER_END, UNTIL_END):
-        return [(COMPARATORS[word], first + 9)]
-    return [(COMPARATORS[word], first)]
 
 
 def _distinct_words(
