@@ -72,16 +72,15 @@ MONTHS["sept"] = 9
 LOOKBEHIND_CHARS = 20
 # A field name word matches a user's word by its first letters: "updated", "updates", "update".
 NAME_PREFIX_CHARS = 5
-DESCRIBED_WORD = _PHRASES["DESCRIBED_WORD"]
 MIN_DESCRIBED_WORDS = 2
 
-_YEAR: str = _LISTS["_YEAR"]
+_YEAR: str = _LISTS._YEAR
 _ANY_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 # A month without a year must be written in full; "may" only capitalised (it is also a verb).
 _LONE_MONTH = "|".join(
     [name.lower() for name in calendar.month_name if name and name != "May"] + ["(?-i:May)"]
 )
-_ORDINAL: str = _LISTS["_ORDINAL"]
+_ORDINAL: str = _LISTS._ORDINAL
 DATE_TEXT = (
     rf"(?<![\w-])(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{4}}-\d{{2}}(?![\d-])"
     rf"|(?:{_ANY_MONTH})\.?\s+\d{{1,2}}{_ORDINAL},?\s+{_YEAR}"
@@ -92,8 +91,7 @@ DATE_TEXT = (
 )
 
 _DATE_WORDS = date_words_pattern(DATE_WORDS)
-_FILLER: str = _LISTS["_FILLER"]
-RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_FILLER)
+RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_LISTS._FILLER)
 # "between 1 and 5 September", "from the 3rd to the 9th of May 2025": the first day borrows the
 # month and year written with the last.
 DAY_SPAN = re.compile(
@@ -102,7 +100,6 @@ DAY_SPAN = re.compile(
     rf"(?:,?\s+{_YEAR})?)(?![\w-])",
     re.IGNORECASE,
 )
-DAY_OF_MONTH = _PHRASES["DAY_OF_MONTH"]
 # "next March", "this past May": the user says which one of a month without a year.
 COMING, GONE = "coming", "gone"
 WHICH_ONE = {"next": COMING, "coming": COMING, "this coming": COMING, "last": GONE, "past": GONE}
@@ -114,7 +111,7 @@ SINGLE = english.pattern(
     DATE_TEXT=DATE_TEXT,
     OPEN_ENDED_AFTER=OPEN_ENDED_AFTER,
     _DATE_WORDS=_DATE_WORDS,
-    _FILLER=_FILLER,
+    _FILLER=_LISTS._FILLER,
     _WHICH=_WHICH,
 )
 # A date with no word before it: a day ("concerts March 3rd") or "next March". Messages seldom
@@ -128,31 +125,21 @@ ANY_MONTH = english.pattern("dates", "ANY_MONTH", _ANY_MONTH=_ANY_MONTH)
 LATER, EARLIER = open_ended(DATE_TEXT)
 _COUNT = "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS])
 RELATIVE = english.pattern("dates", "RELATIVE", _COUNT=_COUNT)
-END_OF = _PHRASES["END_OF"]
-NAMED_DAYS = _LISTS["NAMED_DAYS"]
 NAMED_DAY = re.compile(
-    rf"(?<!\w)(?:(?P<word>{_DATE_WORDS})\s+)?(?P<day>{'|'.join(NAMED_DAYS)})(?!\w)", re.IGNORECASE
+    rf"(?<!\w)(?:(?P<word>{_DATE_WORDS})\s+)?(?P<day>{'|'.join(_LISTS.NAMED_DAYS)})(?!\w)",
+    re.IGNORECASE,
 )
-NEGATED = _PHRASES["NEGATED"]
-AHEAD_WORDS = _PHRASES["AHEAD_WORDS"]
-RECORDED_WORDS = _PHRASES["RECORDED_WORDS"]
 # The message itself may say which way a month or day without a year lies, and then it wins
 # over the field's direction: "since" reaches back from today, a finite verb in the past ("took
 # effect on 1 June", "went on sale in April", "was cancelled in March") tells of a day gone,
 # "will" or "going to" of one to come. Regular "-ed" forms are left out: a participle says
 # nothing of when ("concerts scheduled for March").
 TOLD_GONE = any_word(TOLD_GONE_WORDS)
-TOLD_COMING = _PHRASES["TOLD_COMING"]
 # How far back in the clause before a date such a word still speaks of it.
 TOLD_LOOKBEHIND_CHARS = 40
 CLAUSE_END = any_word(DATE_CLAUSE_BREAKS, or_any_of=CLAUSE_PUNCTUATION)
-WORD = _PHRASES["WORD"]
-PARTICIPLE = _PHRASES["PARTICIPLE"]
-ISO_DAY = _PHRASES["ISO_DAY"]
-ISO_MONTH = _PHRASES["ISO_MONTH"]
 YEAR_IN = re.compile(_YEAR)
 DAY_IN = english.pattern("dates", "DAY_IN", _ORDINAL=_ORDINAL)
-MONTH_IN = _PHRASES["MONTH_IN"]
 
 
 @dataclass(frozen=True)
@@ -165,18 +152,22 @@ class WrittenDate:
 
     @classmethod
     def read(cls, text: str) -> WrittenDate | None:
-        if ISO_DAY.fullmatch(text):
+        if _PHRASES.ISO_DAY.fullmatch(text):
             try:
                 day = dt.date.fromisoformat(text)
             except ValueError:
                 return None
             return cls(day.year, day.month, day.day)
-        iso_month = ISO_MONTH.fullmatch(text)
+        iso_month = _PHRASES.ISO_MONTH.fullmatch(text)
         if iso_month:
             return cls(int(iso_month[1]), int(iso_month[2]))
         year = YEAR_IN.search(text)
         month = next(
-            (MONTHS[word.lower()] for word in MONTH_IN.findall(text) if word.lower() in MONTHS),
+            (
+                MONTHS[word.lower()]
+                for word in _PHRASES.MONTH_IN.findall(text)
+                if word.lower() in MONTHS
+            ),
             None,
         )
         day_of_month = DAY_IN.search(YEAR_IN.sub(" ", text)) if month else None
@@ -222,8 +213,8 @@ def looks_ahead(field: MetadataField) -> bool:
     # The name says it first ("offer_ends", "last_updated"); the description when it does not.
     for said in (name, field.description):
         # A finite verb in the past ("Day the type became available") tells of a day gone too.
-        ahead = bool(AHEAD_WORDS.search(said))
-        recorded = bool(RECORDED_WORDS.search(said) or TOLD_GONE.search(said))
+        ahead = bool(_PHRASES.AHEAD_WORDS.search(said))
+        recorded = bool(_PHRASES.RECORDED_WORDS.search(said) or TOLD_GONE.search(said))
         if ahead != recorded:
             return ahead
     return False
@@ -272,7 +263,9 @@ class DatePhrases:
         self._today = today
         # The verb a date field's description uses ("When the ticket was opened") names it too.
         self._verbs = {
-            field.name: frozenset(word.lower() for word in PARTICIPLE.findall(field.description))
+            field.name: frozenset(
+                word.lower() for word in _PHRASES.PARTICIPLE.findall(field.description)
+            )
             for field in fields
             if field.type == "date"
         }
@@ -317,7 +310,7 @@ class DatePhrases:
         if len(self._date_fields) == 1 and not only_if_named:
             return self._date_fields[0]
         lowered = text.lower()
-        said = set(WORD.findall(lowered))
+        said = set(_PHRASES.WORD.findall(lowered))
         # The name said whole ("released") or the description's verb names a field first; then
         # two words only one description has ("security updates" for "Last day the release
         # receives security updates"), over a noun that only shares a name's first letters
@@ -358,7 +351,7 @@ class DatePhrases:
             return _range(match[low], match[high], today, told(match))
 
         def day_span(match: re.Match[str]) -> list[Bound]:
-            first = DAY_OF_MONTH.sub(match["first"], match["b"], count=1)
+            first = _PHRASES.DAY_OF_MONTH.sub(match["first"], match["b"], count=1)
             return _range(first, match["b"], today, told(match))
 
         def single(match: re.Match[str]) -> list[Bound] | None:
@@ -371,7 +364,7 @@ class DatePhrases:
                 ahead_here = which == COMING
             else:
                 ahead_here = said_word != "since" and told(match)
-            if NEGATED.search(before):
+            if _PHRASES.NEGATED.search(before):
                 return []
             word = DATE_WORDS.get(said_word, WITHIN)
             return _single(word, match["a"], today, ahead_here, starting=said_word == "from")
@@ -385,7 +378,7 @@ class DatePhrases:
             return [(Comparator.LTE, end)]
 
         def named_day(match: re.Match[str]) -> list[Bound]:
-            day = today + dt.timedelta(days=NAMED_DAYS[match["day"].lower()])
+            day = today + dt.timedelta(days=_LISTS.NAMED_DAYS[match["day"].lower()])
             return period_bounds(_word(match["word"]), day, day)
 
         table: list[Row[list[Bound] | None]] = [
@@ -396,7 +389,7 @@ class DatePhrases:
             Row(LATER, lambda match: _single(FROM_START, match["a"], today, told(match))),
             Row(EARLIER, lambda match: _single(UNTIL_END, match["a"], today, told(match))),
             Row(RELATIVE, lambda match: _relative(match, today)),
-            Row(END_OF, end_of),
+            Row(_PHRASES.END_OF, end_of),
             Row(NAMED_DAY, named_day),
         ]
         return readings(text, table)
@@ -417,7 +410,7 @@ def _own_description_words(
     words = {
         field.name: {
             word
-            for word in DESCRIBED_WORD.findall(field.description.lower())
+            for word in _PHRASES.DESCRIBED_WORD.findall(field.description.lower())
             if word not in CUE_STOPWORDS and word not in item_nouns
         }
         for field in fields
@@ -440,14 +433,18 @@ def told_ahead(text: str, start: int, ahead: bool) -> bool:
     clause = CLAUSE_END.split(before)[-1]
     if TOLD_GONE.search(clause):
         return False
-    if TOLD_COMING.search(clause):
+    if _PHRASES.TOLD_COMING.search(clause):
         return True
     return ahead
 
 
 def _only_a_year(text: str) -> bool:
     """Whether a date phrase names years and no month or day ("before 2021", "in 2019")."""
-    return bool(YEAR_IN.search(text)) and not ANY_MONTH.search(text) and not ISO_MONTH.search(text)
+    return (
+        bool(YEAR_IN.search(text))
+        and not ANY_MONTH.search(text)
+        and not _PHRASES.ISO_MONTH.search(text)
+    )
 
 
 def _is_day(text: str) -> bool:

@@ -10,6 +10,11 @@ rows of a phrase pattern (from ``english.yaml``) and the reading of one match, t
 * ``period_bounds`` is the one meaning of the words before a period ("after", "since", "in"),
   whatever the period is: a year (1990 to 1990), a decade (1990 to 1999) or a month of days.
 
+Yes/no fields and the values a description explains in words are a table too: rows of a
+``ValuePhrase`` ("out of stock" is ``in_stock`` false, "direct flights" ``stops`` 0), which
+``said_value`` reads the same way for both: a negation before the phrase flips a yes/no value
+and makes a number ``ne``, and one everyday word counts only where it describes the documents.
+
 A new phrasing is then a pattern row in ``english.yaml`` (or a word in one of its tables) and a
 labelled row in ``tests/self_query_cases.yaml``; a new kind of value is a new table of rows.
 """
@@ -21,9 +26,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import inflection
 from langchain_core.structured_query import Comparator
 
-from rasa_context_retrieval.self_query.constraints import Constraint
+from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.ranges import (
     AFTER_END,
     BEFORE_START,
@@ -32,6 +38,8 @@ from rasa_context_retrieval.self_query.ranges import (
     WITHIN,
 )
 
+# How far before a phrase its negation ("not", "non-", "without") is looked for.
+LOOKBEHIND_CHARS = 32
 Value = TypeVar("Value")
 Bound = tuple[Comparator, Any]
 """One end of a condition: ``(gte, 1990)``."""
@@ -109,3 +117,55 @@ def period_bounds(word: str, first: Any, last: Any) -> list[Bound]:
         BEFORE_START: [(Comparator.LT, first)],
         UNTIL_END: [(Comparator.LTE, last)],
     }[word]
+
+
+Describes = Callable[[str, str, int, list[Constraint]], bool]
+"""Whether the word ending at ``text[end]`` (the text ``before`` it given) says what the
+documents are ("remote jobs", "tickets that are still open"); ``taken``: the conditions so far."""
+
+
+@dataclass(frozen=True)
+class ValuePhrase:
+    """A phrase that says ``attribute`` is ``value`` wherever it is said."""
+
+    attribute: str
+    value: bool | int
+    pattern: re.Pattern[str]
+    single: bool = False
+    """One everyday word ("remote", "direct"): it counts only where it describes the documents,
+    or negated."""
+    noun: bool = False
+    """A thing written with an article ("a studio"): its plural names it as wanted."""
+    denial: bool = False
+    """The phrase says "no" itself ("out of stock"): the condition is read as a negation."""
+    skip: Callable[[re.Match[str], str], bool] | None = None
+    """Where, given the match and the text before it, the phrase means something else ("I am
+    remote", "Marvel Studios")."""
+
+
+def said_value(
+    text: str,
+    phrase: ValuePhrase,
+    taken: list[Constraint],
+    negated_before: Callable[[str], bool],
+    describes: Describes,
+) -> Constraint | None:
+    """The condition of the first place ``phrase`` is said in ``text`` over words not
+    ``taken``; a match with an ``un`` group ("unmaintained") is negated by it."""
+    for match in phrase.pattern.finditer(text):
+        start, end = match.span()
+        if overlaps_any(start, end, taken):
+            continue
+        before = text[max(0, start - LOOKBEHIND_CHARS) : start]
+        if phrase.skip is not None and phrase.skip(match, before):
+            continue
+        negated = negated_before(before) != bool(match.groupdict().get("un"))
+        plural = phrase.noun and inflection.singularize(match[0].lower()) != match[0].lower()
+        if phrase.single and not (negated or plural or describes(text, before, end, taken)):
+            continue
+        if isinstance(phrase.value, bool):
+            value, read = phrase.value != negated, negated or phrase.denial
+            return Constraint(phrase.attribute, Comparator.EQ, value, start, end, negated=read)
+        comparator = Comparator.NE if negated else Comparator.EQ
+        return Constraint(phrase.attribute, comparator, phrase.value, start, end, negated=negated)
+    return None

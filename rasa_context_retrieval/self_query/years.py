@@ -49,19 +49,18 @@ from rasa_context_retrieval.self_query.ranges import (
 _LISTS = english.words("years")
 _PHRASES = english.patterns("years")
 
-NOUN = _PHRASES["NOUN"]
 NOT_OWN_WORDS = CUE_STOPWORDS | {"year", "years", "when", "was", "were", "released", "made"}
 # Words shorter than this ("new", "the") say nothing about which time field is meant.
 MIN_DISTINCT_CHARS = 4
-YEAR_WORD = _PHRASES["YEAR_WORD"]
-DURATION_IN_YEARS = _PHRASES["DURATION_IN_YEARS"]
-_YEAR: str = _LISTS["_YEAR"]
+_YEAR: str = _LISTS._YEAR
 # A century is guessed for "the 90s": this decade digit and above are the 1900s.
 LAST_CENTURY_FROM_DECADE = 3
 _WORDS = date_words_pattern([*DATE_WORDS, "of"])
-_FILLER: str = _LISTS["_FILLER"]
 RANGE = range_pattern(
-    lambda group: f"(?P<{group}>{_YEAR})", filler=_FILLER, before=r"(?<![\w-])", after=r"(?!\w)"
+    lambda group: f"(?P<{group}>{_YEAR})",
+    filler=_LISTS._FILLER,
+    before=r"(?<![\w-])",
+    after=r"(?!\w)",
 )
 DECADE = english.pattern("years", "DECADE", _WORDS=_WORDS)
 LATER, EARLIER = open_ended(_YEAR, before=r"(?<!\w)")
@@ -69,13 +68,12 @@ SINGLE = english.pattern(
     "years",
     "SINGLE",
     OPEN_ENDED_AFTER=OPEN_ENDED_AFTER,
-    _FILLER=_FILLER,
+    _FILLER=_LISTS._FILLER,
     _WORDS=_WORDS,
     _YEAR=_YEAR,
 )
 ANY_YEAR = english.pattern("years", "ANY_YEAR", _YEAR=_YEAR)
-COMPARED = english.pattern("years", "COMPARED", _FILLER=_FILLER, _YEAR=_YEAR)
-NEGATED = _PHRASES["NEGATED"]
+COMPARED = english.pattern("years", "COMPARED", _FILLER=_LISTS._FILLER, _YEAR=_YEAR)
 LOOKBEHIND_CHARS = 20
 
 
@@ -104,7 +102,9 @@ def _single(match: re.Match[str]) -> list[Bound]:
     """ "after 2005", "from 1979", "in 2010"; "not in 2010" claims its words and says nothing."""
     before = match.string[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
     year = int(match["a"])
-    return [] if NEGATED.search(before) else period_bounds(_word(match["word"]), year, year)
+    return (
+        [] if _PHRASES.NEGATED.search(before) else period_bounds(_word(match["word"]), year, year)
+    )
 
 
 def _open_end(word: str) -> Callable[[re.Match[str]], list[Bound]]:
@@ -137,9 +137,12 @@ def is_year_field(field: MetadataField) -> bool:
     return (
         field.type == "integer"
         and bool(
-            YEAR_WORD.search(field.name.replace("_", " ")) or YEAR_WORD.search(field.description)
+            _PHRASES.YEAR_WORD.search(field.name.replace("_", " "))
+            or _PHRASES.YEAR_WORD.search(field.description)
         )
-        and not DURATION_IN_YEARS.search(f"{field.name.replace('_', ' ')} {field.description}")
+        and not _PHRASES.DURATION_IN_YEARS.search(
+            f"{field.name.replace('_', ' ')} {field.description}"
+        )
     )
 
 
@@ -153,7 +156,7 @@ class YearPhrases:
         own_words = set(item_nouns)
         for field in year_fields:
             said = f"{field.name.replace('_', ' ')} {field.description}".lower()
-            nouns = {word for word in NOUN.findall(said) if word not in NOT_OWN_WORDS}
+            nouns = {word for word in _PHRASES.NOUN.findall(said) if word not in NOT_OWN_WORDS}
             own_words |= nouns | {inflection.pluralize(noun) for noun in nouns}
         self._scope = time_scope([field.name for field in year_fields], own_words)
         self._distinct = _distinct_words(year_fields, fields, item_nouns)
@@ -172,7 +175,9 @@ class YearPhrases:
         """Whether ``text`` says a word only the year field's name or description has ("took
         effect" for "Year the current version of the policy took effect"): a year said with it
         is this field's, not a date field's."""
-        return bool(self._distinct) and not self._distinct.isdisjoint(NOUN.findall(text.lower()))
+        return bool(self._distinct) and not self._distinct.isdisjoint(
+            _PHRASES.NOUN.findall(text.lower())
+        )
 
     def find(
         self,
@@ -220,6 +225,8 @@ def _distinct_words(
         for field in fields
         if field.type == "date"
     )
-    own = NOUN.findall(f"{year_field.name.replace('_', ' ')} {year_field.description}".lower())
-    shared = set(NOUN.findall(dates)) | set(item_nouns) | NOT_OWN_WORDS
+    own = _PHRASES.NOUN.findall(
+        f"{year_field.name.replace('_', ' ')} {year_field.description}".lower()
+    )
+    shared = set(_PHRASES.NOUN.findall(dates)) | set(item_nouns) | NOT_OWN_WORDS
     return frozenset(word for word in own if len(word) >= MIN_DISTINCT_CHARS and word not in shared)
