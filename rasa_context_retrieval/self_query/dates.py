@@ -54,6 +54,7 @@ from rasa_context_retrieval.self_query.ranges import (
     SPAN_OPENERS,
     UNTIL_END,
     WITHIN,
+    date_word,
     date_words_pattern,
     endpoint_groups,
     open_ended,
@@ -366,7 +367,7 @@ class DatePhrases:
                 ahead_here = said_word != "since" and told(match)
             if _PHRASES.NEGATED.search(before):
                 return []
-            word = DATE_WORDS.get(said_word, WITHIN)
+            word = date_word(said_word)
             return _single(word, match["a"], today, ahead_here, starting=said_word == "from")
 
         def end_of(match: re.Match[str]) -> list[Bound]:
@@ -379,7 +380,7 @@ class DatePhrases:
 
         def named_day(match: re.Match[str]) -> list[Bound]:
             day = today + dt.timedelta(days=_LISTS.NAMED_DAYS[match["day"].lower()])
-            return period_bounds(_word(match["word"]), day, day)
+            return period_bounds(date_word(match["word"]), day, day)
 
         table: list[Row[list[Bound] | None]] = [
             Row(RANGE, span),
@@ -393,11 +394,6 @@ class DatePhrases:
             Row(NAMED_DAY, named_day),
         ]
         return readings(text, table)
-
-
-def _word(said: str | None) -> str:
-    """The date word said before a period (``ranges.DATE_WORDS``); none or another is "in"."""
-    return DATE_WORDS.get(" ".join((said or "in").lower().split()), WITHIN)
 
 
 def _own_description_words(
@@ -496,7 +492,7 @@ def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
     unit = match["unit"].lower()
     which = match["which"].lower()
     count = (match["count"] or "").lower()
-    word = _word(match["word"])
+    word = date_word(match["word"])
     one = relativedelta(**{unit + "s": 1})
     if which in ("this", "current"):
         start = _unit_start(today, unit)

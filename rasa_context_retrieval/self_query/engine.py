@@ -41,6 +41,7 @@ from rasa_context_retrieval.self_query.ranges import (
 # How far before a phrase its negation ("not", "non-", "without") is looked for.
 LOOKBEHIND_CHARS = 32
 Value = TypeVar("Value")
+Reading = TypeVar("Reading", covariant=True)
 Bound = tuple[Comparator, Any]
 """One end of a condition: ``(gte, 1990)``."""
 
@@ -56,26 +57,24 @@ class Said:
 
 
 @dataclass(frozen=True)
-class Row(Generic[Value]):
+class Row(Generic[Reading]):
     """A phrase pattern and how one of its matches reads (into bounds, or a richer record)."""
 
     pattern: re.Pattern[str]
-    read: Callable[[re.Match[str]], Value]
+    read: Callable[[re.Match[str]], Reading]
 
 
-def scan(text: str, table: Iterable[Row[Value]]) -> list[tuple[re.Match[str], Value]]:
-    """Every match of every row of ``table`` in ``text``, row by row, with its reading."""
-    return [(match, row.read(match)) for row in table for match in row.pattern.finditer(text)]
+def scan(text: str, table: Iterable[Row[Value | None]]) -> list[tuple[re.Match[str], Value]]:
+    """Every match of every row of ``table`` in ``text``, row by row, with its reading; a row
+    reads ``None`` for a match that is no phrase of its kind after all (a bare "2019" with no
+    date word, "I have 2 bedrooms")."""
+    read = ((match, row.read(match)) for row in table for match in row.pattern.finditer(text))
+    return [(match, reading) for match, reading in read if reading is not None]
 
 
 def readings(text: str, table: Iterable[Row[list[Bound] | None]]) -> list[Said]:
-    """The spans and bounds that the rows of ``table`` read in ``text``; a row reads ``None``
-    for a match that is no phrase of its kind after all (a bare "2019" with no date word)."""
-    return [
-        Said(match.start(), match.end(), bounds)
-        for match, bounds in scan(text, table)
-        if bounds is not None
-    ]
+    """The spans and bounds that the rows of ``table`` read in ``text``."""
+    return [Said(match.start(), match.end(), bounds) for match, bounds in scan(text, table)]
 
 
 def claim(said: Iterable[Said], taken: Sequence[Constraint] = ()) -> list[Said]:

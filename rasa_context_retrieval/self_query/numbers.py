@@ -27,6 +27,7 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.engine import Row, scan
 from rasa_context_retrieval.self_query.limits import OWNED_BEFORE
 from rasa_context_retrieval.self_query.phrases import (
     COUNT_WORDS,
@@ -307,6 +308,87 @@ class _Said:
     required takes it."""
 
 
+def _span(match: re.Match[str]) -> tuple[int, int]:
+    return match.start(), match.end()
+
+
+def _held(match: re.Match[str]) -> _Said:
+    """ "can take 120 people", "sleeps 6": a party that must fit."""
+    held = cue_key((match["noun"] or _LISTS.PEOPLE).lower())
+    bounds = ((Comparator.GTE, match["n"]),)
+    return _Said(bounds, *_span(match), False, counted=held, party=True)
+
+
+def _ranged(match: re.Match[str]) -> _Said:
+    low, high = endpoint_groups(match)
+    bounds = ((Comparator.GTE, match[low]), (Comparator.LTE, match[high]))
+    return _Said(bounds, *_span(match), _has_currency(match, low, high))
+
+
+def _prefixed(match: re.Match[str]) -> _Said:
+    phrase = " ".join(match["comparator"].lower().split())
+    bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
+    cue = _LISTS.COMPARATOR_CUES.get(phrase)
+    plain = phrase in PLAIN_AMOUNT_COMPARATORS
+    return _Said(bounds, *_span(match), _has_currency(match, "n"), cue, plain)
+
+
+def _named_prefixed(match: re.Match[str]) -> _Said:
+    phrase = " ".join(match["comparator"].lower().split())
+    bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
+    named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
+    return _Said(bounds, *_span(match), False, counted=named, named=True)
+
+
+def _postfixed(match: re.Match[str]) -> _Said:
+    comparator = Comparator.LTE if match["at_most"] else Comparator.GTE
+    noun = (match["noun"] or "").lower()
+    unit = TIME_UNIT_WORDS.get(noun)
+    counted = cue_key(noun) if noun and unit is None else None
+    currency = _has_currency(match, "n")
+    return _Said(((comparator, match["n"]),), *_span(match), currency, counted=counted, unit=unit)
+
+
+def _for_party(match: re.Match[str]) -> _Said:
+    counted = _LISTS.AGE_CUE if match["aged"] else cue_key(match["noun"].lower())
+    bounds = ((Comparator.GTE, match["n"]),)
+    return _Said(bounds, *_span(match), False, counted=counted, party=True)
+
+
+def _aged_person(match: re.Match[str]) -> _Said:
+    bounds = ((Comparator.GTE, match["n"]),)
+    return _Said(bounds, *_span(match), False, counted=_LISTS.AGE_CUE, party=True)
+
+
+def _compound(match: re.Match[str]) -> _Said:
+    """ "a 2-bedroom flat", "2 bedrooms": the field's name, in the singular as its name words
+    are kept ("vcpu" for ``vcpus``, which no stem of "vcpus" gives)."""
+    found = match.groupdict()
+    noun = found.get("noun2") or found.get("noun3") or match["noun"]
+    counted = inflection.singularize(noun.lower())
+    return _Said(((Comparator.EQ, match["n"]),), *_span(match), False, counted=counted, named=True)
+
+
+def _count_not_owned(match: re.Match[str]) -> _Said | None:
+    """ "I have 2 bedrooms": the user's own, not a wish; "for 3 bedrooms": a party to fit."""
+    start = match.start()
+    if OWNED_OR_FOR_BEFORE.search(match.string, max(0, start - OWNED_CHARS), start):
+        return None
+    return _compound(match)
+
+
+# Every comparison of an amount, in the order they are read; the schema adds its compounds.
+TABLE: tuple[Row[_Said | None], ...] = (
+    Row(HOLDING_VERB, _held),
+    Row(RANGE, _ranged),
+    Row(PREFIX, _prefixed),
+    Row(NAMED_PREFIX, _named_prefixed),
+    Row(POSTFIX, _postfixed),
+    Row(FOR_PARTY, _for_party),
+    Row(AGED_PERSON, _aged_person),
+)
+
+
 class NumberPhrases:
     """Finds numeric comparisons and maps each to the one integer/float field it is about."""
 
@@ -320,6 +402,9 @@ class NumberPhrases:
         self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
         self._item_after = re.compile(rf"[\s-]+(?:{items})(?!\w)", re.IGNORECASE)
         self._count_of_field = _count_of_field(numeric)
+        self._table: list[Row[_Said | None]] = [*TABLE, Row(self._compound, _compound)]
+        if self._count_of_field is not None:
+            self._table.append(Row(self._count_of_field, _count_not_owned))
         self._charges = {
             field.name: (field.integer, words)
             for field, source in zip(self._fields, numeric, strict=True)
@@ -390,71 +475,7 @@ class NumberPhrases:
         return found
 
     def _said(self, text: str) -> list[_Said]:
-        said: list[_Said] = []
-        bounds: tuple[tuple[Comparator, str], ...]
-        for match in HOLDING_VERB.finditer(text):
-            bounds = ((Comparator.GTE, match["n"]),)
-            held = cue_key((match["noun"] or _LISTS.PEOPLE).lower())
-            said.append(_Said(bounds, match.start(), match.end(), False, counted=held, party=True))
-        for match in RANGE.finditer(text):
-            low, high = endpoint_groups(match)
-            bounds = ((Comparator.GTE, match[low]), (Comparator.LTE, match[high]))
-            said.append(_Said(bounds, match.start(), match.end(), _has_currency(match, low, high)))
-        for match in PREFIX.finditer(text):
-            phrase = " ".join(match["comparator"].lower().split())
-            bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
-            cue = _LISTS.COMPARATOR_CUES.get(phrase)
-            plain = phrase in PLAIN_AMOUNT_COMPARATORS
-            currency = _has_currency(match, "n")
-            said.append(_Said(bounds, match.start(), match.end(), currency, cue, plain))
-        for match in NAMED_PREFIX.finditer(text):
-            phrase = " ".join(match["comparator"].lower().split())
-            bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
-            named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
-            said.append(_Said(bounds, match.start(), match.end(), False, counted=named, named=True))
-        for match in POSTFIX.finditer(text):
-            comparator = Comparator.LTE if match["at_most"] else Comparator.GTE
-            bounds = ((comparator, match["n"]),)
-            noun = (match["noun"] or "").lower()
-            unit = TIME_UNIT_WORDS.get(noun)
-            counted = cue_key(noun) if noun and unit is None else None
-            currency = _has_currency(match, "n")
-            said.append(
-                _Said(bounds, match.start(), match.end(), currency, counted=counted, unit=unit)
-            )
-        for match in FOR_PARTY.finditer(text):
-            bounds = ((Comparator.GTE, match["n"]),)
-            counted = _LISTS.AGE_CUE if match["aged"] else cue_key(match["noun"].lower())
-            said.append(
-                _Said(bounds, match.start(), match.end(), False, counted=counted, party=True)
-            )
-        for match in AGED_PERSON.finditer(text):
-            bounds = ((Comparator.GTE, match["n"]),)
-            said.append(
-                _Said(bounds, match.start(), match.end(), False, counted=_LISTS.AGE_CUE, party=True)
-            )
-        compounds = [*self._compound.finditer(text)]
-        if self._count_of_field is not None:
-            # "I have 2 bedrooms": the user's own, not a wish; "for 3 bedrooms": a party to fit.
-            compounds += [
-                match
-                for match in self._count_of_field.finditer(text)
-                if not OWNED_OR_FOR_BEFORE.search(
-                    text, max(0, match.start() - OWNED_CHARS), match.start()
-                )
-            ]
-        for match in compounds:
-            bounds = ((Comparator.EQ, match["n"]),)
-            # "a 2-bedroom flat", "2 bedrooms": the field's name, in the singular as its name
-            # words are kept ("vcpu" for ``vcpus``, which no stem of "vcpus" gives).
-            found = match.groupdict()
-            counted = inflection.singularize(
-                (found.get("noun2") or found.get("noun3") or match["noun"]).lower()
-            )
-            said.append(
-                _Said(bounds, match.start(), match.end(), False, counted=counted, named=True)
-            )
-        return said
+        return [said for _, said in scan(text, self._table)]
 
     def _constraints(
         self, text: str, said: _Said, value_conditions: Sequence[Constraint]

@@ -54,6 +54,12 @@ AFTER_END, FROM_START, BEFORE_START, UNTIL_END, WITHIN = "gt", "gte", "lt", "lte
 DATE_WORDS: dict[str, str] = _LISTS.DATE_WORDS
 
 
+def date_word(said: str | None) -> str:
+    """The one-sided bound a date word said before a period or a year makes (``DATE_WORDS``);
+    no word, or one not in the table ("of"), is the period itself."""
+    return DATE_WORDS.get(" ".join((said or "in").lower().split()), WITHIN)
+
+
 def date_words_pattern(words: Collection[str]) -> str:
     """One alternation of date words, the longest first, each guarded as it needs."""
     return "|".join(

@@ -4,7 +4,9 @@
 four filters. ``RuleQueryConstructor`` finds them with one extractor per kind of attribute
 (``dates``, ``years`` for an integer year field, ``numbers``, ``booleans``, ``vocabulary`` for
 string values, ``glosses`` for the values a description explains in words: "(0 for a direct
-flight)") and reads the number of results asked for (``limits``). It merges them into
+flight)") and reads the number of results asked for (``limits``). Years, dates, amounts,
+yes/no phrases and glosses are tables of phrase rows that one engine (``engine``) reads; the
+words of every table are in ``english.yaml``. It merges the conditions into
 LangChain's filter IR (``langchain_core.structured_query``) over the declared fields only, and
 returns it as a ``StructuredQuery`` together with the search text. The IR is the same one slot
 filters and the LLM constructor produce, so one translator runs them all.

@@ -39,7 +39,7 @@ from rasa_context_retrieval.self_query.ranges import (
     FROM_START,
     OPEN_ENDED_AFTER,
     UNTIL_END,
-    WITHIN,
+    date_word,
     date_words_pattern,
     endpoint_groups,
     open_ended,
@@ -77,11 +77,6 @@ COMPARED = english.pattern("years", "COMPARED", _FILLER=_LISTS._FILLER, _YEAR=_Y
 LOOKBEHIND_CHARS = 20
 
 
-def _word(said: str | None) -> str:
-    """The date word said before a year (``ranges.DATE_WORDS``); none or another is "in"."""
-    return DATE_WORDS.get(" ".join((said or "in").lower().split()), WITHIN)
-
-
 def _range(match: re.Match[str]) -> list[Bound]:
     """ "from 1990 to 1995", "1990-1995": both ends; a range written backwards, nothing."""
     low, high = (int(match[group]) for group in endpoint_groups(match))
@@ -95,7 +90,7 @@ def _decade(match: re.Match[str]) -> list[Bound]:
         first = int(match["century"]) * 100 + digit * 10
     else:
         first = (1900 if digit >= LAST_CENTURY_FROM_DECADE else 2000) + digit * 10
-    return period_bounds(_word(match["word"]), first, first + 9)
+    return period_bounds(date_word(match["word"]), first, first + 9)
 
 
 def _single(match: re.Match[str]) -> list[Bound]:
@@ -103,7 +98,9 @@ def _single(match: re.Match[str]) -> list[Bound]:
     before = match.string[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
     year = int(match["a"])
     return (
-        [] if _PHRASES.NEGATED.search(before) else period_bounds(_word(match["word"]), year, year)
+        []
+        if _PHRASES.NEGATED.search(before)
+        else period_bounds(date_word(match["word"]), year, year)
     )
 
 
@@ -118,7 +115,7 @@ COMPARED_TABLE: tuple[Row[list[Bound] | None], ...] = (
     Row(EARLIER, _open_end(UNTIL_END)),
     Row(
         COMPARED,
-        lambda match: period_bounds(_word(match["word"]), int(match["a"]), int(match["a"])),
+        lambda match: period_bounds(date_word(match["word"]), int(match["a"]), int(match["a"])),
     ),
 )
 # Every year phrase, in a message about the documents.
