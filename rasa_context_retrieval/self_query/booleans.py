@@ -32,8 +32,7 @@ from rasa_context_retrieval.self_query.engine import ValuePhrase, said_value
 from rasa_context_retrieval.self_query.items import item_after
 from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATING_PREFIX, NEGATORS
 
-_LISTS = english.words("booleans")
-_PHRASES = english.patterns("booleans")
+_LISTS, _PHRASES = english.section("booleans")
 
 MAX_PHRASE_WORDS = 5
 LOOKBEHIND_CHARS = 32

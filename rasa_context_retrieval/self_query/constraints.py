@@ -19,8 +19,7 @@ from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.self_query import english
 
-_LISTS = english.words("constraints")
-_PHRASES = english.patterns("constraints")
+_LISTS, _PHRASES = english.section("constraints")
 
 
 @dataclass(frozen=True)

@@ -61,8 +61,7 @@ from rasa_context_retrieval.self_query.ranges import (
     range_pattern,
 )
 
-_LISTS = english.words("dates")
-_PHRASES = english.patterns("dates")
+_LISTS, _PHRASES = english.section("dates")
 
 Clock = Callable[[], dt.date]
 Period = tuple[dt.date, dt.date]

@@ -54,6 +54,11 @@ def words(module: str) -> Table[Any]:
     return Table(module, _tables()[module].get("words", {}))
 
 
+def section(module: str) -> tuple[Table[Any], Table[re.Pattern[str]]]:
+    """The words and the compiled patterns of one extractor module."""
+    return words(module), patterns(module)
+
+
 def patterns(module: str) -> Table[re.Pattern[str]]:
     """The phrase patterns of one extractor module, compiled: a plain string, or ``re`` with
     ``flags`` (names of ``re`` flags)."""

@@ -33,8 +33,7 @@ from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.engine import Describes, ValuePhrase, said_value
 
-_LISTS = english.words("glosses")
-_PHRASES = english.patterns("glosses")
+_LISTS, _PHRASES = english.section("glosses")
 
 ARTICLES = frozenset(_LISTS.ARTICLES)
 LEADING_WORDS = frozenset(_LISTS.LEADING_WORDS)

@@ -32,8 +32,7 @@ from rasa_context_retrieval.self_query.phrases import (
     any_word,
 )
 
-_LISTS = english.words("limits")
-_PHRASES = english.patterns("limits")
+_LISTS, _PHRASES = english.section("limits")
 
 MAX_LIMIT = 50
 """A larger count is not a number of results anyone reads; the configured ``top_k`` applies."""

@@ -45,8 +45,7 @@ from rasa_context_retrieval.self_query.phrases import (
     any_word,
 )
 
-_LISTS = english.words("negation")
-_PHRASES = english.patterns("negation")
+_LISTS, _PHRASES = english.section("negation")
 
 
 class Scope(enum.Enum):

@@ -56,8 +56,7 @@ from rasa_context_retrieval.self_query.ranges import (
     range_pattern,
 )
 
-_LISTS = english.words("numbers")
-_PHRASES = english.patterns("numbers")
+_LISTS, _PHRASES = english.section("numbers")
 
 NUMERIC_TYPES = tuple(_LISTS.NUMERIC_TYPES)
 NAME_CUE_WEIGHT = 2

@@ -15,8 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from rasa_context_retrieval.self_query import english
 
-_LISTS = english.words("phrases")
-_PHRASES = english.patterns("phrases")
+_LISTS, _PHRASES = english.section("phrases")
 
 EVERYDAY_WORDS = frozenset(_LISTS.EVERYDAY_WORDS)
 

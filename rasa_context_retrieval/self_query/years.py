@@ -46,8 +46,7 @@ from rasa_context_retrieval.self_query.ranges import (
     range_pattern,
 )
 
-_LISTS = english.words("years")
-_PHRASES = english.patterns("years")
+_LISTS, _PHRASES = english.section("years")
 
 NOT_OWN_WORDS = CUE_STOPWORDS | {"year", "years", "when", "was", "were", "released", "made"}
 # Words shorter than this ("new", "the") say nothing about which time field is meant.
