@@ -49,11 +49,13 @@ from rasa_context_retrieval.self_query.phrases import (
 from rasa_context_retrieval.self_query.ranges import (
     DATE_WORDS,
     FROM_START,
+    NEGATED_BEFORE_PERIOD,
     OPEN_ENDED_AFTER,
     SPAN_JOINERS,
     SPAN_OPENERS,
     UNTIL_END,
     WITHIN,
+    YEAR,
     date_word,
     date_words_pattern,
     endpoint_groups,
@@ -74,7 +76,6 @@ LOOKBEHIND_CHARS = 20
 NAME_PREFIX_CHARS = 5
 MIN_DESCRIBED_WORDS = 2
 
-_YEAR: str = _LISTS._YEAR
 _ANY_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 # A month without a year must be written in full; "may" only capitalised (it is also a verb).
 _LONE_MONTH = "|".join(
@@ -83,11 +84,11 @@ _LONE_MONTH = "|".join(
 _ORDINAL: str = _LISTS._ORDINAL
 DATE_TEXT = (
     rf"(?<![\w-])(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{4}}-\d{{2}}(?![\d-])"
-    rf"|(?:{_ANY_MONTH})\.?\s+\d{{1,2}}{_ORDINAL},?\s+{_YEAR}"
-    rf"|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?,?\s+{_YEAR}"
-    rf"|(?:{_ANY_MONTH})\.?,?\s+(?:of\s+)?{_YEAR}"
+    rf"|(?:{_ANY_MONTH})\.?\s+\d{{1,2}}{_ORDINAL},?\s+{YEAR}"
+    rf"|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?,?\s+{YEAR}"
+    rf"|(?:{_ANY_MONTH})\.?,?\s+(?:of\s+)?{YEAR}"
     rf"|(?:{_LONE_MONTH})\s+\d{{1,2}}{_ORDINAL}(?![\d:.])|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_LONE_MONTH})"
-    rf"|{_YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
+    rf"|{YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
 )
 
 _DATE_WORDS = date_words_pattern(DATE_WORDS)
@@ -97,7 +98,7 @@ RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_LISTS._
 DAY_SPAN = re.compile(
     rf"(?<!\w)(?:{alternation(SPAN_OPENERS)})\s+(?:the\s+)?(?P<first>\d{{1,2}}){_ORDINAL}\s+"
     rf"(?:{alternation(SPAN_JOINERS)})\s+(?:the\s+)?(?P<b>\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?"
-    rf"(?:,?\s+{_YEAR})?)(?![\w-])",
+    rf"(?:,?\s+{YEAR})?)(?![\w-])",
     re.IGNORECASE,
 )
 # "next March", "this past May": the user says which one of a month without a year.
@@ -138,7 +139,7 @@ TOLD_GONE = any_word(TOLD_GONE_WORDS)
 # How far back in the clause before a date such a word still speaks of it.
 TOLD_LOOKBEHIND_CHARS = 40
 CLAUSE_END = any_word(DATE_CLAUSE_BREAKS, or_any_of=CLAUSE_PUNCTUATION)
-YEAR_IN = re.compile(_YEAR)
+YEAR_IN = re.compile(YEAR)
 DAY_IN = english.pattern("dates", "DAY_IN", _ORDINAL=_ORDINAL)
 
 
@@ -364,7 +365,7 @@ class DatePhrases:
                 ahead_here = which == COMING
             else:
                 ahead_here = said_word != "since" and told(match)
-            if _PHRASES.NEGATED.search(before):
+            if NEGATED_BEFORE_PERIOD.search(before):
                 return []
             word = date_word(said_word)
             return _single(word, match["a"], today, ahead_here, starting=said_word == "from")

@@ -29,7 +29,7 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.phrases import alternation
 
-_LISTS = english.words("ranges")
+_LISTS, _PHRASES = english.section("ranges")
 
 Endpoint = Callable[[str], str]
 """A regular expression for one endpoint, its value in the named group given."""
@@ -42,6 +42,8 @@ EARLIER_WORDS: str = _LISTS.EARLIER_WORDS
 # "from 2010 onwards" is an open end, not "from 2010": a single value is not read before these.
 OPEN_ENDED_AFTER = rf"(?!\s*(?:{LATER_WORDS}|{EARLIER_WORDS})(?!\w))"
 _GROUPS = tuple(_LISTS._GROUPS)
+YEAR: str = _LISTS.YEAR
+NEGATED_BEFORE_PERIOD = _PHRASES.NEGATED_BEFORE_PERIOD
 
 # One-sided bounds of an amount: the words before it and the comparison they make.
 PREFIX_COMPARATORS = {

@@ -37,8 +37,10 @@ from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, alternation
 from rasa_context_retrieval.self_query.ranges import (
     DATE_WORDS,
     FROM_START,
+    NEGATED_BEFORE_PERIOD,
     OPEN_ENDED_AFTER,
     UNTIL_END,
+    YEAR,
     date_word,
     date_words_pattern,
     endpoint_groups,
@@ -51,28 +53,27 @@ _LISTS, _PHRASES = english.section("years")
 NOT_OWN_WORDS = CUE_STOPWORDS | {"year", "years", "when", "was", "were", "released", "made"}
 # Words shorter than this ("new", "the") say nothing about which time field is meant.
 MIN_DISTINCT_CHARS = 4
-_YEAR: str = _LISTS._YEAR
 # A century is guessed for "the 90s": this decade digit and above are the 1900s.
 LAST_CENTURY_FROM_DECADE = 3
 _WORDS = date_words_pattern([*DATE_WORDS, "of"])
 RANGE = range_pattern(
-    lambda group: f"(?P<{group}>{_YEAR})",
+    lambda group: f"(?P<{group}>{YEAR})",
     filler=_LISTS._FILLER,
     before=r"(?<![\w-])",
     after=r"(?!\w)",
 )
 DECADE = english.pattern("years", "DECADE", _WORDS=_WORDS)
-LATER, EARLIER = open_ended(_YEAR, before=r"(?<!\w)")
+LATER, EARLIER = open_ended(YEAR, before=r"(?<!\w)")
 SINGLE = english.pattern(
     "years",
     "SINGLE",
     OPEN_ENDED_AFTER=OPEN_ENDED_AFTER,
     _FILLER=_LISTS._FILLER,
     _WORDS=_WORDS,
-    _YEAR=_YEAR,
+    _YEAR=YEAR,
 )
-ANY_YEAR = english.pattern("years", "ANY_YEAR", _YEAR=_YEAR)
-COMPARED = english.pattern("years", "COMPARED", _FILLER=_LISTS._FILLER, _YEAR=_YEAR)
+ANY_YEAR = english.pattern("years", "ANY_YEAR", _YEAR=YEAR)
+COMPARED = english.pattern("years", "COMPARED", _FILLER=_LISTS._FILLER, _YEAR=YEAR)
 LOOKBEHIND_CHARS = 20
 
 
@@ -98,7 +99,7 @@ def _single(match: re.Match[str]) -> list[Bound]:
     year = int(match["a"])
     return (
         []
-        if _PHRASES.NEGATED.search(before)
+        if NEGATED_BEFORE_PERIOD.search(before)
         else period_bounds(date_word(match["word"]), year, year)
     )
 
@@ -157,7 +158,7 @@ class YearPhrases:
         self._scope = time_scope([field.name for field in year_fields], own_words)
         self._distinct = _distinct_words(year_fields, fields, item_nouns)
         self._year_before = re.compile(
-            rf"(?<![\w$€£.,/-])(?P<a>{_YEAR})(?=(?P<chain>(?:\s*(?:,|/|\bor\b|\band\b)\s*{_YEAR})*)"
+            rf"(?<![\w$€£.,/-])(?P<a>{YEAR})(?=(?P<chain>(?:\s*(?:,|/|\bor\b|\band\b)\s*{YEAR})*)"
             rf"[\s-]+(?P<next>(?:{alternation(own_words)})(?!\w))?)",
             re.IGNORECASE,
         )
