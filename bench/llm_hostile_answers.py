@@ -45,7 +45,7 @@ def answers(sizes: list[int]) -> list[tuple[str, str]]:
 async def run(sizes: list[int]) -> None:
     from rasa_context_retrieval.filters.schema import MetadataField
     from rasa_context_retrieval.llm.client import RetrievalLLM
-    from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
+    from rasa_context_retrieval.llm_query.constructor import LLMQueryConstructor
     from tests.fake_openai import FakeOpenAI, Reply
 
     server = FakeOpenAI()

@@ -17,7 +17,7 @@ printed one by one, so that tuning on the rest cannot look at it.
 
 Run: ``python bench/self_query.py [--baseline CHECKOUT] [--show-dev]``. ``--baseline`` scores the
 engine package of another checkout (e.g. the main branch) in a subprocess, in the same run,
-for a before/after table.
+for a before/after table, and lists every question whose extracted filter changed.
 
 ``--llm FILE`` scores the LLM self-query instead of the rules: FILE holds a ``vector_store.llm``
 block (YAML), and each schema gets the constructor the plugin builds for that block, with the
@@ -92,8 +92,22 @@ def main() -> None:
             f"\n`construct` per question: median {run_timing['median_us']:.0f} µs, "
             f"p95 {run_timing['p95_us']:.0f} µs ({TIMING_ROUNDS} rounds, debug logging off)"
         )
+    if args.baseline is not None:
+        _show_changed(runs["before"][0], outcomes)
     if args.show_dev:
         _show_not_correct([row for row in outcomes if not row["held_out"]])
+
+
+def _show_changed(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> None:
+    """Every question whose extracted filter differs between the two checkouts: a change meant
+    to keep behaviour (a refactoring) lists none."""
+    was = {(row["schema"], row["q"]): row["got"] for row in before}
+    changed = [row for row in after if was.get((row["schema"], row["q"])) != row["got"]]
+    print(f"\nQuestions whose filter changed: {len(changed)} of {len(after)}")
+    for row in changed:
+        print(f"  {row['schema']:9} {row['q']}")
+        print(f"            before {was.get((row['schema'], row['q']))}")
+        print(f"            after  {row['got']}")
 
 
 def _show_not_correct(rows: Iterable[dict[str, Any]]) -> None:
@@ -150,8 +164,8 @@ def score_llm(data: Path, llm_file: Path) -> tuple[list[dict[str, Any]], int]:
     from rasa_context_retrieval.filters.schema import MetadataField
     from rasa_context_retrieval.llm.block import LLMBlock
     from rasa_context_retrieval.llm.client import RetrievalLLM
+    from rasa_context_retrieval.llm_query.constructor import LLMQueryConstructor
     from rasa_context_retrieval.planning.llm_planner import time_budget
-    from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
 
     block = LLMBlock.model_validate(yaml.safe_load(llm_file.read_text(encoding="utf-8")))
     client_config = block.client_config()

@@ -136,7 +136,7 @@ class StoreConfig(BaseModel):
     chosen without the assistant's data (documentation/context-model.md)."""
     self_query: SelfQueryMode = "rules"
     carry_filters: bool = True
-    """Rules self-query: keep filters of earlier turns for follow-ups (self_query/carry)."""
+    """Rules self-query: keep filters of earlier turns for follow-ups (planning/carried_filters)."""
     strip_filter_words: bool | None = None
     """Remove matched filter words from the searched text; ``None``: the measured default."""
     hybrid: bool = False

@@ -3,7 +3,8 @@
 A follow-up leans on earlier turns ("and how long does it take?", "is it encrypted there?"); a
 standalone message opens a subject of its own. Two stages need the answer: the rewrite (only a
 follow-up gets words from earlier turns, ``rewrite.heuristic`` and ``rewrite.context``) and the
-carried filters (only a follow-up keeps the conditions of earlier turns, ``self_query.carry``).
+carried filters (only a follow-up keeps the conditions of earlier turns,
+``planning.carried_filters``).
 
 Each stage asks :func:`follows_up` with its :class:`Stage`. Today the two stages still read a
 message differently, exactly as they did before this seam existed:

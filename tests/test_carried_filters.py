@@ -14,8 +14,8 @@ from rasa.shared.core.trackers import DialogueStateTracker, EventVerbosity
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation, Turn
 from rasa_context_retrieval.filters.syntax import to_filter_syntax
+from rasa_context_retrieval.planning.carried_filters import is_follow_up
 from rasa_context_retrieval.planning.plan import Planner
-from rasa_context_retrieval.self_query.carry import is_follow_up
 from tests.store_support import CountingEmbedder, connected_store, tracker_state
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

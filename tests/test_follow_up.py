@@ -11,8 +11,8 @@ import pytest
 
 from rasa_context_retrieval.conversation import Conversation, Turn
 from rasa_context_retrieval.follow_up import Stage, decisions, follows_up
+from rasa_context_retrieval.planning.carried_filters import is_follow_up
 from rasa_context_retrieval.rewrite.heuristic import looks_like_follow_up, standalone_query
-from rasa_context_retrieval.self_query.carry import is_follow_up
 
 BUSINESS_TIER = "Is the same true for the business tier?"
 

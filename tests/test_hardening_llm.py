@@ -22,8 +22,8 @@ from rasa.utils.endpoints import EndpointConfig
 
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
+from rasa_context_retrieval.llm_query.constructor import LLMQueryConstructor
 from rasa_context_retrieval.rewrite.llm_rewrite import MAX_QUERY_CHARS, clean_query
-from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 from tests.store_support import connected_store
 

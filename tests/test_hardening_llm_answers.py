@@ -20,7 +20,7 @@ import pytest
 from rasa.utils.endpoints import EndpointConfig
 
 from rasa_context_retrieval.llm.client import MAX_ANSWER_BYTES, LLMUnavailable, RetrievalLLM
-from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
+from rasa_context_retrieval.llm_query.constructor import LLMQueryConstructor
 from rasa_context_retrieval.store import ContextRetrieval
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 from tests.store_support import connected_store, tracker_state

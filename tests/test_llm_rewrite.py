@@ -14,10 +14,10 @@ from rasa_context_retrieval.conversation import Conversation, Turn
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import to_filter_syntax
 from rasa_context_retrieval.llm.client import RetrievalLLM
+from rasa_context_retrieval.llm_query.constructor import LLMQueryConstructor
 from rasa_context_retrieval.planning.llm_planner import build_llm_planner, time_budget
 from rasa_context_retrieval.planning.plan import LLMPlanner, Planner
 from rasa_context_retrieval.rewrite.llm_rewrite import LLMRewriteAndFilter, LLMRewriter, clean_query
-from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -22,7 +22,7 @@ from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.slot_filters import slot_filter
 from rasa_context_retrieval.filters.syntax import conjoin, parse_filter, to_filter_syntax
 from rasa_context_retrieval.llm.client import RetrievalLLM
-from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor, keep_valid
+from rasa_context_retrieval.llm_query.constructor import LLMQueryConstructor, keep_valid
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

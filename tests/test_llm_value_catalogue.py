@@ -10,7 +10,7 @@ import pytest
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import to_filter_syntax
 from rasa_context_retrieval.llm.client import RetrievalLLM
-from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
+from rasa_context_retrieval.llm_query.constructor import LLMQueryConstructor
 from tests.fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -13,8 +13,8 @@ from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.engine.search import KnowledgeSearch
 from rasa_context_retrieval.llm.client import RetrievalLLM
+from rasa_context_retrieval.llm_query.constructor import LLMQueryConstructor
 from rasa_context_retrieval.planning.llm_planner import LLMQueryPlanner
-from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor
 from rasa_context_retrieval.store import ContextRetrieval
 from tests.fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 from tests.store_support import connected_store, tracker_state

@@ -16,6 +16,7 @@ from langchain_core.structured_query import StructuredQuery
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.llm.client import RetrievalLLM
+from rasa_context_retrieval.llm_query.constructor import LLMQueryConstructor, ValueSource
 from rasa_context_retrieval.rewrite.heuristic import standalone_query as heuristic_standalone_query
 from rasa_context_retrieval.rewrite.llm_rewrite import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -24,7 +25,6 @@ from rasa_context_retrieval.rewrite.llm_rewrite import (
     LLMRewriter,
 )
 from rasa_context_retrieval.rewrite.multi_query import paraphrases
-from rasa_context_retrieval.self_query.llm_constructor import LLMQueryConstructor, ValueSource
 
 
 class LLMQueryPlanner:

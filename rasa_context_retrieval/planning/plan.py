@@ -26,6 +26,7 @@ from rasa_context_retrieval.config import ContextWeightsBlock, StoreConfig
 from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.filters.absence import absent_means_all
 from rasa_context_retrieval.filters.slot_filters import slot_filter
+from rasa_context_retrieval.planning.carried_filters import conversation_filters
 from rasa_context_retrieval.planning.search_filter import SearchFilter
 from rasa_context_retrieval.rewrite.context import (
     DEFAULT_WEIGHTS,
@@ -37,7 +38,6 @@ from rasa_context_retrieval.rewrite.context import (
     query_views,
 )
 from rasa_context_retrieval.rewrite.heuristic import RewriteMode, standalone_query
-from rasa_context_retrieval.self_query.carry import conversation_filters
 from rasa_context_retrieval.self_query.common_words import load_word_frequencies
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
 from rasa_context_retrieval.workers import off_loop
@@ -97,7 +97,7 @@ class SearchPlan:
 
     @property
     def carried_filter(self) -> FilterDirective | None:
-        """Conditions the user stated in earlier turns of the same subject (self_query/carry)."""
+        """Conditions the user stated in earlier turns of the same subject (``carried_filters``)."""
         return self.filters.carried
 
     @property

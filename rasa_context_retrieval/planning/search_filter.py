@@ -5,7 +5,7 @@ A search is filtered by four kinds of condition, in order of trust:
 * the **scope**, never relaxed: the access filter (from trusted channel metadata), the static
   filter (configuration) and the slot filter (slots);
 * the **words**, which may be relaxed: the filter of the latest message (rules or an LLM) and the
-  filter carried from earlier turns of the same subject (``self_query.carry``).
+  filter carried from earlier turns of the same subject (``planning.carried_filters``).
 
 From these, :class:`SearchFilter` derives, once, everything the rest of the search needs:
 
@@ -45,7 +45,7 @@ class SearchFilter:
     extracted: FilterDirective | None = None
     """From the latest message's words."""
     carried: FilterDirective | None = None
-    """From earlier turns of the same subject (``self_query.carry``)."""
+    """From earlier turns of the same subject (``planning.carried_filters``)."""
     absent_means_all: tuple[str, ...] = field(default=())
     """Attributes whose absence from a document means "applies to all" (``filters.absence``)."""
 

@@ -31,7 +31,7 @@ from langchain_core.structured_query import StructuredQuery
 
 from rasa_context_retrieval.conversation import Conversation, Turn
 from rasa_context_retrieval.llm.client import LLMUnavailable, RetrievalLLM
-from rasa_context_retrieval.self_query.llm_constructor import (
+from rasa_context_retrieval.llm_query.constructor import (
     CATALOGUES_KEPT,
     Catalogue,
     LLMQueryConstructor,

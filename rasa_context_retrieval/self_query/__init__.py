@@ -1,1 +1,1 @@
-"""Self-query: filters extracted from the user's own words (rules or an LLM)."""
+"""Self-query by rules: filters extracted from the user's own words, without an LLM."""

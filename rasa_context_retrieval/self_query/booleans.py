@@ -28,69 +28,51 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.engine import ValuePhrase, said_value
 from rasa_context_retrieval.self_query.items import item_after
 from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATING_PREFIX, NEGATORS
 
-_LISTS = english.words("booleans")
-_PHRASES = english.patterns("booleans")
+_LISTS, _PHRASES = english.section("booleans")
 
 MAX_PHRASE_WORDS = 5
 LOOKBEHIND_CHARS = 32
 # Extra letters a stemmed word may take back: "ship" -> "ships", "remote" -> "remotely".
 INFLECTION_CHARS = 4
-WORD = _PHRASES["WORD"]
-DESCRIPTION_LEAD = _PHRASES["DESCRIPTION_LEAD"]
-DESCRIBED_ADJECTIVE = _PHRASES["DESCRIBED_ADJECTIVE"]
-UN_PREFIX: str = _LISTS["UN_PREFIX"]
-CLAUSE_END = _PHRASES["CLAUSE_END"]
-AUXILIARIES = frozenset(_LISTS["AUXILIARIES"])
-NAME_LEADS = frozenset(_LISTS["NAME_LEADS"])
-ARTICLES = frozenset(_LISTS["ARTICLES"])
+AUXILIARIES = frozenset(_LISTS.AUXILIARIES)
+NAME_LEADS = frozenset(_LISTS.NAME_LEADS)
+ARTICLES = frozenset(_LISTS.ARTICLES)
 NEGATION_BEFORE = english.pattern(
     "booleans", "NEGATION_BEFORE", NEGATING_PREFIX=NEGATING_PREFIX, NEGATORS=NEGATORS
 )
-PREDICATE_BEFORE = _PHRASES["PREDICATE_BEFORE"]
-OWNED_BEFORE = _PHRASES["OWNED_BEFORE"]
-USER_SUBJECT_BEFORE = _PHRASES["USER_SUBJECT_BEFORE"]
-VERB_OBJECT_AFTER = _PHRASES["VERB_OBJECT_AFTER"]
-WITH_BEFORE = _PHRASES["WITH_BEFORE"]
-PHRASE_END = _PHRASES["PHRASE_END"]
 # "Whether pets are allowed" said as "hotels that allow pets": the content words of the
 # description's clause (two or three), in any order and inflection, within a few words of one
 # clause. A description that negates ("contains no meat") is left to its name.
 DESCRIBED_WINDOW_WORDS = 6
 HINT_CHARS = 3
 MIN_DESCRIBED_WORDS, MAX_DESCRIBED_WORDS = 2, 3
-SETTING_ADVERBS = frozenset(_LISTS["SETTING_ADVERBS"])
+SETTING_ADVERBS = frozenset(_LISTS.SETTING_ADVERBS)
 DESCRIPTION_STOPWORDS = (
     CUE_STOPWORDS | AUXILIARIES | SETTING_ADVERBS | {"whether", "if", "when", "true"}
 )
-NEGATION_WORDS = frozenset(_LISTS["NEGATION_WORDS"])
+NEGATION_WORDS = frozenset(_LISTS.NEGATION_WORDS)
 NEGATOR = english.pattern("booleans", "NEGATOR", NEGATORS=NEGATORS)
-CLAUSE_BREAK = _PHRASES["CLAUSE_BREAK"]
-LAST_TWO_WORDS = _PHRASES["LAST_TWO_WORDS"]
 _STEMMER = Stemmer.Stemmer("english")
-ABLE_SUFFIX = _PHRASES["ABLE_SUFFIX"]
-NOUN_SUFFIXES: str = _LISTS["NOUN_SUFFIXES"]
+NOUN_SUFFIXES: str = _LISTS.NOUN_SUFFIXES
 MIN_ROOT_CHARS = 3
-GAP_OR_ARTICLE: str = _LISTS["GAP_OR_ARTICLE"]
-WELCOMED = _PHRASES["WELCOMED"]
-GOOD = tuple(_LISTS["GOOD"])
-OFFERED = frozenset(_LISTS["OFFERED"])
-AROUND = tuple(_LISTS["AROUND"])
-RESTRICTING = frozenset(_LISTS["RESTRICTING"])
-REQUIRED = frozenset(_LISTS["REQUIRED"])
+GOOD = tuple(_LISTS.GOOD)
+OFFERED = frozenset(_LISTS.OFFERED)
+AROUND = tuple(_LISTS.AROUND)
+RESTRICTING = frozenset(_LISTS.RESTRICTING)
+REQUIRED = frozenset(_LISTS.REQUIRED)
 
 
 @dataclass(frozen=True)
 class _BooleanField:
     name: str
-    phrase: re.Pattern[str] | None
-    """The phrases of two words or more: said anywhere, they mean the field."""
-    word: re.Pattern[str] | None
-    """The one-word form: it means the field only where it describes the documents."""
-    denied: re.Pattern[str] | None
-    """"out of stock" for an "in stock" field."""
+    phrases: tuple[ValuePhrase, ...]
+    """In the order they are tried: a denial ("out of stock" for an "in stock" field), the
+    phrases of two words or more (said anywhere, they mean the field), the one-word form (it
+    means the field only where it describes the documents)."""
     described: frozenset[str]
     """The stems of the description's content words, said in any order; empty: unused."""
     described_all: frozenset[str] = frozenset()
@@ -127,7 +109,7 @@ class BooleanPhrases:
         content words of one boolean field's description: "100% renewable electricity" for
         "Whether all the electricity on the tariff comes from renewable sources" speaks of the
         yes/no property, so "electricity" there is no value of another field."""
-        said = LAST_TWO_WORDS.search(text, max(0, end - 2 * LOOKBEHIND_CHARS), end)
+        said = _PHRASES.LAST_TWO_WORDS.search(text, max(0, end - 2 * LOOKBEHIND_CHARS), end)
         if said is None:
             return False
         stems = set(_STEMMER.stemWords([said[1].lower(), said[2].lower()]))
@@ -161,7 +143,9 @@ class BooleanPhrases:
                 seen |= {other} & field.described
                 if seen != field.described:
                     continue
-                if CLAUSE_BREAK.search(text, start, end) or overlaps_any(start, end, taken):
+                if _PHRASES.CLAUSE_BREAK.search(text, start, end) or overlaps_any(
+                    start, end, taken
+                ):
                     break
                 before = text[max(0, start - LOOKBEHIND_CHARS) : start]
                 negated = bool(NEGATION_BEFORE.search(before) or NEGATOR.search(text, start, end))
@@ -171,23 +155,10 @@ class BooleanPhrases:
         return None
 
     def _said(self, text: str, field: _BooleanField, taken: list[Constraint]) -> Constraint | None:
-        for pattern, plain in ((field.denied, False), (field.phrase, True), (field.word, True)):
-            for match in pattern.finditer(text) if pattern is not None else ():
-                start, end = match.span()
-                if overlaps_any(start, end, taken):
-                    continue
-                before = text[max(0, start - LOOKBEHIND_CHARS) : start]
-                if pattern is field.phrase and USER_SUBJECT_BEFORE.search(before):
-                    continue
-                negated = bool(NEGATION_BEFORE.search(before)) != bool(match.groupdict().get("un"))
-                if pattern is field.word and not (
-                    negated or self.describes_documents(text, before, end, taken)
-                ):
-                    continue
-                read = negated or not plain  # "out of stock", "can't ship today": a denial
-                return Constraint(
-                    field.name, Comparator.EQ, plain != negated, start, end, negated=read
-                )
+        for phrase in field.phrases:
+            said = said_value(text, phrase, taken, negated_before, self.describes_documents)
+            if said is not None:
+                return said
         return None
 
     def describes_documents(
@@ -195,14 +166,14 @@ class BooleanPhrases:
     ) -> bool:
         """Whether the word ending at ``text[end]`` (``before`` it: the text just before the
         word) says what the documents are ("remote jobs", "that are vegetarian")."""
-        if OWNED_BEFORE.search(before):
+        if _PHRASES.OWNED_BEFORE.search(before):
             return False  # "my remote job is boring": the user's own, not a wish
         if self._item_after.match(text, end):
             return True
-        if PREDICATE_BEFORE.search(before):
+        if _PHRASES.PREDICATE_BEFORE.search(before):
             said = text[:end].rsplit(None, 1)[-1].lower()
-            return not (said.endswith(("ed", "en")) and VERB_OBJECT_AFTER.match(text, end))
-        if WITH_BEFORE.search(before) and PHRASE_END.match(text, end):
+            return not (said.endswith(("ed", "en")) and _PHRASES.VERB_OBJECT_AFTER.match(text, end))
+        if _PHRASES.WITH_BEFORE.search(before) and _PHRASES.PHRASE_END.match(text, end):
             return True
         gap = len(text[end:]) - len(text[end:].lstrip(" -"))
         return any(constraint.start == end + gap for constraint in taken)  # "vegetarian indian"
@@ -218,7 +189,7 @@ def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
     words: list[str] = []
     for word_list in _word_lists(field):
         (phrases if len(word_list) > 1 else words).append(_pattern(word_list))
-    name_words = WORD.findall(field.name.lower())
+    name_words = _PHRASES.WORD.findall(field.name.lower())
     if len(name_words) == 1:
         stem = _STEMMER.stemWord(name_words[0])
         if len(stem) >= MIN_ROOT_CHARS:
@@ -235,20 +206,32 @@ def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
             rf"|no\s+{thing}[\s-]+(?:{'|'.join(sorted(REQUIRED))}))(?!\w)",
             re.IGNORECASE,
         )
+    rows = [
+        ValuePhrase(field.name, value, pattern, single=single, denial=not value, skip=skip)
+        for value, pattern, single, skip in (
+            (False, denied, False, None),
+            (True, _alternatives(phrases), False, _said_of_the_user),
+            (True, _alternatives(words, _LISTS.UN_PREFIX), True, None),
+        )
+        if pattern is not None
+    ]
     return _BooleanField(
         field.name,
-        _alternatives(phrases),
-        _alternatives(words, UN_PREFIX),
-        denied,
+        tuple(rows),
         _described_stems(field, item_stems),
         _content_stems(field, item_stems),
     )
 
 
+def _said_of_the_user(match: re.Match[str], before: str) -> bool:
+    """ "do I need a licence?", "we need a deposit": the user's own need, not the documents'."""
+    return bool(_PHRASES.USER_SUBJECT_BEFORE.search(before))
+
+
 def _described_stems(field: MetadataField, item_stems: frozenset[str]) -> frozenset[str]:
     """The content words of the description's clause, without the documents' own noun
     ("Whether a certificate is awarded" -> certif, award; "Whether the job can ..." -> no job)."""
-    words = WORD.findall(CLAUSE_END.split(field.description.strip())[0].lower())
+    words = _PHRASES.WORD.findall(_PHRASES.CLAUSE_END.split(field.description.strip())[0].lower())
     if NEGATION_WORDS.intersection(words):
         return frozenset()
     stems = _content_stems(field, item_stems)
@@ -256,14 +239,14 @@ def _described_stems(field: MetadataField, item_stems: frozenset[str]) -> frozen
 
 
 def _content_stems(field: MetadataField, item_stems: frozenset[str]) -> frozenset[str]:
-    words = WORD.findall(CLAUSE_END.split(field.description.strip())[0].lower())
+    words = _PHRASES.WORD.findall(_PHRASES.CLAUSE_END.split(field.description.strip())[0].lower())
     content = [word for word in words if word not in DESCRIPTION_STOPWORDS]
     return frozenset(_STEMMER.stemWords(content)) - item_stems
 
 
 def _stemmed_words(text: str) -> list[tuple[str, int, int]]:
     """Every word of ``text`` as (stem, start, end)."""
-    matches = list(WORD.finditer(text))
+    matches = list(_PHRASES.WORD.finditer(text))
     stems = _STEMMER.stemWords([match[0].lower() for match in matches])
     return [(stem, match.start(), match.end()) for stem, match in zip(stems, matches, strict=True)]
 
@@ -276,7 +259,7 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
     and "<thing> needed" for "<thing>_required", the thing of a name of several words ending
     in "only" ("self-hosted" for ``self_hosted_only``), "<thing>-friendly"
     and "fine around <thing>" for "good with <thing>"."""
-    name_words = WORD.findall(field.name.lower())
+    name_words = _PHRASES.WORD.findall(field.name.lower())
     while len(name_words) > 1 and name_words[0] in NAME_LEADS:
         name_words = name_words[1:]
     word_lists = [name_words]
@@ -284,7 +267,7 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
         # "self_hosted_only": "self-hosted servers" says it; one word ("members") is too plain
         word_lists.append(name_words[:-1])
     if len(name_words) == 1:
-        root = ABLE_SUFFIX.sub("", name_words[0])
+        root = _PHRASES.ABLE_SUFFIX.sub("", name_words[0])
         if root != name_words[0] and len(root) >= MIN_ROOT_CHARS:
             word_lists.append([root])
     if len(name_words) == 2 and name_words[1] in OFFERED:
@@ -297,9 +280,9 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
         word_lists += [[verb, article, thing] for verb in ("need", "require")]
         word_lists += [[thing, word] for word in sorted(REQUIRED)]
     word_lists += _welcomed(f"{' '.join(name_words)}. {field.description}")
-    clause = CLAUSE_END.split(field.description.strip())[0]
-    described = WORD.findall(DESCRIPTION_LEAD.sub("", clause.lower()))
-    adjective = DESCRIBED_ADJECTIVE.match(" ".join(described))
+    clause = _PHRASES.CLAUSE_END.split(field.description.strip())[0]
+    described = _PHRASES.WORD.findall(_PHRASES.DESCRIPTION_LEAD.sub("", clause.lower()))
+    adjective = _PHRASES.DESCRIBED_ADJECTIVE.match(" ".join(described))
     if adjective:
         word_lists.append([adjective["word"]])
     elif len(described) <= MAX_PHRASE_WORDS:
@@ -315,7 +298,7 @@ def _welcomed(said: str) -> list[list[str]]:
     thing welcomed ("kid-friendly", "fine around kids", "dog friendly")."""
     things = {
         thing.lower()
-        for match in WELCOMED.finditer(said)
+        for match in _PHRASES.WELCOMED.finditer(said)
         for thing in (match["thing"] or match["thing2"] or match["thing3"], match["more"])
         if thing
     } - DESCRIPTION_STOPWORDS
@@ -344,4 +327,4 @@ def _pattern(words: list[str]) -> str:
     rest = [re.escape(word) for word in words[1:]]
     if rest and words[-1].isalpha() and len(words[-1]) >= MIN_ROOT_CHARS:
         rest[-1] += "(?:e?s)?"
-    return GAP_OR_ARTICLE.join([first, *rest])
+    return _LISTS.GAP_OR_ARTICLE.join([first, *rest])

@@ -24,7 +24,6 @@ _LISTS = english.words("common_words")
 COMMON_WORD_ZIPF = 5.5
 """At or above this, a one-word value needs a cue ("first" 6.1, "high" 5.8, "free" 5.7); below
 it ("low" 5.3, "sales" 5.0, "garden" 4.6) it is a filter where the other rules say so."""
-LANGUAGE: str = _LISTS["LANGUAGE"]
 
 
 @lru_cache(maxsize=4096)
@@ -34,7 +33,7 @@ def is_common_word(word: str) -> bool:
         return False
     from wordfreq import zipf_frequency  # its word lists load on first use, once
 
-    return zipf_frequency(word, LANGUAGE) >= COMMON_WORD_ZIPF
+    return zipf_frequency(word, _LISTS.LANGUAGE) >= COMMON_WORD_ZIPF
 
 
 def load_word_frequencies() -> None:

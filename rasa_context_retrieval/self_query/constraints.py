@@ -19,8 +19,7 @@ from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.self_query import english
 
-_LISTS = english.words("constraints")
-_PHRASES = english.patterns("constraints")
+_LISTS, _PHRASES = english.section("constraints")
 
 
 @dataclass(frozen=True)
@@ -48,16 +47,19 @@ def overlaps_any(start: int, end: int, taken: list[Constraint]) -> bool:
     return any(constraint.overlaps(start, end) for constraint in taken)
 
 
-_IRREGULAR_PAST: str = _LISTS["_IRREGULAR_PAST"]
-_IN_CLAUSE: str = _LISTS["_IN_CLAUSE"]
 PERSONAL_PAST = english.pattern(
-    "constraints", "PERSONAL_PAST", _IN_CLAUSE=_IN_CLAUSE, _IRREGULAR_PAST=_IRREGULAR_PAST
+    "constraints",
+    "PERSONAL_PAST",
+    _IN_CLAUSE=_LISTS._IN_CLAUSE,
+    _IRREGULAR_PAST=_LISTS._IRREGULAR_PAST,
 )
 # "Last week Teams was down for me": the mention is the subject of a past state the user had.
-PAST_FOR_ME_AFTER = english.pattern("constraints", "PAST_FOR_ME_AFTER", _IN_CLAUSE=_IN_CLAUSE)
-OWN_THING_BEFORE = _PHRASES["OWN_THING_BEFORE"]
-PLACE_PREPOSITION = _PHRASES["PLACE_PREPOSITION"]
-HAPPENED_AFTER = english.pattern("constraints", "HAPPENED_AFTER", _IRREGULAR_PAST=_IRREGULAR_PAST)
+PAST_FOR_ME_AFTER = english.pattern(
+    "constraints", "PAST_FOR_ME_AFTER", _IN_CLAUSE=_LISTS._IN_CLAUSE
+)
+HAPPENED_AFTER = english.pattern(
+    "constraints", "HAPPENED_AFTER", _IRREGULAR_PAST=_LISTS._IRREGULAR_PAST
+)
 PERSONAL_LOOKBEHIND_CHARS = 60
 PERSONAL_LOOKAHEAD_CHARS = 60
 
@@ -68,9 +70,9 @@ def told_as_personal_past(text: str, start: int) -> bool:
     if PERSONAL_PAST.search(before):
         return True
     # The span of a condition may open on its preposition ("in us-east-1").
-    place = PLACE_PREPOSITION.match(text, start)
+    place = _PHRASES.PLACE_PREPOSITION.match(text, start)
     said = place.end() if place else start
-    if OWN_THING_BEFORE.search(text, max(0, said - PERSONAL_LOOKBEHIND_CHARS), said) and (
+    if _PHRASES.OWN_THING_BEFORE.search(text, max(0, said - PERSONAL_LOOKBEHIND_CHARS), said) and (
         HAPPENED_AFTER.match(text, said)
     ):
         return True

@@ -27,6 +27,15 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint
+from rasa_context_retrieval.self_query.engine import (
+    Bound,
+    Row,
+    Said,
+    claim,
+    constraints,
+    period_bounds,
+    readings,
+)
 from rasa_context_retrieval.self_query.phrases import (
     CLAUSE_PUNCTUATION,
     CUE_STOPWORDS,
@@ -38,27 +47,26 @@ from rasa_context_retrieval.self_query.phrases import (
     any_word,
 )
 from rasa_context_retrieval.self_query.ranges import (
-    AFTER_END,
-    BEFORE_START,
     DATE_WORDS,
     FROM_START,
+    NEGATED_BEFORE_PERIOD,
     OPEN_ENDED_AFTER,
     SPAN_JOINERS,
     SPAN_OPENERS,
     UNTIL_END,
     WITHIN,
+    YEAR,
+    date_word,
     date_words_pattern,
     endpoint_groups,
     open_ended,
     range_pattern,
 )
 
-_LISTS = english.words("dates")
-_PHRASES = english.patterns("dates")
+_LISTS, _PHRASES = english.section("dates")
 
 Clock = Callable[[], dt.date]
 Period = tuple[dt.date, dt.date]
-Bound = tuple[Comparator, dt.date]
 
 MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
@@ -66,37 +74,33 @@ MONTHS["sept"] = 9
 LOOKBEHIND_CHARS = 20
 # A field name word matches a user's word by its first letters: "updated", "updates", "update".
 NAME_PREFIX_CHARS = 5
-DESCRIBED_WORD = _PHRASES["DESCRIBED_WORD"]
 MIN_DESCRIBED_WORDS = 2
 
-_YEAR: str = _LISTS["_YEAR"]
 _ANY_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 # A month without a year must be written in full; "may" only capitalised (it is also a verb).
 _LONE_MONTH = "|".join(
     [name.lower() for name in calendar.month_name if name and name != "May"] + ["(?-i:May)"]
 )
-_ORDINAL: str = _LISTS["_ORDINAL"]
+_ORDINAL: str = _LISTS._ORDINAL
 DATE_TEXT = (
     rf"(?<![\w-])(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{4}}-\d{{2}}(?![\d-])"
-    rf"|(?:{_ANY_MONTH})\.?\s+\d{{1,2}}{_ORDINAL},?\s+{_YEAR}"
-    rf"|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?,?\s+{_YEAR}"
-    rf"|(?:{_ANY_MONTH})\.?,?\s+(?:of\s+)?{_YEAR}"
+    rf"|(?:{_ANY_MONTH})\.?\s+\d{{1,2}}{_ORDINAL},?\s+{YEAR}"
+    rf"|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?,?\s+{YEAR}"
+    rf"|(?:{_ANY_MONTH})\.?,?\s+(?:of\s+)?{YEAR}"
     rf"|(?:{_LONE_MONTH})\s+\d{{1,2}}{_ORDINAL}(?![\d:.])|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_LONE_MONTH})"
-    rf"|{_YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
+    rf"|{YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
 )
 
 _DATE_WORDS = date_words_pattern(DATE_WORDS)
-_FILLER: str = _LISTS["_FILLER"]
-RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_FILLER)
+RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_LISTS._FILLER)
 # "between 1 and 5 September", "from the 3rd to the 9th of May 2025": the first day borrows the
 # month and year written with the last.
 DAY_SPAN = re.compile(
     rf"(?<!\w)(?:{alternation(SPAN_OPENERS)})\s+(?:the\s+)?(?P<first>\d{{1,2}}){_ORDINAL}\s+"
     rf"(?:{alternation(SPAN_JOINERS)})\s+(?:the\s+)?(?P<b>\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?"
-    rf"(?:,?\s+{_YEAR})?)(?![\w-])",
+    rf"(?:,?\s+{YEAR})?)(?![\w-])",
     re.IGNORECASE,
 )
-DAY_OF_MONTH = _PHRASES["DAY_OF_MONTH"]
 # "next March", "this past May": the user says which one of a month without a year.
 COMING, GONE = "coming", "gone"
 WHICH_ONE = {"next": COMING, "coming": COMING, "this coming": COMING, "last": GONE, "past": GONE}
@@ -108,7 +112,7 @@ SINGLE = english.pattern(
     DATE_TEXT=DATE_TEXT,
     OPEN_ENDED_AFTER=OPEN_ENDED_AFTER,
     _DATE_WORDS=_DATE_WORDS,
-    _FILLER=_FILLER,
+    _FILLER=_LISTS._FILLER,
     _WHICH=_WHICH,
 )
 # A date with no word before it: a day ("concerts March 3rd") or "next March". Messages seldom
@@ -122,31 +126,21 @@ ANY_MONTH = english.pattern("dates", "ANY_MONTH", _ANY_MONTH=_ANY_MONTH)
 LATER, EARLIER = open_ended(DATE_TEXT)
 _COUNT = "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS])
 RELATIVE = english.pattern("dates", "RELATIVE", _COUNT=_COUNT)
-END_OF = _PHRASES["END_OF"]
-NAMED_DAYS = _LISTS["NAMED_DAYS"]
 NAMED_DAY = re.compile(
-    rf"(?<!\w)(?:(?P<word>{_DATE_WORDS})\s+)?(?P<day>{'|'.join(NAMED_DAYS)})(?!\w)", re.IGNORECASE
+    rf"(?<!\w)(?:(?P<word>{_DATE_WORDS})\s+)?(?P<day>{'|'.join(_LISTS.NAMED_DAYS)})(?!\w)",
+    re.IGNORECASE,
 )
-NEGATED = _PHRASES["NEGATED"]
-AHEAD_WORDS = _PHRASES["AHEAD_WORDS"]
-RECORDED_WORDS = _PHRASES["RECORDED_WORDS"]
 # The message itself may say which way a month or day without a year lies, and then it wins
 # over the field's direction: "since" reaches back from today, a finite verb in the past ("took
 # effect on 1 June", "went on sale in April", "was cancelled in March") tells of a day gone,
 # "will" or "going to" of one to come. Regular "-ed" forms are left out: a participle says
 # nothing of when ("concerts scheduled for March").
 TOLD_GONE = any_word(TOLD_GONE_WORDS)
-TOLD_COMING = _PHRASES["TOLD_COMING"]
 # How far back in the clause before a date such a word still speaks of it.
 TOLD_LOOKBEHIND_CHARS = 40
 CLAUSE_END = any_word(DATE_CLAUSE_BREAKS, or_any_of=CLAUSE_PUNCTUATION)
-WORD = _PHRASES["WORD"]
-PARTICIPLE = _PHRASES["PARTICIPLE"]
-ISO_DAY = _PHRASES["ISO_DAY"]
-ISO_MONTH = _PHRASES["ISO_MONTH"]
-YEAR_IN = re.compile(_YEAR)
+YEAR_IN = re.compile(YEAR)
 DAY_IN = english.pattern("dates", "DAY_IN", _ORDINAL=_ORDINAL)
-MONTH_IN = _PHRASES["MONTH_IN"]
 
 
 @dataclass(frozen=True)
@@ -159,18 +153,22 @@ class WrittenDate:
 
     @classmethod
     def read(cls, text: str) -> WrittenDate | None:
-        if ISO_DAY.fullmatch(text):
+        if _PHRASES.ISO_DAY.fullmatch(text):
             try:
                 day = dt.date.fromisoformat(text)
             except ValueError:
                 return None
             return cls(day.year, day.month, day.day)
-        iso_month = ISO_MONTH.fullmatch(text)
+        iso_month = _PHRASES.ISO_MONTH.fullmatch(text)
         if iso_month:
             return cls(int(iso_month[1]), int(iso_month[2]))
         year = YEAR_IN.search(text)
         month = next(
-            (MONTHS[word.lower()] for word in MONTH_IN.findall(text) if word.lower() in MONTHS),
+            (
+                MONTHS[word.lower()]
+                for word in _PHRASES.MONTH_IN.findall(text)
+                if word.lower() in MONTHS
+            ),
             None,
         )
         day_of_month = DAY_IN.search(YEAR_IN.sub(" ", text)) if month else None
@@ -216,8 +214,8 @@ def looks_ahead(field: MetadataField) -> bool:
     # The name says it first ("offer_ends", "last_updated"); the description when it does not.
     for said in (name, field.description):
         # A finite verb in the past ("Day the type became available") tells of a day gone too.
-        ahead = bool(AHEAD_WORDS.search(said))
-        recorded = bool(RECORDED_WORDS.search(said) or TOLD_GONE.search(said))
+        ahead = bool(_PHRASES.AHEAD_WORDS.search(said))
+        recorded = bool(_PHRASES.RECORDED_WORDS.search(said) or TOLD_GONE.search(said))
         if ahead != recorded:
             return ahead
     return False
@@ -266,7 +264,9 @@ class DatePhrases:
         self._today = today
         # The verb a date field's description uses ("When the ticket was opened") names it too.
         self._verbs = {
-            field.name: frozenset(word.lower() for word in PARTICIPLE.findall(field.description))
+            field.name: frozenset(
+                word.lower() for word in _PHRASES.PARTICIPLE.findall(field.description)
+            )
             for field in fields
             if field.type == "date"
         }
@@ -288,8 +288,6 @@ class DatePhrases:
         if attribute is None:
             return []
         today = self._today()
-        found: list[Constraint] = []
-        claimed: list[tuple[int, int]] = []
         ahead = attribute in self._ahead
         # A message that only names a value ("Is the Lake District busy in August?") says a
         # month about that thing, not about when a record was made: no date of records then,
@@ -298,28 +296,22 @@ class DatePhrases:
         # A year with no month ("before 2021") is what an integer year field holds; a date
         # field takes it only when the message names that date field.
         years_elsewhere = self._year_field and self._attribute(text, only_if_named=True) is None
-        for start, end, conditions in self._conditions(text, today, ahead):
-            if about_records and not YEAR_IN.search(text, start, end):
+        said = []
+        for reading in self._conditions(text, today, ahead):
+            if about_records and not YEAR_IN.search(text, reading.start, reading.end):
                 continue
-            if years_elsewhere and _only_a_year(text[start:end]):
-                claimed.append((start, end))
-                continue
-            # A phrase read as a date claims its words even when it makes no condition
-            # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
-            if any(start < other_end and other_start < end for other_start, other_end in claimed):
-                continue
-            claimed.append((start, end))
-            found.extend(
-                Constraint(attribute, comparator, date_value(day), start, end)
-                for comparator, day in conditions
-            )
-        return found
+            if years_elsewhere and _only_a_year(text[reading.start : reading.end]):
+                reading = Said(reading.start, reading.end, [])
+            said.append(reading)
+        # A phrase read as a date claims its words even when it makes no condition
+        # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
+        return constraints(attribute, claim(said), as_value=date_value)
 
     def _attribute(self, text: str, *, only_if_named: bool = False) -> str | None:
         if len(self._date_fields) == 1 and not only_if_named:
             return self._date_fields[0]
         lowered = text.lower()
-        said = set(WORD.findall(lowered))
+        said = set(_PHRASES.WORD.findall(lowered))
         # The name said whole ("released") or the description's verb names a field first; then
         # two words only one description has ("security updates" for "Last day the release
         # receives security updates"), over a noun that only shares a name's first letters
@@ -348,51 +340,60 @@ class DatePhrases:
         ]
         return named[0] if len(named) == 1 else None
 
-    def _conditions(
-        self, text: str, today: dt.date, ahead: bool
-    ) -> list[tuple[int, int, list[Bound]]]:
-        said = []
-        for match in RANGE.finditer(text):
+    def _conditions(self, text: str, today: dt.date, ahead: bool) -> list[Said]:
+        """Every date phrase of ``text`` read on ``today``; ``ahead``: a month or day without a
+        year is the coming one (the field's direction, unless the message tells)."""
+
+        def told(match: re.Match[str]) -> bool:
+            return told_ahead(text, match.start(), ahead)
+
+        def span(match: re.Match[str]) -> list[Bound]:
             low, high = endpoint_groups(match)
-            here = told_ahead(text, match.start(), ahead)
-            said.append((match.start(), match.end(), _range(match[low], match[high], today, here)))
-        for match in DAY_SPAN.finditer(text):
-            first = DAY_OF_MONTH.sub(match["first"], match["b"], count=1)
-            here = told_ahead(text, match.start(), ahead)
-            said.append((match.start(), match.end(), _range(first, match["b"], today, here)))
-        bare = BARE.finditer(text) if ANY_MONTH.search(text) else ()
-        for match in [*SINGLE.finditer(text), *bare]:
+            return _range(match[low], match[high], today, told(match))
+
+        def day_span(match: re.Match[str]) -> list[Bound]:
+            first = _PHRASES.DAY_OF_MONTH.sub(match["first"], match["b"], count=1)
+            return _range(first, match["b"], today, told(match))
+
+        def single(match: re.Match[str]) -> list[Bound] | None:
             said_word = " ".join((match.groupdict().get("word") or "").lower().split())
             which = WHICH_ONE.get(" ".join((match["which"] or "").lower().split()))
             if not said_word and not which and not _is_day(match["a"]):
-                continue  # a bare year or month ("2019", "March") needs a word that says how
-            word = DATE_WORDS.get(said_word, WITHIN)
-            negated = NEGATED.search(text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()])
-            starting = said_word == "from"
+                return None  # a bare year or month ("2019", "March") needs a word that says how
+            before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
             if which is not None:
                 ahead_here = which == COMING
             else:
-                ahead_here = said_word != "since" and told_ahead(text, match.start(), ahead)
-            conditions = [] if negated else _single(word, match["a"], today, ahead_here, starting)
-            said.append((match.start(), match.end(), conditions))
-        for pattern, word in ((LATER, FROM_START), (EARLIER, UNTIL_END)):
-            for match in pattern.finditer(text):
-                here = told_ahead(text, match.start(), ahead)
-                said.append((match.start(), match.end(), _single(word, match["a"], today, here)))
-        for match in RELATIVE.finditer(text):
-            said.append((match.start(), match.end(), _relative(match, today)))
-        for match in END_OF.finditer(text):
+                ahead_here = said_word != "since" and told(match)
+            if NEGATED_BEFORE_PERIOD.search(before):
+                return []
+            word = date_word(said_word)
+            return _single(word, match["a"], today, ahead_here, starting=said_word == "from")
+
+        def end_of(match: re.Match[str]) -> list[Bound]:
             unit = match["unit"].lower()
             start = _unit_start(today, unit)
             if match["next"]:
                 start = _unit_start(start + relativedelta(**{unit + "s": 1}), unit)
             end = _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)
-            said.append((match.start(), match.end(), [(Comparator.LTE, end)]))
-        for match in NAMED_DAY.finditer(text):
-            day = today + dt.timedelta(days=NAMED_DAYS[match["day"].lower()])
-            word = DATE_WORDS.get(" ".join((match["word"] or "in").lower().split()), WITHIN)
-            said.append((match.start(), match.end(), _bounds(word, (day, day))))
-        return sorted(said, key=lambda condition: (condition[0], -condition[1]))
+            return [(Comparator.LTE, end)]
+
+        def named_day(match: re.Match[str]) -> list[Bound]:
+            day = today + dt.timedelta(days=_LISTS.NAMED_DAYS[match["day"].lower()])
+            return period_bounds(date_word(match["word"]), day, day)
+
+        table: list[Row[list[Bound] | None]] = [
+            Row(RANGE, span),
+            Row(DAY_SPAN, day_span),
+            Row(SINGLE, single),
+            *([Row(BARE, single)] if ANY_MONTH.search(text) else []),
+            Row(LATER, lambda match: _single(FROM_START, match["a"], today, told(match))),
+            Row(EARLIER, lambda match: _single(UNTIL_END, match["a"], today, told(match))),
+            Row(RELATIVE, lambda match: _relative(match, today)),
+            Row(_PHRASES.END_OF, end_of),
+            Row(NAMED_DAY, named_day),
+        ]
+        return readings(text, table)
 
 
 def _own_description_words(
@@ -405,7 +406,7 @@ def _own_description_words(
     words = {
         field.name: {
             word
-            for word in DESCRIBED_WORD.findall(field.description.lower())
+            for word in _PHRASES.DESCRIBED_WORD.findall(field.description.lower())
             if word not in CUE_STOPWORDS and word not in item_nouns
         }
         for field in fields
@@ -428,14 +429,18 @@ def told_ahead(text: str, start: int, ahead: bool) -> bool:
     clause = CLAUSE_END.split(before)[-1]
     if TOLD_GONE.search(clause):
         return False
-    if TOLD_COMING.search(clause):
+    if _PHRASES.TOLD_COMING.search(clause):
         return True
     return ahead
 
 
 def _only_a_year(text: str) -> bool:
     """Whether a date phrase names years and no month or day ("before 2021", "in 2019")."""
-    return bool(YEAR_IN.search(text)) and not ANY_MONTH.search(text) and not ISO_MONTH.search(text)
+    return (
+        bool(YEAR_IN.search(text))
+        and not ANY_MONTH.search(text)
+        and not _PHRASES.ISO_MONTH.search(text)
+    )
 
 
 def _is_day(text: str) -> bool:
@@ -456,21 +461,7 @@ def _single(
         return []
     if starting and ahead:
         word = FROM_START
-    return _bounds(word, period)
-
-
-def _bounds(word: str, period: Period) -> list[Bound]:
-    first, last = period
-    if word == WITHIN:
-        if first == last:
-            return [(Comparator.EQ, first)]  # "on March 3": that day
-        return [(Comparator.GTE, first), (Comparator.LTE, last)]
-    return {
-        AFTER_END: [(Comparator.GT, last)],
-        FROM_START: [(Comparator.GTE, first)],
-        BEFORE_START: [(Comparator.LT, first)],
-        UNTIL_END: [(Comparator.LTE, last)],
-    }[word]
+    return period_bounds(word, *period)
 
 
 def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[Bound]:
@@ -501,13 +492,15 @@ def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
     unit = match["unit"].lower()
     which = match["which"].lower()
     count = (match["count"] or "").lower()
-    word = DATE_WORDS.get((match["word"] or "in").lower(), WITHIN)
+    word = date_word(match["word"])
     one = relativedelta(**{unit + "s": 1})
     if which in ("this", "current"):
         start = _unit_start(today, unit)
         if word == WITHIN:  # the whole period, as "in 2025" or "in June" is
-            return _bounds(word, (start, _unit_start(today + one, unit) - dt.timedelta(days=1)))
-        return [(Comparator.GTE, start)] if word == FROM_START else _bounds(word, (start, today))
+            return period_bounds(word, start, _unit_start(today + one, unit) - dt.timedelta(days=1))
+        return (
+            [(Comparator.GTE, start)] if word == FROM_START else period_bounds(word, start, today)
+        )
     if which in ("next", "coming", "upcoming"):
         if count:
             amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
@@ -516,11 +509,11 @@ def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
             except (ValueError, OverflowError):
                 return []
         start = _unit_start(today + one, unit)
-        return _bounds(word, (start, _unit_start(start + one, unit) - dt.timedelta(days=1)))
+        return period_bounds(word, start, _unit_start(start + one, unit) - dt.timedelta(days=1))
     if not count and match["the"] is None and which in ("last", "previous"):
         # "last year" is the previous calendar year; "the last year" the past twelve months.
         start = _unit_start(today - relativedelta(**{unit + "s": 1}), unit)
-        return _bounds(word, (start, _unit_start(today, unit) - dt.timedelta(days=1)))
+        return period_bounds(word, start, _unit_start(today, unit) - dt.timedelta(days=1))
     amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
     try:
         return [(Comparator.GTE, today - relativedelta(**{unit + "s": amount}))]

@@ -9,11 +9,14 @@ an extractor. Every pattern is compiled here, and only here.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cache
 from importlib.resources import files
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import yaml
+
+Entry = TypeVar("Entry")
 
 # Flags a pattern may name in the tables.
 FLAGS = {
@@ -31,12 +34,32 @@ def _tables() -> dict[str, dict[str, dict[str, Any]]]:
     return tables
 
 
-def words(module: str) -> dict[str, Any]:
+class Table(Generic[Entry]):
+    """The entries of one section, read by name (``_PHRASES.SENTENCE_END``): a module uses an
+    entry where it needs it, and never copies it into a constant of its own."""
+
+    def __init__(self, module: str, entries: Mapping[str, Entry]) -> None:
+        self._module = module
+        self._entries = dict(entries)
+
+    def __getattr__(self, name: str) -> Entry:
+        try:
+            return self.__dict__["_entries"][name]  # type: ignore[no-any-return]
+        except KeyError:
+            raise AttributeError(f"english.yaml has no {name} in {self._module}") from None
+
+
+def words(module: str) -> Table[Any]:
     """The word lists, word tables and pattern fragments of one extractor module."""
-    return dict(_tables()[module].get("words", {}))
+    return Table(module, _tables()[module].get("words", {}))
 
 
-def patterns(module: str) -> dict[str, re.Pattern[str]]:
+def section(module: str) -> tuple[Table[Any], Table[re.Pattern[str]]]:
+    """The words and the compiled patterns of one extractor module."""
+    return words(module), patterns(module)
+
+
+def patterns(module: str) -> Table[re.Pattern[str]]:
     """The phrase patterns of one extractor module, compiled: a plain string, or ``re`` with
     ``flags`` (names of ``re`` flags)."""
     compiled = {}
@@ -48,7 +71,7 @@ def patterns(module: str) -> dict[str, re.Pattern[str]]:
             for flag in said.get("flags", []):
                 flags |= FLAGS[flag]
             compiled[name] = re.compile(said["re"], flags)
-    return compiled
+    return Table(module, compiled)
 
 
 FRAGMENT = re.compile(r"\$\{(\w+)\}")

@@ -25,72 +25,50 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 
 import inflection
-from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
-from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.constraints import Constraint
+from rasa_context_retrieval.self_query.engine import Describes, ValuePhrase, said_value
 
-_LISTS = english.words("glosses")
-_PHRASES = english.patterns("glosses")
+_LISTS, _PHRASES = english.section("glosses")
 
-NUMBER_FOR = _PHRASES["NUMBER_FOR"]
-NUMBER_BRACKETED = _PHRASES["NUMBER_BRACKETED"]
-ANSWER_FOR = _PHRASES["ANSWER_FOR"]
-YES_BRACKETED = _PHRASES["YES_BRACKETED"]
-STATE_OF_SUBJECT = _PHRASES["STATE_OF_SUBJECT"]
-HAD_BY_SUBJECT = _PHRASES["HAD_BY_SUBJECT"]
-ARTICLES = frozenset(_LISTS["ARTICLES"])
-LEADING_WORDS = frozenset(_LISTS["LEADING_WORDS"])
+ARTICLES = frozenset(_LISTS.ARTICLES)
+LEADING_WORDS = frozenset(_LISTS.LEADING_WORDS)
 MAX_GLOSS_WORDS = 3
-WORD_GAP: str = _LISTS["WORD_GAP"]
-SENTENCE_START = _PHRASES["SENTENCE_START"]
 MIN_WORD_CHARS = 3
-LOOKBEHIND_CHARS = 32
-GLOSSED_TYPES = frozenset(_LISTS["GLOSSED_TYPES"])
+GLOSSED_TYPES = frozenset(_LISTS.GLOSSED_TYPES)
 
 
-@dataclass(frozen=True)
-class Gloss:
-    """``attribute`` is ``value`` where ``pattern`` is said; ``single``: one everyday word;
-    ``noun``: a thing, written with an article ("a studio"), that its plural names as wanted."""
-
-    attribute: str
-    value: bool | int
-    pattern: re.Pattern[str]
-    single: bool
-    noun: bool
-
-
-def glosses_of(field: MetadataField, item_nouns: Collection[str]) -> list[Gloss]:
+def glosses_of(field: MetadataField, item_nouns: Collection[str]) -> list[ValuePhrase]:
     """The glosses the description of an integer or boolean field declares."""
     if field.type not in GLOSSED_TYPES:
         return []
     said: list[tuple[bool | int, str]] = []
     if field.type == "integer":
-        for pattern in (NUMBER_FOR, NUMBER_BRACKETED):
+        for pattern in (_PHRASES.NUMBER_FOR, _PHRASES.NUMBER_BRACKETED):
             said += [(int(m["value"]), m["phrase"]) for m in pattern.finditer(field.description)]
     else:
-        for match in ANSWER_FOR.finditer(field.description):
+        for match in _PHRASES.ANSWER_FOR.finditer(field.description):
             said.append((match["value"].lower() in ("true", "yes"), match["phrase"]))
-        bracketed = YES_BRACKETED.search(field.description)
-        if bracketed and not ANSWER_FOR.search(bracketed["phrase"]):
+        bracketed = _PHRASES.YES_BRACKETED.search(field.description)
+        if bracketed and not _PHRASES.ANSWER_FOR.search(bracketed["phrase"]):
             said.append((True, bracketed["phrase"]))
     glosses = []
     for value, phrase in said:
         words, noun = _gloss_words(phrase, item_nouns)
         if words:
-            glosses.append(Gloss(field.name, value, _compiled(words, noun), len(words) == 1, noun))
+            pattern, single = _compiled(words, noun), len(words) == 1
+            glosses.append(ValuePhrase(field.name, value, pattern, single, noun, skip=_in_a_name))
     return glosses
 
 
 def _gloss_words(phrase: str, item_nouns: Collection[str]) -> tuple[list[str], bool]:
     lowered = " ".join(phrase.lower().split())
-    state = STATE_OF_SUBJECT.match(lowered)
-    had = HAD_BY_SUBJECT.match(lowered)
+    state = _PHRASES.STATE_OF_SUBJECT.match(lowered)
+    had = _PHRASES.HAD_BY_SUBJECT.match(lowered)
     lowered = had["had"] if had else lowered
     words = [state["state"]] if state else re.findall(r"[a-z]+(?:['-][a-z]+)*", lowered)
     noun = bool(words) and words[0] in ARTICLES
@@ -109,7 +87,7 @@ def _compiled(words: list[str], noun: bool) -> re.Pattern[str]:
     last = words[-1]
     forms = sorted({last, inflection.pluralize(last) if noun else last}, key=len, reverse=True)
     said = [*map(re.escape, words[:-1]), f"(?:{'|'.join(map(re.escape, forms))})"]
-    joined = WORD_GAP.join(said)
+    joined = _LISTS.WORD_GAP.join(said)
     return re.compile(rf"(?<![\w-])(?:{joined})(?![\w-])", re.IGNORECASE)
 
 
@@ -120,7 +98,7 @@ class GlossPhrases:
         self,
         fields: Sequence[MetadataField],
         item_nouns: Collection[str],
-        describes_documents: Callable[[str, str, int, list[Constraint]], bool],
+        describes_documents: Describes,
         negated: Callable[[str], bool],
     ) -> None:
         glosses = [gloss for field in fields for gloss in glosses_of(field, item_nouns)]
@@ -138,41 +116,20 @@ class GlossPhrases:
         for gloss in self._phrases if phrases else self._words:
             if any(constraint.attribute == gloss.attribute for constraint in taken + found):
                 continue
-            constraint = self._said(text, gloss, taken + found)
+            constraint = said_value(
+                text, gloss, taken + found, self._negated, self._describes_documents
+            )
             if constraint is not None:
                 found.append(constraint)
         return found
 
-    def _said(self, text: str, gloss: Gloss, taken: list[Constraint]) -> Constraint | None:
-        for match in gloss.pattern.finditer(text):
-            start, end = match.span()
-            if overlaps_any(start, end, taken):
-                continue
-            if _in_a_name(text, start, match[0]):
-                continue
-            before = text[max(0, start - LOOKBEHIND_CHARS) : start]
-            negated = self._negated(before)
-            if gloss.single and not (
-                negated
-                or (gloss.noun and inflection.singularize(match[0].lower()) != match[0].lower())
-                or self._describes_documents(text, before, end, taken)
-            ):
-                continue
-            if isinstance(gloss.value, bool):
-                return Constraint(
-                    gloss.attribute,
-                    Comparator.EQ,
-                    gloss.value != negated,
-                    start,
-                    end,
-                    negated=negated,
-                )
-            comparator = Comparator.NE if negated else Comparator.EQ
-            return Constraint(gloss.attribute, comparator, gloss.value, start, end, negated=negated)
-        return None
 
-
-def _in_a_name(text: str, start: int, said: str) -> bool:
+def _in_a_name(match: re.Match[str], before: str) -> bool:
     """Whether the gloss is written as part of a name ("Marvel Studios"): capitalised, not at
     the start of a sentence, in a message not written in capitals."""
-    return said[:1].isupper() and not text.isupper() and not SENTENCE_START.search(text, 0, start)
+    text = match.string
+    return (
+        match[0][:1].isupper()
+        and not text.isupper()
+        and not _PHRASES.SENTENCE_START.search(text, 0, match.start())
+    )

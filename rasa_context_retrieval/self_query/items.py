@@ -25,8 +25,6 @@ _PHRASES = english.patterns("items")
 # A noun the descriptions name after "the" in this many fields is what the documents are; when
 # no noun is named that often, every noun named once is ("City the hotel is in").
 MIN_DESCRIPTIONS_NAMING_ITEM = 2
-DESCRIBED_NOUN = _PHRASES["DESCRIBED_NOUN"]
-NAME_WORDS = _PHRASES["NAME_WORDS"]
 
 
 def item_nouns(fields: Sequence[MetadataField]) -> frozenset[str]:
@@ -34,12 +32,12 @@ def item_nouns(fields: Sequence[MetadataField]) -> frozenset[str]:
     # "The year the movie was released" names the field ``year``; the head noun of a name is
     # the field's, a word before it may be the documents' ("bike_type": the type of a bike).
     field_words = {
-        words[-1] for field in fields if (words := NAME_WORDS.findall(field.name.lower()))
+        words[-1] for field in fields if (words := _PHRASES.NAME_WORDS.findall(field.name.lower()))
     }
     counts = Counter(
         word
         for field in fields
-        for word in {match.lower() for match in DESCRIBED_NOUN.findall(field.description)}
+        for word in {match.lower() for match in _PHRASES.DESCRIBED_NOUN.findall(field.description)}
     )
     named = {word: count for word, count in counts.items() if word not in field_words}
     described = {

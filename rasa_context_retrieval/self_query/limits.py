@@ -25,31 +25,28 @@ from rasa_context_retrieval.self_query.constraints import (
     told_as_personal_past,
 )
 from rasa_context_retrieval.self_query.phrases import (
+    COUNT_WORDS,
     REQUEST_VERBS,
     SMALL_NUMBER_WORDS,
     UNIT_WORDS,
     any_word,
 )
 
-_LISTS = english.words("limits")
-_PHRASES = english.patterns("limits")
+_LISTS, _PHRASES = english.section("limits")
 
 MAX_LIMIT = 50
 """A larger count is not a number of results anyone reads; the configured ``top_k`` applies."""
-_COUNT = "|".join([r"\d{1,2}", *sorted(SMALL_NUMBER_WORDS, key=len, reverse=True)])
+_COUNT = rf"\d{{1,2}}|{COUNT_WORDS}"
 TOP = english.pattern("limits", "TOP", _COUNT=_COUNT)
 # The count and up to four words after it: "5 most recent python articles".
 COUNTED = english.pattern("limits", "COUNTED", _COUNT=_COUNT)
 REQUESTED = english.pattern("limits", "REQUESTED", _COUNT=_COUNT)
-OWNED_BEFORE = _PHRASES["OWNED_BEFORE"]
-PREPOSITION_BEFORE = _PHRASES["PREPOSITION_BEFORE"]
+OWNED_BEFORE = _PHRASES.OWNED_BEFORE
 LOOKBEHIND_CHARS = 16
-REQUEST_BEFORE = _PHRASES["REQUEST_BEFORE"]
 REQUEST_CHARS = 24
 # Most messages ask with no verb of showing; one cheap scan spares looking before every count.
 REQUEST_VERB = any_word(REQUEST_VERBS)
-NEXT_WORD = _PHRASES["NEXT_WORD"]
-RESULT_NOUNS = frozenset(_LISTS["RESULT_NOUNS"])
+RESULT_NOUNS = frozenset(_LISTS.RESULT_NOUNS)
 
 
 class LimitPhrases:
@@ -73,9 +70,11 @@ class LimitPhrases:
             ):
                 return count
         for match in REQUESTED.finditer(text) if REQUEST_VERB.search(text) else ():
-            following = NEXT_WORD.match(text, match.end())
+            following = _PHRASES.NEXT_WORD.match(text, match.end())
             if (
-                REQUEST_BEFORE.search(text, max(0, match.start() - REQUEST_CHARS), match.start())
+                _PHRASES.REQUEST_BEFORE.search(
+                    text, max(0, match.start() - REQUEST_CHARS), match.start()
+                )
                 and not overlaps_any(match.start(), match.end(), taken)
                 and not (following and following["word"].lower() in UNIT_WORDS)
                 and not (following and following["word"].lower() in ("of", "more", "other"))
@@ -87,7 +86,7 @@ class LimitPhrases:
             if overlaps_any(match.start(), match.end("n"), taken):
                 continue
             before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
-            if OWNED_BEFORE.search(before) or PREPOSITION_BEFORE.search(before):
+            if OWNED_BEFORE.search(before) or _PHRASES.PREPOSITION_BEFORE.search(before):
                 continue
             if not self._counts_documents(match):
                 continue
@@ -103,7 +102,7 @@ class LimitPhrases:
         something said before), nor "the first two marriages" (a count of another plural)."""
         if match["n"].lower() == "one":
             return False
-        following = NEXT_WORD.match(text, match.end())
+        following = _PHRASES.NEXT_WORD.match(text, match.end())
         if following is None:
             return True
         word = following["word"].lower()

@@ -45,8 +45,7 @@ from rasa_context_retrieval.self_query.phrases import (
     any_word,
 )
 
-_LISTS = english.words("negation")
-_PHRASES = english.patterns("negation")
+_LISTS, _PHRASES = english.section("negation")
 
 
 class Scope(enum.Enum):
@@ -67,15 +66,11 @@ CLAUSE_END = any_word(CLAUSE_OPENERS, or_any_of=CLAUSE_PUNCTUATION + "()")
 # What may stand between a negator and the condition it clearly governs: a few words, the
 # verb and its preposition or article ("don't come with", "don't go along the").
 MAX_WORDS_BETWEEN = 3
-WORD = _PHRASES["WORD"]
 # Verbs of something working: negated, they report a problem where the value is ("sync is not
 # working on Android", "the app won't open on iOS"), the value is still what the user asks about.
 FUNCTIONING_VERB = any_word(FUNCTIONING_VERBS)
-USER_SUBJECT = _PHRASES["USER_SUBJECT"]
 JOINING_WORD = any_word(JOINING_WORDS)
-RELATIVE_WORDS = frozenset(_LISTS["RELATIVE_WORDS"])
-SUBJECT_OPENING_CLAUSE = _PHRASES["SUBJECT_OPENING_CLAUSE"]
-NEGATED_VERB_AFTER = _PHRASES["NEGATED_VERB_AFTER"]
+RELATIVE_WORDS = frozenset(_LISTS.RELATIVE_WORDS)
 
 
 def bind_negations(text: str, found: Sequence[Constraint]) -> list[Constraint]:
@@ -111,9 +106,9 @@ def _subject_of_negated(text: str, constraint: Constraint) -> bool:
     """Whether the condition is the subject of a negated verb in a clause describing the thing
     before it ("books that the Central library doesn't stock"); not a verb of functioning, which
     reports a problem ("guides that Android won't open")."""
-    if not SUBJECT_OPENING_CLAUSE.search(text, 0, constraint.start):
+    if not _PHRASES.SUBJECT_OPENING_CLAUSE.search(text, 0, constraint.start):
         return False
-    verb = NEGATED_VERB_AFTER.match(text, constraint.end)
+    verb = _PHRASES.NEGATED_VERB_AFTER.match(text, constraint.end)
     return verb is not None and not FUNCTIONING_VERB.fullmatch(verb["verb"])
 
 
@@ -140,9 +135,11 @@ def _scope(text: str, index: int, ordered: Sequence[Constraint], scopes: dict[in
         return Scope.NONE  # the negation went to the condition said right after it
     if FUNCTIONING_VERB.search(between):
         return Scope.NONE
-    if not relative or USER_SUBJECT.search(text, clause_start, negator.start()):
+    if not relative or _PHRASES.USER_SUBJECT.search(text, clause_start, negator.start()):
         return Scope.UNCLEAR
-    return Scope.CLEAR if len(WORD.findall(between)) <= MAX_WORDS_BETWEEN else Scope.UNCLEAR
+    return (
+        Scope.CLEAR if len(_PHRASES.WORD.findall(between)) <= MAX_WORDS_BETWEEN else Scope.UNCLEAR
+    )
 
 
 def _joined(text: str, previous: Constraint, constraint: Constraint) -> bool:

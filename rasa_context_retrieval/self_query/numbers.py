@@ -27,8 +27,10 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.engine import Row, scan
 from rasa_context_retrieval.self_query.limits import OWNED_BEFORE
 from rasa_context_retrieval.self_query.phrases import (
+    COUNT_WORDS,
     CUE_STOPWORDS,
     CURRENCY_SYMBOLS,
     CURRENCY_WORDS,
@@ -54,17 +56,15 @@ from rasa_context_retrieval.self_query.ranges import (
     range_pattern,
 )
 
-_LISTS = english.words("numbers")
-_PHRASES = english.patterns("numbers")
+_LISTS, _PHRASES = english.section("numbers")
 
-NUMERIC_TYPES = tuple(_LISTS["NUMERIC_TYPES"])
+NUMERIC_TYPES = tuple(_LISTS.NUMERIC_TYPES)
 NAME_CUE_WEIGHT = 2
 DESCRIPTION_CUE_WEIGHT = 1
 CONTEXT_CHARS = 40
 CONTEXT_WORDS = 3
 
-COMPARATOR_CUES = _LISTS["COMPARATOR_CUES"]
-PLAIN_AMOUNT_COMPARATORS = frozenset(_LISTS["PLAIN_AMOUNT_COMPARATORS"])
+PLAIN_AMOUNT_COMPARATORS = frozenset(_LISTS.PLAIN_AMOUNT_COMPARATORS)
 MIN_PLAIN_AMOUNT = 5
 
 _SYMBOLS = re.escape(CURRENCY_SYMBOLS)
@@ -74,14 +74,12 @@ _UNITS = "|".join(sorted(TIME_UNIT_WORDS, key=len, reverse=True))
 # and "half an" before a unit of time ("more than an hour", "under half an hour").
 _NUMBER = (
     r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?:k|\s?(?:thousand|million|grand))?|"
-    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    + COUNT_WORDS
     + rf"|(?:half\s+)?an?(?=\s+(?:{_UNITS})(?!\w))"
 )
 OWNED_CHARS = 16
-NOUN_AFTER_MODIFIER: str = _LISTS["NOUN_AFTER_MODIFIER"]
+NOUN_AFTER_MODIFIER: str = _LISTS.NOUN_AFTER_MODIFIER
 OWNED_OR_FOR_BEFORE = re.compile(rf"{OWNED_BEFORE.pattern}|\bfor\s+$", re.IGNORECASE)
-MONEY_MULTIPLIER = _PHRASES["MONEY_MULTIPLIER"]
-NUMBER_PARTS = _PHRASES["NUMBER_PARTS"]
 
 
 _GLUED_UNITS = "|".join(
@@ -132,7 +130,7 @@ POSTFIX = re.compile(
 # value (the item nouns are added per schema). After "top"/"best"/"first" it is a limit.
 COMPOUND = (
     r"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d+(?:\.\d+)?|"
-    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    + COUNT_WORDS
     + r")[\s-](?P<noun>[a-z]+)(?=[\s-]+(?:{items})(?!\w))"
 )
 # "for 10 people", "for 8 year olds": a party that must fit, a lower bound on a field of the most
@@ -141,46 +139,34 @@ COMPOUND = (
 # left to "up to".
 FOR_PARTY = re.compile(
     r"(?<![\w-])for\s+(?P<n>\d{1,3}|"
-    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
+    + COUNT_WORDS
     + r")[\s-]+(?:(?P<aged>years?[\s-]+olds?)|(?P<noun>(?!(?:or|and|to|of)\b)[a-z]{3,}))(?!\w)",
     re.IGNORECASE,
 )
-PEOPLE_WORDS = tuple(_LISTS["PEOPLE_WORDS"])
+PEOPLE_WORDS = tuple(_LISTS.PEOPLE_WORDS)
 # "can take 120 people", "seats at least 8", "sleeps 6": a verb of holding before a count is a
 # party that must fit, like "for 10 people" ("up to 8" is left to "up to"; "fits 2 bikes" counts
 # something else).
 HOLDING_VERB = re.compile(
     r"(?<![\w-])(?:take|hold|seat|fit|accommodate|sleep|host)s?\s+(?:at\s+least\s+)?"
-    r"(?P<n>\d{1,4}|"
-    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
-    + rf")(?:\s+(?P<noun>{'|'.join(PEOPLE_WORDS)}|players)(?![\w-])"
+    r"(?P<n>\d{1,4}|" + COUNT_WORDS + rf")(?:\s+(?P<noun>{'|'.join(PEOPLE_WORDS)}|players)(?![\w-])"
     # no noun, or a count of something else ("fits 2 bikes"): not a party
     r"|(?=\s*(?:[,.;:!?)]|$)|\s+(?:and|or|in|on|at|for|with|please)\b))",
     re.IGNORECASE,
 )
-PEOPLE: str = _LISTS["PEOPLE"]
 # "a 16 year old", "my 14-year-old": a person of that age, who must fit like a party.
 AGED_PERSON = re.compile(
-    r"(?<![\w-])(?:an?|my|our)\s+(?P<n>\d{1,3}|"
-    + "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
-    + r")[\s-]+years?[\s-]+old(?![\w-])",
+    r"(?<![\w-])(?:an?|my|our)\s+(?P<n>\d{1,3}|" + COUNT_WORDS + r")[\s-]+years?[\s-]+old(?![\w-])",
     re.IGNORECASE,
 )
-AGE_CUE: str = _LISTS["AGE_CUE"]
-MAXIMUM_WORDS = frozenset(_LISTS["MAXIMUM_WORDS"])
-MINIMUM_WORDS = frozenset(_LISTS["MINIMUM_WORDS"])
+MAXIMUM_WORDS = frozenset(_LISTS.MAXIMUM_WORDS)
+MINIMUM_WORDS = frozenset(_LISTS.MINIMUM_WORDS)
 _PERIOD = "|".join(sorted(PERIOD_WORDS, key=len, reverse=True))
 RATE_AFTER = english.pattern("numbers", "RATE_AFTER", _PERIOD=_PERIOD)
-HALF_AFTER = _PHRASES["HALF_AFTER"]
 UNIT_AFTER = english.pattern("numbers", "UNIT_AFTER", _UNITS=_UNITS)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
 DECLARED_UNIT = english.pattern("numbers", "DECLARED_UNIT", _UNITS=_UNITS)
-RATE_IN_DESCRIPTION = _PHRASES["RATE_IN_DESCRIPTION"]
-DURATION_CUE: str = _LISTS["DURATION_CUE"]
-PERCENT: str = _LISTS["PERCENT"]
-MONEY: str = _LISTS["MONEY"]
-PERCENT_AFTER = _PHRASES["PERCENT_AFTER"]
-PERCENT_FIELD_WORDS = frozenset(_LISTS["PERCENT_FIELD_WORDS"])
+PERCENT_FIELD_WORDS = frozenset(_LISTS.PERCENT_FIELD_WORDS)
 _MEASURES = "|".join(
     sorted(
         {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS},
@@ -189,9 +175,6 @@ _MEASURES = "|".join(
     )
 )
 MEASURE_AFTER = english.pattern("numbers", "MEASURE_AFTER", _MEASURES=_MEASURES)
-WORD = _PHRASES["WORD"]
-CONTRACTION = _PHRASES["CONTRACTION"]
-NEGATED_BEFORE = _PHRASES["NEGATED_BEFORE"]
 OPPOSITE = {
     Comparator.EQ: Comparator.NE,
     Comparator.LT: Comparator.GTE,
@@ -203,9 +186,7 @@ OPPOSITE = {
 ANY_NUMBER = re.compile(
     rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)}|an?\s+(?:{_UNITS}))(?!\w)", re.IGNORECASE
 )
-NO_CHARGE = _PHRASES["NO_CHARGE"]
-MONEY_NOUNS = frozenset(_LISTS["MONEY_NOUNS"])
-CLAUSE_BREAK = _PHRASES["CLAUSE_BREAK"]
+MONEY_NOUNS = frozenset(_LISTS.MONEY_NOUNS)
 # Words that open another phrase: what follows names something else ("between 40 and 60p with
 # a unit rate of at most 24.5p": "unit rate" is the second comparison's).
 PHRASE_OPENER = any_word(PHRASE_OPENERS)
@@ -229,7 +210,7 @@ PEOPLE_KEYS = frozenset(cue_key(word) for word in PEOPLE_WORDS)
 
 
 def _cue_words(text: str) -> set[str]:
-    return {cue_key(word) for word in WORD.findall(text.lower())} - STOP_KEYS
+    return {cue_key(word) for word in _PHRASES.WORD.findall(text.lower())} - STOP_KEYS
 
 
 @dataclass(frozen=True)
@@ -261,7 +242,7 @@ class NumericField:
         description_words = _cue_words(field.description) - item_keys
         cues = dict.fromkeys(description_words, DESCRIPTION_CUE_WEIGHT)
         cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
-        said = WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
+        said = _PHRASES.WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
         # From every word, also those several descriptions share ("in EUR" on two amounts).
         in_subunit = bool(SUBUNIT_WORDS.keys() & set(said))
         monetary = not in_subunit and any(
@@ -272,8 +253,8 @@ class NumericField:
         # An amount of money is counted over its time words ("day_rate"), never kept in them.
         unit = None if monetary or in_subunit else _declared_unit(field)
         if unit is not None:
-            cues[DURATION_CUE] = NAME_CUE_WEIGHT
-        singular = frozenset(map(inflection.singularize, WORD.findall(field.name.lower())))
+            cues[_LISTS.DURATION_CUE] = NAME_CUE_WEIGHT
+        singular = frozenset(map(inflection.singularize, _PHRASES.WORD.findall(field.name.lower())))
         maximum = bool(MAXIMUM_WORDS.intersection(said))
         minimum = bool(MINIMUM_WORDS.intersection(said)) and not maximum
         kinds = _kinds(said, field.description, monetary=monetary)
@@ -295,7 +276,7 @@ class NumericField:
         no unit at all for a measure ("Length of the trail" takes "8 km", not "4%")."""
         if kind is None or kind in self.kinds:
             return True
-        return kind not in (PERCENT, MONEY) and not self.kinds and self.unit is None
+        return kind not in (_LISTS.PERCENT, _LISTS.MONEY) and not self.kinds and self.unit is None
 
     def score(self, cues: set[str]) -> int:
         return sum(self.cues.get(cue, 0) for cue in cues)
@@ -326,6 +307,87 @@ class _Said:
     required takes it."""
 
 
+def _span(match: re.Match[str]) -> tuple[int, int]:
+    return match.start(), match.end()
+
+
+def _held(match: re.Match[str]) -> _Said:
+    """ "can take 120 people", "sleeps 6": a party that must fit."""
+    held = cue_key((match["noun"] or _LISTS.PEOPLE).lower())
+    bounds = ((Comparator.GTE, match["n"]),)
+    return _Said(bounds, *_span(match), False, counted=held, party=True)
+
+
+def _ranged(match: re.Match[str]) -> _Said:
+    low, high = endpoint_groups(match)
+    bounds = ((Comparator.GTE, match[low]), (Comparator.LTE, match[high]))
+    return _Said(bounds, *_span(match), _has_currency(match, low, high))
+
+
+def _prefixed(match: re.Match[str]) -> _Said:
+    phrase = " ".join(match["comparator"].lower().split())
+    bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
+    cue = _LISTS.COMPARATOR_CUES.get(phrase)
+    plain = phrase in PLAIN_AMOUNT_COMPARATORS
+    return _Said(bounds, *_span(match), _has_currency(match, "n"), cue, plain)
+
+
+def _named_prefixed(match: re.Match[str]) -> _Said:
+    phrase = " ".join(match["comparator"].lower().split())
+    bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
+    named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
+    return _Said(bounds, *_span(match), False, counted=named, named=True)
+
+
+def _postfixed(match: re.Match[str]) -> _Said:
+    comparator = Comparator.LTE if match["at_most"] else Comparator.GTE
+    noun = (match["noun"] or "").lower()
+    unit = TIME_UNIT_WORDS.get(noun)
+    counted = cue_key(noun) if noun and unit is None else None
+    currency = _has_currency(match, "n")
+    return _Said(((comparator, match["n"]),), *_span(match), currency, counted=counted, unit=unit)
+
+
+def _for_party(match: re.Match[str]) -> _Said:
+    counted = _LISTS.AGE_CUE if match["aged"] else cue_key(match["noun"].lower())
+    bounds = ((Comparator.GTE, match["n"]),)
+    return _Said(bounds, *_span(match), False, counted=counted, party=True)
+
+
+def _aged_person(match: re.Match[str]) -> _Said:
+    bounds = ((Comparator.GTE, match["n"]),)
+    return _Said(bounds, *_span(match), False, counted=_LISTS.AGE_CUE, party=True)
+
+
+def _compound(match: re.Match[str]) -> _Said:
+    """ "a 2-bedroom flat", "2 bedrooms": the field's name, in the singular as its name words
+    are kept ("vcpu" for ``vcpus``, which no stem of "vcpus" gives)."""
+    found = match.groupdict()
+    noun = found.get("noun2") or found.get("noun3") or match["noun"]
+    counted = inflection.singularize(noun.lower())
+    return _Said(((Comparator.EQ, match["n"]),), *_span(match), False, counted=counted, named=True)
+
+
+def _count_not_owned(match: re.Match[str]) -> _Said | None:
+    """ "I have 2 bedrooms": the user's own, not a wish; "for 3 bedrooms": a party to fit."""
+    start = match.start()
+    if OWNED_OR_FOR_BEFORE.search(match.string, max(0, start - OWNED_CHARS), start):
+        return None
+    return _compound(match)
+
+
+# Every comparison of an amount, in the order they are read; the schema adds its compounds.
+TABLE: tuple[Row[_Said | None], ...] = (
+    Row(HOLDING_VERB, _held),
+    Row(RANGE, _ranged),
+    Row(PREFIX, _prefixed),
+    Row(NAMED_PREFIX, _named_prefixed),
+    Row(POSTFIX, _postfixed),
+    Row(FOR_PARTY, _for_party),
+    Row(AGED_PERSON, _aged_person),
+)
+
+
 class NumberPhrases:
     """Finds numeric comparisons and maps each to the one integer/float field it is about."""
 
@@ -339,6 +401,9 @@ class NumberPhrases:
         self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
         self._item_after = re.compile(rf"[\s-]+(?:{items})(?!\w)", re.IGNORECASE)
         self._count_of_field = _count_of_field(numeric)
+        self._table: list[Row[_Said | None]] = [*TABLE, Row(self._compound, _compound)]
+        if self._count_of_field is not None:
+            self._table.append(Row(self._count_of_field, _count_not_owned))
         self._charges = {
             field.name: (field.integer, words)
             for field, source in zip(self._fields, numeric, strict=True)
@@ -361,7 +426,11 @@ class NumberPhrases:
         for said in self._said(text):
             if overlaps_any(said.start, said.end, taken + found):
                 continue
-            if said.party and said.counted == AGE_CUE and self._ages_a_thing(text, said, values):
+            if (
+                said.party
+                and said.counted == _LISTS.AGE_CUE
+                and self._ages_a_thing(text, said, values)
+            ):
                 continue
             found.extend(self._constraints(text, said, values))
         return found
@@ -380,7 +449,7 @@ class NumberPhrases:
         its money noun said as any money noun ("charge" for ``monthly_fee``), and nothing else
         ("no foreign transaction fees" is no monthly fee)."""
         found: list[Constraint] = []
-        for match in NO_CHARGE.finditer(text):
+        for match in _PHRASES.NO_CHARGE.finditer(text):
             said = []
             for word in match["words"].split():
                 if word.lower() not in self._charge_forms:
@@ -405,71 +474,7 @@ class NumberPhrases:
         return found
 
     def _said(self, text: str) -> list[_Said]:
-        said: list[_Said] = []
-        bounds: tuple[tuple[Comparator, str], ...]
-        for match in HOLDING_VERB.finditer(text):
-            bounds = ((Comparator.GTE, match["n"]),)
-            held = cue_key((match["noun"] or PEOPLE).lower())
-            said.append(_Said(bounds, match.start(), match.end(), False, counted=held, party=True))
-        for match in RANGE.finditer(text):
-            low, high = endpoint_groups(match)
-            bounds = ((Comparator.GTE, match[low]), (Comparator.LTE, match[high]))
-            said.append(_Said(bounds, match.start(), match.end(), _has_currency(match, low, high)))
-        for match in PREFIX.finditer(text):
-            phrase = " ".join(match["comparator"].lower().split())
-            bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
-            cue = COMPARATOR_CUES.get(phrase)
-            plain = phrase in PLAIN_AMOUNT_COMPARATORS
-            currency = _has_currency(match, "n")
-            said.append(_Said(bounds, match.start(), match.end(), currency, cue, plain))
-        for match in NAMED_PREFIX.finditer(text):
-            phrase = " ".join(match["comparator"].lower().split())
-            bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
-            named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
-            said.append(_Said(bounds, match.start(), match.end(), False, counted=named, named=True))
-        for match in POSTFIX.finditer(text):
-            comparator = Comparator.LTE if match["at_most"] else Comparator.GTE
-            bounds = ((comparator, match["n"]),)
-            noun = (match["noun"] or "").lower()
-            unit = TIME_UNIT_WORDS.get(noun)
-            counted = cue_key(noun) if noun and unit is None else None
-            currency = _has_currency(match, "n")
-            said.append(
-                _Said(bounds, match.start(), match.end(), currency, counted=counted, unit=unit)
-            )
-        for match in FOR_PARTY.finditer(text):
-            bounds = ((Comparator.GTE, match["n"]),)
-            counted = AGE_CUE if match["aged"] else cue_key(match["noun"].lower())
-            said.append(
-                _Said(bounds, match.start(), match.end(), False, counted=counted, party=True)
-            )
-        for match in AGED_PERSON.finditer(text):
-            bounds = ((Comparator.GTE, match["n"]),)
-            said.append(
-                _Said(bounds, match.start(), match.end(), False, counted=AGE_CUE, party=True)
-            )
-        compounds = [*self._compound.finditer(text)]
-        if self._count_of_field is not None:
-            # "I have 2 bedrooms": the user's own, not a wish; "for 3 bedrooms": a party to fit.
-            compounds += [
-                match
-                for match in self._count_of_field.finditer(text)
-                if not OWNED_OR_FOR_BEFORE.search(
-                    text, max(0, match.start() - OWNED_CHARS), match.start()
-                )
-            ]
-        for match in compounds:
-            bounds = ((Comparator.EQ, match["n"]),)
-            # "a 2-bedroom flat", "2 bedrooms": the field's name, in the singular as its name
-            # words are kept ("vcpu" for ``vcpus``, which no stem of "vcpus" gives).
-            found = match.groupdict()
-            counted = inflection.singularize(
-                (found.get("noun2") or found.get("noun3") or match["noun"]).lower()
-            )
-            said.append(
-                _Said(bounds, match.start(), match.end(), False, counted=counted, named=True)
-            )
-        return said
+        return [said for _, said in scan(text, self._table)]
 
     def _constraints(
         self, text: str, said: _Said, value_conditions: Sequence[Constraint]
@@ -481,7 +486,7 @@ class NumberPhrases:
         if field is None or (said.party and not (field.maximum or field.minimum)):
             return []
         values = [_parse_number(number) for _, number in said.bounds]
-        half = HALF_AFTER.match(text, end) if unit is not None else None
+        half = _PHRASES.HALF_AFTER.match(text, end) if unit is not None else None
         if half:
             values, end = [value + 0.5 for value in values], half.end()
         if unit is not None:
@@ -496,10 +501,12 @@ class NumberPhrases:
             return []
         comparators = [comparator for comparator, _ in said.bounds]
         if said.party and field.minimum:
-            if said.counted != AGE_CUE and field.knows(AGE_CUE):
+            if said.counted != _LISTS.AGE_CUE and field.knows(_LISTS.AGE_CUE):
                 return []  # "for 12 climbers" counts people, not the youngest climber's age
             comparators = [Comparator.LTE]  # "for 8 year olds": a youngest age of 8 or less
-        negated = bool(NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start]))
+        negated = bool(
+            _PHRASES.NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start])
+        )
         if negated:
             if len(comparators) > 1:
                 return []  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
@@ -541,9 +548,9 @@ class NumberPhrases:
             unit = TIME_UNIT_WORDS[said_unit["unit"].lower()]
             end = said_unit.end()
         if unit is not None:
-            cues.add(DURATION_CUE)
+            cues.add(_LISTS.DURATION_CUE)
         kind = _said_kind(text, said, end)
-        next_word = WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
+        next_word = _PHRASES.WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
         if (
             next_word
             and not (rate or said_unit or kind or said.party)
@@ -598,7 +605,7 @@ class NumberPhrases:
 def _charge_words(field: MetadataField) -> frozenset[str]:
     """The words of a money field's name in the singular, without a currency ("exit_fee_gbp"
     -> exit, fee)."""
-    words = {inflection.singularize(word) for word in WORD.findall(field.name.lower())}
+    words = {inflection.singularize(word) for word in _PHRASES.WORD.findall(field.name.lower())}
     return frozenset(words - set(CURRENCY_WORDS))
 
 
@@ -618,11 +625,11 @@ def _kinds(words: Sequence[str], description: str, *, monetary: bool) -> frozens
     if SUBUNIT_WORDS.keys() & (set(words) - {"p"}):
         kinds.add(SUBUNIT)
     if monetary:
-        kinds.add(MONEY)
+        kinds.add(_LISTS.MONEY)
     # "rate" is a percentage unless the field says it is kept in another unit ("Unit rate in
     # pence per kWh"); a "%" in the description always says so.
     if (PERCENT_FIELD_WORDS.intersection(words) and not kinds) or "%" in description:
-        kinds.add(PERCENT)
+        kinds.add(_LISTS.PERCENT)
     return frozenset(kinds)
 
 
@@ -634,10 +641,10 @@ def _kind_cue(kind: str) -> str:
 def _said_kind(text: str, said: _Said, end: int) -> str | None:
     """The unit besides time a number is said in: a currency, "%", "GB", "km" after it."""
     if said.currency:
-        return MONEY
+        return _LISTS.MONEY
     number_end = end if said.named else _last_number_end(text, said)
-    if PERCENT_AFTER.match(text, number_end):
-        return PERCENT
+    if _PHRASES.PERCENT_AFTER.match(text, number_end):
+        return _LISTS.PERCENT
     measure = MEASURE_AFTER.match(text, number_end)
     if measure is None:
         return None
@@ -653,7 +660,7 @@ def _last_number_end(text: str, said: _Said) -> int:
 
 
 def _same_clause(text: str, start: int, end: int) -> bool:
-    return start <= end and not CLAUSE_BREAK.search(text, start, end)
+    return start <= end and not _PHRASES.CLAUSE_BREAK.search(text, start, end)
 
 
 def _shared_words(fields: Sequence[MetadataField], item_nouns: Collection[str]) -> frozenset[str]:
@@ -668,7 +675,9 @@ def _shared_words(fields: Sequence[MetadataField], item_nouns: Collection[str]) 
 def _has_currency(match: re.Match[str], *tags: str) -> bool:
     """Whether a currency is said with the amount: a symbol or word, or "grand" ("40 grand")."""
     return any(
-        match[f"{tag}_pre"] or match[f"{tag}_post"] or MONEY_MULTIPLIER.search(match[tag] or "")
+        match[f"{tag}_pre"]
+        or match[f"{tag}_post"]
+        or _PHRASES.MONEY_MULTIPLIER.search(match[tag] or "")
         for tag in tags
     )
 
@@ -679,7 +688,7 @@ def _clause_words(text: str, *, first: bool) -> list[str]:
 
     Words right after another number are that number's ("below 400 calories and under 45
     minutes": "calories" says nothing about the 45), up to a word that opens another phrase."""
-    pieces = CLAUSE_BREAK.split(text)
+    pieces = _PHRASES.CLAUSE_BREAK.split(text)
     clause = pieces[0] if first else pieces[-1]
     if first:
         clause = PHRASE_OPENER.split(clause, maxsplit=1)[0]
@@ -689,7 +698,10 @@ def _clause_words(text: str, *, first: bool) -> list[str]:
         if len(opened) == 1:
             return []
         clause = opened[-1]
-    words = [cue_key(word) for word in WORD.findall(CONTRACTION.sub("", clause.lower()))]
+    words = [
+        cue_key(word)
+        for word in _PHRASES.WORD.findall(_PHRASES.CONTRACTION.sub("", clause.lower()))
+    ]
     words = [word for word in words if word not in STOP_KEYS]
     return words[:CONTEXT_WORDS] if first else words[-CONTEXT_WORDS:]
 
@@ -702,7 +714,7 @@ def _parse_number(text: str) -> float:
         return float(SMALL_NUMBER_WORDS[lowered])
     if lowered in ("a", "an", "half a", "half an"):
         return 0.5 if lowered.startswith("half") else 1.0
-    parts = NUMBER_PARTS.fullmatch(lowered.replace(",", ""))
+    parts = _PHRASES.NUMBER_PARTS.fullmatch(lowered.replace(",", ""))
     if parts is None:
         return math.nan
     return float(parts["digits"]) * MULTIPLIERS.get(parts["multiplier"], 1)
@@ -716,8 +728,8 @@ def _declared_unit(field: MetadataField) -> str | None:
     declared = DECLARED_UNIT.search(field.description)
     if declared:
         return TIME_UNIT_WORDS[declared["unit"].lower()]
-    described = RATE_IN_DESCRIPTION.sub(" ", field.description)
-    words = WORD.findall(f"{field.name.replace('_', ' ')} {described}".lower())
+    described = _PHRASES.RATE_IN_DESCRIPTION.sub(" ", field.description)
+    words = _PHRASES.WORD.findall(f"{field.name.replace('_', ' ')} {described}".lower())
     units = {
         TIME_UNIT_WORDS[word]
         for word in words
@@ -761,9 +773,8 @@ def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
     if not plurals:
         return None
     alternatives = "|".join(re.escape(inflection.singularize(name)) for name in plurals)
-    count = "|".join(sorted(SMALL_NUMBER_WORDS, key=len, reverse=True))
     return re.compile(
-        rf"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d{{1,3}}|{count})"
+        rf"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d{{1,3}}|{COUNT_WORDS})"
         rf"(?:\s+(?P<noun>{'|'.join(map(re.escape, plurals))})"
         rf"|-(?P<noun2>{alternatives})"
         rf"|\s+(?P<noun3>{alternatives})(?=\s+{NOUN_AFTER_MODIFIER}))(?![\w-])",

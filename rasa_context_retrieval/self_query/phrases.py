@@ -15,21 +15,20 @@ from collections.abc import Iterable, Sequence
 
 from rasa_context_retrieval.self_query import english
 
-_LISTS = english.words("phrases")
-_PHRASES = english.patterns("phrases")
+_LISTS, _PHRASES = english.section("phrases")
 
-EVERYDAY_WORDS = frozenset(_LISTS["EVERYDAY_WORDS"])
+EVERYDAY_WORDS = frozenset(_LISTS.EVERYDAY_WORDS)
 
-SCOPE_NOUNS = frozenset(_LISTS["SCOPE_NOUNS"])
+SCOPE_NOUNS = frozenset(_LISTS.SCOPE_NOUNS)
 
-TOPIC_FIELD_WORDS = frozenset(_LISTS["TOPIC_FIELD_WORDS"])
+TOPIC_FIELD_WORDS = frozenset(_LISTS.TOPIC_FIELD_WORDS)
 
-TOPIC_ANCHOR_WORDS = tuple(_LISTS["TOPIC_ANCHOR_WORDS"])
+TOPIC_ANCHOR_WORDS = tuple(_LISTS.TOPIC_ANCHOR_WORDS)
 
-NEGATORS: str = _LISTS["NEGATORS"]
-NEGATING_PREFIX: str = _LISTS["NEGATING_PREFIX"]
+NEGATORS: str = _LISTS.NEGATORS
+NEGATING_PREFIX: str = _LISTS.NEGATING_PREFIX
 
-PREPOSITIONS: str = _LISTS["PREPOSITIONS"]
+PREPOSITIONS: str = _LISTS.PREPOSITIONS
 # A negator directly before a value, optionally followed by prepositions and articles, or by a
 # participle and its preposition: "not on Android", "except the enterprise tier", "non-premium",
 # "not directed by Greta Gerwig", "isn't made by Apple", "not under the GPL", "not written in
@@ -45,65 +44,44 @@ NEGATION_BEFORE_VALUE = english.pattern(
     PREPOSITIONS=PREPOSITIONS,
 )
 
-ITEM_NOUNS = frozenset(_LISTS["ITEM_NOUNS"])
-PLURAL_ITEM_NOUNS = frozenset(_LISTS["PLURAL_ITEM_NOUNS"])
+ITEM_NOUNS = frozenset(_LISTS.ITEM_NOUNS)
+PLURAL_ITEM_NOUNS = frozenset(_LISTS.PLURAL_ITEM_NOUNS)
 
-DETERMINERS_BEFORE_TOPIC = _PHRASES["DETERMINERS_BEFORE_TOPIC"]
+DETERMINERS_BEFORE_TOPIC = _PHRASES.DETERMINERS_BEFORE_TOPIC
 
-CONCEPT_QUESTION_BEFORE = _PHRASES["CONCEPT_QUESTION_BEFORE"]
+CONCEPT_QUESTION_BEFORE = _PHRASES.CONCEPT_QUESTION_BEFORE
 
-CUE_BEFORE_VALUE = _PHRASES["CUE_BEFORE_VALUE"]
+CUE_BEFORE_VALUE = _PHRASES.CUE_BEFORE_VALUE
 
-COORDINATION = _PHRASES["COORDINATION"]
+COORDINATION = _PHRASES.COORDINATION
 
-CURRENCY_SYMBOLS: str = _LISTS["CURRENCY_SYMBOLS"]
-CURRENCY_WORDS = tuple(_LISTS["CURRENCY_WORDS"])
+CURRENCY_SYMBOLS: str = _LISTS.CURRENCY_SYMBOLS
+CURRENCY_WORDS = tuple(_LISTS.CURRENCY_WORDS)
 
-MONETARY_FIELD_WORDS = frozenset(_LISTS["MONETARY_FIELD_WORDS"])
-MONETARY_CUES = frozenset(_LISTS["MONETARY_CUES"])
+MONETARY_FIELD_WORDS = frozenset(_LISTS.MONETARY_FIELD_WORDS)
+MONETARY_CUES = frozenset(_LISTS.MONETARY_CUES)
 
-PERIOD_WORDS = _LISTS["PERIOD_WORDS"]
+PERIOD_WORDS = _LISTS.PERIOD_WORDS
 
-# Units a duration may be said or kept in ("90 minutes", "Total cooking time in minutes"), with
-# their length in seconds. A month or a year has no fixed length in seconds: it converts only to
-# itself and to the other (a year is twelve months, "a year or less" on a term kept in months).
-TIME_UNIT_SECONDS: dict[str, int | None] = {
-    "second": 1,
-    "minute": 60,
-    "hour": 3_600,
-    "day": 86_400,
-    "week": 604_800,
-    "month": None,
-    "year": None,
-}
-MONTHS_IN = _LISTS["MONTHS_IN"]
-# Every spelling of those units.
+TIME_UNIT_SECONDS: dict[str, int | None] = _LISTS.TIME_UNIT_SECONDS
+MONTHS_IN = _LISTS.MONTHS_IN
+
+
+def _spelled(spellings: dict[str, list[str]]) -> dict[str, str]:
+    """Each spelling of a table of units to the unit it spells."""
+    return {spelling: unit for unit, spelled in spellings.items() for spelling in spelled}
+
+
+# Every spelling of a unit of time: its name, in the plural, and short ("mins").
 TIME_UNIT_WORDS = {
     **{unit: unit for unit in TIME_UNIT_SECONDS},
     **{unit + "s": unit for unit in TIME_UNIT_SECONDS},
-    **dict.fromkeys(["sec", "secs"], "second"),
-    **dict.fromkeys(["min", "mins"], "minute"),
-    **dict.fromkeys(["hr", "hrs"], "hour"),
-    **dict.fromkeys(["mo", "mos"], "month"),
-    **dict.fromkeys(["yr", "yrs"], "year"),
+    **_spelled(_LISTS.TIME_UNIT_SHORT_FORMS),
 }
-
-# Units of measure as fields abbreviate them in their names (``height_cm``, ``weight_g``): a
-# user's "centimetres" is a cue for the one, and the short forms may be written onto the number.
-MEASURE_ABBREVIATIONS = {
-    **dict.fromkeys(["centimetre", "centimetres", "centimeter", "centimeters"], "cm"),
-    **dict.fromkeys(["millimetre", "millimetres", "millimeter", "millimeters"], "mm"),
-    **dict.fromkeys(["metre", "metres", "meter", "meters"], "m"),
-    **dict.fromkeys(["kilometre", "kilometres", "kilometer", "kilometers"], "km"),
-    **dict.fromkeys(["gram", "grams", "gramme", "grammes"], "g"),
-    **dict.fromkeys(["kilogram", "kilograms", "kilo", "kilos"], "kg"),
-    **dict.fromkeys(["litre", "litres", "liter", "liters"], "l"),
-    **dict.fromkeys(["millilitre", "millilitres", "milliliter", "milliliters"], "ml"),
-}
-DATA_SIZES = _LISTS["DATA_SIZES"]
-SUBUNIT: str = _LISTS["SUBUNIT"]
-# The spellings of that hundredth.
-SUBUNIT_WORDS = dict.fromkeys(["p", "pence", "penny", "pennies", "cent", "cents", "ct"], SUBUNIT)
+MEASURE_ABBREVIATIONS = _spelled(_LISTS.MEASURE_SPELLINGS)
+DATA_SIZES = _LISTS.DATA_SIZES
+SUBUNIT: str = _LISTS.SUBUNIT
+SUBUNIT_WORDS = dict.fromkeys(_LISTS.SUBUNIT_SPELLINGS, SUBUNIT)
 # Every word for a unit a number may be said in: after a count it makes the count a quantity
 # ("my first 10 km walk"), not a number of results.
 UNIT_WORDS = frozenset(
@@ -111,13 +89,13 @@ UNIT_WORDS = frozenset(
     + [*SUBUNIT_WORDS, "miles", "mile", "percent", "%"]
 )
 
-MULTIPLIERS = _LISTS["MULTIPLIERS"]
+MULTIPLIERS = _LISTS.MULTIPLIERS
 
-CUE_STOPWORDS = frozenset(_LISTS["CUE_STOPWORDS"])
+CUE_STOPWORDS = frozenset(_LISTS.CUE_STOPWORDS)
 
-SMALL_NUMBER_WORDS = _LISTS["SMALL_NUMBER_WORDS"]
+SMALL_NUMBER_WORDS = _LISTS.SMALL_NUMBER_WORDS
 
-DATE_SCOPE_WORDS = tuple(_LISTS["DATE_SCOPE_WORDS"])
+DATE_SCOPE_WORDS = tuple(_LISTS.DATE_SCOPE_WORDS)
 
 
 def alternation(words: Iterable[str]) -> str:
@@ -135,11 +113,16 @@ def any_word(words: Sequence[str], *, or_any_of: str = "") -> re.Pattern[str]:
     return re.compile(rf"[{or_any_of}]|{said}" if or_any_of else said, re.IGNORECASE)
 
 
-TOLD_GONE_WORDS: list[str] = _LISTS["TOLD_GONE_WORDS"]
-REQUEST_VERBS = tuple(_LISTS["REQUEST_VERBS"])
-PHRASE_OPENERS = tuple(_LISTS["PHRASE_OPENERS"])
-FUNCTIONING_VERBS: list[str] = _LISTS["FUNCTIONING_VERBS"]
-CLAUSE_OPENERS: list[str] = _LISTS["CLAUSE_OPENERS"]
-DATE_CLAUSE_BREAKS = tuple(_LISTS["DATE_CLAUSE_BREAKS"])
-CLAUSE_PUNCTUATION: str = _LISTS["CLAUSE_PUNCTUATION"]
-JOINING_WORDS = tuple(_LISTS["JOINING_WORDS"])
+TOLD_GONE_WORDS: list[str] = _LISTS.TOLD_GONE_WORDS
+REQUEST_VERBS = tuple(_LISTS.REQUEST_VERBS)
+PHRASE_OPENERS = tuple(_LISTS.PHRASE_OPENERS)
+FUNCTIONING_VERBS: list[str] = _LISTS.FUNCTIONING_VERBS
+CLAUSE_OPENERS: list[str] = _LISTS.CLAUSE_OPENERS
+DATE_CLAUSE_BREAKS = tuple(_LISTS.DATE_CLAUSE_BREAKS)
+CLAUSE_PUNCTUATION: str = _LISTS.CLAUSE_PUNCTUATION
+JOINING_WORDS = tuple(_LISTS.JOINING_WORDS)
+
+
+COUNT_WORDS = alternation(SMALL_NUMBER_WORDS)
+"""A count said in words ("two", "fifteen"), the longest first: one alternation for every
+pattern that reads a count."""

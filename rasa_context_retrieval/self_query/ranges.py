@@ -29,113 +29,43 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.phrases import alternation
 
-_LISTS = english.words("ranges")
+_LISTS, _PHRASES = english.section("ranges")
 
 Endpoint = Callable[[str], str]
 """A regular expression for one endpoint, its value in the named group given."""
 
-SPAN_OPENERS = tuple(_LISTS["SPAN_OPENERS"])
-SPAN_JOINERS = tuple(_LISTS["SPAN_JOINERS"])
-COMPACT_JOINERS = tuple(_LISTS["COMPACT_JOINERS"])
-LATER_WORDS: str = _LISTS["LATER_WORDS"]
-EARLIER_WORDS: str = _LISTS["EARLIER_WORDS"]
+SPAN_OPENERS = tuple(_LISTS.SPAN_OPENERS)
+SPAN_JOINERS = tuple(_LISTS.SPAN_JOINERS)
+COMPACT_JOINERS = tuple(_LISTS.COMPACT_JOINERS)
+LATER_WORDS: str = _LISTS.LATER_WORDS
+EARLIER_WORDS: str = _LISTS.EARLIER_WORDS
 # "from 2010 onwards" is an open end, not "from 2010": a single value is not read before these.
 OPEN_ENDED_AFTER = rf"(?!\s*(?:{LATER_WORDS}|{EARLIER_WORDS})(?!\w))"
-_GROUPS = tuple(_LISTS["_GROUPS"])
+_GROUPS = tuple(_LISTS._GROUPS)
+YEAR: str = _LISTS.YEAR
+NEGATED_BEFORE_PERIOD = _PHRASES.NEGATED_BEFORE_PERIOD
 
-# One-sided bounds of an amount: the word before it and the comparison it makes.
-PREFIX_COMPARATORS: dict[str, Comparator] = {
-    "at most": Comparator.LTE,
-    "no more than": Comparator.LTE,
-    "not more than": Comparator.LTE,
-    "up to": Comparator.LTE,
-    "a maximum of": Comparator.LTE,
-    "maximum of": Comparator.LTE,
-    "max of": Comparator.LTE,
-    "no higher than": Comparator.LTE,
-    "no greater than": Comparator.LTE,
-    "<=": Comparator.LTE,
-    "under": Comparator.LT,
-    "below": Comparator.LT,
-    "less than": Comparator.LT,
-    "lower than": Comparator.LT,
-    "fewer than": Comparator.LT,
-    "cheaper than": Comparator.LT,
-    "shorter than": Comparator.LT,
-    "smaller than": Comparator.LT,
-    "beneath": Comparator.LT,
-    "lighter than": Comparator.LT,
-    "younger than": Comparator.LT,
-    "<": Comparator.LT,
-    "at least": Comparator.GTE,
-    "no less than": Comparator.GTE,
-    "not less than": Comparator.GTE,
-    "no fewer than": Comparator.GTE,
-    "a minimum of": Comparator.GTE,
-    "minimum of": Comparator.GTE,
-    "min of": Comparator.GTE,
-    ">=": Comparator.GTE,
-    "over": Comparator.GT,
-    "above": Comparator.GT,
-    "more than": Comparator.GT,
-    "greater than": Comparator.GT,
-    "higher than": Comparator.GT,
-    "exceeding": Comparator.GT,
-    "beyond": Comparator.GT,
-    "pricier than": Comparator.GT,
-    "longer than": Comparator.GT,
-    "taller than": Comparator.GT,
-    "wider than": Comparator.GT,
-    "bigger than": Comparator.GT,
-    "larger than": Comparator.GT,
-    "more expensive than": Comparator.GT,
-    "heavier than": Comparator.GT,
-    "older than": Comparator.GT,
-    ">": Comparator.GT,
-    "exactly": Comparator.EQ,
-    "precisely": Comparator.EQ,
-    "equal to": Comparator.EQ,
+# One-sided bounds of an amount: the words before it and the comparison they make.
+PREFIX_COMPARATORS = {
+    phrase: Comparator(comparator) for phrase, comparator in _LISTS.PREFIX_COMPARATORS.items()
 }
 
 # One-sided bounds of a period (a date or a year): whether the value's period is excluded or
 # included, from its start or its end; ``WITHIN`` is the period itself.
 AFTER_END, FROM_START, BEFORE_START, UNTIL_END, WITHIN = "gt", "gte", "lt", "lte", "in"
-DATE_WORDS = {
-    "after": AFTER_END,
-    "beyond": AFTER_END,
-    "past": AFTER_END,
-    "later than": AFTER_END,
-    "newer than": AFTER_END,
-    "since": FROM_START,
-    "from": WITHIN,
-    "starting": FROM_START,
-    "starting from": FROM_START,
-    "from the start of": FROM_START,
-    "starting in": FROM_START,
-    "as of": FROM_START,
-    "before": BEFORE_START,
-    "prior to": BEFORE_START,
-    "earlier than": BEFORE_START,
-    "older than": BEFORE_START,
-    "until": UNTIL_END,
-    "till": UNTIL_END,
-    "up to": UNTIL_END,
-    "through": UNTIL_END,
-    "by": UNTIL_END,
-    "no later than": UNTIL_END,
-    "in": WITHIN,
-    "on": WITHIN,
-    "during": WITHIN,
-    "throughout": WITHIN,
-    "for": WITHIN,
-}
-WORD_GUARDS = _LISTS["WORD_GUARDS"]
+DATE_WORDS: dict[str, str] = _LISTS.DATE_WORDS
+
+
+def date_word(said: str | None) -> str:
+    """The one-sided bound a date word said before a period or a year makes (``DATE_WORDS``);
+    no word, or one not in the table ("of"), is the period itself."""
+    return DATE_WORDS.get(" ".join((said or "in").lower().split()), WITHIN)
 
 
 def date_words_pattern(words: Collection[str]) -> str:
     """One alternation of date words, the longest first, each guarded as it needs."""
     return "|".join(
-        WORD_GUARDS.get(said, "") + r"\s+".join(said.split())
+        _LISTS.WORD_GUARDS.get(said, "") + r"\s+".join(said.split())
         for said in sorted(words, key=len, reverse=True)
     )
 

@@ -4,7 +4,9 @@
 four filters. ``RuleQueryConstructor`` finds them with one extractor per kind of attribute
 (``dates``, ``years`` for an integer year field, ``numbers``, ``booleans``, ``vocabulary`` for
 string values, ``glosses`` for the values a description explains in words: "(0 for a direct
-flight)") and reads the number of results asked for (``limits``). It merges them into
+flight)") and reads the number of results asked for (``limits``). Years, dates, amounts,
+yes/no phrases and glosses are tables of phrase rows that one engine (``engine``) reads; the
+words of every table are in ``english.yaml``. It merges the conditions into
 LangChain's filter IR (``langchain_core.structured_query``) over the declared fields only, and
 returns it as a ``StructuredQuery`` together with the search text. The IR is the same one slot
 filters and the LLM constructor produce, so one translator runs them all.
@@ -77,10 +79,6 @@ COMPARATOR_ORDER = {
         ]
     )
 }
-ASKED_FOR_FIRST = _PHRASES["ASKED_FOR_FIRST"]
-LEFTOVER_SPACE = _PHRASES["LEFTOVER_SPACE"]
-SPACE_BEFORE_PUNCTUATION = _PHRASES["SPACE_BEFORE_PUNCTUATION"]
-DANGLING_EDGES = _PHRASES["DANGLING_EDGES"]
 
 
 class RuleQueryConstructor:
@@ -147,7 +145,7 @@ class RuleQueryConstructor:
         glossed = self._glosses.find(scanned, [], phrases=True)
         values = self._values.find(scanned, glossed)
         year_named = self._years.is_named(scanned)
-        scoped = bool(values) or bool(ASKED_FOR_FIRST.match(scanned))
+        scoped = bool(values) or bool(_PHRASES.ASKED_FOR_FIRST.match(scanned))
         found = self._dates.find(scanned, scoped=scoped, year_field_named=year_named)
         found += self._years.find(scanned, found, scoped=scoped, values=values)
         found += self._numbers.find(scanned, found + glossed, values)
@@ -242,7 +240,7 @@ def strip_spans(text: str, constraints: Sequence[Constraint]) -> str:
         kept.append(text[cursor:start])
         cursor = end
     kept.append(text[cursor:])
-    query = LEFTOVER_SPACE.sub(" ", " ".join(kept))
-    query = SPACE_BEFORE_PUNCTUATION.sub(r"\1", query)
-    query = DANGLING_EDGES.sub("", query)
+    query = _PHRASES.LEFTOVER_SPACE.sub(" ", " ".join(kept))
+    query = _PHRASES.SPACE_BEFORE_PUNCTUATION.sub(r"\1", query)
+    query = _PHRASES.DANGLING_EDGES.sub("", query)
     return query if any(char.isalnum() for char in query) else ""

@@ -67,8 +67,6 @@ from rasa_context_retrieval.self_query.phrases import (
 _PHRASES = english.patterns("vocabulary")
 
 MAX_VALUE_WORDS = 5
-RELEASE_NUMBER = _PHRASES["RELEASE_NUMBER"]
-LONGER_NUMBER_AFTER = _PHRASES["LONGER_NUMBER_AFTER"]
 MAX_VALUE_CHARS = 60
 # Inflecting two-letter words goes wrong more often than right ("us", "eu" are names); three
 # letters are ordinary nouns often enough ("dogs", "reds", "guinea pigs").
@@ -83,36 +81,11 @@ MIN_SINGULAR_CHARS = 4
 LOOKBEHIND_CHARS = 40
 # Letters past ASCII up to the end of Latin Extended-B may carry accents to fold.
 ASCII_END, LATIN_END = 0x7F, 0x250
-SHORT_FORM_WORD = _PHRASES["SHORT_FORM_WORD"]
-SHORT_FORM_GAP = _PHRASES["SHORT_FORM_GAP"]
 CLIP_KEY_CHARS = 3
-INITIALS_PREPOSITION_BEFORE = _PHRASES["INITIALS_PREPOSITION_BEFORE"]
 MIN_FIRST_CLIPPED_CHARS = 3
 MIN_CLIPPED_CHARS = 2
-WORD_SEPARATORS = _PHRASES["WORD_SEPARATORS"]
-DESCRIPTION_PHRASE_END = _PHRASES["DESCRIPTION_PHRASE_END"]
 MIN_HEAD_CHARS = 4
-DESCRIBED_WORD = _PHRASES["DESCRIBED_WORD"]
-KIND_OF = _PHRASES["KIND_OF"]
-SENTENCE_END = _PHRASES["SENTENCE_END"]
-OWNER_BEFORE = _PHRASES["OWNER_BEFORE"]
-VERB_SLOT_BEFORE = _PHRASES["VERB_SLOT_BEFORE"]
-POSSESSIVE_AFTER = _PHRASES["POSSESSIVE_AFTER"]
-QUESTION_SUBJECT_BEFORE = _PHRASES["QUESTION_SUBJECT_BEFORE"]
-CAPITALISED_WORD_AFTER = _PHRASES["CAPITALISED_WORD_AFTER"]
-CAPITALISED_WORD_BEFORE = _PHRASES["CAPITALISED_WORD_BEFORE"]
-LONG_WORD = _PHRASES["LONG_WORD"]
 MIN_TITLE_WORDS = 3
-EACH_JOINER = _PHRASES["EACH_JOINER"]
-HAD_BEFORE = _PHRASES["HAD_BEFORE"]
-LIST_COMMA = _PHRASES["LIST_COMMA"]
-BOTH_BEFORE = _PHRASES["BOTH_BEFORE"]
-ELLIPTIC_WORD_BEFORE = _PHRASES["ELLIPTIC_WORD_BEFORE"]
-
-
-MESSAGE_OPENING = _PHRASES["MESSAGE_OPENING"]
-KIND_QUERY_AFTER = _PHRASES["KIND_QUERY_AFTER"]
-KIND_EXCLUDED_BEFORE = _PHRASES["KIND_EXCLUDED_BEFORE"]
 
 
 class Strictness(Enum):
@@ -173,7 +146,9 @@ _FOLDED = {chr(code): _folded(chr(code)) for code in range(ASCII_END + 1, LATIN_
 def surface_key(text: str) -> str:
     """The form every surface is stored and looked up under: case-folded, accents dropped,
     single spaces."""
-    return " ".join(word for word in WORD_SEPARATORS.split(fold_accents(text).casefold()) if word)
+    return " ".join(
+        word for word in _PHRASES.WORD_SEPARATORS.split(fold_accents(text).casefold()) if word
+    )
 
 
 def surface_forms(value: str) -> set[str]:
@@ -197,7 +172,7 @@ def surface_forms(value: str) -> set[str]:
 
 
 def _in_title_case(text: str) -> bool:
-    words = LONG_WORD.findall(text)
+    words = _PHRASES.LONG_WORD.findall(text)
     return len(words) >= MIN_TITLE_WORDS and all(word[0].isupper() for word in words)
 
 
@@ -207,7 +182,7 @@ def _is_matchable(value: object) -> bool:
     if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
         return False
     key = surface_key(value)
-    if RELEASE_NUMBER.fullmatch(key):
+    if _PHRASES.RELEASE_NUMBER.fullmatch(key):
         return True
     return any(char.isalpha() for char in key) and len(key.split(" ")) <= MAX_VALUE_WORDS
 
@@ -256,12 +231,12 @@ def _is_short_form(said: tuple[str, ...], words: tuple[str, ...]) -> bool:
 
 
 def _field_words(field: MetadataField) -> set[str]:
-    words = {word for word in WORD_SEPARATORS.split(field.name.lower()) if len(word) > 1}
+    words = {word for word in _PHRASES.WORD_SEPARATORS.split(field.name.lower()) if len(word) > 1}
     return words | {word + "s" for word in words} | {word.removesuffix("s") for word in words}
 
 
 def _description_words(field: MetadataField) -> set[str]:
-    return set(WORD_SEPARATORS.split(field.description.lower()))
+    return set(_PHRASES.WORD_SEPARATORS.split(field.description.lower()))
 
 
 def _named_as_topic(field: MetadataField) -> bool:
@@ -269,7 +244,7 @@ def _named_as_topic(field: MetadataField) -> bool:
     "bike_type" ("The kind of bike"). A kind of something else ("fuel_type": "Engine fuel") is a
     property of the documents: its values are not kinds of document, unless the description says
     it is a kind too."""
-    words = [word for word in WORD_SEPARATORS.split(field.name.lower()) if word]
+    words = [word for word in _PHRASES.WORD_SEPARATORS.split(field.name.lower()) if word]
     if not _field_words(field) & TOPIC_FIELD_WORDS:
         return False
     return len(words) == 1 or bool(_description_words(field) & TOPIC_FIELD_WORDS)
@@ -281,13 +256,13 @@ def _description_head(field: MetadataField) -> set[str]:
     after a value ("first class", "low priority", "home insurance"), it names the value's field
     as its name does."""
     described = field.description.strip().lower()
-    kind_of = KIND_OF.match(described)
+    kind_of = _PHRASES.KIND_OF.match(described)
     if kind_of:
         # "Kind of insurance cover": the nouns of what it is a kind of ("home insurance")
-        phrase = DESCRIPTION_PHRASE_END.split(described[kind_of.end() :], maxsplit=1)[0]
+        phrase = _PHRASES.DESCRIPTION_PHRASE_END.split(described[kind_of.end() :], maxsplit=1)[0]
         heads = [word for word in phrase.split() if word != "or"]
     else:
-        phrase = DESCRIPTION_PHRASE_END.split(described, maxsplit=1)[0]
+        phrase = _PHRASES.DESCRIPTION_PHRASE_END.split(described, maxsplit=1)[0]
         heads = phrase.split()[-1:]
     kept = {
         head
@@ -303,7 +278,7 @@ def _negated_as_described(field: MetadataField) -> re.Pattern[str] | None:
     of the documents and its preposition, right before the value, negate it."""
     words = {
         word
-        for word in DESCRIBED_WORD.findall(field.description.lower())
+        for word in _PHRASES.DESCRIBED_WORD.findall(field.description.lower())
         if word not in CUE_STOPWORDS
     }
     if not words:
@@ -482,7 +457,7 @@ class ValueVocabulary:
             # The regex matches case-insensitively by simple case folding; the rare letter whose
             # full folding differs ("İ") finds no sense and is skipped.
             senses = self._senses.get(surface_key(match[0]))
-            if LONGER_NUMBER_AFTER.match(text, match.end()):
+            if _PHRASES.LONGER_NUMBER_AFTER.match(text, match.end()):
                 continue  # "4.1.1" inside "4.1.1.2"
             if senses and not overlaps_any(match.start(), match.end(), taken):
                 candidates.append(_Candidate(match.start(), match.end(), tuple(senses)))
@@ -519,14 +494,14 @@ class ValueVocabulary:
         found = list(candidates)
         if not self._short_start.search(text):
             return found
-        words = list(SHORT_FORM_WORD.finditer(text))
+        words = list(_PHRASES.SHORT_FORM_WORD.finditer(text))
         for position, first in enumerate(words):
             if surface_key(first[0])[:CLIP_KEY_CHARS] not in self._multiword:
                 continue
             for size in range(MAX_VALUE_WORDS, 1, -1):
                 said = words[position : position + size]
                 if len(said) < size or not all(
-                    SHORT_FORM_GAP.fullmatch(text, a.end(), b.start())
+                    _PHRASES.SHORT_FORM_GAP.fullmatch(text, a.end(), b.start())
                     for a, b in zip(said, said[1:], strict=False)
                 ):
                     continue
@@ -555,7 +530,7 @@ class ValueVocabulary:
                 continue
             rest, start = " ".join(written[1:]), candidate.start
             attributes = {sense.attribute for sense in candidate.senses}
-            while joined := ELLIPTIC_WORD_BEFORE.search(
+            while joined := _PHRASES.ELLIPTIC_WORD_BEFORE.search(
                 text, max(0, start - LOOKBEHIND_CHARS), start
             ):
                 senses = tuple(
@@ -614,7 +589,7 @@ class ValueVocabulary:
         ("Cincinnati Reds", "Electric Pump-Fed" for ``electric``), or the subject of a question
         about a thing the documents have ("Is parking free?")."""
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
-        if OWNER_BEFORE.search(self._phrase_before(text, candidate, candidates)) and all(
+        if _PHRASES.OWNER_BEFORE.search(self._phrase_before(text, candidate, candidates)) and all(
             sense.attribute in self._kind_fields for sense in candidate.senses
         ):
             return True
@@ -622,14 +597,14 @@ class ValueVocabulary:
         if (
             written.islower()
             and all(sense.value[:1].isupper() for sense in candidate.senses)
-            and VERB_SLOT_BEFORE.search(before)
+            and _PHRASES.VERB_SLOT_BEFORE.search(before)
         ):
             return True
-        if POSSESSIVE_AFTER.match(text, candidate.end) and written.islower():
+        if _PHRASES.POSSESSIVE_AFTER.match(text, candidate.end) and written.islower():
             return True
         if (
             all(sense.attribute in self._list_fields for sense in candidate.senses)
-            and QUESTION_SUBJECT_BEFORE.search(text, 0, candidate.start)
+            and _PHRASES.QUESTION_SUBJECT_BEFORE.search(text, 0, candidate.start)
             and not self._scope_after.match(text, candidate.end)
             and not self._item_after.match(text, candidate.end)
         ):
@@ -637,12 +612,12 @@ class ValueVocabulary:
         if (
             written[:1].isupper()
             and all(sense.value.islower() for sense in candidate.senses)
-            and CAPITALISED_WORD_AFTER.match(text, candidate.end)
-            and not SENTENCE_END.search(text[: candidate.start].rstrip())
+            and _PHRASES.CAPITALISED_WORD_AFTER.match(text, candidate.end)
+            and not _PHRASES.SENTENCE_END.search(text[: candidate.start].rstrip())
             and not _in_title_case(text)
         ):
             return True  # "Electric Pump-Fed engines": a lowercase value inside a name
-        name_before = CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start)
+        name_before = _PHRASES.CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start)
         if (
             written[:1].isupper()
             and name_before
@@ -677,7 +652,7 @@ class ValueVocabulary:
             self._item_after.match(text, candidate.end)
             or self._scope_after.match(text, candidate.end)
             or DETERMINERS_BEFORE_TOPIC.search(before)
-            or INITIALS_PREPOSITION_BEFORE.search(before)
+            or _PHRASES.INITIALS_PREPOSITION_BEFORE.search(before)
         )
 
     def _asks_for_kind(self, text: str, candidate: _Candidate) -> bool:
@@ -687,9 +662,11 @@ class ValueVocabulary:
         if self._item_after.match(text, candidate.end):
             return True
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
-        if KIND_EXCLUDED_BEFORE.search(before):
+        if _PHRASES.KIND_EXCLUDED_BEFORE.search(before):
             return True  # "anything except spin": kinds set apart are kinds
-        if MESSAGE_OPENING.fullmatch(before) and KIND_QUERY_AFTER.match(text, candidate.end):
+        if _PHRASES.MESSAGE_OPENING.fullmatch(before) and _PHRASES.KIND_QUERY_AFTER.match(
+            text, candidate.end
+        ):
             return True  # "zumba for mixed ability groups": a search-box query for a kind
         return bool(DETERMINERS_BEFORE_TOPIC.search(before) or self._item_on_before.search(before))
 
@@ -750,7 +727,7 @@ class ValueVocabulary:
             return False
         if written.isupper() and len(written) <= ACRONYM_MAX_CHARS:
             return True
-        return not SENTENCE_END.search(text[: candidate.start].rstrip())
+        return not _PHRASES.SENTENCE_END.search(text[: candidate.start].rstrip())
 
     @staticmethod
     def _coordinated_groups(text: str, candidates: list[_Candidate]) -> Iterable[list[_Candidate]]:
@@ -798,8 +775,8 @@ class ValueVocabulary:
                 and previous.chosen.attribute == candidate.chosen.attribute
                 and candidate.chosen.attribute in self._list_fields
                 and bool(
-                    EACH_JOINER.fullmatch(text, previous.end, candidate.start)
-                    or LIST_COMMA.fullmatch(text, previous.end, candidate.start)
+                    _PHRASES.EACH_JOINER.fullmatch(text, previous.end, candidate.start)
+                    or _PHRASES.LIST_COMMA.fullmatch(text, previous.end, candidate.start)
                 )
             )
             if joined:
@@ -812,10 +789,12 @@ class ValueVocabulary:
 
     @staticmethod
     def _mark_chain(text: str, chain: list[_Candidate]) -> None:
-        if len(chain) < 2 or not EACH_JOINER.fullmatch(text, chain[-2].end, chain[-1].start):
+        if len(chain) < 2 or not _PHRASES.EACH_JOINER.fullmatch(
+            text, chain[-2].end, chain[-1].start
+        ):
             return
         before = text[max(0, chain[0].start - LOOKBEHIND_CHARS) : chain[0].start]
-        if HAD_BEFORE.search(before) or BOTH_BEFORE.search(before):
+        if _PHRASES.HAD_BEFORE.search(before) or _PHRASES.BOTH_BEFORE.search(before):
             for candidate in chain:
                 candidate.each = True
 

@@ -13,7 +13,7 @@ own filters nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import inflection
 from langchain_core.structured_query import Comparator
@@ -24,61 +24,108 @@ from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.dates import (
     time_scope,
 )
+from rasa_context_retrieval.self_query.engine import (
+    Bound,
+    Row,
+    Said,
+    claim,
+    constraints,
+    period_bounds,
+    readings,
+)
 from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, alternation
 from rasa_context_retrieval.self_query.ranges import (
-    AFTER_END,
-    BEFORE_START,
     DATE_WORDS,
     FROM_START,
+    NEGATED_BEFORE_PERIOD,
     OPEN_ENDED_AFTER,
     UNTIL_END,
-    WITHIN,
+    YEAR,
+    date_word,
     date_words_pattern,
     endpoint_groups,
     open_ended,
     range_pattern,
 )
 
-_LISTS = english.words("years")
-_PHRASES = english.patterns("years")
+_LISTS, _PHRASES = english.section("years")
 
-NOUN = _PHRASES["NOUN"]
 NOT_OWN_WORDS = CUE_STOPWORDS | {"year", "years", "when", "was", "were", "released", "made"}
 # Words shorter than this ("new", "the") say nothing about which time field is meant.
 MIN_DISTINCT_CHARS = 4
-YEAR_WORD = _PHRASES["YEAR_WORD"]
-DURATION_IN_YEARS = _PHRASES["DURATION_IN_YEARS"]
-_YEAR: str = _LISTS["_YEAR"]
 # A century is guessed for "the 90s": this decade digit and above are the 1900s.
 LAST_CENTURY_FROM_DECADE = 3
-COMPARATORS = {
-    AFTER_END: Comparator.GT,
-    FROM_START: Comparator.GTE,
-    BEFORE_START: Comparator.LT,
-    UNTIL_END: Comparator.LTE,
-    WITHIN: Comparator.EQ,
-}
 _WORDS = date_words_pattern([*DATE_WORDS, "of"])
-_FILLER: str = _LISTS["_FILLER"]
 RANGE = range_pattern(
-    lambda group: f"(?P<{group}>{_YEAR})", filler=_FILLER, before=r"(?<![\w-])", after=r"(?!\w)"
+    lambda group: f"(?P<{group}>{YEAR})",
+    filler=_LISTS._FILLER,
+    before=r"(?<![\w-])",
+    after=r"(?!\w)",
 )
 DECADE = english.pattern("years", "DECADE", _WORDS=_WORDS)
-LATER, EARLIER = open_ended(_YEAR, before=r"(?<!\w)")
+LATER, EARLIER = open_ended(YEAR, before=r"(?<!\w)")
 SINGLE = english.pattern(
     "years",
     "SINGLE",
     OPEN_ENDED_AFTER=OPEN_ENDED_AFTER,
-    _FILLER=_FILLER,
+    _FILLER=_LISTS._FILLER,
     _WORDS=_WORDS,
-    _YEAR=_YEAR,
+    _YEAR=YEAR,
 )
-ANY_YEAR = english.pattern("years", "ANY_YEAR", _YEAR=_YEAR)
-COMPARED = english.pattern("years", "COMPARED", _FILLER=_FILLER, _YEAR=_YEAR)
-NEGATED = _PHRASES["NEGATED"]
+ANY_YEAR = english.pattern("years", "ANY_YEAR", _YEAR=YEAR)
+COMPARED = english.pattern("years", "COMPARED", _FILLER=_LISTS._FILLER, _YEAR=YEAR)
 LOOKBEHIND_CHARS = 20
 
-Said = tuple[int, int, list[tuple[Comparator, int]]]
+
+def _range(match: re.Match[str]) -> list[Bound]:
+    """ "from 1990 to 1995", "1990-1995": both ends; a range written backwards, nothing."""
+    low, high = (int(match[group]) for group in endpoint_groups(match))
+    return [(Comparator.GTE, low), (Comparator.LTE, high)] if low <= high else []
+
+
+def _decade(match: re.Match[str]) -> list[Bound]:
+    """ "in the 90s", "after the 2010s", "the 1960s": the ten years, the century guessed."""
+    digit = int(match["decade"])
+    if match["century"]:
+        first = int(match["century"]) * 100 + digit * 10
+    else:
+        first = (1900 if digit >= LAST_CENTURY_FROM_DECADE else 2000) + digit * 10
+    return period_bounds(date_word(match["word"]), first, first + 9)
+
+
+def _single(match: re.Match[str]) -> list[Bound]:
+    """ "after 2005", "from 1979", "in 2010"; "not in 2010" claims its words and says nothing."""
+    before = match.string[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
+    year = int(match["a"])
+    return (
+        []
+        if NEGATED_BEFORE_PERIOD.search(before)
+        else period_bounds(date_word(match["word"]), year, year)
+    )
+
+
+def _open_end(word: str) -> Callable[[re.Match[str]], list[Bound]]:
+    return lambda match: period_bounds(word, int(match["a"]), int(match["a"]))
+
+
+# A year compared as old or new ("older than 2010", "2018 or newer"): the documents' year in a
+# message about anything (a story says "in 2010", not "newer than 2010").
+COMPARED_TABLE: tuple[Row[list[Bound] | None], ...] = (
+    Row(LATER, _open_end(FROM_START)),
+    Row(EARLIER, _open_end(UNTIL_END)),
+    Row(
+        COMPARED,
+        lambda match: period_bounds(date_word(match["word"]), int(match["a"]), int(match["a"])),
+    ),
+)
+# Every year phrase, in a message about the documents.
+TABLE: tuple[Row[list[Bound] | None], ...] = (
+    Row(RANGE, _range),
+    Row(DECADE, _decade),
+    Row(LATER, _open_end(FROM_START)),
+    Row(EARLIER, _open_end(UNTIL_END)),
+    Row(SINGLE, _single),
+)
 
 
 def is_year_field(field: MetadataField) -> bool:
@@ -87,9 +134,12 @@ def is_year_field(field: MetadataField) -> bool:
     return (
         field.type == "integer"
         and bool(
-            YEAR_WORD.search(field.name.replace("_", " ")) or YEAR_WORD.search(field.description)
+            _PHRASES.YEAR_WORD.search(field.name.replace("_", " "))
+            or _PHRASES.YEAR_WORD.search(field.description)
         )
-        and not DURATION_IN_YEARS.search(f"{field.name.replace('_', ' ')} {field.description}")
+        and not _PHRASES.DURATION_IN_YEARS.search(
+            f"{field.name.replace('_', ' ')} {field.description}"
+        )
     )
 
 
@@ -103,12 +153,12 @@ class YearPhrases:
         own_words = set(item_nouns)
         for field in year_fields:
             said = f"{field.name.replace('_', ' ')} {field.description}".lower()
-            nouns = {word for word in NOUN.findall(said) if word not in NOT_OWN_WORDS}
+            nouns = {word for word in _PHRASES.NOUN.findall(said) if word not in NOT_OWN_WORDS}
             own_words |= nouns | {inflection.pluralize(noun) for noun in nouns}
         self._scope = time_scope([field.name for field in year_fields], own_words)
         self._distinct = _distinct_words(year_fields, fields, item_nouns)
         self._year_before = re.compile(
-            rf"(?<![\w$€£.,/-])(?P<a>{_YEAR})(?=(?P<chain>(?:\s*(?:,|/|\bor\b|\band\b)\s*{_YEAR})*)"
+            rf"(?<![\w$€£.,/-])(?P<a>{YEAR})(?=(?P<chain>(?:\s*(?:,|/|\bor\b|\band\b)\s*{YEAR})*)"
             rf"[\s-]+(?P<next>(?:{alternation(own_words)})(?!\w))?)",
             re.IGNORECASE,
         )
@@ -122,7 +172,9 @@ class YearPhrases:
         """Whether ``text`` says a word only the year field's name or description has ("took
         effect" for "Year the current version of the policy took effect"): a year said with it
         is this field's, not a date field's."""
-        return bool(self._distinct) and not self._distinct.isdisjoint(NOUN.findall(text.lower()))
+        return bool(self._distinct) and not self._distinct.isdisjoint(
+            _PHRASES.NOUN.findall(text.lower())
+        )
 
     def find(
         self,
@@ -136,19 +188,12 @@ class YearPhrases:
         before one is that year ("a 2015 Bordeaux")."""
         if self._attribute is None:
             return []
-        said = list(self._named_by_year(text, values))
+        said = self._named_by_year(text, values)
         if scoped or said or self._scope.search(text):
-            said += self._said(text)
-        else:
-            said += self._compared(text)
-        found: list[Constraint] = []
-        claimed = [(constraint.start, constraint.end) for constraint in taken]
-        for start, end, bounds in sorted(said, key=lambda said: (said[0], -said[1])):
-            if any(start < other_end and other_start < end for other_start, other_end in claimed):
-                continue
-            claimed.append((start, end))
-            found += [Constraint(self._attribute, op, year, start, end) for op, year in bounds]
-        return found
+            said += readings(text, TABLE)
+        elif ANY_YEAR.search(text):
+            said += readings(text, COMPARED_TABLE)
+        return constraints(self._attribute, claim(said, taken))
 
     def _named_by_year(self, text: str, values: Sequence[Constraint]) -> list[Said]:
         """ "a 2020 model", "2015 cars", "a 2015 Bordeaux", "2015 or 2016 models": a year before
@@ -159,54 +204,8 @@ class YearPhrases:
             rest = text[match.end("chain") :]
             next_start = match.end("chain") + len(rest) - len(rest.lstrip(" -"))
             if match["next"] or any(value.start <= next_start < value.end for value in values):
-                said.append((match.start(), match.end(), [(Comparator.EQ, int(match["a"]))]))
+                said.append(Said(match.start(), match.end(), [(Comparator.EQ, int(match["a"]))]))
         return said
-
-    def _compared(self, text: str) -> list[Said]:
-        """ "older than 2010", "2018 or newer": a year compared as old or new is the documents'
-        year in a message about anything (a story says "in 2010", not "newer than 2010")."""
-        said: list[Said] = []
-        if not ANY_YEAR.search(text):
-            return said
-        for pattern, comparator in ((LATER, Comparator.GTE), (EARLIER, Comparator.LTE)):
-            for match in pattern.finditer(text):
-                said.append((match.start(), match.end(), [(comparator, int(match["a"]))]))
-        for match in COMPARED.finditer(text):
-            word = DATE_WORDS[" ".join(match["word"].lower().split())]
-            said.append((match.start(), match.end(), [(COMPARATORS[word], int(match["a"]))]))
-        return said
-
-    def _said(self, text: str) -> list[Said]:
-        said: list[Said] = []
-        for match in RANGE.finditer(text):
-            low, high = (match[group] for group in endpoint_groups(match))
-            bounds = [(Comparator.GTE, int(low)), (Comparator.LTE, int(high))]
-            said.append((match.start(), match.end(), bounds if low <= high else []))
-        for match in DECADE.finditer(text):
-            said.append((match.start(), match.end(), _decade(match)))
-        for pattern, comparator in ((LATER, Comparator.GTE), (EARLIER, Comparator.LTE)):
-            for match in pattern.finditer(text):
-                said.append((match.start(), match.end(), [(comparator, int(match["a"]))]))
-        for match in SINGLE.finditer(text):
-            word = DATE_WORDS.get(" ".join(match["word"].lower().split()), WITHIN)
-            before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
-            bounds = [] if NEGATED.search(before) else [(COMPARATORS[word], int(match["a"]))]
-            said.append((match.start(), match.end(), bounds))
-        return said
-
-
-def _decade(match: re.Match[str]) -> list[tuple[Comparator, int]]:
-    digit = int(match["decade"])
-    if match["century"]:
-        first = int(match["century"]) * 100 + digit * 10
-    else:
-        first = (1900 if digit >= LAST_CENTURY_FROM_DECADE else 2000) + digit * 10
-    word = DATE_WORDS.get(" ".join((match["word"] or "in").lower().split()), WITHIN)
-    if word == WITHIN:
-        return [(Comparator.GTE, first), (Comparator.LTE, first + 9)]
-    if word in (AFTER_END, UNTIL_END):
-        return [(COMPARATORS[word], first + 9)]
-    return [(COMPARATORS[word], first)]
 
 
 def _distinct_words(
@@ -223,6 +222,8 @@ def _distinct_words(
         for field in fields
         if field.type == "date"
     )
-    own = NOUN.findall(f"{year_field.name.replace('_', ' ')} {year_field.description}".lower())
-    shared = set(NOUN.findall(dates)) | set(item_nouns) | NOT_OWN_WORDS
+    own = _PHRASES.NOUN.findall(
+        f"{year_field.name.replace('_', ' ')} {year_field.description}".lower()
+    )
+    shared = set(_PHRASES.NOUN.findall(dates)) | set(item_nouns) | NOT_OWN_WORDS
     return frozenset(word for word in own if len(word) >= MIN_DISTINCT_CHARS and word not in shared)

@@ -1,0 +1,170 @@
+"""The one extractor engine: a table of phrase rows, scanned over a message, spans claimed once.
+
+Years, dates and numbers are the same machine over different words. Each kind declares a table:
+rows of a phrase pattern (from ``english.yaml``) and the reading of one match, the bounds it says
+(``[(gte, 1990), (lte, 1999)]`` for "in the 90s"). The engine does the rest, once for all kinds:
+
+* ``scan`` runs every row of a table over the text and keeps where each match was said;
+* ``claim`` keeps, from the first and longest, each reading whose words no earlier one took, so
+  that "from 2010 to 2015" is one range and never also "from 2010" and "2015";
+* ``period_bounds`` is the one meaning of the words before a period ("after", "since", "in"),
+  whatever the period is: a year (1990 to 1990), a decade (1990 to 1999) or a month of days.
+
+Yes/no fields and the values a description explains in words are a table too: rows of a
+``ValuePhrase`` ("out of stock" is ``in_stock`` false, "direct flights" ``stops`` 0), which
+``said_value`` reads the same way for both: a negation before the phrase flips a yes/no value
+and makes a number ``ne``, and one everyday word counts only where it describes the documents.
+
+A new phrasing is then a pattern row in ``english.yaml`` (or a word in one of its tables) and a
+labelled row in ``tests/self_query_cases.yaml``; a new kind of value is a new table of rows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import inflection
+from langchain_core.structured_query import Comparator
+
+from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.ranges import (
+    AFTER_END,
+    BEFORE_START,
+    FROM_START,
+    UNTIL_END,
+    WITHIN,
+)
+
+# How far before a phrase its negation ("not", "non-", "without") is looked for.
+LOOKBEHIND_CHARS = 32
+Value = TypeVar("Value")
+Reading = TypeVar("Reading", covariant=True)
+Bound = tuple[Comparator, Any]
+"""One end of a condition: ``(gte, 1990)``."""
+
+
+@dataclass(frozen=True)
+class Said:
+    """A reading of ``text[start:end]``: its bounds, none when the words claim without meaning
+    anything ("from 2025 to 2022", "not in 2023"), so that no shorter reading of them counts."""
+
+    start: int
+    end: int
+    bounds: list[Bound]
+
+
+@dataclass(frozen=True)
+class Row(Generic[Reading]):
+    """A phrase pattern and how one of its matches reads (into bounds, or a richer record)."""
+
+    pattern: re.Pattern[str]
+    read: Callable[[re.Match[str]], Reading]
+
+
+def scan(text: str, table: Iterable[Row[Value | None]]) -> list[tuple[re.Match[str], Value]]:
+    """Every match of every row of ``table`` in ``text``, row by row, with its reading; a row
+    reads ``None`` for a match that is no phrase of its kind after all (a bare "2019" with no
+    date word, "I have 2 bedrooms")."""
+    read = ((match, row.read(match)) for row in table for match in row.pattern.finditer(text))
+    return [(match, reading) for match, reading in read if reading is not None]
+
+
+def readings(text: str, table: Iterable[Row[list[Bound] | None]]) -> list[Said]:
+    """The spans and bounds that the rows of ``table`` read in ``text``."""
+    return [Said(match.start(), match.end(), bounds) for match, bounds in scan(text, table)]
+
+
+def claim(said: Iterable[Said], taken: Sequence[Constraint] = ()) -> list[Said]:
+    """The readings kept, the first and longest first, each over words no kept one or ``taken``
+    condition has."""
+    claimed = [(constraint.start, constraint.end) for constraint in taken]
+    kept: list[Said] = []
+    for reading in sorted(said, key=lambda reading: (reading.start, -reading.end)):
+        if any(reading.start < end and start < reading.end for start, end in claimed):
+            continue
+        claimed.append((reading.start, reading.end))
+        kept.append(reading)
+    return kept
+
+
+def constraints(
+    attribute: str, said: Iterable[Said], as_value: Callable[[Any], Any] = lambda value: value
+) -> list[Constraint]:
+    """One condition on ``attribute`` per bound of each reading, with the reading's span; the
+    bound's value written ``as_value`` (a day as LangChain's date dict)."""
+    return [
+        Constraint(attribute, comparator, as_value(value), reading.start, reading.end)
+        for reading in said
+        for comparator, value in reading.bounds
+    ]
+
+
+def period_bounds(word: str, first: Any, last: Any) -> list[Bound]:
+    """The bounds a date word (``ranges.DATE_WORDS``) says of the period ``first``..``last``:
+    "after" is past its end, "since" from its start, "before" before its start, "until" up to
+    its end, "in" the period itself (``eq`` when it is one value: "in 2010", "on March 3")."""
+    if word == WITHIN:
+        if first == last:
+            return [(Comparator.EQ, first)]
+        return [(Comparator.GTE, first), (Comparator.LTE, last)]
+    return {
+        AFTER_END: [(Comparator.GT, last)],
+        FROM_START: [(Comparator.GTE, first)],
+        BEFORE_START: [(Comparator.LT, first)],
+        UNTIL_END: [(Comparator.LTE, last)],
+    }[word]
+
+
+Describes = Callable[[str, str, int, list[Constraint]], bool]
+"""Whether the word ending at ``text[end]`` (the text ``before`` it given) says what the
+documents are ("remote jobs", "tickets that are still open"); ``taken``: the conditions so far."""
+
+
+@dataclass(frozen=True)
+class ValuePhrase:
+    """A phrase that says ``attribute`` is ``value`` wherever it is said."""
+
+    attribute: str
+    value: bool | int
+    pattern: re.Pattern[str]
+    single: bool = False
+    """One everyday word ("remote", "direct"): it counts only where it describes the documents,
+    or negated."""
+    noun: bool = False
+    """A thing written with an article ("a studio"): its plural names it as wanted."""
+    denial: bool = False
+    """The phrase says "no" itself ("out of stock"): the condition is read as a negation."""
+    skip: Callable[[re.Match[str], str], bool] | None = None
+    """Where, given the match and the text before it, the phrase means something else ("I am
+    remote", "Marvel Studios")."""
+
+
+def said_value(
+    text: str,
+    phrase: ValuePhrase,
+    taken: list[Constraint],
+    negated_before: Callable[[str], bool],
+    describes: Describes,
+) -> Constraint | None:
+    """The condition of the first place ``phrase`` is said in ``text`` over words not
+    ``taken``; a match with an ``un`` group ("unmaintained") is negated by it."""
+    for match in phrase.pattern.finditer(text):
+        start, end = match.span()
+        if overlaps_any(start, end, taken):
+            continue
+        before = text[max(0, start - LOOKBEHIND_CHARS) : start]
+        if phrase.skip is not None and phrase.skip(match, before):
+            continue
+        negated = negated_before(before) != bool(match.groupdict().get("un"))
+        plural = phrase.noun and inflection.singularize(match[0].lower()) != match[0].lower()
+        if phrase.single and not (negated or plural or describes(text, before, end, taken)):
+            continue
+        if isinstance(phrase.value, bool):
+            value, read = phrase.value != negated, negated or phrase.denial
+            return Constraint(phrase.attribute, Comparator.EQ, value, start, end, negated=read)
+        comparator = Comparator.NE if negated else Comparator.EQ
+        return Constraint(phrase.attribute, comparator, phrase.value, start, end, negated=negated)
+    return None
