@@ -54,6 +54,9 @@ DEFAULT_CANDIDATES = 50
 DEFAULT_EXACT_SEARCH_BELOW = 200_000
 DEFAULT_REFRESH_SECONDS = 30.0
 DEFAULT_STARTUP_WAIT_SECONDS = 30.0
+DEFAULT_QUEUE_WAIT_SECONDS = 0.5
+"""``llm_queue_wait_seconds``: a quarter of an LLM step's default budget of 2 s, so a call that
+waited keeps most of its time."""
 
 
 def _refuse_booleans(value: Any) -> Any:
@@ -145,6 +148,10 @@ class StoreConfig(BaseModel):
     """LLM paraphrases searched besides the standalone query (needs ``llm``)."""
     llm: LLMBlock | None = None
     """An LLM configured the way Rasa configures LLMs (provider, model, ... or model_group)."""
+    llm_queue_wait_seconds: Seconds = Field(DEFAULT_QUEUE_WAIT_SECONDS, ge=0, le=60)
+    """How long an LLM step waits for a place when the process's LLM calls are all out
+    (``llm.client.MAX_CALLS_IN_FLIGHT``), within the step's ``timeout``; past it, or with 0, it
+    falls back to the no-LLM path."""
     document_formats: list[Literal["pdf", "docx", "pptx", "html", "csv", "xlsx"]] = Field(
         default_factory=list
     )

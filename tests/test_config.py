@@ -46,6 +46,8 @@ def test_typed_values_are_parsed(tmp_path: Path):
             "vector_store.metadata_fields.0.type:",
         ),
         ({"docs": "{tmp}", "chunk_size": 200, "chunk_overlap": 300}, "chunk_overlap"),
+        ({"docs": "{tmp}", "llm_queue_wait_seconds": -1}, "vector_store.llm_queue_wait_seconds:"),
+        ({"docs": "{tmp}", "llm_queue_wait_seconds": 600}, "vector_store.llm_queue_wait_seconds:"),
     ],
 )
 def test_each_mistake_names_the_key(tmp_path: Path, block: dict, expected: str):
@@ -165,6 +167,7 @@ def test_the_llm_block_passes_every_other_key_to_rasa_unchanged(tmp_path: Path):
         ("candidates", True),
         ("exact_search_below", False),
         ("refresh_seconds", True),
+        ("llm_queue_wait_seconds", True),
     ],
 )
 def test_true_or_false_is_never_read_as_a_number(tmp_path: Path, key: str, value: bool):
