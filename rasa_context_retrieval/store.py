@@ -86,7 +86,9 @@ class ContextRetrieval(InformationRetrieval):
         search = await self._open_search()
         if search is None:
             return SearchResultList(results=[], metadata={})
-        conversation = Conversation.from_tracker_state(tracker_state, fallback_query=query or "")
+        conversation = Conversation.from_tracker_state(
+            tracker_state, query or "", search.config.history.caps()
+        )
         try:
             relevance_threshold = _threshold(threshold)
         except ValueError as error:
