@@ -153,13 +153,33 @@ def test_a_missing_api_key_env_var_fails_at_configuration_time(
 HUGE_BODY_BYTES = 20 * 1024 * 1024
 
 
+def self_hosted(fake_openai: FakeOpenAI) -> dict[str, Any]:
+    """An ``llm:`` block for Rasa's self-hosted provider (vLLM and other OpenAI-compatible
+    servers), which litellm calls with its own HTTP client, not the openai SDK."""
+    config = fake_openai.llm_config(provider="self-hosted", model="served-model")
+    del config["api_key"]
+    return config
+
+
+async def test_a_self_hosted_model_answers_through_the_capped_client(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.reply("premium price")
+    llm = RetrievalLLM.from_config(self_hosted(fake_openai))
+
+    assert "client" in llm._call_arguments, "the body cap is installed"
+    assert (await llm.complete("hi", timeout=10)) == "premium price"
+
+
 @pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "content-length"])
+@pytest.mark.parametrize("provider", ["openai", "self-hosted"])
 async def test_a_huge_body_is_cut_off_after_the_cap_and_falls_back(
-    fake_openai: FakeOpenAI, chunked: bool
+    fake_openai: FakeOpenAI, chunked: bool, provider: str
 ) -> None:
     body = '{"choices": [{"message": {"content": "' + "x" * HUGE_BODY_BYTES + '"}}]}'
     fake_openai.reply(Reply(raw_body=body, chunked=chunked))
-    llm = RetrievalLLM.from_config(fake_openai.llm_config())
+    config = fake_openai.llm_config() if provider == "openai" else self_hosted(fake_openai)
+    llm = RetrievalLLM.from_config(config)
 
     with capture_logs() as logs, pytest.raises(LLMUnavailable):
         await llm.complete("hi", timeout=10)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import structlog
 
 from rasa_context_retrieval.errors import ContextRetrievalError
-from rasa_context_retrieval.llm.capped_body import capped_openai_client
+from rasa_context_retrieval.llm.capped_body import capped_litellm_handler, capped_openai_client
 from rasa_context_retrieval.llm.llm_loop import on_llm_loop
 from rasa_context_retrieval.workers import off_loop
 
@@ -79,6 +79,11 @@ MAX_STEPS_QUEUED = 256
 record of a few hundred bytes, so a burst of any size costs at most this many."""
 OPENAI_SDK_PREFIX = "openai/"
 """litellm's model names that go through the openai SDK, whose HTTP client can be handed in."""
+LITELLM_HTTP_PREFIXES = ("hosted_vllm/",)
+"""litellm's model names it sends with its own HTTP client (``AsyncHTTPHandler``), which can be
+handed in: Rasa's ``self_hosted`` provider (vLLM and other OpenAI-compatible servers). litellm
+calls many more providers this way (anthropic, bedrock, groq, mistral, ...); each is added once a
+test shows its body capped."""
 
 Parsed = TypeVar("Parsed")
 
@@ -372,17 +377,22 @@ def _import_sdk_resources() -> None:
 
 
 def _capped_call_arguments(client: Any) -> dict[str, Any]:
-    """``client=`` for litellm: an openai SDK client that stops reading at the body cap.
+    """``client=`` for litellm: an HTTP client that stops reading at the body cap.
 
-    Only for models litellm sends through the openai SDK (``openai/...``, any OpenAI-compatible
-    endpoint); other providers and routers keep their own HTTP client, and their answers are
-    refused for their length after the provider's SDK has read them.
+    For models litellm sends through the openai SDK (``openai/...``, any OpenAI-compatible
+    endpoint), an openai SDK client; for those it sends with its own HTTP client
+    (``LITELLM_HTTP_PREFIXES``), that client. Other providers and routers keep their own HTTP
+    client, and their answers are refused for their length after it has read them.
     """
     model_name = getattr(client, "_litellm_model_name", None)
     arguments = getattr(client, "_completion_fn_args", None)
-    if not isinstance(model_name, str) or not model_name.startswith(OPENAI_SDK_PREFIX):
+    if not isinstance(model_name, str) or not isinstance(arguments, Mapping):
         return {}
-    if not isinstance(arguments, Mapping) or "client" in arguments:
+    if "client" in arguments:
+        return {}
+    if model_name.startswith(LITELLM_HTTP_PREFIXES):
+        return {"client": capped_litellm_handler()}
+    if not model_name.startswith(OPENAI_SDK_PREFIX):
         return {}
     from rasa.shared.utils.io import resolve_environment_variables
 
