@@ -4,8 +4,9 @@ llm``), against the OpenAI-compatible test server running in a process of its ow
 The server (``tests/fake_openai.py``) answers every request at once with ``--answer``: a normal
 combined answer, or a filter nested 800 deep (refused by the filter bounds). Searches go through
 ``ContextRetrieval`` with the example knowledge base, as in ``bench/loop_lag.py``, while a 1 ms
-ticker records how late it wakes up. It also counts the steps that fell back because
-``MAX_CALLS_IN_FLIGHT`` calls were already waiting.
+ticker records how late it wakes up. It also counts the steps that fell back busy: no place
+among the ``MAX_CALLS_IN_FLIGHT`` calls came free within ``llm_queue_wait_seconds``, or the
+queue was full.
 
 Run: ``python bench/llm_loop_lag.py [--answer normal|deep]`` (prints a Markdown table row).
 """

@@ -28,6 +28,12 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from rasa_context_retrieval.access.entitlements import Unattributed
+from rasa_context_retrieval.conversation import (
+    MAX_CONVERSATION_CHARS,
+    MAX_TURN_CHARS,
+    MAX_TURNS,
+    HistoryCaps,
+)
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import attributes_of, parse_filter
@@ -54,6 +60,9 @@ DEFAULT_CANDIDATES = 50
 DEFAULT_EXACT_SEARCH_BELOW = 200_000
 DEFAULT_REFRESH_SECONDS = 30.0
 DEFAULT_STARTUP_WAIT_SECONDS = 30.0
+DEFAULT_QUEUE_WAIT_SECONDS = 0.5
+"""``llm_queue_wait_seconds``: a quarter of an LLM step's default budget of 2 s, so a call that
+waited keeps most of its time."""
 
 
 def _refuse_booleans(value: Any) -> Any:
@@ -93,6 +102,34 @@ class FaqColumnsBlock(BaseModel):
 
     question: NonEmptyName = QUESTION_COLUMN
     answer: NonEmptyName = ANSWER_COLUMN
+
+
+class HistoryBlock(BaseModel):
+    """``history:``: how much of the conversation every search reads (``conversation.py``).
+
+    Every later stage (rewrite, self-query, the embedder, an LLM prompt) costs at most what
+    these allow, so each has an upper bound too."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_turn_chars: Count = Field(default=MAX_TURN_CHARS, ge=1, le=100_000)
+    """Characters of one turn; a longer one is cut."""
+    max_turns: Count = Field(default=MAX_TURNS, ge=1, le=1_000)
+    """Turns kept, latest first (the latest user message always)."""
+    max_chars: Count = Field(default=MAX_CONVERSATION_CHARS, ge=1, le=1_000_000)
+    """Characters over all kept turns, latest first."""
+
+    @model_validator(mode="after")
+    def _whole_turn_fits(self) -> HistoryBlock:
+        if self.max_chars < self.max_turn_chars:
+            raise ValueError(
+                f"history.max_chars ({self.max_chars}) is below history.max_turn_chars "
+                f"({self.max_turn_chars}): raise max_chars or lower max_turn_chars"
+            )
+        return self
+
+    def caps(self) -> HistoryCaps:
+        return HistoryCaps(self.max_turn_chars, self.max_turns, self.max_chars)
 
 
 class StoreConfig(BaseModel):
@@ -145,6 +182,12 @@ class StoreConfig(BaseModel):
     """LLM paraphrases searched besides the standalone query (needs ``llm``)."""
     llm: LLMBlock | None = None
     """An LLM configured the way Rasa configures LLMs (provider, model, ... or model_group)."""
+    history: HistoryBlock = HistoryBlock()
+    """How much of the conversation each search reads."""
+    llm_queue_wait_seconds: Seconds = Field(DEFAULT_QUEUE_WAIT_SECONDS, ge=0, le=60)
+    """How long an LLM step waits for a place when the process's LLM calls are all out
+    (``llm.client.MAX_CALLS_IN_FLIGHT``), within the step's ``timeout``; past it, or with 0, it
+    falls back to the no-LLM path."""
     document_formats: list[Literal["pdf", "docx", "pptx", "html", "csv", "xlsx"]] = Field(
         default_factory=list
     )
@@ -303,6 +346,7 @@ _NESTED_MODELS: dict[str, type[BaseModel]] = {
     "llm": LLMBlock,
     "milvus": MilvusConfig,
     "context_weights": ContextWeightsBlock,
+    "history": HistoryBlock,
 }
 
 

@@ -8,10 +8,11 @@ filters never cross into a new session), whose ``slots`` hold the user's scope, 
 (``None`` texts, non-string slot values), so reading never raises.
 
 Everything read is outside text, so it is made encodable here (``encodable``: a lone surrogate
-would fail the tokenizer) and bounded here: each turn is cut at ``MAX_TURN_CHARS`` and only the
-latest turns that fit in ``MAX_TURNS`` and ``MAX_CONVERSATION_CHARS`` are kept. Every later stage
-(rewrite, self-query, the embedder, an LLM prompt) then costs at most what these caps allow,
-however long the tracker grew.
+would fail the tokenizer) and bounded here: each turn is cut at ``HistoryCaps.max_turn_chars`` and
+only the latest turns that fit in ``max_turns`` and ``max_chars`` are kept (the ``history:`` block
+of the configuration; ``MAX_TURN_CHARS``, ``MAX_TURNS`` and ``MAX_CONVERSATION_CHARS`` by default).
+Every later stage (rewrite, self-query, the embedder, an LLM prompt) then costs at most what these
+caps allow, however long the tracker grew.
 """
 
 from __future__ import annotations
@@ -31,7 +32,24 @@ MAX_TURNS = 40
 MAX_CONVERSATION_CHARS = 20_000
 """Characters kept over all turns, latest first (twenty 1 MB turns cost no more than this)."""
 
+EVENTS_READ_PER_TURN = 20
+"""Events read from the end of the tracker per turn kept: slot, action and other events sit
+between turns."""
+
 Role = Literal["user", "bot"]
+
+
+@dataclass(frozen=True)
+class HistoryCaps:
+    """How much of the conversation is read: characters of a turn, turns, characters in all."""
+
+    max_turn_chars: int = MAX_TURN_CHARS
+    max_turns: int = MAX_TURNS
+    max_chars: int = MAX_CONVERSATION_CHARS
+
+    @property
+    def events_read(self) -> int:
+        return EVENTS_READ_PER_TURN * self.max_turns
 
 
 @dataclass(frozen=True)
@@ -83,24 +101,27 @@ class Conversation:
 
     @classmethod
     def from_tracker_state(
-        cls, tracker_state: Mapping[str, Any] | None, fallback_query: str = ""
+        cls,
+        tracker_state: Mapping[str, Any] | None,
+        fallback_query: str = "",
+        caps: HistoryCaps = HistoryCaps(),  # noqa: B008 (frozen: one shared default is safe)
     ) -> Conversation:
-        """Read turns and slots from ``tracker_state``; never raises.
+        """Read turns and slots from ``tracker_state`` within ``caps``; never raises.
 
         ``fallback_query`` (Rasa's own ``query`` argument) stands in for the user's message when
         the tracker holds no user turn at all.
         """
         state = tracker_state if isinstance(tracker_state, Mapping) else {}
-        turns = _turns_from_events(state.get("events"))
-        latest = _text(_get(state.get("latest_message"), "text"))
+        turns = _turns_from_events(state.get("events"), caps)
+        latest = _text(_get(state.get("latest_message"), "text"), caps)
         if latest and not any(turn.role == "user" for turn in turns):
             turns.append(Turn("user", latest))
-        if not any(turn.role == "user" for turn in turns) and _text(fallback_query):
-            turns.append(Turn("user", _text(fallback_query)))
+        if not any(turn.role == "user" for turn in turns) and _text(fallback_query, caps):
+            turns.append(Turn("user", _text(fallback_query, caps)))
         slots = state.get("slots")
         channel = ChannelMetadata.from_tracker_state(state)
         return cls(
-            turns=_latest_within_caps(turns),
+            turns=_latest_within_caps(turns, caps),
             slots=encodable_values(dict(slots)) if isinstance(slots, Mapping) else {},
             channel=replace(
                 channel,
@@ -126,18 +147,18 @@ SESSION_START_EVENT = "session_started"
 """Rasa's event that opens a new session; the turns before it are a finished conversation."""
 
 
-def _turns_from_events(events: Any) -> list[Turn]:
+def _turns_from_events(events: Any, caps: HistoryCaps) -> list[Turn]:
     if not isinstance(events, list | tuple):
         return []
     turns: list[Turn] = []
-    for event in events[-_EVENTS_READ:]:
+    for event in events[-caps.events_read :]:
         kind = _get(event, "event")
         if kind == SESSION_START_EVENT:
             turns.clear()
             continue
         if kind not in ("user", "bot"):
             continue
-        text = _text(_get(event, "text"))
+        text = _text(_get(event, "text"), caps)
         if text:
             turns.append(Turn("user" if kind == "user" else "bot", text))
     return turns
@@ -147,22 +168,20 @@ def _get(container: Any, key: str) -> Any:
     return container.get(key) if isinstance(container, Mapping) else None
 
 
-_EVENTS_READ = 20 * MAX_TURNS
-"""Events read from the end of the tracker: slot, action and other events sit between turns."""
-
-
-def _latest_within_caps(turns: list[Turn]) -> tuple[Turn, ...]:
+def _latest_within_caps(turns: list[Turn], caps: HistoryCaps) -> tuple[Turn, ...]:
     """The latest turns (the latest user message always) within the turn and character caps."""
     kept: list[Turn] = []
     chars = 0
     for turn in reversed(turns):
         chars += len(turn.text)
-        if kept and (len(kept) >= MAX_TURNS or chars > MAX_CONVERSATION_CHARS):
+        if kept and (len(kept) >= caps.max_turns or chars > caps.max_chars):
             break
         kept.append(turn)
     return tuple(reversed(kept))
 
 
-def _text(value: Any) -> str:
-    """A turn's text, stripped, cut at ``MAX_TURN_CHARS`` and encodable."""
-    return encodable(value.strip()[:MAX_TURN_CHARS].strip()) if isinstance(value, str) else ""
+def _text(value: Any, caps: HistoryCaps) -> str:
+    """A turn's text, stripped, cut at ``caps.max_turn_chars`` and encodable."""
+    if not isinstance(value, str):
+        return ""
+    return encodable(value.strip()[: caps.max_turn_chars].strip())

@@ -32,6 +32,7 @@ from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.engine.opening import OpeningSearch
 from rasa_context_retrieval.engine.search import KnowledgeSearch, SearchOutcome
 from rasa_context_retrieval.result_metadata import prompt_metadata, tell_if_answers_are_dropped
+from rasa_context_retrieval.workers import off_loop
 
 logger = structlog.get_logger()
 
@@ -44,6 +45,8 @@ class ContextRetrieval(InformationRetrieval):
         self._opening: OpeningSearch | None = None
         self._config: StoreConfig | None = None
         self._connected_with: str | None = None
+        self._connected_block: Any = None
+        """A copy of the block last connected with (Rasa may reuse and change its dict)."""
         self._connecting = threading.Lock()
 
     def connect(self, config: EndpointConfig | None) -> None:
@@ -56,20 +59,27 @@ class ContextRetrieval(InformationRetrieval):
         ``refresh_seconds``, looks at the documents). After a failed open it tries again.
         """
         kwargs = dict(config.kwargs) if config is not None else {}
-        key = json.dumps(kwargs, sort_keys=True, default=str)
         opening = self._opening
-        if opening is not None and key == self._connected_with and not opening.failed:
+        if opening is not None and self._connected_to(kwargs) and not opening.failed:
             if (opened := opening.opened) is not None:
                 opened.refresh_if_due()
             return
         with self._connecting:
             opening = self._opening  # another caller may have started an open meanwhile
-            if opening is not None and key == self._connected_with and not opening.failed:
+            if opening is not None and self._connected_to(kwargs) and not opening.failed:
                 return
             store_config = StoreConfig.from_kwargs(kwargs)
             llm = _llm(store_config)
             self._opening = OpeningSearch(lambda: _open(store_config, self.embeddings, llm))
-            self._config, self._connected_with = store_config, key
+            self._config, self._connected_with = store_config, _block_key(kwargs)
+            self._connected_block = json.loads(self._connected_with)
+
+    def _connected_to(self, kwargs: dict[str, Any]) -> bool:
+        """Whether ``kwargs`` is the block last connected with. Rasa calls ``connect()`` on its
+        event loop before every search, 200 at once in a burst: a dict comparison settles it
+        in microseconds, and only a block that differs from the copy is serialised to compare
+        (a tuple where YAML gives a list, a value that is not JSON)."""
+        return kwargs == self._connected_block or _block_key(kwargs) == self._connected_with
 
     async def search(
         self, query: str, tracker_state: dict[str, Any], threshold: float = 0.0, **kwargs: Any
@@ -86,7 +96,12 @@ class ContextRetrieval(InformationRetrieval):
         search = await self._open_search()
         if search is None:
             return SearchResultList(results=[], metadata={})
-        conversation = Conversation.from_tracker_state(tracker_state, fallback_query=query or "")
+        conversation = await off_loop(  # a tracker may be long: read it off the event loop
+            Conversation.from_tracker_state,
+            tracker_state,
+            query or "",
+            search.config.history.caps(),
+        )
         try:
             relevance_threshold = _threshold(threshold)
         except ValueError as error:
@@ -142,6 +157,11 @@ def _open(config: StoreConfig, embeddings: Any, llm: Any) -> KnowledgeSearch:
         skipped_files=[str(problem) for problem in search.live.problems],
     )
     return search
+
+
+def _block_key(kwargs: dict[str, Any]) -> str:
+    """The block as canonical JSON: two blocks with the same key configure the same store."""
+    return json.dumps(kwargs, sort_keys=True, default=str)
 
 
 def to_search_result_list(outcome: SearchOutcome, config: StoreConfig) -> SearchResultList:

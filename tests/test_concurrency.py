@@ -5,13 +5,16 @@ while the index is being replaced must each see one whole index, never a mix or 
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rasa.utils.endpoints import EndpointConfig
 
+from rasa_context_retrieval import long_lived
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.conversation import Conversation, Turn
 from rasa_context_retrieval.engine.search import KnowledgeSearch
@@ -78,6 +81,61 @@ async def test_searches_embed_off_the_event_loop_so_it_keeps_serving(tmp_path: P
     assert all(result.results for result in results)
     assert len(slow.threads) >= len(QUESTIONS), "each search embedded a new query"
     assert threading.get_ident() not in slow.threads, "an embedding call ran on the event loop"
+
+
+class RecordingState(dict[str, Any]):
+    """A tracker state that records the thread of each read."""
+
+    threads: list[int]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.threads.append(threading.get_ident())
+        return super().get(key, default)
+
+
+async def test_the_tracker_state_is_read_off_the_event_loop(tmp_path: Path, embedder: Any):
+    """A tracker may hold hundreds of events; 200 conversations asking at once would read them
+    all on the loop, back to back."""
+    store = connected_store(embedder, endpoint(write_docs(tmp_path, "v1"), refresh_seconds=0))
+    state = RecordingState(tracker_state(("user", "refund question"), plan="free"))
+    state.threads = []
+
+    result = await store.search("", state, 0.0)
+
+    assert result.results
+    assert state.threads, "the state was read"
+    assert threading.get_ident() not in state.threads
+
+
+async def test_a_block_changed_in_place_between_connects_is_a_new_configuration(
+    tmp_path: Path, embedder: Any
+):
+    config = endpoint(write_docs(tmp_path, "v1"), refresh_seconds=0)
+    store = connected_store(embedder, config)
+    assert store.engine.config.top_k == 4
+
+    config.kwargs["top_k"] = 2  # the same dict, changed
+    store.connect(config)
+
+    assert store.engine.config.top_k == 2
+
+
+def test_what_start_up_loaded_is_frozen_once_on_the_opening_thread(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+):
+    """The garbage collector's full collections skip what was alive when the first index
+    opened (modules, models, the index): visiting them all held the event loop for up to 1.5 s
+    under a burst of searches. It happens once per process, before the first search, on the
+    thread that opened the index."""
+    freezes: list[str] = []
+    monkeypatch.setattr(long_lived, "_frozen", False)
+    monkeypatch.setattr(gc, "freeze", lambda: freezes.append(threading.current_thread().name))
+    docs = write_docs(tmp_path, "v1")
+
+    connected_store(embedder, endpoint(docs, refresh_seconds=0))
+    assert freezes == ["knowledge-open"], "frozen by the time the first search can run"
+    connected_store(embedder, endpoint(docs, refresh_seconds=0))
+    assert freezes == ["knowledge-open"], "a second store in the same process freezes nothing"
 
 
 def conversation(text: str, plan: str) -> Conversation:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from rasa_context_retrieval.config import ConfigurationError, StoreConfig
+from rasa_context_retrieval.conversation import HistoryCaps
 
 
 def test_a_minimal_block_gets_the_documented_defaults(tmp_path: Path):
@@ -46,6 +47,18 @@ def test_typed_values_are_parsed(tmp_path: Path):
             "vector_store.metadata_fields.0.type:",
         ),
         ({"docs": "{tmp}", "chunk_size": 200, "chunk_overlap": 300}, "chunk_overlap"),
+        ({"docs": "{tmp}", "history": {"max_turns": 0}}, "vector_store.history.max_turns:"),
+        ({"docs": "{tmp}", "history": {"turns": 3}}, "vector_store.history.turns: unknown key"),
+        (
+            {"docs": "{tmp}", "history": {"max_chars": 2_000_000}},
+            "vector_store.history.max_chars: Input should be less than or equal to 1000000",
+        ),
+        (
+            {"docs": "{tmp}", "history": {"max_chars": 100, "max_turn_chars": 200}},
+            "vector_store.history.max_chars (100) is below history.max_turn_chars (200)",
+        ),
+        ({"docs": "{tmp}", "llm_queue_wait_seconds": -1}, "vector_store.llm_queue_wait_seconds:"),
+        ({"docs": "{tmp}", "llm_queue_wait_seconds": 600}, "vector_store.llm_queue_wait_seconds:"),
     ],
 )
 def test_each_mistake_names_the_key(tmp_path: Path, block: dict, expected: str):
@@ -53,6 +66,13 @@ def test_each_mistake_names_the_key(tmp_path: Path, block: dict, expected: str):
     with pytest.raises(ConfigurationError) as raised:
         StoreConfig.from_kwargs(block)
     assert expected in str(raised.value)
+
+
+def test_the_history_caps_default_to_the_documented_limits(tmp_path: Path):
+    caps = StoreConfig.from_kwargs({"docs": str(tmp_path)}).history.caps()
+    assert (caps.max_turn_chars, caps.max_turns, caps.max_chars) == (4_000, 40, 20_000)
+    configured = StoreConfig.from_kwargs({"docs": str(tmp_path), "history": {"max_turns": 6}})
+    assert configured.history.caps() == HistoryCaps(max_turns=6)
 
 
 def test_all_faults_are_reported_together(tmp_path: Path):
@@ -165,11 +185,17 @@ def test_the_llm_block_passes_every_other_key_to_rasa_unchanged(tmp_path: Path):
         ("candidates", True),
         ("exact_search_below", False),
         ("refresh_seconds", True),
+        ("llm_queue_wait_seconds", True),
+        ("history.max_turns", True),
+        ("history.max_turn_chars", False),
     ],
 )
 def test_true_or_false_is_never_read_as_a_number(tmp_path: Path, key: str, value: bool):
+    block, _, nested = key.partition(".")
     with pytest.raises(ConfigurationError) as raised:
-        StoreConfig.from_kwargs({"docs": str(tmp_path), key: value})
+        StoreConfig.from_kwargs(
+            {"docs": str(tmp_path), block: {nested: value} if nested else value}
+        )
     (line,) = [line for line in str(raised.value).splitlines() if f"vector_store.{key}" in line]
     assert "must be a number, not true/false; write the number" in line
 

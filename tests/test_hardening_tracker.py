@@ -22,6 +22,7 @@ from rasa_context_retrieval.conversation import (
     MAX_CONVERSATION_CHARS,
     MAX_TURN_CHARS,
     Conversation,
+    HistoryCaps,
 )
 from rasa_context_retrieval.self_query.glosses import GlossPhrases
 from rasa_context_retrieval.self_query.limits import LimitPhrases
@@ -299,6 +300,59 @@ async def test_twenty_one_megabyte_turns_cost_no_more_than_the_conversation_cap(
     assert all(len(turn.text) <= MAX_TURN_CHARS for turn in conversation.turns)
     assert recorder.texts, "the search embedded its query texts"
     assert sum(len(text) for text in recorder.texts) <= MAX_CONVERSATION_CHARS
+
+
+def numbered_turns(count: int, length: int) -> dict[str, Any]:
+    """A tracker state of ``count`` turns (user first), each ``turn<n> `` and filler to
+    ``length`` characters, answering the last one."""
+    events = [
+        {"event": "user" if n % 2 == 0 else "bot", "text": f"turn{n} ".ljust(length, "x")}
+        for n in range(count)
+    ]
+    return {"events": events, "latest_message": {"text": events[-1]["text"]}}
+
+
+def test_the_history_caps_keep_the_latest_turns_within_each_cap():
+    state = numbered_turns(10, 100)
+
+    def turns(**caps: int) -> list[str]:
+        read = Conversation.from_tracker_state(state, caps=HistoryCaps(**caps))
+        return [turn.text.split()[0] for turn in read.turns]
+
+    assert turns() == [f"turn{n}" for n in range(10)]
+    assert turns(max_turns=3) == ["turn7", "turn8", "turn9"]
+    assert turns(max_chars=250) == ["turn8", "turn9"], "two 100-character turns fit in 250"
+    assert turns(max_chars=50) == ["turn9"], "the latest message is always kept"
+    read = Conversation.from_tracker_state(state, caps=HistoryCaps(max_turn_chars=40))
+    assert {len(turn.text) for turn in read.turns} == {40}
+
+
+async def test_the_history_caps_in_the_configuration_bound_what_a_search_reads(
+    tmp_path: Path, embedder: Any
+):
+    docs = write_docs(tmp_path)
+    recorder = RecordingEmbedder(embedder)
+    capped = connected_store(
+        recorder,
+        EndpointConfig(
+            docs=str(docs),
+            index_path=str(tmp_path / "index"),
+            query_embedder="rasa",
+            refresh_seconds=0,
+            history={"max_turn_chars": 60, "max_turns": 2, "max_chars": 1000},
+        ),
+    )
+    state = numbered_turns(9, 400)
+    state["events"][-1]["text"] = "turn8 how do I get a refund on premium? ".ljust(400, "x")
+    recorder.texts.clear()
+
+    result = await capped.search("", state, 0.0)
+
+    assert result.results
+    assert recorder.texts, "the search embedded its query texts"
+    assert all(len(text) <= 60 for text in recorder.texts)
+    read_turns = {word for text in recorder.texts for word in text.split() if word[:4] == "turn"}
+    assert read_turns <= {"turn7", "turn8"}, "only the two latest turns were read"
 
 
 def test_slots_and_channel_metadata_reach_the_stages_encodable():

@@ -6,11 +6,13 @@ import asyncio
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 
+from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.llm.capped_body import MAX_BODY_BYTES
 from rasa_context_retrieval.llm.client import (
     CallBudget,
@@ -19,6 +21,7 @@ from rasa_context_retrieval.llm.client import (
     RetrievalLLM,
 )
 from rasa_context_retrieval.llm.llm_loop import THREAD_NAME as LLM_THREAD_NAME
+from rasa_context_retrieval.planning.llm_planner import build_llm_planner
 from tests.fake_openai import (  # noqa: F401
     CHUNK_BYTES,
     FAKE_API_KEY,
@@ -150,13 +153,33 @@ def test_a_missing_api_key_env_var_fails_at_configuration_time(
 HUGE_BODY_BYTES = 20 * 1024 * 1024
 
 
+def self_hosted(fake_openai: FakeOpenAI) -> dict[str, Any]:
+    """An ``llm:`` block for Rasa's self-hosted provider (vLLM and other OpenAI-compatible
+    servers), which litellm calls with its own HTTP client, not the openai SDK."""
+    config = fake_openai.llm_config(provider="self-hosted", model="served-model")
+    del config["api_key"]
+    return config
+
+
+async def test_a_self_hosted_model_answers_through_the_capped_client(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.reply("premium price")
+    llm = RetrievalLLM.from_config(self_hosted(fake_openai))
+
+    assert "client" in llm._call_arguments, "the body cap is installed"
+    assert (await llm.complete("hi", timeout=10)) == "premium price"
+
+
 @pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "content-length"])
+@pytest.mark.parametrize("provider", ["openai", "self-hosted"])
 async def test_a_huge_body_is_cut_off_after_the_cap_and_falls_back(
-    fake_openai: FakeOpenAI, chunked: bool
+    fake_openai: FakeOpenAI, chunked: bool, provider: str
 ) -> None:
     body = '{"choices": [{"message": {"content": "' + "x" * HUGE_BODY_BYTES + '"}}]}'
     fake_openai.reply(Reply(raw_body=body, chunked=chunked))
-    llm = RetrievalLLM.from_config(fake_openai.llm_config())
+    config = fake_openai.llm_config() if provider == "openai" else self_hosted(fake_openai)
+    llm = RetrievalLLM.from_config(config)
 
     with capture_logs() as logs, pytest.raises(LLMUnavailable):
         await llm.complete("hi", timeout=10)
@@ -168,10 +191,12 @@ async def test_a_huge_body_is_cut_off_after_the_cap_and_falls_back(
         assert fake_openai.bytes_sent < HUGE_BODY_BYTES // 4
 
 
-async def test_past_the_calls_in_flight_a_step_falls_back_at_once(fake_openai: FakeOpenAI) -> None:
+async def test_without_a_queue_wait_past_the_calls_in_flight_a_step_falls_back_at_once(
+    fake_openai: FakeOpenAI,
+) -> None:
     fake_openai.responder = lambda _: Reply(content="slow answer", delay=1.0)
     built = RetrievalLLM.from_config(fake_openai.llm_config())
-    llm = RetrievalLLM(built._client, model=built.model, budget=CallBudget(2))
+    llm = RetrievalLLM(built._client, model=built.model, budget=CallBudget(2), queue_wait=0)
 
     outcomes = await asyncio.gather(
         *(llm.complete(f"question {n}", timeout=5) for n in range(5)), return_exceptions=True
@@ -183,6 +208,67 @@ async def test_past_the_calls_in_flight_a_step_falls_back_at_once(fake_openai: F
     assert all("already wait" in str(error) for error in refused)
     assert fake_openai.call_count == 2, "the refused steps sent no request"
     assert (await llm.complete("after", timeout=5)) == "slow answer", "places are given back"
+
+
+async def test_past_the_calls_in_flight_steps_queue_for_a_place_and_past_the_queue_fall_back(
+    fake_openai: FakeOpenAI,
+) -> None:
+    """A burst arrives in one instant: two calls go out, two steps queue and are answered as
+    places free up, and the steps past the queue's places fall back without sending anything."""
+    fake_openai.responder = lambda _: Reply(content="answer", delay=0.2)
+    built = RetrievalLLM.from_config(fake_openai.llm_config())
+    budget = CallBudget(2, queue_places=2)
+    llm = RetrievalLLM(built._client, model=built.model, budget=budget, queue_wait=30)
+
+    with capture_logs() as logs:
+        outcomes = await asyncio.gather(
+            *(llm.complete(f"question {n}", timeout=30) for n in range(6)),
+            return_exceptions=True,
+        )
+
+    assert outcomes.count("answer") == 4
+    assert [isinstance(outcome, LLMUnavailable) for outcome in outcomes[4:]] == [True, True]
+    assert fake_openai.call_count == 4, "at most four places: two out, two queued"
+    busy = [log for log in logs if log["event"] == "llm.complete.busy"]
+    assert [log["queued"] for log in busy] == [2, 2], "they found the queue full"
+    assert budget.queued == 0
+
+
+@pytest.mark.parametrize(
+    ("configured", "expected"), [({}, 0.5), ({"llm_queue_wait_seconds": 0}, 0)]
+)
+async def test_the_store_waits_for_a_place_as_long_as_configured(
+    fake_openai: FakeOpenAI, tmp_path: Path, configured: dict[str, Any], expected: float
+) -> None:
+    config = StoreConfig.from_kwargs(
+        {"docs": str(tmp_path), "rewrite": "llm", "llm": fake_openai.llm_config(), **configured}
+    )
+    assert build_llm_planner(config)._llm.queue_wait == expected
+
+
+async def test_a_queued_step_that_gets_no_place_in_time_falls_back_and_leaves_the_queue(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.responder = lambda _: Reply(content="slow answer", delay=1.5)
+    built = RetrievalLLM.from_config(fake_openai.llm_config())
+    budget = CallBudget(1)
+    waits_briefly = RetrievalLLM(built._client, model=built.model, budget=budget, queue_wait=0.2)
+    outlives_its_budget = RetrievalLLM(
+        built._client, model=built.model, budget=budget, queue_wait=30
+    )
+
+    outcomes = await asyncio.gather(
+        waits_briefly.complete("first", timeout=30),
+        waits_briefly.complete("second", timeout=30),
+        outlives_its_budget.complete_and_parse("third", str.upper, timeout=0.3),
+        return_exceptions=True,
+    )
+
+    assert outcomes[0] == "slow answer"
+    assert all(isinstance(outcome, LLMUnavailable) for outcome in outcomes[1:])
+    assert fake_openai.call_count == 1, "the steps that waited in vain sent nothing"
+    assert budget.queued == 0, "both left the queue"
+    assert (await waits_briefly.complete("after", timeout=30)) == "slow answer", "place freed"
 
 
 async def test_the_request_and_the_parse_run_off_the_event_loop_thread(

@@ -75,7 +75,8 @@ async def evaluate(engine: KnowledgeSearch, cases: Sequence[EvalCase]) -> list[C
 async def _evaluate_case(engine: KnowledgeSearch, case: EvalCase) -> CaseResult:
     tracker = tracker_for(case)
     rasa_query = rasa_default_query(tracker)
-    conversation = Conversation.from_tracker_state(tracker_state(tracker), rasa_query)
+    caps = engine.config.history.caps()
+    conversation = Conversation.from_tracker_state(tracker_state(tracker), rasa_query, caps)
     engine.clear_query_cache()  # time every search with its query embedding, like a new message
     started = time.perf_counter()
     outcome = await engine.search(conversation, threshold=0.0)

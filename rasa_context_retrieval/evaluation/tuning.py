@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from rasa_context_retrieval.config import ContextWeightsBlock
-from rasa_context_retrieval.conversation import Conversation
+from rasa_context_retrieval.conversation import Conversation, HistoryCaps
 from rasa_context_retrieval.engine.search import KnowledgeSearch
 from rasa_context_retrieval.evaluation.cases import EvalCase, group_by_kind
 from rasa_context_retrieval.evaluation.metrics import (
@@ -92,7 +92,8 @@ def weight_grid() -> list[ContextWeightsBlock]:
 async def tune(engine: KnowledgeSearch, cases: Sequence[EvalCase], threshold: float) -> Tuning:
     """Pick weights and threshold on half the cases, score them on the other half."""
     picking, held_out = split_cases(cases)
-    conversations = {id(case): _conversation(case) for case in cases}
+    caps = engine.config.history.caps()
+    conversations = {id(case): _conversation(case, caps) for case in cases}
     scored = []
     for point in weight_grid():
         tops = await _tops(engine, point, picking, conversations)
@@ -158,10 +159,12 @@ def _weighted(engine: KnowledgeSearch, weights: ContextWeightsBlock | None) -> I
         engine.planner = planner
 
 
-def _conversation(case: EvalCase) -> Conversation:
+def _conversation(case: EvalCase, caps: HistoryCaps) -> Conversation:
     """The conversation of ``case`` as the plugin reads it from Rasa's tracker."""
     tracker = tracker_for(case)
-    return Conversation.from_tracker_state(tracker_state(tracker), rasa_default_query(tracker))
+    return Conversation.from_tracker_state(
+        tracker_state(tracker), rasa_default_query(tracker), caps
+    )
 
 
 def _distance_to_defaults(point: ContextWeightsBlock) -> float:

@@ -83,6 +83,15 @@ def capped_openai_client(arguments: Mapping[str, Any], limit: int = MAX_BODY_BYT
     )
 
 
+def capped_litellm_handler(limit: int = MAX_BODY_BYTES) -> Any:
+    """litellm's own HTTP client (``AsyncHTTPHandler``) with the body cap installed, for
+    litellm's ``client=`` argument with providers it calls over HTTP itself (no vendor SDK):
+    its ``post`` sends with httpx, which runs response hooks before it reads the body."""
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+    return AsyncHTTPHandler(event_hooks={"response": [capping_hook(limit)]})
+
+
 def _log_refused(url: str, bytes_read: int, limit: int, **details: Any) -> None:
     logger.warning(
         "llm.complete.body_too_large", url=url, bytes_read=bytes_read, limit=limit, **details

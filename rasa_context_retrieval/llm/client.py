@@ -20,7 +20,8 @@ configured.
 Under load the LLM must not become the queue every conversation waits in: requests run on an
 event loop of their own (``llm_loop``), an OpenAI-compatible endpoint's body is cut off at a byte
 cap while it is read (``capped_body``), and at most ``MAX_CALLS_IN_FLIGHT`` calls wait for
-answers at once; a step that finds them all taken falls back at once, as on a timeout.
+answers at once; a step that finds them all taken queues for a place for a short, bounded time
+(``llm_queue_wait_seconds``, within its own time budget), then falls back, as on a timeout.
 """
 
 from __future__ import annotations
@@ -28,13 +29,15 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
 from rasa_context_retrieval.errors import ContextRetrievalError
-from rasa_context_retrieval.llm.capped_body import capped_openai_client
+from rasa_context_retrieval.llm.capped_body import capped_litellm_handler, capped_openai_client
 from rasa_context_retrieval.llm.llm_loop import on_llm_loop
 from rasa_context_retrieval.workers import off_loop
 
@@ -68,10 +71,19 @@ provider or proxy may ignore it."""
 
 MAX_CALLS_IN_FLIGHT = 16
 """LLM calls waiting for an answer at once, over every conversation of the process. Past it a
-step falls back to the no-LLM path at once: 200 conversations asking together would otherwise
-queue behind one another and each miss its time budget anyway."""
+step queues for a place for at most ``llm_queue_wait_seconds``, then falls back to the no-LLM
+path: 200 conversations asking together would otherwise all queue behind one another and each
+miss its time budget anyway."""
+MAX_STEPS_QUEUED = 256
+"""Steps queued for a place at once; a step past it falls back at once. A queued step holds a
+record of a few hundred bytes, so a burst of any size costs at most this many."""
 OPENAI_SDK_PREFIX = "openai/"
 """litellm's model names that go through the openai SDK, whose HTTP client can be handed in."""
+LITELLM_HTTP_PREFIXES = ("hosted_vllm/",)
+"""litellm's model names it sends with its own HTTP client (``AsyncHTTPHandler``), which can be
+handed in: Rasa's ``self_hosted`` provider (vLLM and other OpenAI-compatible servers). litellm
+calls many more providers this way (anthropic, bedrock, groq, mistral, ...); each is added once a
+test shows its body capped."""
 
 Parsed = TypeVar("Parsed")
 
@@ -84,24 +96,87 @@ class LLMUnavailable(ContextRetrievalError):
     """The LLM gave no usable answer: timeout, HTTP or provider error, or an empty answer."""
 
 
-class CallBudget:
-    """How many LLM calls may wait for an answer at once; taking a place never waits."""
+@dataclass(eq=False)
+class _Waiter:
+    """A step queued for a place: woken on its own loop when a call hands its place over."""
 
-    def __init__(self, places: int) -> None:
+    loop: asyncio.AbstractEventLoop
+    woken: asyncio.Future[None]
+    granted: bool = False
+
+
+class CallBudget:
+    """How many LLM calls may wait for an answer at once, and how many steps may queue for a
+    place meanwhile (first come, first served).
+
+    A burst of conversations arrives in one instant, and a call's place frees up a few
+    milliseconds to a second later: a short wait lets most of the burst use the LLM instead of
+    falling back. The queue is bounded, so a burst costs at most ``queue_places`` small waiting
+    records, and each wait is bounded by the caller. It is shared by every event loop of the
+    process (a place freed on one loop wakes a step on another), hence a thread lock.
+    """
+
+    def __init__(self, places: int, queue_places: int = MAX_STEPS_QUEUED) -> None:
         self.places = places
+        self.queue_places = queue_places
         self._taken = 0
+        self._queue: deque[_Waiter] = deque()
         self._lock = threading.Lock()
 
-    def try_take(self) -> bool:
+    @property
+    def queued(self) -> int:
+        """Steps waiting for a place now."""
+        return len(self._queue)
+
+    async def take(self, wait: float) -> bool:
+        """A place, waiting for one at most ``wait`` seconds; False without one.
+
+        A step falls back at once, without waiting, when ``queue_places`` steps already wait.
+        """
+        loop = asyncio.get_running_loop()
         with self._lock:
-            if self._taken >= self.places:
+            if self._taken < self.places and not self._queue:
+                self._taken += 1
+                return True
+            if wait <= 0 or len(self._queue) >= self.queue_places:
                 return False
-            self._taken += 1
-            return True
+            waiter = _Waiter(loop, loop.create_future())
+            self._queue.append(waiter)
+        try:
+            await asyncio.wait_for(waiter.woken, wait)
+        except TimeoutError:
+            return not self._withdraw(waiter)  # a place handed over as the wait ended is kept
+        except BaseException:  # cancelled: the caller's own deadline passed
+            if not self._withdraw(waiter):
+                self.give_back()
+            raise
+        return True
 
     def give_back(self) -> None:
+        """Free a place, or hand it to the step that has waited longest."""
         with self._lock:
+            while self._queue:
+                waiter = self._queue.popleft()
+                try:
+                    waiter.loop.call_soon_threadsafe(_wake, waiter.woken)
+                except RuntimeError:  # its loop is closed: nobody is waiting there any more
+                    continue
+                waiter.granted = True
+                return
             self._taken -= 1
+
+    def _withdraw(self, waiter: _Waiter) -> bool:
+        """Leave the queue; False when a place was handed over already (it is the step's)."""
+        with self._lock:
+            if waiter.granted:
+                return False
+            self._queue.remove(waiter)
+            return True
+
+
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
 
 
 CALLS_IN_FLIGHT = CallBudget(MAX_CALLS_IN_FLIGHT)
@@ -112,11 +187,19 @@ class RetrievalLLM:
     """An LLM the retrieval plan can ask for text, within a time budget."""
 
     def __init__(
-        self, client: LLMClient, *, model: str, budget: CallBudget = CALLS_IN_FLIGHT
+        self,
+        client: LLMClient,
+        *,
+        model: str,
+        budget: CallBudget = CALLS_IN_FLIGHT,
+        queue_wait: float = 0.0,
     ) -> None:
         self._client = client
         self.model = model
         self._budget = budget
+        self.queue_wait = queue_wait
+        """Seconds a step waits for a place among the calls in flight; 0: it falls back at once.
+        The store passes the configured ``llm_queue_wait_seconds``."""
         self._call_arguments = _capped_call_arguments(client)
 
     @classmethod
@@ -125,11 +208,13 @@ class RetrievalLLM:
         llm_config: Mapping[str, Any],
         *,
         model_groups: Sequence[Mapping[str, Any]] | None = None,
+        queue_wait: float = 0.0,
     ) -> RetrievalLLM:
         """Validate the ``llm:`` block and build Rasa's client for it.
 
         ``model_groups`` are endpoints.yml's ``model_groups``; when left out, Rasa reads them
-        from the loaded endpoints, as its own components do.
+        from the loaded endpoints, as its own components do. ``queue_wait``: seconds a step
+        waits for a place when ``MAX_CALLS_IN_FLIGHT`` calls are out.
 
         Raises:
             LLMConfigError: the block is malformed, names an unknown model group, or the
@@ -146,21 +231,28 @@ class RetrievalLLM:
                 "model, api_base and that the api_key env var is set."
             ) from error
         _import_sdk_resources()
-        return cls(client, model=_model_name(resolved))
+        return cls(client, model=_model_name(resolved), queue_wait=queue_wait)
 
     async def complete(self, prompt: str, *, timeout: float) -> str:
         """The LLM's answer to ``prompt`` (sent as one user message), stripped.
+
+        The wait for a place among the calls in flight is part of ``timeout``.
 
         Raises:
             LLMUnavailable: no non-empty answer within ``timeout`` seconds of wall time.
         """
         started = time.perf_counter()
-        if not self._budget.try_take():
-            self._log_failure("busy", started, in_flight=self._budget.places)
+        if not await self._budget.take(min(self.queue_wait, timeout)):
+            self._log_failure(
+                "busy", started, in_flight=self._budget.places, queued=self._budget.queued
+            )
             raise LLMUnavailable(f"{self.budget_text()} already wait for {self.model}")
         try:
+            left = timeout - (time.perf_counter() - started)
+            if left <= 0:  # the wait for a place took the whole budget
+                raise TimeoutError
             request = self._client.acompletion(prompt, **self._call_arguments)
-            response = await asyncio.wait_for(on_llm_loop(request), timeout=timeout)
+            response = await asyncio.wait_for(on_llm_loop(request), timeout=left)
         except TimeoutError as error:
             self._log_failure("timeout", started, timeout=timeout)
             raise LLMUnavailable(f"no answer from {self.model} within {timeout:.2f} s") from error
@@ -285,17 +377,22 @@ def _import_sdk_resources() -> None:
 
 
 def _capped_call_arguments(client: Any) -> dict[str, Any]:
-    """``client=`` for litellm: an openai SDK client that stops reading at the body cap.
+    """``client=`` for litellm: an HTTP client that stops reading at the body cap.
 
-    Only for models litellm sends through the openai SDK (``openai/...``, any OpenAI-compatible
-    endpoint); other providers and routers keep their own HTTP client, and their answers are
-    refused for their length after the provider's SDK has read them.
+    For models litellm sends through the openai SDK (``openai/...``, any OpenAI-compatible
+    endpoint), an openai SDK client; for those it sends with its own HTTP client
+    (``LITELLM_HTTP_PREFIXES``), that client. Other providers and routers keep their own HTTP
+    client, and their answers are refused for their length after it has read them.
     """
     model_name = getattr(client, "_litellm_model_name", None)
     arguments = getattr(client, "_completion_fn_args", None)
-    if not isinstance(model_name, str) or not model_name.startswith(OPENAI_SDK_PREFIX):
+    if not isinstance(model_name, str) or not isinstance(arguments, Mapping):
         return {}
-    if not isinstance(arguments, Mapping) or "client" in arguments:
+    if "client" in arguments:
+        return {}
+    if model_name.startswith(LITELLM_HTTP_PREFIXES):
+        return {"client": capped_litellm_handler()}
+    if not model_name.startswith(OPENAI_SDK_PREFIX):
         return {}
     from rasa.shared.utils.io import resolve_environment_variables
 

@@ -67,7 +67,7 @@ class LLMQueryPlanner:
 def build_llm_planner(config: StoreConfig) -> LLMQueryPlanner:
     """Build the planner; raises ``LLMConfigError`` (a ValueError) for a bad ``llm:`` block."""
     llm_config = config.llm.client_config() if config.llm else {}
-    llm = RetrievalLLM.from_config(llm_config)
+    llm = RetrievalLLM.from_config(llm_config, queue_wait=config.llm_queue_wait_seconds)
     timeout = time_budget(llm_config)
     constructor = LLMQueryConstructor(llm, config.metadata_fields, timeout=timeout)
     return LLMQueryPlanner(llm, constructor, timeout=timeout)
