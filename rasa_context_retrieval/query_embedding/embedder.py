@@ -12,6 +12,7 @@ client embeds the queries, with the same vectors.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -203,7 +204,7 @@ def _checked_encoder(
     """The encoder and its self-check result, once per export and embedding model in a process.
 
     A process that opens several stores on one model (tests, benchmarks, a reconnect with a new
-    configuration) shares the session; each ``cache_dir`` still gets its own copy of the export.
+    configuration) shares the session; each ``cache_dir`` still holds the export (a hard link).
     """
     from rasa_context_retrieval.query_embedding.onnx import (
         LocalModel,
@@ -232,7 +233,8 @@ def _holds_same_export(checked: Path, model: Any, cache_dir: Path, *, int8: bool
     if not target.is_file():
         cached_export(model, cache_dir, int8=int8, source=checked)
         return True
-    return target.resolve() == checked.resolve() or file_sha256(target) == file_sha256(checked)
+    # A link to the checked export (what cached_export makes) is the same file: no digest needed.
+    return os.path.samefile(target, checked) or file_sha256(target) == file_sha256(checked)
 
 
 def _fall_back(reason: str) -> None:
