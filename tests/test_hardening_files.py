@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 from langchain_core.structured_query import Comparator, Comparison
 
@@ -32,6 +32,7 @@ from rasa_context_retrieval.knowledge.loader import (
     content_digest,
     load_knowledge_base,
 )
+from tests.property_runs import property_sizes, sized
 from tests.test_index_persistence import HashingEmbedder
 
 yaml_scalars = st.one_of(
@@ -66,13 +67,8 @@ bad_files = st.one_of(
 )
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
 @given(good=st.lists(good_files(), min_size=1, max_size=4), bad=st.lists(bad_files, max_size=5))
-def test_a_folder_of_random_files_loads_every_good_one_and_reports_the_rest(
+def a_folder_of_random_files_loads_every_good_one_and_reports_the_rest(
     tmp_path_factory: pytest.TempPathFactory,
     good: list[tuple[str, bytes]],
     bad: list[tuple[str, bytes]],
@@ -107,6 +103,16 @@ def test_a_folder_of_random_files_loads_every_good_one_and_reports_the_rest(
             directive = Comparison(comparator=comparator, attribute=attribute, value=value)
             mask = filter_mask(reread, directive)
             assert mask is not None and mask.shape == (len(reread),)
+
+
+@property_sizes(full=150, few=15)
+def test_a_folder_of_random_files_loads_every_good_one_and_reports_the_rest(
+    tmp_path_factory: pytest.TempPathFactory, examples: int
+):
+    prop = a_folder_of_random_files_loads_every_good_one_and_reports_the_rest
+    sized(prop, examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])(
+        tmp_path_factory=tmp_path_factory
+    )
 
 
 def write_kb(docs: Path, extra: dict[str, bytes]) -> None:
