@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from rasa_context_retrieval.query_embedding import export_process
+from rasa_context_retrieval.query_embedding.embedder import OnnxQueryEmbedder, open_query_embedder
 from rasa_context_retrieval.query_embedding.onnx import (
     SPINNING_ENTRY,
     LocalModel,
@@ -25,6 +26,7 @@ from rasa_context_retrieval.query_embedding.onnx import (
     cached_export,
     export_file,
 )
+from tests.store_support import CountingEmbedder
 
 
 @pytest.mark.slow  # exports the model in a child process (the fast twin below stands in for it)
@@ -118,3 +120,22 @@ def test_where_no_link_can_be_made_the_export_is_copied(
     held = cached_export(model, tmp_path / "second", source=made)
     assert held.read_bytes() == b"the bytes of an export"
     assert not os.path.samefile(held, made)
+
+
+def test_a_store_on_another_client_of_the_same_model_uses_the_export_already_made(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+):
+    """A wrapped client (here one that counts its texts) gives other index fingerprints, but the
+    query export depends on the model files only: it is linked and checked, not made again."""
+
+    def exporting_again(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the model was exported again")
+
+    monkeypatch.setattr(export_process.subprocess, "run", exporting_again)
+    opened = open_query_embedder(
+        "auto", CountingEmbedder(embedder), tmp_path / "query-model", background=False
+    )
+    assert isinstance(opened, OnnxQueryEmbedder)
+    fingerprint = LocalModel.describe(Path(embedder.config["model"])).fingerprint()
+    held = export_file(tmp_path / "query-model", fingerprint, int8=False)
+    assert os.path.samefile(held, opened.encoder.path)  # the store's folder holds it, linked

@@ -218,9 +218,26 @@ def _checked_encoder(
         known = _OPENED.get(key)
         if known is not None and _holds_same_export(known[0].path, model, cache_dir, int8=int8):
             return known
-        encoder = OnnxQueryEncoder(model, cached_export(model, cache_dir, int8=int8))
+        encoder = _opened_export(key, model, cache_dir, int8=int8)
+        if encoder is None:
+            encoder = OnnxQueryEncoder(model, cached_export(model, cache_dir, int8=int8))
         _OPENED[key] = (encoder, self_check(encoder, client))
         return _OPENED[key]
+
+
+def _opened_export(
+    key: tuple[str, bool, str], model: Any, cache_dir: Path, *, int8: bool
+) -> Any | None:
+    """An encoder this process already opened on the same export for another client (the export
+    depends on the model files only; the self-check, which depends on the client, still runs),
+    once ``cache_dir`` holds that export. None when there is none: export (seconds of a child
+    process) or load from ``cache_dir``."""
+    for (fingerprint, quantized, _), (encoder, _) in _OPENED.items():
+        if (fingerprint, quantized) == key[:2] and _holds_same_export(
+            encoder.path, model, cache_dir, int8=int8
+        ):
+            return encoder
+    return None
 
 
 def _holds_same_export(checked: Path, model: Any, cache_dir: Path, *, int8: bool) -> bool:
