@@ -26,13 +26,31 @@ def model_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def embedder(model_path: Path) -> Any:
-    """Rasa's own ``huggingface_local`` EmbeddingClient on the bundled all-MiniLM-L6-v2."""
+def embedder(model_path: Path, query_model_cache: Path) -> Any:
+    """Rasa's own ``huggingface_local`` EmbeddingClient on the bundled all-MiniLM-L6-v2, with
+    its ONNX query export already made and checked in this process.
+
+    A store on this client embeds queries through that export (``query_embedder: auto``). Once
+    this process has checked it, every store a test opens links it into its own index folder
+    instead of exporting the model again in a child process (half a minute of a core).
+    """
     from rasa.shared.utils.llm import embedder_factory
 
-    return embedder_factory(
+    from rasa_context_retrieval.query_embedding.embedder import open_query_embedder
+
+    client = embedder_factory(
         {"provider": "huggingface_local", "model": str(model_path), "show_progress": False}, {}
     )
+    open_query_embedder("auto", client, query_model_cache, background=False)
+    return client
+
+
+@pytest.fixture(scope="session")
+def query_model_cache(request: pytest.FixtureRequest) -> Path:
+    """The folder of the bundled model's ONNX query export, kept between runs in pytest's cache
+    folder like ``example_index_path`` (the export is keyed by a fingerprint of the model files
+    and the onnxruntime version, so a stale one is never used; ``--cache-clear`` starts afresh)."""
+    return Path(request.config.cache.mkdir("query-model"))
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""Fuzzing access control (about a thousand searches): no crash, no result the user may not read.
+"""Fuzzing access control (about a thousand searches in the whole suite, about a hundred in the
+fast subset): no crash, no result the user may not read.
 
 See ``tests/access_fuzz.py`` for the cases and the independent oracle; ``bench/access_fuzz.py``
 runs the long version on FAISS and on a real Milvus server.
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from rasa_context_retrieval.channels.entitled_rest import EntitledRestInput
@@ -42,11 +43,16 @@ from tests.access_fuzz import (
     plan_knowledge_bases,
     store_config,
 )
+from tests.property_runs import property_sizes, sized
 
 EXAMPLES = 110
 CASES_PER_KNOWLEDGE_BASE = 10
 CHANNEL_EXAMPLES = 40
 CHANNEL_CONVERSATIONS_PER_KNOWLEDGE_BASE = 3
+FUZZ_SETTINGS: dict[str, Any] = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+}
 
 
 @pytest.fixture(scope="module")
@@ -61,18 +67,13 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
     loop.close()
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 @given(
     knowledge_base=knowledge_bases(),
     conversations=st.lists(
         cases(), min_size=CASES_PER_KNOWLEDGE_BASE, max_size=CASES_PER_KNOWLEDGE_BASE
     ),
 )
-def test_no_search_crashes_or_returns_a_document_the_user_may_not_read(
+def no_search_crashes_or_returns_a_document_the_user_may_not_read(
     config: StoreConfig,
     loop: asyncio.AbstractEventLoop,
     knowledge_base: KnowledgeBase,
@@ -86,6 +87,14 @@ def test_no_search_crashes_or_returns_a_document_the_user_may_not_read(
     assert tally.crashes == []
     assert tally.leaks == []
     assert tally.cases == CASES_PER_KNOWLEDGE_BASE
+
+
+@property_sizes(full=EXAMPLES)
+def test_no_search_crashes_or_returns_a_document_the_user_may_not_read(
+    config: StoreConfig, loop: asyncio.AbstractEventLoop, examples: int
+) -> None:
+    prop = no_search_crashes_or_returns_a_document_the_user_may_not_read
+    sized(prop, examples, **FUZZ_SETTINGS)(config=config, loop=loop)
 
 
 def test_the_fuzz_can_fail(config: StoreConfig, loop: asyncio.AbstractEventLoop) -> None:
@@ -104,11 +113,6 @@ def test_the_fuzz_can_fail(config: StoreConfig, loop: asyncio.AbstractEventLoop)
 # --- conversations through the entitled REST channel -------------------------------------------
 
 
-@settings(
-    max_examples=CHANNEL_EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 @given(
     knowledge_base=knowledge_bases(),
     conversations=st.lists(
@@ -117,7 +121,7 @@ def test_the_fuzz_can_fail(config: StoreConfig, loop: asyncio.AbstractEventLoop)
         max_size=CHANNEL_CONVERSATIONS_PER_KNOWLEDGE_BASE,
     ),
 )
-def test_no_channel_request_reads_beyond_its_own_token_or_joins_anothers_conversation(
+def no_channel_request_reads_beyond_its_own_token_or_joins_anothers_conversation(
     config: StoreConfig,
     loop: asyncio.AbstractEventLoop,
     knowledge_base: KnowledgeBase,
@@ -132,6 +136,14 @@ def test_no_channel_request_reads_beyond_its_own_token_or_joins_anothers_convers
     assert tally.crashes == []
     assert tally.leaks == []
     assert tally.cases == sum(len(requests) for requests in conversations)
+
+
+@property_sizes(full=CHANNEL_EXAMPLES)
+def test_no_channel_request_reads_beyond_its_own_token_or_joins_anothers_conversation(
+    config: StoreConfig, loop: asyncio.AbstractEventLoop, examples: int
+) -> None:
+    prop = no_channel_request_reads_beyond_its_own_token_or_joins_anothers_conversation
+    sized(prop, examples, **FUZZ_SETTINGS)(config=config, loop=loop)
 
 
 class BodySenderChannel(EntitledRestInput):
@@ -167,18 +179,13 @@ FILE_EXAMPLES = 40
 CASES_PER_FILE_KNOWLEDGE_BASE = 5
 
 
-@settings(
-    max_examples=EXAMPLES // 2,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 @given(
     knowledge_base=plan_knowledge_bases(),
     conversations=st.lists(
         entitled_cases(), min_size=CASES_PER_KNOWLEDGE_BASE, max_size=CASES_PER_KNOWLEDGE_BASE
     ),
 )
-def test_with_unattributed_documents_private_no_search_returns_one(
+def with_unattributed_documents_private_no_search_returns_one(
     config: StoreConfig,
     loop: asyncio.AbstractEventLoop,
     knowledge_base: KnowledgeBase,
@@ -196,11 +203,14 @@ def test_with_unattributed_documents_private_no_search_returns_one(
     assert tally.leaks == []
 
 
-@settings(
-    max_examples=FILE_EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@property_sizes(full=EXAMPLES // 2)
+def test_with_unattributed_documents_private_no_search_returns_one(
+    config: StoreConfig, loop: asyncio.AbstractEventLoop, examples: int
+) -> None:
+    prop = with_unattributed_documents_private_no_search_returns_one
+    sized(prop, examples, **FUZZ_SETTINGS)(config=config, loop=loop)
+
+
 @given(
     knowledge_base=file_knowledge_bases(),
     conversations=st.lists(
@@ -209,7 +219,7 @@ def test_with_unattributed_documents_private_no_search_returns_one(
         max_size=CASES_PER_FILE_KNOWLEDGE_BASE,
     ),
 )
-def test_no_file_is_served_otherwise_than_its_author_meant(
+def no_file_is_served_otherwise_than_its_author_meant(
     loop: asyncio.AbstractEventLoop,
     knowledge_base: FileKnowledgeBase,
     conversations: list[Case],
@@ -226,6 +236,14 @@ def test_no_file_is_served_otherwise_than_its_author_meant(
         loop.run_until_complete(check_file_case(engine, llm, case, tally, knowledge_base))
     assert tally.crashes == []
     assert tally.leaks == []
+
+
+@property_sizes(full=FILE_EXAMPLES)
+def test_no_file_is_served_otherwise_than_its_author_meant(
+    loop: asyncio.AbstractEventLoop, examples: int
+) -> None:
+    prop = no_file_is_served_otherwise_than_its_author_meant
+    sized(prop, examples, **FUZZ_SETTINGS)(loop=loop)
 
 
 def test_the_file_fuzz_can_fail(loop: asyncio.AbstractEventLoop, tmp_path: Path) -> None:

@@ -170,9 +170,9 @@ ANDROID_ANSWER = (
 
 
 @pytest.fixture(scope="module")
-def strict_platform_store(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Any:
-    index_path = tmp_path_factory.mktemp("strict-platform-index")
-    return connected_store(embedder, block_without_absent_means_all(index_path))
+def strict_platform_store(example_index_path: Path, embedder: Any) -> Any:
+    """``absent_means_all`` applies at search time, not in the index: the shared one serves."""
+    return connected_store(embedder, block_without_absent_means_all(example_index_path))
 
 
 async def test_a_change_of_subject_is_not_hidden_by_the_carried_platform(
@@ -214,7 +214,9 @@ async def test_dropping_a_carried_filter_embeds_nothing_more_and_searches_once_m
     tmp_path: Path, embedder: Any
 ) -> None:
     counting = CountingEmbedder(embedder)
-    store = connected_store(counting, block_without_absent_means_all(tmp_path / "index"))
+    block = block_without_absent_means_all(tmp_path / "index")
+    # the client embeds the queries, so it counts them (not the ONNX export, once checked)
+    store = connected_store(counting, block | {"query_embedder": "rasa"})
     engine = store.engine
     searches: list[Any] = []
     run = engine._run

@@ -16,6 +16,8 @@ from tests.conftest import REPO_ROOT
 from tests.milvus_server import milvus_uri  # noqa: F401
 from tests.test_context_retrieval import state
 
+pytestmark = pytest.mark.milvus
+
 CONVERSATIONS = [
     state(("user", "Can I get a refund?"), region="eu"),
     state(("user", "Can I get a refund?"), region="us"),

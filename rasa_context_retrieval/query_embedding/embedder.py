@@ -12,6 +12,7 @@ client embeds the queries, with the same vectors.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -203,7 +204,7 @@ def _checked_encoder(
     """The encoder and its self-check result, once per export and embedding model in a process.
 
     A process that opens several stores on one model (tests, benchmarks, a reconnect with a new
-    configuration) shares the session; each ``cache_dir`` still gets its own copy of the export.
+    configuration) shares the session; each ``cache_dir`` still holds the export (a hard link).
     """
     from rasa_context_retrieval.query_embedding.onnx import (
         LocalModel,
@@ -217,9 +218,26 @@ def _checked_encoder(
         known = _OPENED.get(key)
         if known is not None and _holds_same_export(known[0].path, model, cache_dir, int8=int8):
             return known
-        encoder = OnnxQueryEncoder(model, cached_export(model, cache_dir, int8=int8))
+        encoder = _opened_export(key, model, cache_dir, int8=int8)
+        if encoder is None:
+            encoder = OnnxQueryEncoder(model, cached_export(model, cache_dir, int8=int8))
         _OPENED[key] = (encoder, self_check(encoder, client))
         return _OPENED[key]
+
+
+def _opened_export(
+    key: tuple[str, bool, str], model: Any, cache_dir: Path, *, int8: bool
+) -> Any | None:
+    """An encoder this process already opened on the same export for another client (the export
+    depends on the model files only; the self-check, which depends on the client, still runs),
+    once ``cache_dir`` holds that export. None when there is none: export (seconds of a child
+    process) or load from ``cache_dir``."""
+    for (fingerprint, quantized, _), (encoder, _) in _OPENED.items():
+        if (fingerprint, quantized) == key[:2] and _holds_same_export(
+            encoder.path, model, cache_dir, int8=int8
+        ):
+            return encoder
+    return None
 
 
 def _holds_same_export(checked: Path, model: Any, cache_dir: Path, *, int8: bool) -> bool:
@@ -232,7 +250,8 @@ def _holds_same_export(checked: Path, model: Any, cache_dir: Path, *, int8: bool
     if not target.is_file():
         cached_export(model, cache_dir, int8=int8, source=checked)
         return True
-    return target.resolve() == checked.resolve() or file_sha256(target) == file_sha256(checked)
+    # A link to the checked export (what cached_export makes) is the same file: no digest needed.
+    return os.path.samefile(target, checked) or file_sha256(target) == file_sha256(checked)
 
 
 def _fall_back(reason: str) -> None:

@@ -114,7 +114,8 @@ def cached_export(
 ) -> Path:
     """The export for ``model`` in ``cache_dir``: reused when present, made once otherwise.
 
-    ``source``: the same export already made elsewhere (same fingerprint), copied instead.
+    ``source``: the same export already made elsewhere (same fingerprint), linked instead
+    (``_link_or_copy``).
     """
     fingerprint = model.fingerprint()
     fp32 = export_file(cache_dir, fingerprint, int8=False)
@@ -128,7 +129,7 @@ def cached_export(
         if wanted.is_file():  # another worker made it while we waited
             return wanted
         if source is not None:
-            _publish(wanted, lambda target: shutil.copyfile(source, target))
+            _publish(wanted, lambda target: _link_or_copy(source, target))
         else:
             if not fp32.is_file():
                 _publish(fp32, lambda target: export_onnx(model, target))
@@ -283,6 +284,17 @@ def _publish(target: Path, write: Any) -> None:
         os.replace(staging, target)
     finally:
         staging.unlink(missing_ok=True)
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """A hard link to ``source`` (no bytes written: the export is ~90 MB and every index folder of
+    a process on the same model holds one), or a copy where linking fails (another device, a
+    file system without links). Sharing the inode is safe: an export is only ever replaced
+    whole (``_publish``), never written in place."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 def _remove_stale(cache_dir: Path, fingerprint: str) -> None:
