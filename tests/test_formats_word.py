@@ -116,3 +116,19 @@ def test_external_entities_in_word_xml_are_never_read(tmp_path: Path):
     texts = " ".join(document.text for document in knowledge.documents)
     assert "TOP-SECRET-OUTSIDE-DOCS" not in texts
     assert "Choose Billing" in texts or knowledge.problems
+
+
+def test_a_question_and_its_answer_in_two_paragraphs_are_one_entry(tmp_path: Path):
+    """Word authors press Enter between question and answer: the entry keeps its answer."""
+    document = docx.Document()
+    for question, answer in [("Can I get a refund?", "Within 30 days."), ("By card?", "Yes.")]:
+        document.add_paragraph(f"Q: {question}")
+        document.add_paragraph(f"A: {answer}")
+    document.save(str(tmp_path / "faq.docx"))
+
+    chunks = chunk_documents(load_knowledge_base(tmp_path, extra_suffixes=WORD).documents, 500, 50)
+
+    assert [(c.metadata.get("question"), c.metadata["answer"]) for c in chunks] == [
+        ("Can I get a refund?", "Within 30 days."),
+        ("By card?", "Yes."),
+    ]

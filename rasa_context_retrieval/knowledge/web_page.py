@@ -24,6 +24,7 @@ from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.knowledge.markdown_table import markdown_table
+from rasa_context_retrieval.knowledge.qa_entries import answers
 from rasa_context_retrieval.knowledge.sections import HeadingPath, heading_of
 
 HTML_SUFFIXES = (".html", ".htm")
@@ -152,8 +153,8 @@ def _sections(main: Any) -> list[PageSection]:
             if heading is not None:
                 path.enter(*heading)
             anchor, blocks, where = block_anchor, [], str(path)
-        if blocks and blocks[-1].startswith("Q:") and text.startswith("A:"):
-            blocks[-1] = f"{blocks[-1]}\n{text}"  # one Q/A entry, as the chunker reads it
+        if blocks and answers(blocks[-1], text):
+            blocks[-1] = f"{blocks[-1]}\n{text}"  # one Q/A entry (knowledge.qa_entries)
         else:
             blocks.append(text)
     if blocks:

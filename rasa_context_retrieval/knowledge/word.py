@@ -1,5 +1,6 @@
 """Word (.docx) documents → Markdown text: heading styles become ``#`` headings, list styles
-stay ``- `` items, tables become Markdown tables, the core-property title fills ``title``.
+stay ``- `` items, tables become Markdown tables, the core-property title fills ``title``, and a
+``Q:`` paragraph with its ``A:`` paragraph is one entry (``knowledge.qa_entries``).
 
 ``python-docx`` (MIT) reads styles and core properties directly (``documentation/formats.md``);
 its XML parser does not resolve entities, so XXE in a document is never followed. A .docx is a
@@ -16,6 +17,7 @@ from typing import Any
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.knowledge.markdown_table import markdown_table
 from rasa_context_retrieval.knowledge.office_zip import OfficeZipRefused, check_unpacked_size
+from rasa_context_retrieval.knowledge.qa_entries import entries_joined
 
 DOCX_SUFFIX = ".docx"
 MISSING_LIBRARY = (
@@ -49,7 +51,7 @@ def word_text(raw: bytes) -> tuple[str, dict[str, Any]]:
         raise
     except Exception as error:  # python-docx raises KeyError, ValueError, lxml errors, ...
         raise WordUnreadable(f"corrupt Word file ({type(error).__name__})") from None
-    text = "\n\n".join(block for block in blocks if block.strip())
+    text = "\n\n".join(entries_joined([block for block in blocks if block.strip()]))
     if not text.strip():
         raise WordUnreadable("Word file has no text")
     return text, ({"title": title.strip()} if title and title.strip() else {})
