@@ -60,13 +60,14 @@ def pdf_pages(raw: bytes) -> Iterator[tuple[int, str, dict[str, Any]]]:
 
 
 def _page_text(page: Any) -> str:
-    """The page's paragraphs (``knowledge.pdf_paragraphs``) from its laid-out text; a page the
-    layout mode cannot place (rotated or odd text matrices) falls back to the plain text."""
+    """The page's paragraphs (``knowledge.pdf_paragraphs``) from its plain and laid-out text; a
+    page the layout mode cannot place (rotated or odd text matrices) keeps its plain text."""
+    plain = page.extract_text() or ""
     try:
         laid_out = page.extract_text(extraction_mode="layout")
     except (ValueError, KeyError, TypeError, ZeroDivisionError, IndexError):
-        return page.extract_text() or ""
-    return paragraphs(laid_out or "")
+        return plain
+    return paragraphs(laid_out or "", plain)
 
 
 def _page_sections(reader: Any, pages: int) -> dict[int, str]:

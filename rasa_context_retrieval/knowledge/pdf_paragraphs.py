@@ -30,14 +30,24 @@ STARTS_ITEM = re.compile(r"^(Q:|A:|[-•*▪◦‣–]\s|\d{1,3}[.)]\s|#)")
 """A line that begins an item of its own, whatever the line above it looks like."""
 
 
-def paragraphs(layout_text: str) -> str:
-    """The page's paragraphs, separated by one blank line each."""
+def paragraphs(layout_text: str, plain_text: str) -> str:
+    """The page's paragraphs, separated by one blank line each.
+
+    The words come from the plain text, the geometry (gaps, line lengths, columns) from the
+    laid-out text: the layout mode places words by position and drops the spaces a typesetter
+    such as TeX draws as offsets (``OpenGovdoesnotsell``), the plain mode keeps them. When the
+    two do not hold the same lines in the same order, the plain text is returned as it is.
+    """
     lines = [line.rstrip() for line in layout_text.splitlines()]
+    printed = [line for line in plain_text.splitlines() if line.strip()]
+    if [_letters(line) for line in lines if line.strip()] != [_letters(line) for line in printed]:
+        return plain_text
+    words_of = iter(printed)
     margin = max((len(line) for line in lines), default=0) * FILLED_LINE
     blocks: list[list[str]] = [[]]
     above = ""
     for line in lines:
-        words = " ".join(line.split())
+        words = " ".join(next(words_of).split()) if line.strip() else ""
         if not words:
             if blocks[-1]:
                 blocks.append([])
@@ -47,8 +57,12 @@ def paragraphs(layout_text: str) -> str:
             blocks[-1][-1] = f"{blocks[-1][-1]} {words}"
         else:
             blocks[-1].append(words)
-        above = line
+        above = line if len(line.strip()) >= len(words) else words
     return "\n\n".join(entries_joined(["\n".join(block) for block in blocks if block]))
+
+
+def _letters(line: str) -> str:
+    return "".join(line.split())
 
 
 def _continues(above: str, words: str, margin: float) -> bool:
