@@ -1,6 +1,7 @@
 """Word (.docx) documents → Markdown text: heading styles become ``#`` headings, list styles
-stay ``- `` items, tables become Markdown tables, the core-property title fills ``title``, and a
-``Q:`` paragraph with its ``A:`` paragraph is one entry (``knowledge.qa_entries``).
+(or numbered paragraphs) stay ``- `` items, tables become Markdown tables, the core-property
+title fills ``title``, and a ``Q:`` paragraph with its ``A:`` paragraph is one entry
+(``knowledge.qa_entries``).
 
 ``python-docx`` (MIT) reads styles and core properties directly (``documentation/formats.md``);
 its XML parser does not resolve entities, so XXE in a document is never followed. A .docx is a
@@ -78,9 +79,16 @@ def _markdown_paragraph(paragraph: Any) -> str:
     if style.startswith("Heading "):
         level = style.removeprefix("Heading ").strip()
         return f"{'#' * min(int(level), 6) if level.isdigit() else '#'} {text}"
-    if style.startswith("List"):
+    if style.startswith("List") or _numbered(paragraph):
         return f"- {text}"
     return text
+
+
+def _numbered(paragraph: Any) -> bool:
+    """A list item by its numbering, whatever its style: pandoc, for one, writes list items in
+    its ``Compact`` style with the numbering on the paragraph."""
+    properties = paragraph._p.pPr
+    return properties is not None and properties.numPr is not None
 
 
 def _markdown_table(table: Any) -> str:
