@@ -123,3 +123,32 @@ def test_links_in_a_page_are_never_followed(tmp_path: Path):
     )
     knowledge = load_knowledge_base(docs, extra_suffixes=HTML)
     assert "OUTSIDE-SECRET" not in "".join(d.text for d in knowledge.documents)
+
+
+def test_a_documentation_fragment_reads_as_a_browser_shows_it(tmp_path: Path):
+    """No ``<meta charset>`` (UTF-8 bytes), a hard-wrapped paragraph, a numbered list, and a
+    Q/A entry on two source lines: as the Fossil project's help pages are written."""
+    fragment = (
+        "<div class='doc'>\n<h2 id='prep'>Repository Prep</h2>\n"
+        "<p>Give it a much stronger password\nunder Admin → Users.</p>\n"
+        "<ol><li>Run the audit.</li><li>Take it\nprivate.</li></ol>\n"
+        "<p>Q: Is a server required?\nA: No, but it can be useful.</p>\n</div>\n"
+    )
+    (tmp_path / "server.html").write_bytes(fragment.encode("utf-8"))
+
+    knowledge = load_knowledge_base(tmp_path, extra_suffixes=HTML)
+    chunks = chunk_documents(knowledge.documents, 500, 50)
+
+    assert knowledge.documents[0].text.splitlines() == [
+        "## Repository Prep",
+        "",
+        "Give it a much stronger password under Admin → Users.",
+        "",
+        "1. Run the audit.",
+        "",
+        "2. Take it private.",
+        "",
+        "Q: Is a server required?",
+        "A: No, but it can be useful.",
+    ]
+    assert chunks[-1].metadata["answer"] == "No, but it can be useful."

@@ -161,3 +161,57 @@ def test_a_page_carries_the_outline_section_it_stands_in(tmp_path: Path):
         (3, "Setup > Cables"),
         (4, "Reset"),
     ]
+
+
+LONG_ANSWER = (
+    "Open Settings, choose Sync and tap Pause; files already on this device stay where they "
+    "are, uploads wait until you tap Resume, and nothing is deleted on any other device."
+)
+
+
+def test_entries_on_a_page_stay_apart_and_wrapped_answers_read_as_written(tmp_path: Path):
+    """A PDF of Q/A entries (a gap between entries, answers wrapped at the margin) gives the
+    same entries and answers as the Markdown it was printed from."""
+    document = fpdf.FPDF()
+    document.set_font("Helvetica", size=11)
+    document.add_page()
+    for question in ("How do I pause sync?", "Does pausing delete files?"):
+        document.multi_cell(0, 5, f"Q: {question}\nA: {LONG_ANSWER}")
+        document.ln(5)
+    document.multi_cell(0, 5, "Before you start:\n- a charged phone\n- the app, version 6 or later")
+    document.output(str(tmp_path / "sync.pdf"))
+
+    chunks = chunk_documents(load_knowledge_base(tmp_path, extra_suffixes=PDF).documents, 500, 50)
+
+    assert [c.metadata.get("question") for c in chunks] == [
+        "How do I pause sync?",
+        "Does pausing delete files?",
+        None,
+    ]
+    assert [c.metadata["answer"] for c in chunks[:2]] == [LONG_ANSWER, LONG_ANSWER]
+    assert chunks[2].text == "Before you start:\n- a charged phone\n- the app, version 6 or later"
+
+
+def test_a_question_and_its_answer_in_two_paragraphs_are_one_entry(tmp_path: Path):
+    make_pdf(tmp_path / "faq.pdf", ["Q: Can I undo a deletion?\n\nA: Yes, within 30 days."])
+
+    chunks = chunk_documents(load_knowledge_base(tmp_path, extra_suffixes=PDF).documents, 500, 50)
+
+    assert [(c.metadata.get("question"), c.metadata["answer"]) for c in chunks] == [
+        ("Can I undo a deletion?", "Yes, within 30 days.")
+    ]
+
+
+def test_a_table_keeps_one_row_per_line(tmp_path: Path):
+    document = fpdf.FPDF()
+    document.set_font("Helvetica", size=11)
+    document.add_page()
+    with document.table(col_widths=(60, 60, 60)) as table:
+        for row in (("Plan", "Storage", "Price"), ("Free", "5 GB", "0"), ("Plus", "200 GB", "3")):
+            table.row(row)
+    document.output(str(tmp_path / "plans.pdf"))
+
+    (page,) = load_knowledge_base(tmp_path, extra_suffixes=PDF).documents
+
+    rows = [line for line in page.text.splitlines() if line]
+    assert rows == ["Plan Storage Price", "Free 5 GB 0", "Plus 200 GB 3"]

@@ -116,3 +116,43 @@ def test_external_entities_in_word_xml_are_never_read(tmp_path: Path):
     texts = " ".join(document.text for document in knowledge.documents)
     assert "TOP-SECRET-OUTSIDE-DOCS" not in texts
     assert "Choose Billing" in texts or knowledge.problems
+
+
+def test_a_question_and_its_answer_in_two_paragraphs_are_one_entry(tmp_path: Path):
+    """Word authors press Enter between question and answer: the entry keeps its answer."""
+    document = docx.Document()
+    for question, answer in [("Can I get a refund?", "Within 30 days."), ("By card?", "Yes.")]:
+        document.add_paragraph(f"Q: {question}")
+        document.add_paragraph(f"A: {answer}")
+    document.save(str(tmp_path / "faq.docx"))
+
+    chunks = chunk_documents(load_knowledge_base(tmp_path, extra_suffixes=WORD).documents, 500, 50)
+
+    assert [(c.metadata.get("question"), c.metadata["answer"]) for c in chunks] == [
+        ("Can I get a refund?", "Within 30 days."),
+        ("By card?", "Yes."),
+    ]
+
+
+def test_numbered_paragraphs_are_list_items_whatever_their_style(tmp_path: Path):
+    """pandoc writes list items in its ``Compact`` style, numbered on the paragraph itself."""
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    document = docx.Document()
+    document.add_paragraph("We log requests in situations such as:")
+    for text in ("site testing", "defending against attacks"):
+        paragraph = document.add_paragraph(text)
+        numbering = OxmlElement("w:numPr")
+        for name in ("w:ilvl", "w:numId"):
+            value = OxmlElement(name)
+            value.set(qn("w:val"), "0" if name == "w:ilvl" else "1")
+            numbering.append(value)
+        paragraph._p.get_or_add_pPr().append(numbering)
+    document.save(str(tmp_path / "policy.docx"))
+
+    (policy,) = load_knowledge_base(tmp_path, extra_suffixes=WORD).documents
+
+    assert policy.text == (
+        "We log requests in situations such as:\n\n- site testing\n\n- defending against attacks"
+    )

@@ -8,7 +8,7 @@ loaded, so a typo in a source path or a filter fails at once with the case's nam
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
 
@@ -18,7 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.filters.syntax import attributes_of, parse_filter
+from rasa_context_retrieval.knowledge.faq_table import CSV_SUFFIX, XLSX_SUFFIX
+from rasa_context_retrieval.knowledge.listing import JSONL_SUFFIX
 from rasa_context_retrieval.knowledge.loader import knowledge_files
+from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX
+from rasa_context_retrieval.knowledge.slides import PPTX_SUFFIX
+from rasa_context_retrieval.knowledge.web_page import HTML_SUFFIXES
 
 EvalRole = Literal["user", "bot"]
 CaseKind = Literal["standalone", "follow-up", "clarification", "switch"]
@@ -30,6 +35,10 @@ UNLABELLED = "unlabelled"
 """The group of cases that state no ``kind``, in reports per kind."""
 
 Item = TypeVar("Item")
+FRAGMENT_SUFFIXES = (PDF_SUFFIX, PPTX_SUFFIX, *HTML_SUFFIXES)
+"""Files whose citations end with ``#place`` (a page, a slide, an anchor)."""
+ROW_SUFFIXES = {JSONL_SUFFIX: 1, CSV_SUFFIX: 1, XLSX_SUFFIX: 2}
+"""Files whose citations end with ``:line`` or ``:worksheet:row``: how many colon parts."""
 
 
 class EvalTurn(BaseModel):
@@ -71,8 +80,11 @@ class EvalCase(BaseModel):
     """Slot values when the last user turn arrives (for ``slot_filters``)."""
     turns: tuple[EvalTurn, ...] = Field(min_length=1)
     expected_sources: tuple[str, ...]
-    """Files relative to the docs folder; any chunk of one of them is a right result. Empty:
-    the documents hold no answer, so the right behaviour is to return nothing relevant."""
+    """Files relative to the docs folder; any chunk of one of them is a right result. A source
+    with a place (``manual.pdf#page=12``, ``help/sync.html#pausing``, ``deck.pptx#slide=3``,
+    ``faq.csv:7``, ``faq.xlsx:FAQ:7``, ``faq.jsonl:3``) is right only for chunks cited with
+    that place. Empty: the documents hold no answer, so the right behaviour is to return
+    nothing relevant."""
     expected_filter: str | None = None
     """The final filter in self-query syntax; ``null`` expects no filter; absent: not checked."""
     kind: CaseKind | None = None
@@ -109,8 +121,8 @@ class EvalCase(BaseModel):
         return None if self.expected_filter is None else parse_filter(self.expected_filter)
 
     def is_right(self, source: str, answer: str) -> bool:
-        """Whether a result from file ``source`` whose answer is ``answer`` answers this case."""
-        if source not in self.expected_sources:
+        """Whether a result cited as ``source`` whose answer is ``answer`` answers this case."""
+        if not any(names(expected, source) for expected in self.expected_sources):
             return False
         return self.expected_answer is None or _folded(self.expected_answer) in _folded(answer)
 
@@ -137,9 +149,13 @@ class EvalFileError(ContextRetrievalError, ValueError):
 
 
 def load_cases(
-    path: Path, docs: Path, fields: frozenset[str] | None = None
+    path: Path,
+    docs: Path,
+    fields: frozenset[str] | None = None,
+    extra_suffixes: Collection[str] = (),
 ) -> tuple[EvalCase, ...]:
-    """Read and check an evaluation file against the knowledge base in ``docs``.
+    """Read and check an evaluation file against the knowledge base in ``docs`` (with the
+    files of the opted-in formats, ``extra_suffixes``).
 
     Raises:
         EvalFileError: unreadable YAML, a wrong key or value, a duplicate case name, an
@@ -155,7 +171,7 @@ def load_cases(
     except ValidationError as error:
         raise EvalFileError(f"{path}: {_problems(error, raw)}") from None
     _check_unique_names(path, cases)
-    _check_sources(path, cases, docs)
+    _check_sources(path, cases, docs, extra_suffixes)
     if fields is not None:
         _check_filter_attributes(path, cases, fields)
     return cases
@@ -175,9 +191,23 @@ def group_by_kind(
 
 
 def source_file(source: str) -> str:
-    """The file a chunk comes from: ``faq.jsonl:12`` (one line of a .jsonl) is ``faq.jsonl``."""
-    head, separator, line = source.rpartition(":")
-    return head if separator and line.isdigit() and head.endswith(".jsonl") else source
+    """The file a chunk's citation names, without the place in it: ``faq.jsonl:12``,
+    ``faq.csv:12`` and ``faq.xlsx:FAQ:12`` (a line or a row), ``manual.pdf#page=3``,
+    ``deck.pptx#slide=3`` and ``help/sync.html#pausing`` (a page, a slide, an anchor)."""
+    head, separator, _ = source.partition("#")
+    if separator and head.lower().endswith(FRAGMENT_SUFFIXES):
+        return head
+    for suffix, colons in ROW_SUFFIXES.items():
+        parts = source.rsplit(":", colons)
+        if len(parts) == colons + 1 and parts[0].lower().endswith(suffix) and parts[-1].isdigit():
+            return parts[0]
+    return source
+
+
+def names(expected: str, source: str) -> bool:
+    """Whether the expected source ``expected`` names the chunk cited as ``source``: a file
+    names every place in it (``manual.pdf`` each page), a place only itself (``#page=3``)."""
+    return expected == source or expected == source_file(source)
 
 
 def _check_unique_names(path: Path, cases: Sequence[EvalCase]) -> None:
@@ -188,11 +218,14 @@ def _check_unique_names(path: Path, cases: Sequence[EvalCase]) -> None:
         seen.add(case.name)
 
 
-def _check_sources(path: Path, cases: Sequence[EvalCase], docs: Path) -> None:
-    known = {file.relative_to(docs).as_posix() for file in knowledge_files(docs)}
+def _check_sources(
+    path: Path, cases: Sequence[EvalCase], docs: Path, extra_suffixes: Collection[str]
+) -> None:
+    listed = knowledge_files(docs, extra_suffixes)
+    known = {file.relative_to(docs).as_posix() for file in listed}
     for case in cases:
         for source in case.expected_sources:
-            if source not in known:
+            if source_file(source) not in known:
                 raise EvalFileError(
                     f"{path}: case {case.name!r}: expected source {source!r} is not a knowledge "
                     f"file under {docs} (write the path relative to it, e.g. 'plans/free.md')"

@@ -41,6 +41,7 @@ def register(commands: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> 
 
 def run(args: argparse.Namespace) -> int:
     from rasa_context_retrieval.evaluation.cases import load_cases
+    from rasa_context_retrieval.knowledge.conversion import format_suffixes
 
     config = args.setup.config  # validated by the console's pre-flight check
     if config.docs is None or not config.docs.is_dir():
@@ -48,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
             "evaluation checks each case's expected sources against `docs`: point "
             "vector_store.docs at the knowledge base folder"
         )
-    cases = load_cases(args.file, config.docs, config.field_names)
+    suffixes = format_suffixes(config.document_formats)
+    cases = load_cases(args.file, config.docs, config.field_names, suffixes)
     # the engine and the report after the cases: a mistake in the file costs no import
     from rasa_context_retrieval.assistant import ConsoleSession
     from rasa_context_retrieval.evaluation.report import build_report, render_text

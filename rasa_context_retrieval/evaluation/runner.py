@@ -22,7 +22,7 @@ from langchain_core.structured_query import FilterDirective, Operation, Operator
 
 from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.engine.search import KnowledgeSearch, SearchOutcome
-from rasa_context_retrieval.evaluation.cases import EvalCase, source_file
+from rasa_context_retrieval.evaluation.cases import EvalCase
 from rasa_context_retrieval.evaluation.tracker import rasa_default_query, tracker_for, tracker_state
 from rasa_context_retrieval.filters.syntax import parse_filter, to_filter_syntax
 from rasa_context_retrieval.knowledge.models import ScoredChunk
@@ -42,6 +42,7 @@ class Ranking:
 
     query: str
     sources: tuple[str, ...]
+    """As cited, with their place: ``faq.jsonl:3``, ``manual.pdf#page=12``."""
     relevances: tuple[float, ...]
     first_right_rank: int | None
     """1-based rank of the first result from an expected file (holding the expected answer, when
@@ -111,7 +112,7 @@ async def _same_filter(
 
 
 def _ranking(case: EvalCase, query: str, results: Sequence[ScoredChunk]) -> Ranking:
-    sources = tuple(source_file(str(found.chunk.metadata.get("source", ""))) for found in results)
+    sources = tuple(str(found.chunk.metadata.get("source", "")) for found in results)
     answers = (str(found.chunk.metadata.get("answer", found.chunk.text)) for found in results)
     rank = next(
         (

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.knowledge.pdf_paragraphs import paragraphs
 from rasa_context_retrieval.knowledge.sections import SECTION, SEPARATOR
 
 PDF_SUFFIX = ".pdf"
@@ -43,7 +44,7 @@ def pdf_pages(raw: bytes) -> Iterator[tuple[int, str, dict[str, Any]]]:
         if reader.is_encrypted:
             raise PdfUnreadable("encrypted PDF; save an unencrypted copy to index it")
         title = reader.metadata.title if reader.metadata is not None else None
-        texts = [page.extract_text() or "" for page in reader.pages]
+        texts = [_page_text(page) for page in reader.pages]
         sections = _page_sections(reader, len(texts))
     except PdfUnreadable:
         raise
@@ -56,6 +57,17 @@ def pdf_pages(raw: bytes) -> Iterator[tuple[int, str, dict[str, Any]]]:
         if text.strip():
             where = sections.get(number)
             yield number, text, ({**properties, SECTION: where} if where else properties)
+
+
+def _page_text(page: Any) -> str:
+    """The page's paragraphs (``knowledge.pdf_paragraphs``) from its plain and laid-out text; a
+    page the layout mode cannot place (rotated or odd text matrices) keeps its plain text."""
+    plain = page.extract_text() or ""
+    try:
+        laid_out = page.extract_text(extraction_mode="layout")
+    except (ValueError, KeyError, TypeError, ZeroDivisionError, IndexError):
+        return plain
+    return paragraphs(laid_out or "", plain)
 
 
 def _page_sections(reader: Any, pages: int) -> dict[int, str]:

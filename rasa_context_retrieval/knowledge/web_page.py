@@ -24,6 +24,7 @@ from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.knowledge.markdown_table import markdown_table
+from rasa_context_retrieval.knowledge.qa_entries import ANSWER, answers
 from rasa_context_retrieval.knowledge.sections import HeadingPath, heading_of
 
 HTML_SUFFIXES = (".html", ".htm")
@@ -42,6 +43,10 @@ BANNER_MARKERS = re.compile(r"cookie|consent|gdpr|banner|newsletter|breadcrumb",
 HEADINGS = {f"h{level}": level for level in range(1, 7)}
 BLOCKS = frozenset({"p", "pre", "blockquote", "dd", "dt", "figcaption", "address"})
 SECTIONING = frozenset({"section", "article"})
+DECLARED_CHARSET = re.compile(rb"<meta[^>]+charset", re.IGNORECASE)
+DECLARATION_BYTES = 4096
+"""Where a page declares its encoding: in a ``<meta>`` near its start."""
+WHITESPACE = re.compile(r"\s+")
 
 
 class PageUnreadable(ContextRetrievalError, ValueError):
@@ -70,7 +75,11 @@ def page_sections(raw: bytes) -> tuple[list[PageSection], dict[str, Any]]:
     except ImportError:
         raise PageUnreadable(MISSING_LIBRARY) from None
     parser = html.HTMLParser(
-        remove_comments=True, remove_pis=True, no_network=True, recover=True, encoding=None
+        remove_comments=True,
+        remove_pis=True,
+        no_network=True,
+        recover=True,
+        encoding=_encoding(raw),
     )
     try:
         root = html.document_fromstring(raw, parser=parser)
@@ -79,6 +88,7 @@ def page_sections(raw: bytes) -> tuple[list[PageSection], dict[str, Any]]:
     properties = _properties(root)
     main = _main_content(root)
     _remove_furniture(main)
+    _collapse_source_lines(main)
     for line_break in main.iter("br"):  # "Q: ...<br>A: ..." stays two lines
         line_break.tail = "\n" + (line_break.tail or "")
     sections = _sections(main)
@@ -88,6 +98,52 @@ def page_sections(raw: bytes) -> tuple[list[PageSection], dict[str, Any]]:
             "(a page built by JavaScript?); not indexed"
         )
     return sections, properties
+
+
+def _encoding(raw: bytes) -> str | None:
+    """UTF-8 for a page that declares no encoding and reads as UTF-8 (a saved page or a
+    documentation fragment often has no ``<meta charset>``; lxml would guess Latin-1 and turn
+    "→" into "â"); otherwise what the page declares (``None``: lxml reads the declaration)."""
+    if raw.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        return None
+    if DECLARED_CHARSET.search(raw[:DECLARATION_BYTES]):
+        return None
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return "utf-8"
+
+
+def _collapse_source_lines(main: Any) -> None:
+    """Line breaks in the HTML source are spaces, as a browser shows them (a hard-wrapped
+    paragraph reads as one line); only ``<br>`` (added after this), ``<pre>`` and a line that
+    starts with ``A:`` (the answer of a ``Q:`` line, ``knowledge.qa_entries``) break a line."""
+    for element in main.iter():
+        if not isinstance(element.tag, str):
+            continue
+        if element.tag != "pre" and not element.xpath("ancestor::pre") and element.text:
+            element.text = _collapsed(element.text)
+        if element.tail and not element.xpath("ancestor::pre"):
+            element.tail = _collapsed(element.tail)
+
+
+def _collapsed(text: str) -> str:
+    def space(match: re.Match[str]) -> str:
+        keeps_line = "\n" in match[0] and text.startswith(ANSWER, match.end())
+        return "\n" if keeps_line else " "
+
+    return WHITESPACE.sub(space, text)
+
+
+def _list_mark(item: Any, parent: Any) -> str:
+    """``- `` in a bulleted list; in a numbered one the item's number (``start`` counted)."""
+    if parent is None or parent.tag != "ol":
+        return "-"
+    start = parent.get("start", "1").strip()
+    first = int(start) if start.lstrip("-").isdigit() else 1
+    position = sum(1 for sibling in item.itersiblings(preceding=True) if sibling.tag == "li")
+    return f"{first + position}."
 
 
 def _properties(root: Any) -> dict[str, Any]:
@@ -152,8 +208,8 @@ def _sections(main: Any) -> list[PageSection]:
             if heading is not None:
                 path.enter(*heading)
             anchor, blocks, where = block_anchor, [], str(path)
-        if blocks and blocks[-1].startswith("Q:") and text.startswith("A:"):
-            blocks[-1] = f"{blocks[-1]}\n{text}"  # one Q/A entry, as the chunker reads it
+        if blocks and answers(blocks[-1], text):
+            blocks[-1] = f"{blocks[-1]}\n{text}"  # one Q/A entry (knowledge.qa_entries)
         else:
             blocks.append(text)
     if blocks:
@@ -175,7 +231,7 @@ def _blocks(main: Any) -> Iterator[tuple[str | None, bool, str]]:
             text = _words(element)
             if text:
                 parent = element.getparent()
-                mark = "1." if parent is not None and parent.tag == "ol" else "-"
+                mark = _list_mark(element, parent)
                 yield None, False, f"{mark} {text}"
         elif tag == "table":
             table = _markdown_table(element)

@@ -1,5 +1,7 @@
 """Word (.docx) documents → Markdown text: heading styles become ``#`` headings, list styles
-stay ``- `` items, tables become Markdown tables, the core-property title fills ``title``.
+(or numbered paragraphs) stay ``- `` items, tables become Markdown tables, the core-property
+title fills ``title``, and a ``Q:`` paragraph with its ``A:`` paragraph is one entry
+(``knowledge.qa_entries``).
 
 ``python-docx`` (MIT) reads styles and core properties directly (``documentation/formats.md``);
 its XML parser does not resolve entities, so XXE in a document is never followed. A .docx is a
@@ -16,6 +18,7 @@ from typing import Any
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.knowledge.markdown_table import markdown_table
 from rasa_context_retrieval.knowledge.office_zip import OfficeZipRefused, check_unpacked_size
+from rasa_context_retrieval.knowledge.qa_entries import entries_joined
 
 DOCX_SUFFIX = ".docx"
 MISSING_LIBRARY = (
@@ -49,7 +52,7 @@ def word_text(raw: bytes) -> tuple[str, dict[str, Any]]:
         raise
     except Exception as error:  # python-docx raises KeyError, ValueError, lxml errors, ...
         raise WordUnreadable(f"corrupt Word file ({type(error).__name__})") from None
-    text = "\n\n".join(block for block in blocks if block.strip())
+    text = "\n\n".join(entries_joined([block for block in blocks if block.strip()]))
     if not text.strip():
         raise WordUnreadable("Word file has no text")
     return text, ({"title": title.strip()} if title and title.strip() else {})
@@ -76,9 +79,16 @@ def _markdown_paragraph(paragraph: Any) -> str:
     if style.startswith("Heading "):
         level = style.removeprefix("Heading ").strip()
         return f"{'#' * min(int(level), 6) if level.isdigit() else '#'} {text}"
-    if style.startswith("List"):
+    if style.startswith("List") or _numbered(paragraph):
         return f"- {text}"
     return text
+
+
+def _numbered(paragraph: Any) -> bool:
+    """A list item by its numbering, whatever its style: pandoc, for one, writes list items in
+    its ``Compact`` style with the numbering on the paragraph."""
+    properties = paragraph._p.pPr
+    return properties is not None and properties.numPr is not None
 
 
 def _markdown_table(table: Any) -> str:
