@@ -82,7 +82,9 @@ def split_cases(cases: Sequence[EvalCase]) -> tuple[list[EvalCase], list[EvalCas
 def weight_grid() -> list[ContextWeightsBlock]:
     """Every point of the grid, as the ``context_weights`` block it would be configured as."""
     return [
-        ContextWeightsBlock(previous_question=previous, topic=topic, last_bot=last_bot)
+        ContextWeightsBlock(
+            previous_question=previous, topic=topic, last_bot=last_bot, previous_answer=None
+        )
         for previous, topic, last_bot in itertools.product(
             PREVIOUS_QUESTION_GRID, TOPIC_GRID, LAST_BOT_GRID
         )
