@@ -83,7 +83,10 @@ def weight_grid() -> list[ContextWeightsBlock]:
     """Every point of the grid, as the ``context_weights`` block it would be configured as."""
     return [
         ContextWeightsBlock(
-            previous_question=previous, topic=topic, last_bot=last_bot, previous_answer=None
+            previous_question=previous,
+            topic=topic,
+            last_bot=last_bot,
+            previous_answer=TURNS_VIEW_WEIGHTS.previous_answer,  # not tuned: see context-model.md
         )
         for previous, topic, last_bot in itertools.product(
             PREVIOUS_QUESTION_GRID, TOPIC_GRID, LAST_BOT_GRID
@@ -212,6 +215,7 @@ def render_tuning(tuning: Tuning) -> str:
         f"    previous_question: {weights.previous_question}",
         f"    topic: {weights.topic}",
         f"    last_bot: {weights.last_bot}",
+        f"    previous_answer: {weights.previous_answer}",
         "",
         "# config.yml, in the EnterpriseSearchPolicy entry",
         "vector_store:",
