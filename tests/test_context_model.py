@@ -324,20 +324,6 @@ async def test_a_facet_swap_asks_the_question_before_about_the_thing_it_names(
     assert result.results[0].metadata["source"] == "accounts/business-overdraft.md"
 
 
-async def test_a_follow_up_keeps_the_earlier_words_the_knowledge_base_finds_distinctive(
-    bank: ContextRetrieval,
-):
-    result = await search(
-        bank,
-        "What does it cost to use my current account abroad?",
-        "Card payments abroad in any currency cost 2.75% of the amount.",
-        "and for the credit card?",
-    )
-
-    _, searched = view_texts(result)
-    assert "abroad" in searched[0].lower()  # the fifth content word, kept for its rarity
-
-
 @pytest.fixture(scope="module")
 def bank_with_prior(embedder: Any, bank: ContextRetrieval) -> ContextRetrieval:
     config = bank.engine.config

@@ -34,6 +34,7 @@ words such as "wow", "okay"): content words need no tagger or parser, so none is
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
@@ -67,6 +68,11 @@ class RewriteMode(StrEnum):
 
 
 DEFAULT_MODE = RewriteMode.CHAINED_WORDS
+
+COMMON_SHARE = 0.25
+"""A word held by more than this share of the knowledge base's chunks is common there."""
+COMMON_RARITY = math.log(1 / COMMON_SHARE)
+"""BM25's IDF of a word held by ``COMMON_SHARE`` of the chunks (about ``log(1 / share)``)."""
 
 WordRarity = Callable[[str], float]
 """How distinctive a word is in the knowledge base (higher: rarer); 0 for a word it lacks."""
@@ -175,13 +181,23 @@ def _chained_context(
 
 
 def most_distinctive(words: Sequence[str], count: int, rarity: WordRarity | None) -> list[str]:
-    """The ``count`` words of ``words`` that ``rarity`` finds most distinctive, in their order;
-    the first ``count`` without ``rarity`` or when ties leave nothing to choose."""
+    """The first ``count`` of ``words`` once the knowledge base's common words among them are
+    dropped, the most common first, as far as needed to get down to ``count``.
+
+    A common word (held by more than ``COMMON_SHARE`` of the chunks, by ``rarity``) names no
+    subject there ("use" in a bank's help centre) and takes the place of one that does
+    ("abroad"). Only common words give way: reordering every word by rarity cost TREC CAsT
+    2022 0.017 MRR (0.570 against 0.587), dropping words held by a tenth of the chunks 0.004,
+    by a quarter nothing; the example eval gains the same with each. Without ``rarity``, the
+    first ``count``.
+    """
     if rarity is None or len(words) <= count:
         return list(words[:count])
     scores = [rarity(word) for word in words]
-    best = sorted(range(len(words)), key=lambda position: -scores[position])[:count]
-    return [words[position] for position in sorted(best)]
+    common = [position for position, score in enumerate(scores) if 0 < score < COMMON_RARITY]
+    common.sort(key=lambda position: scores[position])
+    dropped = set(common[: len(words) - count])
+    return [word for position, word in enumerate(words) if position not in dropped][:count]
 
 
 def swaps_a_facet(message: str) -> bool:
