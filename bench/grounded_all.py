@@ -11,8 +11,12 @@ CAsT 2021 and 2022 are scored as ``bench/conversational.py`` scores them.
 Usage (from the repository root)::
 
     python bench/grounded_all.py [--skip-cast] [--output bench/results/grounded_all.md]
+    python bench/grounded_all.py --half dev --sets energy telecom --skip-cast --output -
 
-Only the part of the output file between the ``results`` markers is replaced.
+``--half dev`` scores the dev halves instead (for choosing an ingredient, never for reporting;
+the example eval has no halves and is scored whole); ``--sets`` picks sets by their short name;
+``--output -`` only prints. Only the part of the output file between the ``results`` markers is
+replaced.
 """
 
 from __future__ import annotations
@@ -47,17 +51,29 @@ from rasa_context_retrieval.evaluation.runner import (  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data"
-GROUNDED_SETS = (
-    ("the example assistant (eval/lumen_drive.yml)", ROOT / "eval/lumen_drive.yml", ROOT),
-    ("bank help centre, test half", DATA / "grounded/test.yml", DATA / "grounded"),
-    ("energy help centre, test half", DATA / "grounded-energy/test.yml", DATA / "grounded-energy"),
-    (
-        "telecom help centre, test half",
-        DATA / "grounded-telecom/test.yml",
-        DATA / "grounded-telecom",
-    ),
-)
-"""Title, case file and the folder whose endpoints.yml points at the knowledge base."""
+SET_NAMES = ("example", "bank", "energy", "telecom")
+GROUNDED_FOLDERS = {"bank": "grounded", "energy": "grounded-energy", "telecom": "grounded-telecom"}
+"""The help-centre sets under bench/data, each with a dev.yml and a test.yml half."""
+
+
+def grounded_sets(half: str, names: Sequence[str]) -> list[tuple[str, Path, Path]]:
+    """Title, case file and the folder whose endpoints.yml points at the knowledge base."""
+    sets = []
+    for name in names:
+        if name == "example":
+            sets.append(
+                (
+                    "the example assistant (eval/lumen_drive.yml)",
+                    ROOT / "eval/lumen_drive.yml",
+                    ROOT,
+                )
+            )
+            continue
+        folder = DATA / GROUNDED_FOLDERS[name]
+        sets.append((f"{name} help centre, {half} half", folder / f"{half}.yml", folder))
+    return sets
+
+
 KINDS = ("all", "standalone", "follow-up", "clarification", "switch")
 ROW_LABELS = {
     "context_model": "plugin",
@@ -116,9 +132,9 @@ def against_rasa(results: Sequence[CaseResult]) -> str:
     return summary + ("\n\n" + "\n".join(lines) if lines else "")
 
 
-def grounded_sections() -> list[str]:
+def grounded_sections(half: str = "test", names: Sequence[str] = SET_NAMES) -> list[str]:
     sections = []
-    for title, cases_file, assistant in GROUNDED_SETS:
+    for title, cases_file, assistant in grounded_sets(half, names):
         results, report, top_k = score_set(cases_file, assistant)
         latency = report["latency_ms"]
         text = (
@@ -160,7 +176,9 @@ def cast_sections() -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip-cast", action="store_true", help="only the grounded sets")
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--output", default=str(DEFAULT_OUTPUT), help="a file, or - to print only")
+    parser.add_argument("--half", choices=["test", "dev"], default="test")
+    parser.add_argument("--sets", nargs="*", choices=SET_NAMES, default=list(SET_NAMES))
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
     sections = [
@@ -169,10 +187,11 @@ def main() -> None:
         "Grounded sets: the eval command's engine, the repository's config.yml, each set's "
         "endpoints.yml (the plugin's default configuration), threshold 0."
     ]
-    sections += grounded_sections()
+    sections += grounded_sections(args.half, args.sets)
     if not args.skip_cast:
         sections += cast_sections()
-    write_results(args.output, "\n\n".join(sections))
+    if args.output != "-":
+        write_results(Path(args.output), "\n\n".join(sections))
 
 
 if __name__ == "__main__":

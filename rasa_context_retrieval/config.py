@@ -92,6 +92,8 @@ class ContextWeightsBlock(BaseModel):
     previous_question: float | None = Field(None, ge=0.0, le=1.0)
     topic: float | None = Field(None, ge=0.0, le=1.0)
     last_bot: float | None = Field(None, ge=0.0, le=1.0)
+    previous_answer: float | None = Field(None, ge=0.0, le=1.0)
+    """The previous answer's document as a ranking of its own (retrieve/answer_prior.py)."""
 
 
 class FaqColumnsBlock(BaseModel):

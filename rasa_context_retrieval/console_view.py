@@ -26,6 +26,7 @@ _PLAN_KEYS = (
     "extracted_filter",
     "carried_filter",
     "carried_filter_dropped",
+    "previous_answer",
     "filter_relaxed",
     "filter_outcome",
     "slot_matches",
@@ -63,6 +64,16 @@ def render(result: Any, width: int = SCREEN_WIDTH) -> str:
     elif meta.get("filter_outcome"):
         lines.append(_field("", str(meta["filter_outcome"]), width))
     lines.extend(_field("note", str(note), width) for note in meta.get("notes") or [])
+    prior = meta.get("previous_answer")
+    if isinstance(prior, Mapping):
+        lines.append(
+            _field(
+                "prior",
+                f"{prior.get('source')} raised at weight {prior.get('weight')}: the last bot "
+                f"message matches it at {prior.get('match')}",
+                width,
+            )
+        )
     if not result.results:
         why = (
             "none: the slot filter matches no document"

@@ -322,3 +322,37 @@ async def test_a_facet_swap_asks_the_question_before_about_the_thing_it_names(
     ]
     assert "personal" not in searched[0].lower()  # the facet the user moved away from
     assert result.results[0].metadata["source"] == "accounts/business-overdraft.md"
+
+
+@pytest.fixture(scope="module")
+def bank_with_prior(embedder: Any, bank: ContextRetrieval) -> ContextRetrieval:
+    config = bank.engine.config
+    endpoint = EndpointConfig(
+        docs=str(BANK_DOCS),
+        index_path=str(config.index_path),
+        context_weights={"previous_answer": 1.0},
+    )
+    return connected_store(embedder, endpoint)
+
+
+async def test_the_previous_answers_document_is_shown_when_it_weighs_in(
+    bank: ContextRetrieval, bank_with_prior: ContextRetrieval
+):
+    messages = (
+        "How do I report a lost card?",
+        "Freeze the card straight away in the app under Cards > Freeze card, then call us on "
+        "0800 555 0199, day or night. We cancel the card and send a replacement.",
+        "will I get a new one?",
+    )
+
+    default = await search(bank, *messages)
+    weighed = await search(bank_with_prior, *messages)
+
+    assert default.metadata["previous_answer"] is None  # off unless configured
+    bot_weights = [p["weight"] for p in default.metadata["query_texts"] if p["text"] == messages[1]]
+    assert bot_weights == [0.2]  # quoted from a document: it weighs more than the default 0.1
+    assert any("quotes cards/lost-or-stolen-card.md" in note for note in default.metadata["notes"])
+    prior = weighed.metadata["previous_answer"]
+    assert prior["source"] == "cards/lost-or-stolen-card.md"
+    assert prior["weight"] == 1.0 and prior["match"] >= 0.6
+    assert weighed.results[0].metadata["source"] == "cards/lost-or-stolen-card.md"

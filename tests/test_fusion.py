@@ -74,3 +74,11 @@ def test_every_chunk_appears_exactly_once_and_scores_never_increase_down_the_lis
     assert len(ids(fused)) == len(set(ids(fused))) == len({i for r in rankings for i in r})
     scores = [score for _, score in fused]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_a_weighted_ranking_counts_for_its_weight() -> None:
+    fused = dict(reciprocal_rank_fusion([["a", "b"], ["b"]], weights=[1.0, 0.5]))
+
+    assert fused["b"] == pytest.approx(1 / 62 + 0.5 / 61)
+    with pytest.raises(ValueError, match="one each"):
+        reciprocal_rank_fusion([["a"], ["b"]], weights=[1.0])

@@ -124,3 +124,12 @@ def test_concurrent_searches_give_the_same_results_as_sequential(index: LexicalI
         concurrent = list(pool.map(lambda query: index.search(query, k=3), queries))
 
     assert concurrent == sequential
+
+
+def test_a_rare_word_is_more_distinctive_than_a_common_one_and_an_absent_word_is_not() -> None:
+    index = _shared_index()
+
+    assert index.rarity("router") > index.rarity("roaming") > 0  # one chunk against two
+    assert index.rarity("Routers") == index.rarity("router")  # read as the corpus was
+    assert index.rarity("satellite") == 0.0
+    assert index.rarity("the") == 0.0  # a stop word

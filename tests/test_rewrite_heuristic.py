@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rasa_context_retrieval.conversation import Conversation, Turn
+from rasa_context_retrieval.retrieve.lexical import LexicalIndex
 from rasa_context_retrieval.rewrite.heuristic import (
     MAX_BOT_WORDS,
     MAX_CARRIED_WORDS,
@@ -195,3 +196,35 @@ def test_never_raises_and_always_keeps_the_users_own_words(
 
     assert isinstance(query, str)
     assert query.startswith(conversation.latest_user_text)
+
+
+BANK_CHUNKS = [
+    "Using your current account abroad: card payments abroad cost 2.75% of the amount.",
+    "Current account fees: the personal current account costs nothing to use in the UK.",
+    "Credit card fees: use your credit card abroad without a foreign transaction fee.",
+    "Cost of a personal loan: use our calculator to see what the loan would cost.",
+    "Savings accounts: the easy access account pays interest monthly; use it as you like.",
+]
+
+
+def test_a_follow_up_carries_the_words_the_knowledge_base_finds_most_distinctive() -> None:
+    rarity = LexicalIndex.build(BANK_CHUNKS).rarity
+    conversation = chat(
+        "What does it cost to use my current account abroad?",
+        "Card payments abroad cost 2.75% of the amount.",
+        "and for the credit card?",
+    )
+
+    without = standalone_query(conversation)
+    query = standalone_query(conversation, rarity=rarity)
+
+    assert "abroad" not in words(without)  # the first four words: cost use current account
+    assert "abroad" in words(query)  # in one chunk in five, "use" in four of them
+    assert "use" not in words(query)
+    assert len(words(query) - words("and for the credit card?")) == MAX_CARRIED_WORDS
+
+
+def test_without_knowledge_base_statistics_the_first_words_are_carried() -> None:
+    conversation = chat("What does it cost to use my current account abroad?", "...", "and?")
+
+    assert standalone_query(conversation, rarity=lambda word: 0.0) == standalone_query(conversation)

@@ -34,6 +34,12 @@ from rasa_context_retrieval.query_embedding.embedder import (
 )
 from rasa_context_retrieval.query_embedding.mixing import view_vectors
 from rasa_context_retrieval.query_embedding.query_vectors import QueryVectors
+from rasa_context_retrieval.retrieve.answer_prior import (
+    AnswerPrior,
+    answer_prior,
+    quotes_a_document,
+    source_of,
+)
 from rasa_context_retrieval.retrieve.languages import warn_about_english_only_steps
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
 from rasa_context_retrieval.retrieve.specific_first import specific_first
@@ -50,6 +56,9 @@ AUDIT_FILTER_CHARS = 2_000
 """Characters an audit line shows of the access filter, so that no entitlement makes it long."""
 QUERY_MODEL_FOLDER = "query-model"
 """Under ``index_path``: the cached ONNX export of the embedding model (for queries)."""
+ANSWER_PRIOR_CANDIDATES = 5
+"""Chunks the last bot message's own search asks for: the best one that passes the filter check
+names the previous answer's document, and the others tell whether that document has more."""
 CARRIED_DOUBTFUL_RELEVANCE = 0.45
 """Below this best relevance under a carried filter, the search is tried once without it."""
 UNCARRIED_CONFIDENT_RELEVANCE = 0.5
@@ -78,6 +87,8 @@ class SearchOutcome:
     carried_filter_dropped: FilterDirective | None = None
     """The filter carried from earlier turns, when it hid every confident match of the latest
     message and the search ran without it (``KnowledgeSearch._unless_carried_hides``)."""
+    answer_prior: AnswerPrior | None = None
+    """The previous answer's document, when it weighed in the ranking of this follow-up."""
     _explained: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -126,6 +137,7 @@ class SearchOutcome:
             "extracted_filter": _printed(plan.extracted_filter),
             "carried_filter": _printed(plan.carried_filter),
             "carried_filter_dropped": _printed(self.carried_filter_dropped),
+            "previous_answer": self.answer_prior.explained() if self.answer_prior else None,
             "filter_relaxed": self.filter_relaxed,
             "filter_outcome": self.filter_outcome,
             "slot_matches": self.slot_matches,
@@ -170,7 +182,7 @@ class KnowledgeSearch:
         self.embeddings = embeddings
         self.query_embedder = query_embedder or RasaQueryEmbedder(embeddings)
         self.live = live
-        self.planner = Planner(config, self.known_values, llm)
+        self.planner = Planner(config, self.known_values, llm, self.word_rarity)
         self._query_vectors = QueryVectors(self.query_embedder, QUERY_VECTOR_CACHE_SIZE)
 
     @classmethod
@@ -192,6 +204,12 @@ class KnowledgeSearch:
         search = cls(config, embeddings, live, llm, query_embedder)
         warn_about_english_only_steps(config.language, config.rewrite, config.self_query)
         return search
+
+    def word_rarity(self, word: str) -> float:
+        """How distinctive ``word`` is in the served knowledge base (BM25's IDF, 0 when no
+        chunk holds it or no knowledge is open)."""
+        knowledge = self.live.knowledge
+        return knowledge.lexical.rarity(word) if knowledge is not None else 0.0
 
     def known_values(self, access: AccessFilter | None = None) -> Mapping[str, frozenset[str]]:
         """Distinct string values per declared attribute in the served chunks ``access`` admits
@@ -241,10 +259,14 @@ class KnowledgeSearch:
         self, plan: SearchPlan, threshold: float, top_k: int, may_drop_carried: bool = True
     ) -> SearchOutcome:
         backend = self.live.backend  # one consistent view even if a refresh swaps it meanwhile
-        vectors = self._query_vectors_of(plan)
-        outcome = self._run(backend, plan, threshold, top_k, vectors)
+        vectors, by_text = self._embedded(plan)
+        planned = plan
+        plan, prior = self._previous_answer(backend, plan, by_text)
+        if plan is not planned:  # the last bot message weighs more: mixed again, not embedded
+            vectors[: len(plan.views)] = view_vectors(plan.views, by_text)
+        outcome = self._run(backend, plan, threshold, top_k, vectors, prior)
         if plan.carried_filter is not None and may_drop_carried:
-            outcome = self._unless_carried_hides(backend, outcome, threshold, top_k, vectors)
+            outcome = self._unless_carried_hides(backend, outcome, threshold, top_k, vectors, prior)
             plan = outcome.plan
         if not outcome.results and plan.slot_filter is not None:
             outcome.slot_matches = backend.count(plan.slot_filter, plan.access_filter)
@@ -259,7 +281,7 @@ class KnowledgeSearch:
             return outcome
         relaxed = plan.without_extracted_filter("the filter from the message matched nothing")
         dropped = outcome.carried_filter_dropped
-        outcome = self._run(backend, relaxed, threshold, top_k, vectors)
+        outcome = self._run(backend, relaxed, threshold, top_k, vectors, prior)
         outcome.filter_relaxed, outcome.extracted_matches = True, 0
         outcome.carried_filter_dropped = dropped
         return outcome
@@ -271,6 +293,7 @@ class KnowledgeSearch:
         threshold: float,
         top_k: int,
         vectors: list[np.ndarray],
+        prior: AnswerPrior | None,
     ) -> SearchOutcome:
         """The outcome without the carried filter when that filter hides every document the
         latest message finds confidently; ``carried`` otherwise.
@@ -295,6 +318,7 @@ class KnowledgeSearch:
             threshold,
             top_k,
             vectors,
+            prior,
         )
         kept = {found.chunk.chunk_id for found in carried.results}
         confident = [
@@ -312,6 +336,7 @@ class KnowledgeSearch:
         threshold: float,
         wanted: int,
         vectors: list[np.ndarray] | None = None,
+        prior: AnswerPrior | None = None,
     ) -> SearchOutcome:
         texts = [plan.search_text, *plan.paraphrases]
         if not plan.search_text.strip():
@@ -320,7 +345,7 @@ class KnowledgeSearch:
         candidates = max(self.config.candidates, wanted)
         request = RetrievalRequest(
             texts=texts,
-            vectors=self._query_vectors_of(plan) if vectors is None else vectors,
+            vectors=self._embedded(plan)[0] if vectors is None else vectors,
             filter=plan.filters.for_backend,
             top_k=candidates,  # cut to top_k only after every result passed the check below
             threshold=threshold,
@@ -329,7 +354,10 @@ class KnowledgeSearch:
         )
         found = backend.rank(request)
         allowed, rejected_by_access = plan.filters.check([result.chunk for result in found])
-        kept = [result for result, ok in zip(found, allowed, strict=True) if ok][:top_k]
+        kept = [result for result, ok in zip(found, allowed, strict=True) if ok]
+        if prior is not None:
+            kept = prior.reranked(kept)
+        kept = kept[:top_k]
         if plan.filters.widened:  # absent_means_all admitted general documents too
             kept = specific_first(kept, plan.filters.as_written)
         return SearchOutcome(
@@ -337,17 +365,46 @@ class KnowledgeSearch:
             plan,
             removed_by_access=rejected_by_access,
             removed_by_check=len(found) - sum(allowed),
+            answer_prior=prior,
         )
 
-    def _query_vectors_of(self, plan: SearchPlan) -> list[np.ndarray]:
-        """One mixed vector per view, then one per paraphrase: every text embedded in one call."""
+    def _embedded(self, plan: SearchPlan) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+        """One mixed vector per view, then one per paraphrase, and each view text's own vector:
+        every text embedded in one call."""
         views = plan.query_views
         texts = list(dict.fromkeys(part.text for view in views for part in view))
         vectors = self._query_vectors.vectors([*texts, *plan.paraphrases])
-        return [
-            *view_vectors(views, dict(zip(texts, vectors, strict=False))),
-            *vectors[len(texts) :],
-        ]
+        by_text = dict(zip(texts, vectors, strict=False))
+        return [*view_vectors(views, by_text), *vectors[len(texts) :]], by_text
+
+    def _previous_answer(
+        self, backend: SearchBackend, plan: SearchPlan, by_text: Mapping[str, np.ndarray]
+    ) -> tuple[SearchPlan, AnswerPrior | None]:
+        """What the previous answer tells a follow-up (``retrieve.answer_prior``): the best
+        chunks for the last bot message's own vector, under the search's filter, so that
+        nothing names a document this search may not show. When the message quotes a
+        help-centre document it weighs more in the turns view (``SearchPlan.with_quoted_answer``);
+        with a ``previous_answer`` weight, that document's chunks are raised too. One more index
+        search, no further embedding (the turns view embedded the message already)."""
+        vector = by_text.get(plan.previous_answer or "")
+        if vector is None:
+            return plan, None
+        request = RetrievalRequest(
+            texts=[plan.previous_answer or ""],
+            vectors=[vector],
+            filter=plan.filters.for_backend,
+            top_k=ANSWER_PRIOR_CANDIDATES,
+            threshold=0.0,
+            candidates=ANSWER_PRIOR_CANDIDATES,
+            hybrid=False,
+        )
+        found = backend.rank(request)
+        allowed, _ = plan.filters.check([result.chunk for result in found])
+        matches = [result for result, ok in zip(found, allowed, strict=True) if ok]
+        if not quotes_a_document(plan.previous_answer or "", matches):
+            return plan, None
+        quoted = plan.with_quoted_answer(source_of(matches[0]), matches[0].relevance)
+        return quoted, answer_prior(matches[0], plan.previous_answer_weight)
 
     def clear_query_cache(self) -> None:
         """Forget cached query vectors (benchmarks time a search with its embedding)."""

@@ -82,7 +82,12 @@ def split_cases(cases: Sequence[EvalCase]) -> tuple[list[EvalCase], list[EvalCas
 def weight_grid() -> list[ContextWeightsBlock]:
     """Every point of the grid, as the ``context_weights`` block it would be configured as."""
     return [
-        ContextWeightsBlock(previous_question=previous, topic=topic, last_bot=last_bot)
+        ContextWeightsBlock(
+            previous_question=previous,
+            topic=topic,
+            last_bot=last_bot,
+            previous_answer=TURNS_VIEW_WEIGHTS.previous_answer,  # not tuned: see context-model.md
+        )
         for previous, topic, last_bot in itertools.product(
             PREVIOUS_QUESTION_GRID, TOPIC_GRID, LAST_BOT_GRID
         )
@@ -213,6 +218,7 @@ def render_tuning(tuning: Tuning) -> str:
         f"    previous_question: {weights.previous_question}",
         f"    topic: {weights.topic}",
         f"    last_bot: {weights.last_bot}",
+        f"    previous_answer: {weights.previous_answer}",
         "",
         "# config.yml, in the EnterpriseSearchPolicy entry",
         "vector_store:",

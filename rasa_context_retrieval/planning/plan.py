@@ -30,14 +30,17 @@ from rasa_context_retrieval.planning.carried_filters import conversation_filters
 from rasa_context_retrieval.planning.search_filter import SearchFilter
 from rasa_context_retrieval.rewrite.context import (
     DEFAULT_WEIGHTS,
+    QUOTED_LAST_BOT_WEIGHT,
     TURNS_VIEW_WEIGHTS,
     ContextModel,
     ContextWeights,
     QueryText,
     QueryView,
+    previous_answer,
     query_views,
+    with_quoted_answer,
 )
-from rasa_context_retrieval.rewrite.heuristic import RewriteMode, standalone_query
+from rasa_context_retrieval.rewrite.heuristic import RewriteMode, WordRarity, standalone_query
 from rasa_context_retrieval.self_query.common_words import load_word_frequencies
 from rasa_context_retrieval.self_query.rules import RuleQueryConstructor
 from rasa_context_retrieval.workers import off_loop
@@ -72,6 +75,11 @@ class SearchPlan:
     views: tuple[QueryView, ...] = ()
     """The query vectors whose rankings are fused, each a weighted mix of texts, the leading
     one first (rewrite/context.py); none: ``search_text`` alone."""
+    previous_answer: str | None = None
+    """The last bot message of a follow-up, whose vector finds the document the previous answer
+    came from (retrieve/answer_prior.py); None: the message is no follow-up."""
+    previous_answer_weight: float = 0.0
+    """How much that document's ranking weighs next to the search's own (1)."""
 
     @property
     def query_views(self) -> tuple[QueryView, ...]:
@@ -110,6 +118,18 @@ class SearchPlan:
         filter and the scope stay)."""
         return replace(self, filters=self.filters.without_carried(), notes=(*self.notes, note))
 
+    def with_quoted_answer(self, source: str, match: float) -> SearchPlan:
+        """The plan with the last bot message weighing ``QUOTED_LAST_BOT_WEIGHT`` in the turns
+        view, because it quotes ``source`` (matched at ``match``)."""
+        if self.previous_answer is None:
+            return self
+        note = (
+            f"the last bot message quotes {source} (match {match:.2f}): it weighs "
+            f"{QUOTED_LAST_BOT_WEIGHT} in the turns view"
+        )
+        views = with_quoted_answer(self.views, self.previous_answer)
+        return replace(self, views=views, notes=(*self.notes, note))
+
     def without_extracted_filter(self, note: str) -> SearchPlan:
         return replace(
             self,
@@ -143,6 +163,11 @@ def _scalar_or_json(value: Any) -> Any:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def _model_weights(model: ContextModel) -> ContextWeights:
+    """The built-in weights of ``model``."""
+    return TURNS_VIEW_WEIGHTS if model is ContextModel.WORDS_AND_TURNS else DEFAULT_WEIGHTS
+
+
 class LLMPlanner(Protocol):
     """The LLM side of planning (rewrite, self-query, paraphrases); see llm."""
 
@@ -171,9 +196,13 @@ class Planner:
         config: StoreConfig,
         known_values: ValueCatalogue,
         llm: LLMPlanner | None = None,
+        word_rarity: WordRarity | None = None,
     ) -> None:
         self._config = config
         self._known_values = known_values
+        self._word_rarity = word_rarity
+        """How distinctive a word is in the knowledge base: the words view keeps the earlier
+        turns' most distinctive words (None: the first ones)."""
         self._llm = llm
         if llm is not None:
             llm.use_value_catalogue(known_values)
@@ -255,14 +284,20 @@ class Planner:
         """
         if self._config.rewrite != "heuristic":
             return plan
+        model = ContextModel(self._config.context_model)
+        weights = self._context_weights()
         views = query_views(
             conversation,
             plan.search_text,
-            ContextModel(self._config.context_model),
+            model,
             message_searched=plan.search_text == plan.standalone_query,
-            weights=self._context_weights(),
+            weights=weights,
         )
-        return replace(plan, views=views)
+        prior_weight = (weights or _model_weights(model)).previous_answer
+        answer = previous_answer(views, conversation)
+        return replace(
+            plan, views=views, previous_answer=answer, previous_answer_weight=prior_weight
+        )
 
     def reweighted(self, weights: ContextWeightsBlock | None) -> Planner:
         """This planner with ``weights`` as its ``context_weights`` (None: the built-in ones).
@@ -279,8 +314,7 @@ class Planner:
         block = self._config.context_weights
         if block is None:
             return None
-        model = ContextModel(self._config.context_model)
-        own = TURNS_VIEW_WEIGHTS if model is ContextModel.WORDS_AND_TURNS else DEFAULT_WEIGHTS
+        own = _model_weights(ContextModel(self._config.context_model))
         configured = {key: value for key, value in block.model_dump().items() if value is not None}
         return replace(own, **configured)
 
@@ -306,7 +340,8 @@ class Planner:
         return standalone, None, None
 
     def _heuristic_rewrite(self, conversation: Conversation) -> str:
-        return standalone_query(conversation, RewriteMode(self._config.rewrite_heuristic))
+        mode = RewriteMode(self._config.rewrite_heuristic)
+        return standalone_query(conversation, mode, self._word_rarity)
 
     def _local_plan(
         self, conversation: Conversation, access: AccessFilter | None

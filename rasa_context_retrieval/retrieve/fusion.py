@@ -30,9 +30,15 @@ DEFAULT_RRF_K = 60
 
 
 def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[str]], k: int = DEFAULT_RRF_K
+    rankings: Sequence[Sequence[str]],
+    k: int = DEFAULT_RRF_K,
+    weights: Sequence[float] | None = None,
 ) -> list[tuple[str, float]]:
     """Fuse rankings of chunk ids (best first) into ``(chunk_id, rrf_score)``, best first.
+
+    ``weights`` (one per ranking, default 1 each) scale each ranking's contributions: a ranking
+    that is evidence rather than a search of its own (the previous answer's document,
+    ``retrieve.answer_prior``) counts for less than a full ranking.
 
     Each id appears once in the result. An id repeated within one ranking counts once, at its
     best rank there. Equal scores are ordered by the best rank the id reached in any ranking,
@@ -40,10 +46,13 @@ def reciprocal_rank_fusion(
     then by id, so the order never depends on dict or set iteration.
 
     Raises:
-        ValueError: ``k`` is negative.
+        ValueError: ``k`` is negative, or ``weights`` does not give one weight per ranking.
     """
     if k < 0:
         raise ValueError(f"k must be >= 0 (got {k}); the customary value is {DEFAULT_RRF_K}")
+    if weights is not None and len(weights) != len(rankings):
+        raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings: give one each")
+    scale = [1.0] * len(rankings) if weights is None else list(weights)
     contributions: dict[str, list[float]] = {}
     best_position: dict[str, tuple[int, int]] = {}
     for list_index, ranking in enumerate(rankings):
@@ -52,7 +61,7 @@ def reciprocal_rank_fusion(
             if chunk_id in seen:
                 continue
             seen.add(chunk_id)
-            contributions.setdefault(chunk_id, []).append(1.0 / (k + rank))
+            contributions.setdefault(chunk_id, []).append(scale[list_index] / (k + rank))
             position = (rank, list_index)
             if position < best_position.get(chunk_id, (math.inf, math.inf)):  # type: ignore[operator]
                 best_position[chunk_id] = position

@@ -24,6 +24,7 @@ stopwords is the best of the four stem/stopword combinations, hence the defaults
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -117,6 +118,24 @@ class LexicalIndex:
             candidates = candidates[scores[candidates] >= kth_best]
         ranked = sorted(candidates.tolist(), key=lambda row: (-scores[row], row))[:k]
         return [(int(row), float(scores[row])) for row in ranked]
+
+    def rarity(self, word: str) -> float:
+        """How distinctive ``word`` is in this knowledge base: BM25's inverse document frequency
+        of its term (0 for a word no chunk holds, or a stop word).
+
+        The words view of a follow-up keeps the earlier turns' most distinctive words by this
+        measure (``rewrite.heuristic``): "abroad" says more about a bank's documents than "use".
+        """
+        if self._retriever is None:
+            return 0.0
+        term_ids = self._retriever.get_tokens_ids(self._query_terms(word))
+        if not term_ids:
+            return 0.0
+        indptr = self._retriever.scores["indptr"]
+        frequency = min(int(indptr[term_id + 1] - indptr[term_id]) for term_id in term_ids)
+        if frequency <= 0:
+            return 0.0
+        return math.log(1.0 + (self._size - frequency + 0.5) / (frequency + 0.5))
 
     def save(self, folder: str | Path) -> None:
         """Write the index into ``folder`` (bm25s's own files plus ``lexical.json``).

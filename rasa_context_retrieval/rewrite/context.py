@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rasa_context_retrieval.conversation import Conversation
+from rasa_context_retrieval.follow_up import is_complete_question
 from rasa_context_retrieval.rewrite.heuristic import (
     content_words,
     looks_like_follow_up,
@@ -76,11 +77,23 @@ class ContextWeights:
     previous_question: float = 0.2
     topic: float = 0.1
     last_bot: float = 0.1
+    previous_answer: float = 0.0
+    """Not a text of the mix: the weight of the previous answer's document as one more ranking
+    (``retrieve.answer_prior``), found by the last bot message's vector (so only with
+    ``last_bot`` above 0)."""
 
 
 DEFAULT_WEIGHTS = ContextWeights()
 
-TURNS_VIEW_WEIGHTS = ContextWeights(previous_question=0.1, topic=0.0, last_bot=0.1)
+PREVIOUS_ANSWER_WEIGHT = 0.0
+"""The previous answer's document next to the search's own ranking (1): off by default. Measured
+on the dev halves of three help centres (bench/results/grounded_all.md), it helped one (energy)
+and hurt the other two on follow-ups and switches; an assistant whose follow-ups stay within
+one document can set ``context_weights: {previous_answer: 0.03}``."""
+
+TURNS_VIEW_WEIGHTS = ContextWeights(
+    previous_question=0.1, topic=0.0, last_bot=0.1, previous_answer=PREVIOUS_ANSWER_WEIGHT
+)
 """The turns view of ``words_and_turns``: a tenth each for the previous question and the last
 bot message; no topic, the words view carries the subject."""
 
@@ -132,6 +145,41 @@ def query_views(
     if model is ContextModel.WEIGHTED_TURNS:
         return (turns,)
     return (turns, alone)
+
+
+QUOTED_LAST_BOT_WEIGHT = 0.2
+"""The last bot message's weight in the turns view when it quotes a help-centre document
+(``retrieve.answer_prior.quotes_a_document``): the previous answer then names the subject a
+follow-up leans on. 0.2 was the best fixed weight on the dev halves of three help centres
+(0.3 lost follow-ups on one); on TREC CAsT a fixed 0.2 cost 0.016 MRR, which the evidence
+avoids (CAsT's bot turns are whole passages, not parts of one)."""
+
+
+def with_quoted_answer(views: tuple[QueryView, ...], previous: str) -> tuple[QueryView, ...]:
+    """``views`` with ``previous`` (the last bot message) weighing at least
+    ``QUOTED_LAST_BOT_WEIGHT`` in the views that mix it in."""
+    return tuple(
+        tuple(
+            QueryText(part.text, max(part.weight, QUOTED_LAST_BOT_WEIGHT))
+            if number > 0 and part.text == previous
+            else part
+            for number, part in enumerate(view)
+        )
+        for view in views
+    )
+
+
+def previous_answer(views: tuple[QueryView, ...], conversation: Conversation) -> str | None:
+    """The last bot message when the views mix it in and the latest message is no complete new
+    question (``follow_up.is_complete_question``, the reading that keeps carried filters from
+    crossing a change of subject): the text whose vector finds the previous answer's document
+    (``retrieve.answer_prior``); None otherwise. A question that names its own subject must
+    not be pulled back to the document of the answer before."""
+    if is_complete_question(conversation.latest_user_text):
+        return None
+    last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
+    mixed = {part.text for view in views if len(view) > 1 for part in view[1:]}
+    return last_bot if last_bot and last_bot in mixed else None
 
 
 def is_elliptical(text: str) -> bool:

@@ -34,8 +34,9 @@ words such as "wow", "okay"): content words need no tagger or parser, so none is
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
 
 from rasa_context_retrieval.conversation import Conversation, Turn
@@ -68,6 +69,14 @@ class RewriteMode(StrEnum):
 
 DEFAULT_MODE = RewriteMode.CHAINED_WORDS
 
+COMMON_SHARE = 0.25
+"""A word held by more than this share of the knowledge base's chunks is common there."""
+COMMON_RARITY = math.log(1 / COMMON_SHARE)
+"""BM25's IDF of a word held by ``COMMON_SHARE`` of the chunks (about ``log(1 / share)``)."""
+
+WordRarity = Callable[[str], float]
+"""How distinctive a word is in the knowledge base (higher: rarer); 0 for a word it lacks."""
+
 # A facet swap names its thing and the word it modifies, and little else ("and for the business
 # account?"); a longer message that opens with "and" asks something new ("and how many devices
 # can I connect?"), and a word pair in it would swap a word of the question before by chance.
@@ -84,11 +93,17 @@ FIRST_PERSON_OPENINGS = frozenset({"i", "i'm", "im", "i've", "my", "we", "we're"
 SENTENCE_PATTERN = re.compile(r"[^.!?]+[.!?]*")
 
 
-def standalone_query(conversation: Conversation, mode: RewriteMode = DEFAULT_MODE) -> str:
+def standalone_query(
+    conversation: Conversation,
+    mode: RewriteMode = DEFAULT_MODE,
+    rarity: WordRarity | None = None,
+) -> str:
     """A search query for the latest user message that makes sense without the conversation.
 
     A standalone question comes back unchanged; a follow-up comes back as typed, followed by
-    words from earlier turns. Never raises; an empty conversation gives ``""``.
+    words from earlier turns: the ``MAX_CARRIED_WORDS`` most distinctive by ``rarity`` (the
+    knowledge base's own statistics, ``retrieve.lexical``), or the first ones without it.
+    Never raises; an empty conversation gives ``""``.
     """
     latest = conversation.latest_user_text
     earlier_user = [
@@ -103,11 +118,11 @@ def standalone_query(conversation: Conversation, mode: RewriteMode = DEFAULT_MOD
     elif mode is RewriteMode.TOPIC_WORDS:
         context = content_words(" ".join(unique_words([earlier_user[0], earlier_user[-1]])))
     else:
-        context = _chained_context(earlier_user, latest)
+        context = _chained_context(earlier_user, latest, rarity)
     last_bot = _last_bot_text(conversation.history)
     contrasted = swapped_facets(latest, [earlier_user[-1], last_bot])
     carried = [word for word in _new_words(context, latest) if word.lower() not in contrasted]
-    carried = carried[:MAX_CARRIED_WORDS]
+    carried = most_distinctive(carried, MAX_CARRIED_WORDS, rarity)
     if mode is RewriteMode.CHAINED_AND_BOT_WORDS:
         bot_words = _repeated_words(last_bot)
         carried += _new_words(bot_words, " ".join([latest, *carried]))[:MAX_BOT_WORDS]
@@ -143,7 +158,9 @@ def _is_statement_about_user(sentence: str) -> bool:
     )
 
 
-def _chained_context(user_messages: Sequence[str], latest: str) -> list[str]:
+def _chained_context(
+    user_messages: Sequence[str], latest: str, rarity: WordRarity | None = None
+) -> list[str]:
     """Content words that ``latest`` draws on: the last of ``user_messages`` as made standalone.
 
     Each message is made standalone from the one before (oldest first), so the subject of a
@@ -156,10 +173,31 @@ def _chained_context(user_messages: Sequence[str], latest: str) -> list[str]:
     for message in user_messages:
         carried = _new_words(base if swaps_a_facet(message) else context, message)
         words = content_words(message)
-        context = words + (carried[:MAX_CARRIED_WORDS] if looks_like_follow_up(message) else [])
+        kept = most_distinctive(carried, MAX_CARRIED_WORDS, rarity)
+        context = words + (kept if looks_like_follow_up(message) else [])
         if not swaps_a_facet(message):
             base = context
     return base if swaps_a_facet(latest) else context
+
+
+def most_distinctive(words: Sequence[str], count: int, rarity: WordRarity | None) -> list[str]:
+    """The first ``count`` of ``words`` once the knowledge base's common words among them are
+    dropped, the most common first, as far as needed to get down to ``count``.
+
+    A common word (held by more than ``COMMON_SHARE`` of the chunks, by ``rarity``) names no
+    subject there ("use" in a bank's help centre) and takes the place of one that does
+    ("abroad"). Only common words give way: reordering every word by rarity cost TREC CAsT
+    2022 0.017 MRR (0.570 against 0.587), dropping words held by a tenth of the chunks 0.004,
+    by a quarter nothing; the example eval gains the same with each. Without ``rarity``, the
+    first ``count``.
+    """
+    if rarity is None or len(words) <= count:
+        return list(words[:count])
+    scores = [rarity(word) for word in words]
+    common = [position for position, score in enumerate(scores) if 0 < score < COMMON_RARITY]
+    common.sort(key=lambda position: scores[position])
+    dropped = set(common[: len(words) - count])
+    return [word for position, word in enumerate(words) if position not in dropped][:count]
 
 
 def swaps_a_facet(message: str) -> bool:
