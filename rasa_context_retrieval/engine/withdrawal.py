@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import structlog
 
-from rasa_context_retrieval.faiss.builder import IndexSettings
+from rasa_context_retrieval.faiss.builder import IndexSettings, read_knowledge
 from rasa_context_retrieval.faiss.index import KnowledgeIndex
 from rasa_context_retrieval.knowledge.chunking import chunk_documents
-from rasa_context_retrieval.knowledge.loader import KnowledgeBase, load_knowledge_base
+from rasa_context_retrieval.knowledge.loader import KnowledgeBase
 from rasa_context_retrieval.knowledge.models import Chunk
 
 logger = structlog.get_logger()
@@ -74,16 +74,12 @@ def without_changed_chunks(index: KnowledgeIndex, settings: IndexSettings) -> Kn
 
 def chunks_on_disk(settings: IndexSettings) -> list[Chunk]:
     """The chunks the documents make now (read and split; nothing is embedded)."""
-    knowledge = load_knowledge_base(
-        settings.docs, settings.access_attributes, settings.extra_suffixes, settings.faq_columns
-    )
+    knowledge = read_knowledge(settings)
     return chunk_documents(knowledge.documents, settings.chunk_size, settings.chunk_overlap)
 
 
 def _identities_on_disk(settings: IndexSettings) -> tuple[set[tuple[str, str]], KnowledgeBase]:
-    knowledge = load_knowledge_base(
-        settings.docs, settings.access_attributes, settings.extra_suffixes, settings.faq_columns
-    )
+    knowledge = read_knowledge(settings)
     chunks = chunk_documents(knowledge.documents, settings.chunk_size, settings.chunk_overlap)
     return {_identity(chunk) for chunk in chunks}, knowledge
 

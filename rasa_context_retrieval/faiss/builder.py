@@ -31,10 +31,18 @@ from rasa_context_retrieval.faiss.index import (
 from rasa_context_retrieval.knowledge.chunking import CHUNKER_VERSION, chunk_documents
 from rasa_context_retrieval.knowledge.embedding import embed_texts, embedder_identity
 from rasa_context_retrieval.knowledge.faq_table import DEFAULT_FAQ_COLUMNS, FaqColumns
-from rasa_context_retrieval.knowledge.loader import content_digest, load_knowledge_base
+from rasa_context_retrieval.knowledge.loader import (
+    KnowledgeBase,
+    content_digest,
+    load_knowledge_base,
+)
+from rasa_context_retrieval.knowledge.parse_cache import ParseCache
 from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE, warn_if_documents_are_not_in
 
 logger = structlog.get_logger()
+
+PARSE_CACHE_FILE = "parsed-files.json"
+"""Beside the published index folders in ``index_path`` (``knowledge.parse_cache``)."""
 
 
 class EmptyKnowledgeBaseError(ContextRetrievalError, ValueError):
@@ -78,6 +86,27 @@ class IndexSettings:
             "faq_columns": [self.faq_columns.question, self.faq_columns.answer],
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def parse_cache(self) -> ParseCache:
+        """What the files parsed to at the last load, under everything that decides a parse."""
+        decides = {
+            "chunker": CHUNKER_VERSION,  # bumped whenever a parser's output changes too
+            "access_attributes": sorted(set(self.access_attributes)),
+            "faq_columns": [self.faq_columns.question, self.faq_columns.answer],
+        }
+        return ParseCache(self.index_path / PARSE_CACHE_FILE, json.dumps(decides, sort_keys=True))
+
+
+def read_knowledge(settings: IndexSettings) -> KnowledgeBase:
+    """The documents and problems of ``settings.docs`` now, parsing only the files that changed
+    since the last load (``knowledge.parse_cache``)."""
+    return load_knowledge_base(
+        settings.docs,
+        settings.access_attributes,
+        settings.extra_suffixes,
+        settings.faq_columns,
+        cache=settings.parse_cache(),
+    )
 
 
 def ensure_index(
@@ -142,9 +171,7 @@ def _build(
     progress: bool,
 ) -> KnowledgeIndex:
     started = time.perf_counter()
-    knowledge = load_knowledge_base(
-        settings.docs, settings.access_attributes, settings.extra_suffixes, settings.faq_columns
-    )
+    knowledge = read_knowledge(settings)
     chunks = chunk_documents(knowledge.documents, settings.chunk_size, settings.chunk_overlap)
     if not chunks:
         skipped = "; ".join(str(problem) for problem in knowledge.problems[:5]) or "none"
