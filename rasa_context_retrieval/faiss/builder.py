@@ -29,7 +29,7 @@ from rasa_context_retrieval.faiss.index import (
     KnowledgeIndex,
 )
 from rasa_context_retrieval.knowledge.chunking import CHUNKER_VERSION, chunk_documents
-from rasa_context_retrieval.knowledge.embedding import embed_texts, embedder_identity
+from rasa_context_retrieval.knowledge.embedding import embedder_identity
 from rasa_context_retrieval.knowledge.faq_table import DEFAULT_FAQ_COLUMNS, FaqColumns
 from rasa_context_retrieval.knowledge.loader import (
     KnowledgeBase,
@@ -37,6 +37,7 @@ from rasa_context_retrieval.knowledge.loader import (
     load_knowledge_base,
 )
 from rasa_context_retrieval.knowledge.parse_cache import ParseCache
+from rasa_context_retrieval.query_embedding.documents import embed_documents
 from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE, warn_if_documents_are_not_in
 
 logger = structlog.get_logger()
@@ -68,6 +69,10 @@ class IndexSettings:
     """The opted-in formats besides .md/.txt/.jsonl (``.pdf``); part of the docs digest."""
     faq_columns: FaqColumns = DEFAULT_FAQ_COLUMNS
     """Which columns of an FAQ table hold the question and the answer."""
+    onnx_export: Path | None = None
+    """Where the ONNX export of a local embedding model is cached, for embedding chunks with it
+    (``query_embedding.documents``); None: Rasa's client embeds them. Not in the fingerprint:
+    both give the same vectors, so switching re-embeds nothing."""
 
     def fingerprint(self, embeddings: Any) -> str:
         payload = {
@@ -182,8 +187,12 @@ def _build(
     warn_if_documents_are_not_in((d.text for d in knowledge.documents), settings.language)
     known = _previous_vectors(directory, embeddings)
     missing = [chunk for chunk in chunks if chunk.chunk_id not in known]
-    fresh = embed_texts(
-        embeddings, [c.text for c in missing], settings.embedding_batch_size, progress=progress
+    fresh = embed_documents(
+        embeddings,
+        [c.text for c in missing],
+        settings.embedding_batch_size,
+        settings.onnx_export,
+        progress=progress,
     )
     known.update({chunk.chunk_id: fresh[row] for row, chunk in enumerate(missing)})
     vectors = np.vstack([known[chunk.chunk_id] for chunk in chunks]).astype(np.float32)
