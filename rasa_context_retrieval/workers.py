@@ -19,6 +19,7 @@ import contextvars
 import functools
 import multiprocessing
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -121,7 +122,7 @@ def in_worker_processes(
         yield from _in_this_process(function, tasks)
         return
     try:
-        pool = _process_pool(workers)
+        pool = _process_pool(workers, function.__module__)
     except OSError:  # no processes here (a sandbox, a limit): the same results, serially
         yield from _in_this_process(function, tasks)
         return
@@ -135,8 +136,7 @@ def in_worker_processes(
                 try:
                     pending.append((task, pool.submit(function, task)))
                 except BrokenProcessPool:
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    pool = _process_pool(workers)
+                    pool = _process_pool(workers, function.__module__, broken=pool)
                     pending.append((task, pool.submit(function, task)))
             while len(pending) >= window:
                 outcome: Result | WorkerCrashed = _outcome(function, pending.popleft())
@@ -145,7 +145,9 @@ def in_worker_processes(
             outcome = _outcome(function, pending.popleft())
             yield outcome
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        for _, future in pending:  # the caller stopped early: leave the pool idle
+            if future is not None:
+                future.cancel()
 
 
 def _in_this_process(
@@ -171,17 +173,38 @@ def _outcome(
 
 def _alone(function: Callable[[Task], Result], task: Task) -> Result | WorkerCrashed:
     """The task in a process of its own: if that dies too, this task is the one that kills it."""
-    with _process_pool(1) as pool:
+    with _new_process_pool(1, function.__module__) as pool:
         try:
             return pool.submit(function, task).result()
         except BrokenProcessPool:
             return WorkerCrashed()
 
 
-def _process_pool(workers: int) -> ProcessPoolExecutor:
-    """A pool started from a clean server process (``forkserver``), not forked from this one:
-    a fork of a process with running threads (the event loop's, torch's) can inherit a lock
-    held by one of them and hang; starting each worker as a fresh interpreter would cost a
-    second of imports per worker."""
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+_process_pools: dict[int, ProcessPoolExecutor] = {}
+_process_pools_lock = threading.Lock()
+
+
+def _process_pool(
+    workers: int, module: str, broken: ProcessPoolExecutor | None = None
+) -> ProcessPoolExecutor:
+    """The pool of ``workers`` processes, kept for the next load once started: a worker starts
+    by importing the parsers (seconds on a busy machine), which a refresh should not pay again.
+    Idle workers wait on a queue and use no CPU. ``broken``: a pool a worker died in, replaced."""
+    with _process_pools_lock:
+        pool = _process_pools.get(workers)
+        if pool is None or pool is broken:
+            if broken is not None:
+                broken.shutdown(wait=False, cancel_futures=True)
+            pool = _process_pools[workers] = _new_process_pool(workers, module)
+        return pool
+
+
+def _new_process_pool(workers: int, module: str) -> ProcessPoolExecutor:
+    """A pool started from a clean server process (``forkserver``) that has imported ``module``
+    once, not forked from this one: a fork of a process with running threads (the event loop's,
+    torch's) can inherit a lock held by one of them and hang."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([module])  # only before the server's first start
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
