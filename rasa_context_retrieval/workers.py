@@ -109,6 +109,7 @@ def in_worker_processes(
     function: Callable[[Task], Result],
     tasks: Iterable[Task | Ready[Result]],
     workers: int,
+    batch: int = 1,
 ) -> Iterator[Result | WorkerCrashed]:
     """``function(task)`` for every task, in worker processes, yielded in the tasks' order.
 
@@ -117,6 +118,7 @@ def in_worker_processes(
     tasks it may have been running are run again one process each, so only the task that kills
     its process is reported (as ``WorkerCrashed``); later tasks go to a fresh pool. With
     ``workers`` below 2, or where no process can be started, everything runs in this process.
+    ``batch``: consecutive tasks sent to a worker together, for tasks cheaper than the trip.
     """
     if workers < 2:
         yield from _in_this_process(function, tasks)
@@ -126,28 +128,52 @@ def in_worker_processes(
     except OSError:  # no processes here (a sandbox, a limit): the same results, serially
         yield from _in_this_process(function, tasks)
         return
-    pending: deque[tuple[Task | Ready[Result], Future[Result] | None]] = deque()
+    pending: deque[tuple[list[Task] | Ready[Result], Future[list[Result]] | None]] = deque()
     window = workers * PROCESSES_IN_FLIGHT_PER_WORKER
+    groups: Iterator[list[Task] | Ready[Result]] = _batches(tasks, batch)
     try:
-        for task in tasks:
-            if isinstance(task, Ready):
-                pending.append((task, None))
+        for group in groups:
+            if isinstance(group, Ready):
+                pending.append((group, None))
             else:
                 try:
-                    pending.append((task, pool.submit(function, task)))
+                    pending.append((group, pool.submit(_each, function, group)))
                 except BrokenProcessPool:
                     pool = _process_pool(workers, function.__module__, broken=pool)
-                    pending.append((task, pool.submit(function, task)))
+                    pending.append((group, pool.submit(_each, function, group)))
             while len(pending) >= window:
-                outcome: Result | WorkerCrashed = _outcome(function, pending.popleft())
-                yield outcome
+                yield from _outcomes(function, pending.popleft())
         while pending:
-            outcome = _outcome(function, pending.popleft())
-            yield outcome
+            yield from _outcomes(function, pending.popleft())
     finally:
         for _, future in pending:  # the caller stopped early: leave the pool idle
             if future is not None:
                 future.cancel()
+
+
+def _batches(
+    tasks: Iterable[Task | Ready[Result]], size: int
+) -> Iterator[list[Task] | Ready[Result]]:
+    """Runs of up to ``size`` consecutive tasks; a known result on its own, in its place."""
+    run: list[Task] = []
+    for task in tasks:
+        if isinstance(task, Ready):
+            if run:
+                yield run
+                run = []
+            yield task
+            continue
+        run.append(task)
+        if len(run) >= size:
+            yield run
+            run = []
+    if run:
+        yield run
+
+
+def _each(function: Callable[[Task], Result], group: list[Task]) -> list[Result]:
+    """What a worker runs: the tasks of one batch, in order."""
+    return [function(task) for task in group]
 
 
 def _in_this_process(
@@ -157,18 +183,18 @@ def _in_this_process(
         yield task.result if isinstance(task, Ready) else function(task)
 
 
-def _outcome(
+def _outcomes(
     function: Callable[[Task], Result],
-    submitted: tuple[Task | Ready[Result], Future[Result] | None],
-) -> Result | WorkerCrashed:
-    task, future = submitted
-    if isinstance(task, Ready):
-        return task.result
+    submitted: tuple[list[Task] | Ready[Result], Future[list[Result]] | None],
+) -> list[Result | WorkerCrashed]:
+    group, future = submitted
+    if isinstance(group, Ready):
+        return [group.result]
     assert future is not None
     try:
-        return future.result()
-    except BrokenProcessPool:  # this task, or another one in flight, killed a worker
-        return _alone(function, task)
+        return list(future.result())
+    except BrokenProcessPool:  # a task of this batch, or of another one in flight, killed a worker
+        return [_alone(function, task) for task in group]
 
 
 def _alone(function: Callable[[Task], Result], task: Task) -> Result | WorkerCrashed:

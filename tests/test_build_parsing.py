@@ -14,6 +14,8 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from rasa_context_retrieval.engine.withdrawal import changed_chunk_ids
 from rasa_context_retrieval.faiss.builder import ensure_index
 from rasa_context_retrieval.knowledge import loader
@@ -54,16 +56,19 @@ def mixed_folder(tmp_path: Path) -> Path:
     return docs
 
 
-def test_tasks_run_in_other_processes_and_come_back_in_order():
-    outcomes = list(in_worker_processes(pid_of_worker, [*range(12), Ready((99, 0))], workers=2))
-    assert [task for task, _ in outcomes] == [*range(12), 99]
+@pytest.mark.parametrize("batch", [1, 4])
+def test_tasks_run_in_other_processes_and_come_back_in_order(batch):
+    tasks = [*range(6), Ready((99, 0)), *range(6, 12)]
+    outcomes = list(in_worker_processes(pid_of_worker, tasks, workers=2, batch=batch))
+    assert [task for task, _ in outcomes] == [*range(6), 99, *range(6, 12)]
     worker_pids = {pid for task, pid in outcomes if task != 99}
     assert os.getpid() not in worker_pids
     assert 1 <= len(worker_pids) <= 2
 
 
-def test_a_task_that_kills_its_worker_is_the_only_one_lost():
-    outcomes = list(in_worker_processes(dies_on_three, range(10), workers=2))
+@pytest.mark.parametrize("batch", [1, 3])
+def test_a_task_that_kills_its_worker_is_the_only_one_lost(batch):
+    outcomes = list(in_worker_processes(dies_on_three, range(10), workers=2, batch=batch))
     assert isinstance(outcomes[3], WorkerCrashed)
     assert [o for n, o in enumerate(outcomes) if n != 3] == [n * 10 for n in range(10) if n != 3]
 

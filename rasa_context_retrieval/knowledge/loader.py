@@ -147,6 +147,9 @@ def _file_digest(path: Path) -> bytes:
 
 PARALLEL_FROM_FILES = 8
 """Fewer files are parsed in this process: starting the worker processes would cost more."""
+FILES_PER_TRIP = 4
+"""Files sent to a worker process together: a Markdown file parses in less time than one trip
+to a worker and back takes (bench/results/build_speed.md)."""
 CRASHED_REASON = (
     "the parser crashed on this file (its worker process died); not indexed. Open and re-save "
     "it, or convert it to another format"
@@ -215,7 +218,7 @@ def load_knowledge_base(
         workers = worker_processes() if len(listing.files) >= PARALLEL_FROM_FILES else 1
     listed: deque[_Listed] = deque()
     tasks = _parse_tasks(folder, listing.files, root, access, faq_columns, rules, cache, listed)
-    outcomes = in_worker_processes(parse_file, tasks, workers)
+    outcomes = in_worker_processes(parse_file, tasks, workers, FILES_PER_TRIP)
     for number, outcome in enumerate(outcomes, start=1):
         if progress is not None:
             progress(number, len(listing.files))
