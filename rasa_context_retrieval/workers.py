@@ -1,10 +1,15 @@
-"""The worker threads that take a search's CPU work off the event loop.
+"""The worker threads that take a search's CPU work off the event loop, and the worker processes
+that parse a knowledge base on every core.
 
 Planning (heuristic rewrite, rule self-query) and retrieval are CPU work that would stall every
 conversation if run on the event loop. They run here instead, on a small pool of their own:
 pure-Python work holds the GIL, so more threads than cores add no throughput, and every extra
 thread is one more competitor the event loop has to win the GIL from before it can wake up
 (bench/results/hardening.md measures the event-loop lag under a burst of searches).
+
+Parsing documents (PDF, Word, YAML front matter) is pure-Python work too, but a build has
+thousands of independent files: threads would take turns on one core, so files are parsed in
+worker processes instead (``in_worker_processes``), one per core.
 """
 
 from __future__ import annotations
@@ -12,15 +17,21 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import multiprocessing
 import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, ParamSpec, TypeVar
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any, Generic, ParamSpec, TypeVar
 
 SEARCH_WORKERS = max(2, min(4, os.cpu_count() or 2))
 
 Params = ParamSpec("Params")
 Result = TypeVar("Result")
+Task = TypeVar("Task")
 
 _pool = ThreadPoolExecutor(max_workers=SEARCH_WORKERS, thread_name_prefix="search-worker")
 
@@ -66,3 +77,160 @@ def side_by_side(calls: Sequence[Callable[[], Result]]) -> list[Result]:
 
 def _not_started() -> Future[Any]:
     return Future()  # pending: ``cancel()`` succeeds and the caller runs the part itself
+
+
+PROCESSES_IN_FLIGHT_PER_WORKER = 4
+"""Tasks handed to the worker processes ahead of the one awaited: enough to keep every worker
+busy, few enough that a large knowledge base is never all in memory at once."""
+
+
+@dataclass(frozen=True)
+class Ready(Generic[Result]):
+    """A task whose result is known already (a file parsed before): passed through in order,
+    never sent to a worker."""
+
+    result: Result
+
+
+@dataclass(frozen=True)
+class WorkerCrashed:
+    """The worker process died on this task (a segfault in a parser, the out-of-memory killer):
+    the task is lost, every other task still gets its result."""
+
+    exit_reason: str = "the worker process running it died"
+
+
+def worker_processes() -> int:
+    """Worker processes for CPU work that holds the interpreter lock (parsing): one per core."""
+    return max(1, os.cpu_count() or 1)
+
+
+def in_worker_processes(
+    function: Callable[[Task], Result],
+    tasks: Iterable[Task | Ready[Result]],
+    workers: int,
+    batch: int = 1,
+) -> Iterator[Result | WorkerCrashed]:
+    """``function(task)`` for every task, in worker processes, yielded in the tasks' order.
+
+    ``function`` must be a module-level function (it is sent to the workers by name). An
+    exception it raises is raised here, as if it ran in this process. When a worker dies, the
+    tasks it may have been running are run again one process each, so only the task that kills
+    its process is reported (as ``WorkerCrashed``); later tasks go to a fresh pool. With
+    ``workers`` below 2, or where no process can be started, everything runs in this process.
+    ``batch``: consecutive tasks sent to a worker together, for tasks cheaper than the trip.
+    """
+    if workers < 2:
+        yield from _in_this_process(function, tasks)
+        return
+    try:
+        pool = _process_pool(workers, function.__module__)
+    except OSError:  # no processes here (a sandbox, a limit): the same results, serially
+        yield from _in_this_process(function, tasks)
+        return
+    pending: deque[tuple[list[Task] | Ready[Result], Future[list[Result]] | None]] = deque()
+    window = workers * PROCESSES_IN_FLIGHT_PER_WORKER
+    groups: Iterator[list[Task] | Ready[Result]] = _batches(tasks, batch)
+    try:
+        for group in groups:
+            if isinstance(group, Ready):
+                pending.append((group, None))
+            else:
+                try:
+                    pending.append((group, pool.submit(_each, function, group)))
+                except BrokenProcessPool:
+                    pool = _process_pool(workers, function.__module__, broken=pool)
+                    pending.append((group, pool.submit(_each, function, group)))
+            while len(pending) >= window:
+                yield from _outcomes(function, pending.popleft())
+        while pending:
+            yield from _outcomes(function, pending.popleft())
+    finally:
+        for _, future in pending:  # the caller stopped early: leave the pool idle
+            if future is not None:
+                future.cancel()
+
+
+def _batches(
+    tasks: Iterable[Task | Ready[Result]], size: int
+) -> Iterator[list[Task] | Ready[Result]]:
+    """Runs of up to ``size`` consecutive tasks; a known result on its own, in its place."""
+    run: list[Task] = []
+    for task in tasks:
+        if isinstance(task, Ready):
+            if run:
+                yield run
+                run = []
+            yield task
+            continue
+        run.append(task)
+        if len(run) >= size:
+            yield run
+            run = []
+    if run:
+        yield run
+
+
+def _each(function: Callable[[Task], Result], group: list[Task]) -> list[Result]:
+    """What a worker runs: the tasks of one batch, in order."""
+    return [function(task) for task in group]
+
+
+def _in_this_process(
+    function: Callable[[Task], Result], tasks: Iterable[Task | Ready[Result]]
+) -> Iterator[Result]:
+    for task in tasks:
+        yield task.result if isinstance(task, Ready) else function(task)
+
+
+def _outcomes(
+    function: Callable[[Task], Result],
+    submitted: tuple[list[Task] | Ready[Result], Future[list[Result]] | None],
+) -> list[Result | WorkerCrashed]:
+    group, future = submitted
+    if isinstance(group, Ready):
+        return [group.result]
+    assert future is not None
+    try:
+        return list(future.result())
+    except BrokenProcessPool:  # a task of this batch, or of another one in flight, killed a worker
+        return [_alone(function, task) for task in group]
+
+
+def _alone(function: Callable[[Task], Result], task: Task) -> Result | WorkerCrashed:
+    """The task in a process of its own: if that dies too, this task is the one that kills it."""
+    with _new_process_pool(1, function.__module__) as pool:
+        try:
+            return pool.submit(function, task).result()
+        except BrokenProcessPool:
+            return WorkerCrashed()
+
+
+_process_pools: dict[int, ProcessPoolExecutor] = {}
+_process_pools_lock = threading.Lock()
+
+
+def _process_pool(
+    workers: int, module: str, broken: ProcessPoolExecutor | None = None
+) -> ProcessPoolExecutor:
+    """The pool of ``workers`` processes, kept for the next load once started: a worker starts
+    by importing the parsers (seconds on a busy machine), which a refresh should not pay again.
+    Idle workers wait on a queue and use no CPU. ``broken``: a pool a worker died in, replaced."""
+    with _process_pools_lock:
+        pool = _process_pools.get(workers)
+        if pool is None or pool is broken:
+            if broken is not None:
+                broken.shutdown(wait=False, cancel_futures=True)
+            pool = _process_pools[workers] = _new_process_pool(workers, module)
+        return pool
+
+
+def _new_process_pool(workers: int, module: str) -> ProcessPoolExecutor:
+    """A pool started from a clean server process (``forkserver``) that has imported ``module``
+    once, not forked from this one: a fork of a process with running threads (the event loop's,
+    torch's) can inherit a lock held by one of them and hang."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([module])  # only before the server's first start
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)

@@ -38,6 +38,7 @@ from rasa_context_retrieval.knowledge.embedding import embedder_identity
 from rasa_context_retrieval.knowledge.faq_table import FaqColumns
 from rasa_context_retrieval.knowledge.loader import IngestProblem
 from rasa_context_retrieval.knowledge.model_integrity import is_bundled_model, verify_bundled_model
+from rasa_context_retrieval.query_embedding.onnx import EXPORT_FOLDER
 
 if TYPE_CHECKING:
     from rasa_context_retrieval.milvus.backend import MilvusBackend
@@ -329,6 +330,7 @@ def index_settings(config: StoreConfig) -> IndexSettings:
         access_attributes=config.access_attributes,
         extra_suffixes=format_suffixes(config.document_formats),
         faq_columns=FaqColumns(config.faq_columns.question, config.faq_columns.answer),
+        onnx_export=None if config.query_embedder == "rasa" else config.index_path / EXPORT_FOLDER,
     )
 
 

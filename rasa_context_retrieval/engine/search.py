@@ -33,6 +33,7 @@ from rasa_context_retrieval.query_embedding.embedder import (
     open_query_embedder,
 )
 from rasa_context_retrieval.query_embedding.mixing import view_vectors
+from rasa_context_retrieval.query_embedding.onnx import EXPORT_FOLDER
 from rasa_context_retrieval.query_embedding.query_vectors import QueryVectors
 from rasa_context_retrieval.retrieve.answer_prior import (
     AnswerPrior,
@@ -54,8 +55,8 @@ AUDIT_VALUE_CHARS = 64
 """Characters an audit line shows of one entitlement value."""
 AUDIT_FILTER_CHARS = 2_000
 """Characters an audit line shows of the access filter, so that no entitlement makes it long."""
-QUERY_MODEL_FOLDER = "query-model"
-"""Under ``index_path``: the cached ONNX export of the embedding model (for queries)."""
+QUERY_MODEL_FOLDER = EXPORT_FOLDER
+"""Under ``index_path``: the cached ONNX export of the embedding model."""
 ANSWER_PRIOR_CANDIDATES = 5
 """Chunks the last bot message's own search asks for: the best one that passes the filter check
 names the previous answer's document, and the others tell whether that document has more."""

@@ -16,9 +16,10 @@ from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.ingestion.knowledge import EmbeddedKnowledge
 from rasa_context_retrieval.ingestion.settings import IndexSettings
 from rasa_context_retrieval.knowledge.chunking import chunk_documents
-from rasa_context_retrieval.knowledge.embedding import embed_texts, embedder_identity
+from rasa_context_retrieval.knowledge.embedding import embedder_identity
 from rasa_context_retrieval.knowledge.loader import KnowledgeBase, load_knowledge_base
 from rasa_context_retrieval.knowledge.models import Chunk
+from rasa_context_retrieval.query_embedding.documents import embed_documents
 from rasa_context_retrieval.retrieve.languages import warn_if_documents_are_not_in
 
 
@@ -27,9 +28,14 @@ class EmptyKnowledgeBaseError(ContextRetrievalError, ValueError):
 
 
 def read_documents(settings: IndexSettings) -> tuple[KnowledgeBase, list[Chunk]]:
-    """The documents as the loader reads them now, and the chunks they make (nothing embedded)."""
+    """The documents as the loader reads them now, and the chunks they make (nothing embedded).
+    Only files that changed since the last load are parsed (``knowledge.parse_cache``)."""
     knowledge = load_knowledge_base(
-        settings.docs, settings.access_attributes, settings.extra_suffixes, settings.faq_columns
+        settings.docs,
+        settings.access_attributes,
+        settings.extra_suffixes,
+        settings.faq_columns,
+        cache=settings.parse_cache(),
     )
     return knowledge, chunk_documents(
         knowledge.documents, settings.chunk_size, settings.chunk_overlap
@@ -57,8 +63,12 @@ def embed_knowledge(
         )
     warn_if_documents_are_not_in((d.text for d in knowledge.documents), settings.language)
     missing = [chunk for chunk in chunks if chunk.chunk_id not in known]
-    fresh = embed_texts(
-        embeddings, [c.text for c in missing], settings.embedding_batch_size, progress=progress
+    fresh = embed_documents(
+        embeddings,
+        [c.text for c in missing],
+        settings.embedding_batch_size,
+        settings.onnx_export,
+        progress=progress,
     )
     vectors = {**known, **{chunk.chunk_id: fresh[row] for row, chunk in enumerate(missing)}}
     return EmbeddedKnowledge.of(

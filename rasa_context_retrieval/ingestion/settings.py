@@ -8,6 +8,7 @@ index folder, so a release that writes a new format rebuilds (reusing the vector
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,14 @@ from rasa_context_retrieval.knowledge.embedding import embedder_identity
 from rasa_context_retrieval.knowledge.faq_table import DEFAULT_FAQ_COLUMNS, FaqColumns
 from rasa_context_retrieval.knowledge.fingerprints import settings_fingerprint
 from rasa_context_retrieval.knowledge.loader import content_digest
+from rasa_context_retrieval.knowledge.parse_cache import ParseCache
 from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE
 
 FORMAT_VERSION = 2
 """Of the published index folder (``faiss.index`` writes and reads it)."""
+
+PARSE_CACHE_FILE = "parsed-files.json"
+"""Under ``index_path``: what each file parsed to at the last load (``knowledge.parse_cache``)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,10 @@ class IndexSettings:
     """The opted-in formats besides .md/.txt/.jsonl (``.pdf``); part of the docs digest."""
     faq_columns: FaqColumns = DEFAULT_FAQ_COLUMNS
     """Which columns of an FAQ table hold the question and the answer."""
+    onnx_export: Path | None = None
+    """Where the ONNX export of a local embedding model is cached, for embedding chunks with it
+    (``query_embedding.documents``); None: Rasa's client embeds them. Not in the fingerprint:
+    both give the same vectors, so switching re-embeds nothing."""
 
     def fingerprint(self, embeddings: Any) -> str:
         return settings_fingerprint(
@@ -62,3 +71,12 @@ class IndexSettings:
                 "faq_columns": [self.faq_columns.question, self.faq_columns.answer],
             }
         )
+
+    def parse_cache(self) -> ParseCache:
+        """What the files parsed to at the last load, under everything that decides a parse."""
+        decides = {
+            "chunker": CHUNKER_VERSION,  # bumped whenever a parser's output changes too
+            "access_attributes": sorted(set(self.access_attributes)),
+            "faq_columns": [self.faq_columns.question, self.faq_columns.answer],
+        }
+        return ParseCache(self.index_path / PARSE_CACHE_FILE, json.dumps(decides, sort_keys=True))

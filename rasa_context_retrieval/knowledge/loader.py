@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections import deque
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -53,6 +54,13 @@ from rasa_context_retrieval.knowledge.listing import (
     is_attribute_file,
     is_inside,
     list_knowledge_files,
+)
+from rasa_context_retrieval.knowledge.parse_cache import ParseCache
+from rasa_context_retrieval.workers import (
+    Ready,
+    WorkerCrashed,
+    in_worker_processes,
+    worker_processes,
 )
 
 logger = structlog.get_logger()
@@ -137,12 +145,48 @@ def _file_digest(path: Path) -> bytes:
     return hashlib.sha256(content).digest()
 
 
+PARALLEL_FROM_FILES = 8
+"""Fewer files are parsed in this process: starting the worker processes would cost more."""
+FILES_PER_TRIP = 4
+"""Files sent to a worker process together: a Markdown file parses in less time than one trip
+to a worker and back takes (bench/results/build_speed.md)."""
+CRASHED_REASON = (
+    "the parser crashed on this file (its worker process died); not indexed. Open and re-save "
+    "it, or convert it to another format"
+)
+
+
+@dataclass(frozen=True)
+class FileToParse:
+    """One file's bytes and what decides how they parse: what a worker process is sent."""
+
+    name: str
+    suffix: str
+    raw: bytes
+    access: frozenset[str]
+    faq_columns: FaqColumns
+
+
+@dataclass(frozen=True)
+class _Listed:
+    """A listed file as the loader goes through them in order: what it inherits, and the
+    digest its parse is cached under (None: not cached)."""
+
+    name: str
+    suffix: str
+    inherited: dict[str, Any]
+    digest: str | None
+
+
 def load_knowledge_base(
     folder: Path,
     access_attributes: Collection[str] = (),
     extra_suffixes: Collection[str] = (),
     faq_columns: FaqColumns = DEFAULT_FAQ_COLUMNS,
     progress: Callable[[int, int], None] | None = None,
+    *,
+    cache: ParseCache | None = None,
+    workers: int | None = None,
 ) -> KnowledgeBase:
     """Read every .md/.txt (optional YAML front matter) and .jsonl file under ``folder``, and
     the opted-in ``extra_suffixes`` (``.pdf``: one document per page, ``source`` citing it;
@@ -152,6 +196,11 @@ def load_knowledge_base(
     that names one of them in a way that would not be read (``Plan:``, a JSON line's ``plan``
     outside its ``metadata``) is refused instead of being indexed as public. ``progress`` is told
     ``(file number, files in all)`` as each file is read, for a progress bar on a large folder.
+
+    Files are parsed in ``workers`` processes (default: one per core from ``PARALLEL_FROM_FILES``
+    files on), with the same documents and problems, in the same order, as one by one; a file
+    whose parser kills its process becomes a problem. A file ``cache`` has seen with the same
+    bytes is not parsed again.
     """
     documents: list[Document] = []
     listing = list_knowledge_files(folder, extra_suffixes)
@@ -165,42 +214,99 @@ def load_knowledge_base(
     for refused in listing.refused:  # reported above already; still fail closed
         if is_attribute_file(PurePosixPath(refused.name).name):
             rules.refuse(refused.name, refused.reason)
-    for number, path in enumerate(listing.files, start=1):
+    if workers is None:
+        workers = worker_processes() if len(listing.files) >= PARALLEL_FROM_FILES else 1
+    listed: deque[_Listed] = deque()
+    tasks = _parse_tasks(folder, listing.files, root, access, faq_columns, rules, cache, listed)
+    outcomes = in_worker_processes(parse_file, tasks, workers, FILES_PER_TRIP)
+    for number, outcome in enumerate(outcomes, start=1):
         if progress is not None:
             progress(number, len(listing.files))
-        name = path.relative_to(folder).as_posix()
-        suffix = path.suffix.lower()
-        try:
-            inherited = rules.inherited(name)
-        except AttributesRefused as refused:
-            problems.append(IngestProblem(name, None, str(refused)))
-            continue
-        if suffix in CONVERTED_SUFFIXES:
-            items: Iterator[Document | IngestProblem] = _converted_documents(
-                name, path, root, access, faq_columns
-            )
-        else:
-            try:
-                text = _read_text(path, root)
-            except _Unreadable as unreadable:
-                problems.append(IngestProblem(name, unreadable.line, unreadable.reason))
-                continue
-            if suffix == JSONL_SUFFIX:
-                items = _jsonl_documents(name, text, access)
-            elif suffix == CSV_SUFFIX:
-                items = _csv_documents(name, text, access, faq_columns)
-            else:
-                items = _text_documents(name, text, access)
-        own_wins = suffix not in CONVERTED_SUFFIXES or suffix == XLSX_SUFFIX
-        for item in items:
-            if isinstance(item, Document) and inherited:
-                item = _with_inherited(item, inherited, rules, own_wins)
+        file = listed.popleft()
+        if isinstance(outcome, WorkerCrashed):
+            outcome = [IngestProblem(file.name, None, CRASHED_REASON)]
+        elif cache is not None and file.digest is not None:
+            cache.put(file.name, file.digest, [_as_json(item) for item in outcome])
+        own_wins = file.suffix not in CONVERTED_SUFFIXES or file.suffix == XLSX_SUFFIX
+        for item in outcome:
+            if isinstance(item, Document) and file.inherited:
+                item = _with_inherited(item, file.inherited, rules, own_wins)
             (problems if isinstance(item, IngestProblem) else documents).append(item)  # type: ignore[arg-type]
+    if cache is not None:
+        cache.save()
     for problem in problems:
         logger.warning(
             "knowledge.load.skipped", file=problem.file, line=problem.line, reason=problem.reason
         )
     return KnowledgeBase(documents, problems)
+
+
+ParsedFile = list[Document | IngestProblem]
+
+
+def _parse_tasks(
+    folder: Path,
+    files: list[Path],
+    root: Path,
+    access: frozenset[str],
+    faq_columns: FaqColumns,
+    rules: AttributeRules,
+    cache: ParseCache | None,
+    listed: deque[_Listed],
+) -> Iterator[FileToParse | Ready[ParsedFile]]:
+    """One task per file, in order: its bytes to parse, or its outcome when known already (a
+    refused or unreadable file, a file the cache holds). ``listed`` is told each file first."""
+    for path in files:
+        name = path.relative_to(folder).as_posix()
+        suffix = path.suffix.lower()
+        try:
+            inherited = rules.inherited(name)
+            raw = _read_bytes(path, root)
+        except AttributesRefused as refused:
+            listed.append(_Listed(name, suffix, {}, None))
+            yield Ready([IngestProblem(name, None, str(refused))])
+            continue
+        except _Unreadable as unreadable:
+            listed.append(_Listed(name, suffix, {}, None))
+            yield Ready([IngestProblem(name, unreadable.line, unreadable.reason)])
+            continue
+        digest = ParseCache.digest(raw) if cache is not None else None
+        cached = cache.get(name, digest) if cache is not None and digest is not None else None
+        if cached is not None:
+            listed.append(_Listed(name, suffix, inherited, None))
+            yield Ready([_from_json(item) for item in cached])
+        else:
+            listed.append(_Listed(name, suffix, inherited, digest))
+            yield FileToParse(name, suffix, raw, access, faq_columns)
+
+
+def parse_file(task: FileToParse) -> ParsedFile:
+    """The documents and problems one file's bytes make, before folder and sidecar attributes."""
+    if task.suffix in CONVERTED_SUFFIXES:
+        return list(
+            _converted_documents(task.name, task.suffix, task.raw, task.access, task.faq_columns)
+        )
+    try:
+        text = _decoded_text(task.raw)
+    except _Unreadable as unreadable:
+        return [IngestProblem(task.name, unreadable.line, unreadable.reason)]
+    if task.suffix == JSONL_SUFFIX:
+        return list(_jsonl_documents(task.name, text, task.access))
+    if task.suffix == CSV_SUFFIX:
+        return list(_csv_documents(task.name, text, task.access, task.faq_columns))
+    return list(_text_documents(task.name, text, task.access))
+
+
+def _as_json(item: Document | IngestProblem) -> dict[str, Any]:
+    if isinstance(item, Document):
+        return {"source": item.source, "text": item.text, "metadata": item.metadata}
+    return {"file": item.file, "line": item.line, "reason": item.reason}
+
+
+def _from_json(item: dict[str, Any]) -> Document | IngestProblem:
+    if "source" in item:
+        return Document(item["source"], item["text"], item["metadata"])
+    return IngestProblem(item["file"], item["line"], item["reason"])
 
 
 def _with_inherited(
@@ -258,15 +364,12 @@ class _Unreadable(ContextRetrievalError):
 
 
 def _converted_documents(
-    name: str, path: Path, root: Path, access: frozenset[str], faq_columns: FaqColumns
+    name: str, suffix: str, raw: bytes, access: frozenset[str], faq_columns: FaqColumns
 ) -> Iterator[Document | IngestProblem]:
     """A PDF page, an HTML section, a Word file or a spreadsheet row per document, cited by
     ``name`` plus the part's place (``knowledge.conversion``)."""
     try:
-        parts = converted_parts(path.suffix.lower(), _read_bytes(path, root), faq_columns)
-    except _Unreadable as unreadable:
-        yield IngestProblem(name, unreadable.line, unreadable.reason)
-        return
+        parts = converted_parts(suffix, raw, faq_columns)
     except ConversionRefused as refused:
         yield IngestProblem(name, None, str(refused))
         return
@@ -297,8 +400,7 @@ def _read_bytes(path: Path, root: Path) -> bytes:
         raise _Unreadable(f"cannot read the file: {error.strerror or error}") from None
 
 
-def _read_text(path: Path, root: Path) -> str:
-    raw = _read_bytes(path, root)
+def _decoded_text(raw: bytes) -> str:
     if b"\0" in raw:
         raise _Unreadable("binary file (contains NUL bytes), not text")
     try:

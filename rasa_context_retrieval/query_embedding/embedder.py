@@ -1,13 +1,13 @@
 """Which code turns a query into a vector: Rasa's embedding client, or its ONNX twin.
 
-Documents are always embedded by Rasa's client (the index never changes with this choice). For
-queries, when the client is Rasa's ``huggingface_local`` provider on a local sentence-transformers
+When the client is Rasa's ``huggingface_local`` provider on a local sentence-transformers
 folder, an ONNX export of the same model is used instead (``vector_store.query_embedder``:
 ``auto``, the default; ``int8`` for the quantized export; ``rasa`` turns it off). It is used only
 after a self-check on fixed texts gives Rasa's vectors; whenever anything on this path fails, the
 reason is logged once and Rasa's client embeds the queries. Preparing it (export, session,
 self-check) runs in a background thread, so start-up is not slower: until it is ready, Rasa's
-client embeds the queries, with the same vectors.
+client embeds the queries, with the same vectors. A build embeds the chunks through the same
+checked export (``query_embedding.documents``), and through Rasa's client otherwise.
 """
 
 from __future__ import annotations
@@ -177,6 +177,24 @@ def _prepared(
     return OnnxQueryEmbedder(encoder, rasa)
 
 
+def checked_fp32_encoder(client: Any, cache_dir: Path) -> Any | None:
+    """The fp32 ONNX encoder of ``client``'s local model, if it has one whose self-check gives
+    Rasa's vectors (``query_embedding.documents`` embeds chunks with it); None otherwise, with
+    the reason logged."""
+    model_dir = local_model_folder(client)
+    if model_dir is None:
+        return None
+    try:
+        encoder, worst = _checked_encoder(model_dir, cache_dir, client, int8=False)
+    except Exception as error:  # any failure of this optional path: say why, keep working
+        _fall_back(f"the ONNX export could not be used: {error}", "chunks")
+        return None
+    if worst < MIN_COSINE:
+        _fall_back(f"the ONNX export's vectors differ from Rasa's (cosine {worst:.6f})", "chunks")
+        return None
+    return encoder
+
+
 def local_model_folder(client: Any) -> Path | None:
     """The model folder when ``client`` is Rasa's local sentence-transformers client."""
     config = getattr(client, "config", None)
@@ -254,10 +272,10 @@ def _holds_same_export(checked: Path, model: Any, cache_dir: Path, *, int8: bool
     return os.path.samefile(target, checked) or file_sha256(target) == file_sha256(checked)
 
 
-def _fall_back(reason: str) -> None:
+def _fall_back(reason: str, texts: str = "queries") -> None:
     logger.warning(
         "query_embedder.onnx.unused",
         reason=reason,
-        event_info="queries are embedded with Rasa's client (same vectors, slower); "
+        event_info=f"{texts} are embedded with Rasa's client (same vectors, slower); "
         "set `query_embedder: rasa` in the vector_store block to silence this",
     )

@@ -39,6 +39,8 @@ from rasa_context_retrieval.knowledge.model_integrity import file_sha256
 from rasa_context_retrieval.query_embedding.length_groups import length_groups
 from rasa_context_retrieval.workers import side_by_side
 
+EXPORT_FOLDER = "query-model"
+"""Under ``index_path``: the cached ONNX export of the embedding model (queries and chunks)."""
 EXPORT_FORMAT = 1
 """Bump when the exported graph changes (wrapper, inputs, opset): old exports are then unused."""
 OPSET = 17

