@@ -40,6 +40,7 @@ from rasa_context_retrieval.filters.syntax import attributes_of, parse_filter
 from rasa_context_retrieval.knowledge.faq_table import ANSWER_COLUMN, QUESTION_COLUMN
 from rasa_context_retrieval.llm.block import LLMBlock
 from rasa_context_retrieval.milvus.config import MilvusConfig
+from rasa_context_retrieval.query_embedding.modes import QueryEmbedderMode
 from rasa_context_retrieval.result_metadata import ResultMetadataChoice
 from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE, LanguageCode
 
@@ -50,7 +51,6 @@ HeuristicMode = Literal[
 SelfQueryMode = Literal["rules", "llm", "off"]
 ContextModelName = Literal["words_and_turns", "weighted_turns", "words"]
 Backend = Literal["faiss", "milvus"]
-QueryEmbedderMode = Literal["auto", "int8", "rasa"]
 
 DEFAULT_TOP_K = 4
 DEFAULT_CHUNK_SIZE = 1000

@@ -21,7 +21,6 @@ from typing import Any, Protocol
 import numpy as np
 import structlog
 
-from rasa_context_retrieval.config import QueryEmbedderMode
 from rasa_context_retrieval.knowledge.embedding import (
     embed_queries,
     embed_query,
@@ -29,6 +28,7 @@ from rasa_context_retrieval.knowledge.embedding import (
     normalise,
 )
 from rasa_context_retrieval.knowledge.model_integrity import file_sha256
+from rasa_context_retrieval.query_embedding.modes import QueryEmbedderMode
 
 logger = structlog.get_logger()
 
