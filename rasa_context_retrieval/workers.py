@@ -18,6 +18,7 @@ import asyncio
 import contextvars
 import functools
 import multiprocessing
+import multiprocessing.util
 import os
 import threading
 from collections import deque
@@ -221,8 +222,22 @@ def _process_pool(
         if pool is None or pool is broken:
             if broken is not None:
                 broken.shutdown(wait=False, cancel_futures=True)
+            if not _process_pools:
+                # At exit, multiprocessing joins this process's children before the executors
+                # are shut down; idle pool workers would wait forever for work, so shut the pools
+                # down first (a finalizer with a priority runs before that join).
+                multiprocessing.util.Finalize(None, _shut_down_pools, exitpriority=100)
             pool = _process_pools[workers] = _new_process_pool(workers, module)
         return pool
+
+
+def _shut_down_pools() -> None:
+    """Let the kept pools' idle workers exit (see ``_process_pool``)."""
+    with _process_pools_lock:
+        pools = list(_process_pools.values())
+        _process_pools.clear()
+    for pool in pools:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _new_process_pool(workers: int, module: str) -> ProcessPoolExecutor:

@@ -394,6 +394,8 @@ async def test_the_explanation_shows_the_filter_as_written_and_why_general_pages
 
     assert result.metadata["filter"] == 'and(eq("plan", "free"), eq("platform", "android"))'
     assert result.metadata["notes"] == [
-        "documents without 'platform' also match (absent_means_all)"
+        "documents without 'platform' also match (absent_means_all)",
+        # the bot's answer was taken from that page, so it weighs more in the follow-up's query
+        "the last bot message quotes plans/free.md (match 0.88): it weighs 0.2 in the turns view",
     ]
     assert result.results[0].metadata["source"] == "plans/free.md"

@@ -28,12 +28,13 @@ def write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def endpoint(docs: Path) -> EndpointConfig:
+def endpoint(docs: Path, **settings: Any) -> EndpointConfig:
     return EndpointConfig(
         docs=str(docs),
         index_path=str(docs.parent / "index"),
         slot_filters={"plan": "plan"},
         refresh_seconds=0.01,
+        **settings,
     )
 
 
@@ -96,7 +97,7 @@ async def test_when_the_rebuild_fails_changed_documents_are_withdrawn_and_the_re
     docs: Path, embedder: Any
 ):
     counting = CountingEmbedder(embedder)
-    config = endpoint(docs)
+    config = endpoint(docs, query_embedder="rasa")  # Rasa's client embeds documents too
     store = connected_store(counting, config)
     assert "sync.md" in await sources(store, config, "how does sync work", "free")
     await sources(store, config, "can I get a refund", "free")  # cache the query vectors
