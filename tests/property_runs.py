@@ -14,6 +14,7 @@ slow"``) checks the same property, with the same code, on a few examples; the wh
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -33,5 +34,11 @@ def property_sizes(full: int, few: int = FEW_EXAMPLES) -> pytest.MarkDecorator:
 
 def sized(prop: Callable[..., None], examples: int, **options: Any) -> Callable[..., None]:
     """The ``@given`` property ``prop`` run on ``examples`` examples, with ``options`` (the
-    hypothesis settings the property needs: deadline, suppressed health checks)."""
+    hypothesis settings the property needs: deadline, suppressed health checks).
+
+    Both sizes run in one session with the whole suite, and hypothesis refuses a second
+    ``settings`` on the same function; each size's settings replace the other's, because the
+    property reads them when it runs."""
+    with contextlib.suppress(AttributeError):
+        del prop._hypothesis_internal_settings_applied  # type: ignore[attr-defined]
     return settings(max_examples=examples, **options)(prop)  # type: ignore[no-any-return]
