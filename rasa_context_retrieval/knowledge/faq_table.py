@@ -19,15 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
-from rasa_context_retrieval.knowledge.office_zip import OfficeZipRefused, check_unpacked_size
+from rasa_context_retrieval.knowledge.office_zip import office_library
 
 CSV_SUFFIX = ".csv"
 XLSX_SUFFIX = ".xlsx"
 QUESTION_COLUMN = "question"
 ANSWER_COLUMN = "answer"
-MISSING_LIBRARY = (
-    "reading spreadsheets needs the 'office' extra: pip install 'rasa-context-retrieval[office]'"
-)
 
 
 class TableUnreadable(ContextRetrievalError, ValueError):
@@ -73,14 +70,7 @@ def spreadsheet_rows(raw: bytes, columns: FaqColumns = DEFAULT_FAQ_COLUMNS) -> I
         TableUnreadable: the library is missing, the file is a zip bomb or corrupt, or no
             worksheet has the question and answer columns.
     """
-    try:
-        check_unpacked_size(raw)
-    except OfficeZipRefused as refused:
-        raise TableUnreadable(str(refused)) from None
-    try:
-        import openpyxl
-    except ImportError:
-        raise TableUnreadable(MISSING_LIBRARY) from None
+    openpyxl = office_library(raw, "openpyxl", "spreadsheets", TableUnreadable)
     try:
         workbook = openpyxl.load_workbook(io.BytesIO(raw), read_only=True, data_only=True)
         sheets = [(sheet.title, list(sheet.iter_rows(values_only=True))) for sheet in workbook]

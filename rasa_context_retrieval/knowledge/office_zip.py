@@ -1,4 +1,5 @@
-"""The zip-bomb guard shared by every Office file (Word, Excel): checked before anything is parsed.
+"""The zip-bomb guard shared by every Office file (Word, PowerPoint, Excel): checked before
+anything is parsed, and before the optional library that reads the file is imported.
 
 A .docx or .xlsx is a zip of XML files. Its members' declared unpacked size is compared with the
 file's own size, so a file that would unpack to gigabytes is refused without unpacking it.
@@ -6,8 +7,10 @@ file's own size, so a file that would unpack to gigabytes is refused without unp
 
 from __future__ import annotations
 
+import importlib
 import io
 import zipfile
+from types import ModuleType
 
 from rasa_context_retrieval.errors import ContextRetrievalError
 
@@ -37,3 +40,31 @@ def check_unpacked_size(raw: bytes) -> None:
             f"unpacks to {unpacked / 1e6:.0f} MB from {len(raw) / 1e6:.1f} MB, out of "
             "proportion (a zip bomb?); not read"
         )
+
+
+def missing_extra(reading: str) -> str:
+    """The one-line message for a format whose library (the ``office`` extra) is not installed."""
+    return (
+        f"reading {reading} needs the 'office' extra: pip install 'rasa-context-retrieval[office]'"
+    )
+
+
+def office_library(
+    raw: bytes, library: str, reading: str, unreadable: type[ContextRetrievalError]
+) -> ModuleType:
+    """The library that parses ``raw`` (e.g. ``docx``), once ``raw`` passed the zip checks.
+
+    Imported here, on first use, so that an assistant without the ``office`` extra starts and
+    reads its other formats; every Office reader refuses a bad zip and a missing library alike.
+
+    Raises:
+        unreadable: the file is not a zip or is a zip bomb, or ``library`` is not installed.
+    """
+    try:
+        check_unpacked_size(raw)
+    except OfficeZipRefused as refused:
+        raise unreadable(str(refused)) from None
+    try:
+        return importlib.import_module(library)
+    except ImportError:
+        raise unreadable(missing_extra(reading)) from None

@@ -16,12 +16,9 @@ from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.knowledge.markdown_table import markdown_table
-from rasa_context_retrieval.knowledge.office_zip import OfficeZipRefused, check_unpacked_size
+from rasa_context_retrieval.knowledge.office_zip import office_library
 
 PPTX_SUFFIX = ".pptx"
-MISSING_LIBRARY = (
-    "reading PowerPoint needs the 'office' extra: pip install 'rasa-context-retrieval[office]'"
-)
 
 
 class SlidesUnreadable(ContextRetrievalError, ValueError):
@@ -35,14 +32,7 @@ def deck_slides(raw: bytes) -> tuple[list[tuple[int, str, str]], dict[str, Any]]
     Raises:
         SlidesUnreadable: the library is missing, or the file is a zip bomb, corrupt or empty.
     """
-    try:
-        check_unpacked_size(raw)
-    except OfficeZipRefused as refused:
-        raise SlidesUnreadable(str(refused)) from None
-    try:
-        import pptx
-    except ImportError:
-        raise SlidesUnreadable(MISSING_LIBRARY) from None
+    pptx = office_library(raw, "pptx", "PowerPoint", SlidesUnreadable)
     try:
         deck = pptx.Presentation(io.BytesIO(raw))
         slides = [

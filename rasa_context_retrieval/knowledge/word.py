@@ -17,13 +17,10 @@ from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.knowledge.markdown_table import markdown_table
-from rasa_context_retrieval.knowledge.office_zip import OfficeZipRefused, check_unpacked_size
+from rasa_context_retrieval.knowledge.office_zip import office_library
 from rasa_context_retrieval.knowledge.qa_entries import entries_joined
 
 DOCX_SUFFIX = ".docx"
-MISSING_LIBRARY = (
-    "reading Word needs the 'office' extra: pip install 'rasa-context-retrieval[office]'"
-)
 
 
 class WordUnreadable(ContextRetrievalError, ValueError):
@@ -36,14 +33,7 @@ def word_text(raw: bytes) -> tuple[str, dict[str, Any]]:
     Raises:
         WordUnreadable: the library is missing, or the file is a zip bomb, corrupt or empty.
     """
-    try:
-        check_unpacked_size(raw)
-    except OfficeZipRefused as refused:
-        raise WordUnreadable(str(refused)) from None
-    try:
-        import docx
-    except ImportError:
-        raise WordUnreadable(MISSING_LIBRARY) from None
+    docx = office_library(raw, "docx", "Word", WordUnreadable)
     try:
         document = docx.Document(io.BytesIO(raw))
         blocks = list(_blocks(document))
