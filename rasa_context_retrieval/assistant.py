@@ -23,13 +23,18 @@ class ConsoleSession:
     """The store plus a conversation shaped like Rasa's tracker_state."""
 
     def __init__(self, config_path: str, endpoints_path: str) -> None:
-        from rasa.utils.endpoints import read_endpoint_config
+        from rasa.shared.utils.yaml import read_config_file
+        from rasa.utils.endpoints import EndpointConfig
 
         from rasa_context_retrieval.store import ContextRetrieval
 
-        endpoint = read_endpoint_config(endpoints_path, "vector_store")
-        if endpoint is None:
+        # Read as Rasa's read_endpoint_config does, but every time: that function caches by
+        # file name, so a second assistant's "endpoints.yml" in one process (eval over several
+        # knowledge bases) would be served the first one's settings.
+        block = read_config_file(endpoints_path).get("vector_store")
+        if block is None:
             raise ValueError(f"{endpoints_path} has no vector_store: block")
+        endpoint = EndpointConfig.from_dict(block)
         policy = policy_config(Path(config_path))
         self.threshold = float((policy.get("vector_store") or {}).get("threshold", 0.0))
         self.store = ContextRetrieval(embeddings=embedder(policy))
