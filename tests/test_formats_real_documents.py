@@ -53,6 +53,8 @@ def test_every_part_of_the_policy_is_cited_with_the_outline_entry_it_stands_in(d
     )
     assert changes.metadata["page"] == [4, 5]  # its paragraph runs on to page 5
     assert changes.source == "opengov-privacy-policy.pdf#page=4"
+    use = next(d for d in parts if d.text.startswith("OpenGov’s Use of Information"))
+    assert use.metadata["section"] == "Privacy Policy > OpenGov's Use of Information"
 
 
 def test_the_policy_pdf_has_no_page_numbers_in_its_text(documents):
@@ -142,6 +144,7 @@ def test_the_manual_reads_as_printed_without_running_lines(chunks):
     assert "to the best of our knowledge." in text  # TeX's hyphenation undone
     assert "After a current cutoff limit" in text  # ligatures as letters
     assert "\n- Use insulated tools only.\n" in text
+    assert "| 3.3 | Load output | 5 |" in text and ". . ." not in text  # contents, no leaders
 
 
 def test_the_paragraph_cut_by_a_page_break_is_one_chunk_citing_both_pages(chunks):

@@ -33,6 +33,7 @@ RUNNING_MIN_PAGES = 3
 _NUMBERS = re.compile(r"\d+")
 _SECTION_NUMBER = re.compile(r"^\d+(\.\d+)*\.?\s+")
 _SENTENCE_END = (".", "!", "?", ":")
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 TABLE_ROW = "| "
 
 
@@ -148,7 +149,10 @@ def _in_sections(pages: list[tuple[int, list[str]]], outline: list[OutlineEntry]
 
 
 def _title_key(text: str) -> str:
-    return _SECTION_NUMBER.sub("", " ".join(text.split())).casefold()
+    """A heading or outline title as compared: no section number, typographic quotes as typed
+    (an outline says ``OpenGov's`` where the page prints ``OpenGov’s``), case ignored."""
+    text = " ".join(text.translate(_QUOTES).split())
+    return _SECTION_NUMBER.sub("", text).casefold()
 
 
 def _joined(blocks: list[_Block]) -> list[_Block]:

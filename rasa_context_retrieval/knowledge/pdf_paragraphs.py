@@ -38,6 +38,9 @@ COLUMN_GAP = re.compile(r"\S {3,}\S")
 CELL_SEPARATOR = re.compile(r" {3,}")
 STARTS_ITEM = re.compile(r"^(Q:|A:|[-•*▪◦‣–]\s|\d{1,3}[.)]\s|#)")
 """A line that begins an item of its own, whatever the line above it looks like."""
+LEADER = re.compile(r"(?: {0,3}\.){5,}")
+"""Dot leaders between a title and its page number (a table of contents): left out, so that
+the entry reads ``3.1 MPPT 4``; the columns stay where they were."""
 BULLETS = re.compile(r"^[•▪◦‣–]\s+")
 """Bullet characters a typesetter draws; Markdown writes ``- ``."""
 GROUP_ROW_LETTERS = 40
@@ -113,7 +116,18 @@ def _paired(layout_text: str, plain_text: str) -> list[Line | None]:
         if tag == "equal":
             for offset, index in enumerate(texts[start:end]):
                 words[index] = printed[plain_start + offset]
-    return [Line(words[i], line) if i in words else None for i, line in enumerate(laid_out)]
+    return [
+        Line(_without_leaders(words[i]), LEADER.sub(_blank, line)) if i in words else None
+        for i, line in enumerate(laid_out)
+    ]
+
+
+def _without_leaders(words: str) -> str:
+    return " ".join(LEADER.sub(" ", words).split())
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match[0])
 
 
 def _letters(line: str) -> str:
