@@ -254,6 +254,26 @@ def test_several_outline_entries_on_one_page_each_give_their_section(tmp_path: P
     assert {c.metadata["source"] for c in chunks} == {"router.pdf#page=1"}
 
 
+def test_entries_on_a_page_follow_their_positions_not_the_outline_order(tmp_path: Path):
+    document = fpdf.FPDF()
+    document.set_font("Helvetica", size=12)
+    document.add_page()
+    document.set_y(150)  # the outline names "Reset" first, but it is printed lower down
+    document.start_section("Reset", level=0)
+    document.multi_cell(0, 8, "Reset\n\nHold the button.")
+    document.set_y(30)
+    document.start_section("Setup", level=0)
+    document.multi_cell(0, 8, "Setup\n\nUnpack the router.")
+    document.output(str(tmp_path / "router.pdf"))
+
+    documents = load_knowledge_base(tmp_path, extra_suffixes=PDF).documents
+
+    assert [(d.metadata["section"], d.text.splitlines()[-1]) for d in documents] == [
+        ("Setup", "Unpack the router."),
+        ("Reset", "Hold the button."),
+    ]
+
+
 def test_a_paragraph_and_an_entry_cut_by_a_page_break_are_read_whole(tmp_path: Path):
     make_pdf(
         tmp_path / "router.pdf",
@@ -317,6 +337,20 @@ def test_running_headers_footers_and_page_numbers_are_not_indexed(tmp_path: Path
         (2, "Plug in the cable."),
         (3, "Press the power button."),
     ]
+
+
+def test_a_pdf_of_two_pages_keeps_its_top_and_bottom_lines(tmp_path: Path):
+    document = _ManualWithRunningLines()
+    for text in ("Unpack the router.", "Plug in the cable."):
+        document.add_page()
+        document.set_font("Helvetica", size=12)
+        document.multi_cell(0, 8, text)
+    document.output(str(tmp_path / "router.pdf"))
+
+    (first, _) = load_knowledge_base(tmp_path, extra_suffixes=PDF).documents
+
+    assert first.text.splitlines()[0] == "Acme Router X2 - User Manual"
+    assert first.text.splitlines()[-1] == "Page 1"
 
 
 def test_bullet_lists_stay_markdown_lists(tmp_path: Path):
