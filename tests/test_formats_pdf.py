@@ -254,6 +254,25 @@ def test_several_outline_entries_on_one_page_each_give_their_section(tmp_path: P
     assert {c.metadata["source"] for c in chunks} == {"router.pdf#page=1"}
 
 
+def test_a_heading_set_right_above_its_text_starts_its_section(tmp_path: Path):
+    document = fpdf.FPDF()
+    document.set_font("Helvetica", size=12)
+    document.add_page()
+    document.start_section("Setup", level=0)
+    document.multi_cell(0, 5, "Setup\nUnpack the router.")
+    document.ln(8)
+    document.start_section("Cables", level=0)
+    document.multi_cell(0, 5, "Cables\nUse the grey cable.")  # no gap under the heading
+    document.output(str(tmp_path / "router.pdf"))
+
+    documents = load_knowledge_base(tmp_path, extra_suffixes=PDF).documents
+
+    assert [(d.metadata["section"], d.text.splitlines()[-1]) for d in documents] == [
+        ("Setup", "Unpack the router."),
+        ("Cables", "Use the grey cable."),
+    ]
+
+
 def test_entries_on_a_page_follow_their_positions_not_the_outline_order(tmp_path: Path):
     document = fpdf.FPDF()
     document.set_font("Helvetica", size=12)

@@ -10,8 +10,9 @@ a ``Q:``/``A:`` entry wherever the page ended. Here:
 * a line printed at the top (or the bottom) of most pages, page numbers aside, is a running
   header (or footer) and is left out, as is a page number alone;
 * a block belongs to the outline entry whose heading precedes it: an entry starts where its
-  title is printed as a heading on its page (entries on one page in the order of their
-  destinations' positions); an entry whose title is not found starts at the top of its page;
+  title is printed on its page (a block of its own, or a block's first line), the entries on
+  one page taken in the order of their destinations' heights; an entry whose title is not
+  found starts at the top of its page;
 * a paragraph that runs on to the next page (the next page starts in lower case and the last
   sentence had not ended), a table that goes on with the same header, and a ``Q:`` whose
   ``A:`` is on the next page are one block, cited by both pages.
@@ -133,19 +134,27 @@ def _in_sections(pages: list[tuple[int, list[str]]], outline: list[OutlineEntry]
             key=lambda entry: -entry.top if entry.top is not None else float("-inf"),
         )
         titles = [_title_key(entry.path[-1]) for entry in entries]
-        headings = {_title_key(block) for block in page if "\n" not in block}
+        headings = {key for block in page for key in _heading_keys(block)}
         waiting = 0
         while waiting < len(entries) and titles[waiting] not in headings:
             path, waiting = SEPARATOR.join(entries[waiting].path), waiting + 1
         for index, text in enumerate(page):
-            key = _title_key(text) if "\n" not in text else None
-            if key is not None and key in titles[waiting:]:
+            key = next((key for key in _heading_keys(text) if key in titles[waiting:]), None)
+            if key is not None:
                 found = titles.index(key, waiting)
                 path, waiting = SEPARATOR.join(entries[found].path), found + 1
             result.append(_Block([number], path, text, index == 0, index == len(page) - 1))
         for entry in entries[waiting:]:
             path = SEPARATOR.join(entry.path)
     return result
+
+
+def _heading_keys(block: str) -> tuple[str, ...]:
+    """What in a block can be a printed heading: the block, or its first line (a heading set
+    right above its text, with no gap). A heading wrapped at the margin is one line again
+    (``knowledge.pdf_paragraphs``)."""
+    first = block.splitlines()[0]
+    return (_title_key(first),) if first == block else (_title_key(block), _title_key(first))
 
 
 def _title_key(text: str) -> str:
