@@ -372,6 +372,29 @@ def test_a_pdf_of_two_pages_keeps_its_top_and_bottom_lines(tmp_path: Path):
     assert first.text.splitlines()[-1] == "Page 1"
 
 
+def test_a_table_over_three_pages_is_one_table_with_its_header_once(tmp_path: Path):
+    document = fpdf.FPDF()
+    document.set_font("Helvetica", size=11)
+    for first in (1, 4, 7):
+        document.add_page()
+        with document.table(col_widths=(60, 60)) as table:
+            for row in (
+                ("Setting", "Default"),
+                *((f"Option {n}", f"{n} s") for n in range(first, first + 3)),
+            ):
+                table.row(row)
+    document.output(str(tmp_path / "settings.pdf"))
+
+    (table,) = load_knowledge_base(tmp_path, extra_suffixes=PDF).documents
+
+    assert table.metadata["page"] == [1, 2, 3]
+    assert table.text.splitlines() == [
+        "| Setting | Default |",
+        "| --- | --- |",
+        *(f"| Option {n} | {n} s |" for n in range(1, 10)),
+    ]
+
+
 def test_bullet_lists_stay_markdown_lists(tmp_path: Path):
     document = fpdf.FPDF()
     document.core_fonts_encoding = "windows-1252"  # has the bullet

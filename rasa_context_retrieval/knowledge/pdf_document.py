@@ -97,6 +97,8 @@ def _without_running_lines(pages: list[tuple[int, list[str]]]) -> list[tuple[int
     bottoms = Counter(_shape(blocks[-1].splitlines()[-1]) for _, blocks in printed)
     running_top = {shape for shape, count in tops.items() if count >= needed}
     running_bottom = {shape for shape, count in bottoms.items() if count >= needed}
+    running_top -= {shape for shape in running_top if shape.startswith(TABLE_ROW)}  # a header
+    running_bottom -= {shape for shape in running_bottom if shape.startswith(TABLE_ROW)}
     return [
         (number, _trimmed(blocks, running_top, running_bottom) if _lines(blocks) > 1 else blocks)
         for number, blocks in pages
