@@ -5,6 +5,10 @@ and a table's rows in order (``documentation/formats.md``). It is an optional de
 ``office`` extra): without it a PDF is skipped with a one-line reason naming the extra.
 A PDF that cannot be read is skipped with its reason; nothing in it (JavaScript, forms, links) is
 executed or followed, only its text layer is read.
+
+Reading is three steps, one module each: the letters of the extracted text
+(``knowledge.pdf_glyphs``), each page's blocks (``knowledge.pdf_paragraphs``), and the whole
+document's parts by outline entry across page breaks (``knowledge.pdf_document``).
 """
 
 from __future__ import annotations

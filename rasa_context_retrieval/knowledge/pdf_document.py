@@ -59,6 +59,9 @@ class PdfPart:
 
 @dataclass
 class _Block:
+    """A block with the pages it is printed on and the section it stands under, while text cut
+    by page breaks is joined."""
+
     pages: list[int]
     section: str
     text: str
