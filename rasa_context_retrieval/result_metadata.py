@@ -104,6 +104,8 @@ def _with_place(key: str, text: str, metadata: Mapping[str, Any]) -> str:
         return text
     if isinstance(page, int) and not isinstance(page, bool):
         fragment, shown = f"page={page}", f"page {page}"
+    elif isinstance(page, list) and page and all(isinstance(p, int) for p in page):
+        fragment, shown = f"page={page[0]}", f"pages {page[0]}-{page[-1]}"  # across a break
     elif isinstance(slide, int) and not isinstance(slide, bool):
         fragment, shown = f"slide={slide}", f"slide {slide}"
     elif isinstance(anchor, str) and anchor.strip():

@@ -45,6 +45,21 @@ def test_an_expected_file_names_every_place_in_it_and_a_place_only_itself(
     assert case(expected).is_right(cited, "any answer") is right
 
 
+@pytest.mark.parametrize(
+    ("expected", "right"),
+    [
+        ("manuals/router.pdf#page=4", True),
+        ("manuals/router.pdf#page=5", True),
+        ("manuals/router.pdf#page=6", False),
+        ("manuals/router.pdf", True),
+    ],
+)
+def test_a_result_across_a_page_break_is_named_by_each_of_its_pages(
+    expected: str, right: bool
+) -> None:
+    assert case(expected).is_right("manuals/router.pdf#page=4", "any", pages=[4, 5]) is right
+
+
 def write_cases(path: Path, *expected: str) -> Path:
     cases = [{"name": "c", "turns": [{"user": "q?"}], "expected_sources": list(expected)}]
     path.write_text(yaml.safe_dump({"cases": cases}), encoding="utf-8")

@@ -1,4 +1,5 @@
-"""PDF documents: opt-in, one document per page citing ``name.pdf#page=N``, bad files skipped."""
+"""PDF documents: opt-in, parts citing ``name.pdf#page=N`` with the outline section they stand in,
+running headers and footers left out, text across page breaks joined, bad files skipped."""
 
 from __future__ import annotations
 
@@ -202,7 +203,7 @@ def test_a_question_and_its_answer_in_two_paragraphs_are_one_entry(tmp_path: Pat
     ]
 
 
-def test_a_table_keeps_one_row_per_line(tmp_path: Path):
+def test_a_table_stays_a_markdown_table(tmp_path: Path):
     document = fpdf.FPDF()
     document.set_font("Helvetica", size=11)
     document.add_page()
@@ -213,5 +214,195 @@ def test_a_table_keeps_one_row_per_line(tmp_path: Path):
 
     (page,) = load_knowledge_base(tmp_path, extra_suffixes=PDF).documents
 
-    rows = [line for line in page.text.splitlines() if line]
-    assert rows == ["Plan Storage Price", "Free 5 GB 0", "Plus 200 GB 3"]
+    assert page.text.splitlines() == [
+        "| Plan | Storage | Price |",
+        "| --- | --- | --- |",
+        "| Free | 5 GB | 0 |",
+        "| Plus | 200 GB | 3 |",
+    ]
+
+
+def test_several_outline_entries_on_one_page_each_give_their_section(tmp_path: Path):
+    document = fpdf.FPDF()
+    document.set_font("Helvetica", size=12)
+    document.add_page()
+    for chapter, subsections in [
+        ("Setup", [("Cables", "Plug in the cable."), ("Power", "Press the power button.")]),
+        ("Reset", [("Factory reset", "Hold the button for ten seconds.")]),
+    ]:
+        document.start_section(chapter, level=0)
+        document.multi_cell(0, 8, chapter)
+        document.ln(6)
+        for title, text in subsections:
+            document.start_section(title, level=1)
+            document.multi_cell(0, 8, f"1.{len(title)} {title}")  # a numbered heading
+            document.ln(6)
+            document.multi_cell(0, 8, text)
+            document.ln(6)
+    document.output(str(tmp_path / "router.pdf"))
+
+    chunks = chunk_documents(load_knowledge_base(tmp_path, extra_suffixes=PDF).documents, 500, 0)
+
+    sections = {c.text.splitlines()[-1]: c.metadata.get("section") for c in chunks}
+    assert sections == {
+        "Setup": "Setup",
+        "Plug in the cable.": "Setup > Cables",
+        "Press the power button.": "Setup > Power",
+        "Reset": "Reset",
+        "Hold the button for ten seconds.": "Reset > Factory reset",
+    }
+    assert {c.metadata["source"] for c in chunks} == {"router.pdf#page=1"}
+
+
+def test_a_heading_set_right_above_its_text_starts_its_section(tmp_path: Path):
+    document = fpdf.FPDF()
+    document.set_font("Helvetica", size=12)
+    document.add_page()
+    document.start_section("Setup", level=0)
+    document.multi_cell(0, 5, "Setup\nUnpack the router.")
+    document.ln(8)
+    document.start_section("Cables", level=0)
+    document.multi_cell(0, 5, "Cables\nUse the grey cable.")  # no gap under the heading
+    document.output(str(tmp_path / "router.pdf"))
+
+    documents = load_knowledge_base(tmp_path, extra_suffixes=PDF).documents
+
+    assert [(d.metadata["section"], d.text.splitlines()[-1]) for d in documents] == [
+        ("Setup", "Unpack the router."),
+        ("Cables", "Use the grey cable."),
+    ]
+
+
+def test_entries_on_a_page_follow_their_positions_not_the_outline_order(tmp_path: Path):
+    document = fpdf.FPDF()
+    document.set_font("Helvetica", size=12)
+    document.add_page()
+    document.set_y(150)  # the outline names "Reset" first, but it is printed lower down
+    document.start_section("Reset", level=0)
+    document.multi_cell(0, 8, "Reset\n\nHold the button.")
+    document.set_y(30)
+    document.start_section("Setup", level=0)
+    document.multi_cell(0, 8, "Setup\n\nUnpack the router.")
+    document.output(str(tmp_path / "router.pdf"))
+
+    documents = load_knowledge_base(tmp_path, extra_suffixes=PDF).documents
+
+    assert [(d.metadata["section"], d.text.splitlines()[-1]) for d in documents] == [
+        ("Setup", "Unpack the router."),
+        ("Reset", "Hold the button."),
+    ]
+
+
+def test_a_paragraph_and_an_entry_cut_by_a_page_break_are_read_whole(tmp_path: Path):
+    make_pdf(
+        tmp_path / "router.pdf",
+        [
+            "Chapter one.\n\nWhen you hold the reset button the router restarts and",
+            "keeps your settings.\n\nQ: Can I undo a factory reset?",
+            "A: No, the settings are gone.\n\nThat is all.",
+        ],
+    )
+
+    chunks = chunk_documents(load_knowledge_base(tmp_path, extra_suffixes=PDF).documents, 500, 0)
+
+    by_text = {c.text: (c.metadata["page"], c.metadata["source"]) for c in chunks}
+    whole = (
+        "Chapter one.\n\n"
+        "When you hold the reset button the router restarts and keeps your settings."
+    )
+    assert by_text[whole] == ([1, 2], "router.pdf#page=1")
+    entry = "Q: Can I undo a factory reset?\nA: No, the settings are gone."
+    assert by_text[entry] == ([2, 3], "router.pdf#page=2")
+    assert chunks[1].metadata["answer"] == "No, the settings are gone."
+    assert by_text["That is all."] == (3, "router.pdf#page=3")
+
+
+def test_a_chunk_across_two_pages_is_shown_with_both(tmp_path: Path):
+    make_pdf(tmp_path / "router.pdf", ["The router restarts and", "keeps your settings."])
+    (chunk,) = chunk_documents(load_knowledge_base(tmp_path, extra_suffixes=PDF).documents, 500, 0)
+
+    assert (
+        citable_source({**chunk.metadata, "title": "Router manual"}) == "Router manual, pages 1-2"
+    )
+    assert citable_source({**chunk.metadata, "url": "https://example.com/r.pdf"}) == (
+        "https://example.com/r.pdf#page=1"
+    )
+
+
+class _ManualWithRunningLines(fpdf.FPDF):
+    def header(self) -> None:
+        self.set_font("Helvetica", size=9)
+        self.cell(0, 8, "Acme Router X2 - User Manual")
+        self.ln(14)
+
+    def footer(self) -> None:
+        self.set_y(-15)
+        self.set_font("Helvetica", size=9)
+        self.cell(0, 8, f"Page {self.page_no()}")
+
+
+def test_running_headers_footers_and_page_numbers_are_not_indexed(tmp_path: Path):
+    document = _ManualWithRunningLines()
+    for text in ("Unpack the router.", "Plug in the cable.", "Press the power button."):
+        document.add_page()
+        document.set_font("Helvetica", size=12)
+        document.multi_cell(0, 8, text)
+    document.output(str(tmp_path / "router.pdf"))
+
+    documents = load_knowledge_base(tmp_path, extra_suffixes=PDF).documents
+
+    assert [(d.metadata["page"], d.text) for d in documents] == [
+        (1, "Unpack the router."),
+        (2, "Plug in the cable."),
+        (3, "Press the power button."),
+    ]
+
+
+def test_a_pdf_of_two_pages_keeps_its_top_and_bottom_lines(tmp_path: Path):
+    document = _ManualWithRunningLines()
+    for text in ("Unpack the router.", "Plug in the cable."):
+        document.add_page()
+        document.set_font("Helvetica", size=12)
+        document.multi_cell(0, 8, text)
+    document.output(str(tmp_path / "router.pdf"))
+
+    (first, _) = load_knowledge_base(tmp_path, extra_suffixes=PDF).documents
+
+    assert first.text.splitlines()[0] == "Acme Router X2 - User Manual"
+    assert first.text.splitlines()[-1] == "Page 1"
+
+
+def test_a_table_over_three_pages_is_one_table_with_its_header_once(tmp_path: Path):
+    document = fpdf.FPDF()
+    document.set_font("Helvetica", size=11)
+    for first in (1, 4, 7):
+        document.add_page()
+        with document.table(col_widths=(60, 60)) as table:
+            for row in (
+                ("Setting", "Default"),
+                *((f"Option {n}", f"{n} s") for n in range(first, first + 3)),
+            ):
+                table.row(row)
+    document.output(str(tmp_path / "settings.pdf"))
+
+    (table,) = load_knowledge_base(tmp_path, extra_suffixes=PDF).documents
+
+    assert table.metadata["page"] == [1, 2, 3]
+    assert table.text.splitlines() == [
+        "| Setting | Default |",
+        "| --- | --- |",
+        *(f"| Option {n} | {n} s |" for n in range(1, 10)),
+    ]
+
+
+def test_bullet_lists_stay_markdown_lists(tmp_path: Path):
+    document = fpdf.FPDF()
+    document.core_fonts_encoding = "windows-1252"  # has the bullet
+    document.set_font("Helvetica", size=12)
+    document.add_page()
+    document.multi_cell(0, 8, "In the box:\n\u2022 the router\n\u2022 a power cable")
+    document.output(str(tmp_path / "kit.pdf"))
+
+    (page,) = load_knowledge_base(tmp_path, extra_suffixes=PDF).documents
+
+    assert page.text == "In the box:\n- the router\n- a power cable"

@@ -120,9 +120,14 @@ class EvalCase(BaseModel):
     def parsed_filter(self) -> FilterDirective | None:
         return None if self.expected_filter is None else parse_filter(self.expected_filter)
 
-    def is_right(self, source: str, answer: str) -> bool:
-        """Whether a result cited as ``source`` whose answer is ``answer`` answers this case."""
-        if not any(names(expected, source) for expected in self.expected_sources):
+    def is_right(self, source: str, answer: str, pages: Sequence[int] = ()) -> bool:
+        """Whether a result cited as ``source`` whose answer is ``answer`` answers this case;
+        ``pages`` are the PDF pages the result covers when it runs across a page break (it is
+        cited by the first: ``#page=4`` for ``[4, 5]``), each of which an expected page names."""
+        places = cited_places(source, pages)
+        if not any(
+            names(expected, place) for expected in self.expected_sources for place in places
+        ):
             return False
         return self.expected_answer is None or _folded(self.expected_answer) in _folded(answer)
 
@@ -202,6 +207,14 @@ def source_file(source: str) -> str:
         if len(parts) == colons + 1 and parts[0].lower().endswith(suffix) and parts[-1].isdigit():
             return parts[0]
     return source
+
+
+def cited_places(source: str, pages: Sequence[int]) -> tuple[str, ...]:
+    """``source`` and, for a result across a page break, the same file at each of its pages."""
+    file, separator, _ = source.partition("#page=")
+    if not separator:
+        return (source,)
+    return (source, *(f"{file}#page={page}" for page in pages))
 
 
 def names(expected: str, source: str) -> bool:

@@ -17,6 +17,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.structured_query import FilterDirective, Operation, Operator
 
@@ -25,6 +26,7 @@ from rasa_context_retrieval.engine.search import KnowledgeSearch, SearchOutcome
 from rasa_context_retrieval.evaluation.cases import EvalCase
 from rasa_context_retrieval.evaluation.tracker import rasa_default_query, tracker_for, tracker_state
 from rasa_context_retrieval.filters.syntax import parse_filter, to_filter_syntax
+from rasa_context_retrieval.knowledge.conversion import PAGE
 from rasa_context_retrieval.knowledge.models import ScoredChunk
 
 CONTEXT_MODEL = "context_model"
@@ -114,11 +116,14 @@ async def _same_filter(
 def _ranking(case: EvalCase, query: str, results: Sequence[ScoredChunk]) -> Ranking:
     sources = tuple(str(found.chunk.metadata.get("source", "")) for found in results)
     answers = (str(found.chunk.metadata.get("answer", found.chunk.text)) for found in results)
+    pages = (_pages(found.chunk.metadata.get(PAGE)) for found in results)
     rank = next(
         (
             index
-            for index, (source, answer) in enumerate(zip(sources, answers, strict=False), 1)
-            if case.is_right(source, answer)
+            for index, (source, answer, covered) in enumerate(
+                zip(sources, answers, pages, strict=False), 1
+            )
+            if case.is_right(source, answer, covered)
         ),
         None,
     )
@@ -166,3 +171,10 @@ def _canonical(directive: FilterDirective | None) -> object:
 
 def _is_operation(canonical: object, operator: str) -> bool:
     return isinstance(canonical, tuple) and canonical[0] == operator
+
+
+def _pages(page: Any) -> tuple[int, ...]:
+    """The pages a PDF chunk across a page break covers (its ``page`` list); none otherwise."""
+    if isinstance(page, list):
+        return tuple(number for number in page if isinstance(number, int))
+    return ()

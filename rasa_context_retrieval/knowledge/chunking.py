@@ -23,7 +23,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from rasa_context_retrieval.knowledge.loader import Document
 from rasa_context_retrieval.knowledge.models import Chunk
 
-CHUNKER_VERSION = 4
+CHUNKER_VERSION = 5
 """Part of the index fingerprint: bump it whenever chunk texts or chunk metadata change."""
 
 _ENTRY_SEPARATOR = re.compile(r"\n\s*\n")

@@ -20,14 +20,15 @@ from rasa_context_retrieval.knowledge.faq_table import (
     TableUnreadable,
     spreadsheet_rows,
 )
-from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX, PdfUnreadable, pdf_pages
+from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX, PdfUnreadable, pdf_parts
 from rasa_context_retrieval.knowledge.sections import SECTION, split_at_headings
 from rasa_context_retrieval.knowledge.slides import PPTX_SUFFIX, SlidesUnreadable, deck_slides
 from rasa_context_retrieval.knowledge.web_page import HTML_SUFFIXES, PageUnreadable, page_sections
 from rasa_context_retrieval.knowledge.word import DOCX_SUFFIX, WordUnreadable, word_text
 
 PAGE = "page"
-"""Set on chunks from a PDF page: the page number its citation ends with."""
+"""Set on chunks from a PDF page: the page number its citation ends with; a list of pages for
+text that runs across a page break (``[4, 5]``, cited by its first page)."""
 ANCHOR = "anchor"
 """Set on chunks from an HTML section with an id: the fragment its citation ends with."""
 SLIDE = "slide"
@@ -85,9 +86,14 @@ def converted_parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[Conver
 
 def _parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[ConvertedPart]:
     if suffix == PDF_SUFFIX:
+        parts, properties = pdf_parts(raw)
         return [
-            ConvertedPart(f"#page={number}", text, {**properties, PAGE: number})
-            for number, text, properties in pdf_pages(raw)
+            ConvertedPart(
+                f"#page={part.pages[0]}",
+                part.text,
+                _with_section({**properties, PAGE: _page_attribute(part.pages)}, part.section),
+            )
+            for part in parts
         ]
     if suffix == DOCX_SUFFIX:
         text, properties = word_text(raw)
@@ -126,3 +132,7 @@ def _parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[ConvertedPart]:
 
 def _with_section(properties: dict[str, Any], path: str) -> dict[str, Any]:
     return {**properties, SECTION: path} if path else dict(properties)
+
+
+def _page_attribute(pages: tuple[int, ...]) -> int | list[int]:
+    return pages[0] if len(pages) == 1 else list(pages)

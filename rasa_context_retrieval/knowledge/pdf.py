@@ -1,21 +1,25 @@
-"""PDF documents → one document per page, so every chunk can cite ``manual.pdf#page=12``.
+"""PDF documents → parts cited by their page, so every chunk can cite ``manual.pdf#page=12``.
 
 ``pypdf`` (BSD) was chosen over ``pdfminer.six`` because it keeps page boundaries, the outline
 and a table's rows in order (``documentation/formats.md``). It is an optional dependency (the
 ``office`` extra): without it a PDF is skipped with a one-line reason naming the extra.
 A PDF that cannot be read is skipped with its reason; nothing in it (JavaScript, forms, links) is
 executed or followed, only its text layer is read.
+
+Reading is three steps, one module each: the letters of the extracted text
+(``knowledge.pdf_glyphs``), each page's blocks (``knowledge.pdf_paragraphs``), and the whole
+document's parts by outline entry across page breaks (``knowledge.pdf_document``).
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
-from rasa_context_retrieval.knowledge.pdf_paragraphs import paragraphs
-from rasa_context_retrieval.knowledge.sections import SECTION, SEPARATOR
+from rasa_context_retrieval.knowledge.pdf_document import OutlineEntry, PdfPart, document_parts
+from rasa_context_retrieval.knowledge.pdf_glyphs import readable
+from rasa_context_retrieval.knowledge.pdf_paragraphs import page_blocks
 
 PDF_SUFFIX = ".pdf"
 MISSING_LIBRARY = (
@@ -27,8 +31,9 @@ class PdfUnreadable(ContextRetrievalError, ValueError):
     """The PDF cannot be indexed; the message is the one-line reason shown in the problems."""
 
 
-def pdf_pages(raw: bytes) -> Iterator[tuple[int, str, dict[str, Any]]]:
-    """``(page number from 1, page text, document properties)`` for every page with text.
+def pdf_parts(raw: bytes) -> tuple[list[PdfPart], dict[str, Any]]:
+    """The PDF's parts (``knowledge.pdf_document``: one per outline entry and page, running
+    headers and footers left out, text across page breaks joined) and its properties.
 
     Raises:
         PdfUnreadable: the library is missing, or the file is encrypted, corrupt, or has no
@@ -44,60 +49,57 @@ def pdf_pages(raw: bytes) -> Iterator[tuple[int, str, dict[str, Any]]]:
         if reader.is_encrypted:
             raise PdfUnreadable("encrypted PDF; save an unencrypted copy to index it")
         title = reader.metadata.title if reader.metadata is not None else None
-        texts = [_page_text(page) for page in reader.pages]
-        sections = _page_sections(reader, len(texts))
+        pages = [(number, _page_blocks(page)) for number, page in enumerate(reader.pages, 1)]
+        outline = _outline(reader)
     except PdfUnreadable:
         raise
     except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as error:
         raise PdfUnreadable(f"corrupt or truncated PDF ({type(error).__name__})") from None
-    if not any(text.strip() for text in texts):
+    if not any(blocks for _, blocks in pages):
         raise PdfUnreadable("PDF has no text layer (a scan?); OCR is not supported")
     properties = {"title": str(title)} if title and str(title).strip() else {}
-    for number, text in enumerate(texts, start=1):
-        if text.strip():
-            where = sections.get(number)
-            yield number, text, ({**properties, SECTION: where} if where else properties)
+    return document_parts(pages, outline), properties
 
 
-def _page_text(page: Any) -> str:
-    """The page's paragraphs (``knowledge.pdf_paragraphs``) from its plain and laid-out text; a
-    page the layout mode cannot place (rotated or odd text matrices) keeps its plain text."""
-    plain = page.extract_text() or ""
+def _page_blocks(page: Any) -> list[str]:
+    """The page's blocks (``knowledge.pdf_paragraphs``) from its plain and laid-out text, glyph
+    names and ligatures read as letters; a page the layout mode cannot place (rotated or odd
+    text matrices) keeps its plain text's lines."""
+    plain = readable(page.extract_text() or "")
     try:
-        laid_out = page.extract_text(extraction_mode="layout")
+        laid_out = readable(page.extract_text(extraction_mode="layout") or "")
     except (ValueError, KeyError, TypeError, ZeroDivisionError, IndexError):
-        return plain
-    return paragraphs(laid_out or "", plain)
+        laid_out = ""
+    return page_blocks(laid_out, plain)
 
 
-def _page_sections(reader: Any, pages: int) -> dict[int, str]:
-    """Page number → the outline's path at the top of that page (the entries that start on or
-    before it), for a PDF with an outline; a broken outline gives no sections, not an error."""
-    starts: list[tuple[int, list[str]]] = []
+def _outline(reader: Any) -> list[OutlineEntry]:
+    """The outline's entries with their page and position; a broken outline gives none, not an
+    error."""
+    entries: list[OutlineEntry] = []
 
-    def walk(items: list[Any], above: list[str]) -> None:
+    def walk(items: list[Any], above: tuple[str, ...]) -> None:
         path = above
         for item in items:
             if isinstance(item, list):
                 walk(item, path)
                 continue
-            path = [*above, " ".join(str(item.title).split())]
+            path = (*above, " ".join(str(item.title).split()))
             page = reader.get_destination_page_number(item)
             if page is not None and page >= 0:
-                starts.append((page + 1, path))
+                entries.append(OutlineEntry(page + 1, _top(item), path))
 
     try:
-        walk(reader.outline, [])
+        walk(reader.outline, ())
     except Exception:  # noqa: BLE001 (an outline is a nicety; the pages are still read)
-        return {}
-    sections: dict[int, str] = {}
-    current: list[str] = []
-    ordered = sorted(enumerate(starts), key=lambda item: (item[1][0], item[0]))
-    position = 0
-    for number in range(1, pages + 1):
-        while position < len(ordered) and ordered[position][1][0] <= number:
-            current = ordered[position][1][1]
-            position += 1
-        if current:
-            sections[number] = SEPARATOR.join(current)
-    return sections
+        return []
+    return entries
+
+
+def _top(destination: Any) -> float | None:
+    """The height on its page a destination points at, when it says (``/XYZ``, ``/FitH``)."""
+    try:
+        top = destination.get("/Top")
+        return float(top) if top is not None else None
+    except (TypeError, ValueError):
+        return None
