@@ -32,7 +32,7 @@ from rasa_context_retrieval.self_query.engine import (
     Row,
     Said,
     claim,
-    constraints,
+    conditions_on,
     period_bounds,
     readings,
 )
@@ -305,7 +305,7 @@ class DatePhrases:
             said.append(reading)
         # A phrase read as a date claims its words even when it makes no condition
         # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
-        return constraints(attribute, claim(said), as_value=date_value)
+        return claim(said, (), conditions_on(attribute, as_value=date_value))
 
     def _attribute(self, text: str, *, only_if_named: bool = False) -> str | None:
         if len(self._date_fields) == 1 and not only_if_named:

@@ -6,7 +6,8 @@ rows of a phrase pattern (from ``english.yaml``) and the reading of one match, t
 
 * ``scan`` runs every row of a table over the text and keeps where each match was said;
 * ``claim`` keeps, from the first and longest, each reading whose words no earlier one took, so
-  that "from 2010 to 2015" is one range and never also "from 2010" and "2015";
+  that "from 2010 to 2015" is one range and never also "from 2010" and "2015", and reads it
+  into conditions (``conditions_on`` a field, for bounds; amounts find their field first);
 * ``period_bounds`` is the one meaning of the words before a period ("after", "since", "in"),
   whatever the period is: a year (1990 to 1990), a decade (1990 to 1999) or a month of days.
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import inflection
 from langchain_core.structured_query import Comparator
@@ -77,29 +78,55 @@ def readings(text: str, table: Iterable[Row[list[Bound] | None]]) -> list[Said]:
     return [Said(match.start(), match.end(), bounds) for match, bounds in scan(text, table)]
 
 
-def claim(said: Iterable[Said], taken: Sequence[Constraint] = ()) -> list[Said]:
-    """The readings kept, the first and longest first, each over words no kept one or ``taken``
-    condition has."""
+class Spanned(Protocol):
+    """A reading of ``text[start:end]``, of any kind."""
+
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+
+
+Reads = TypeVar("Reads", bound=Spanned)
+
+
+def claim(
+    said: Iterable[Reads],
+    taken: Sequence[Constraint],
+    read: Callable[[Reads], Sequence[Constraint] | None],
+) -> list[Constraint]:
+    """The conditions ``read`` makes of the readings kept, the first and longest first, each
+    over words no kept one or ``taken`` condition has. A reading claims its words and those of
+    its conditions even when it makes none (``[]``: "from 2025 to 2022"); ``None`` is no
+    reading of this kind after all ("200 guests" on a schema with no field for them), which
+    leaves its words to a shorter one."""
     claimed = [(constraint.start, constraint.end) for constraint in taken]
-    kept: list[Said] = []
+    kept: list[Constraint] = []
     for reading in sorted(said, key=lambda reading: (reading.start, -reading.end)):
         if any(reading.start < end and start < reading.end for start, end in claimed):
             continue
+        conditions = read(reading)
+        if conditions is None:
+            continue
         claimed.append((reading.start, reading.end))
-        kept.append(reading)
+        claimed += [(condition.start, condition.end) for condition in conditions]
+        kept += conditions
     return kept
 
 
-def constraints(
-    attribute: str, said: Iterable[Said], as_value: Callable[[Any], Any] = lambda value: value
-) -> list[Constraint]:
-    """One condition on ``attribute`` per bound of each reading, with the reading's span; the
-    bound's value written ``as_value`` (a day as LangChain's date dict)."""
-    return [
-        Constraint(attribute, comparator, as_value(value), reading.start, reading.end)
-        for reading in said
-        for comparator, value in reading.bounds
-    ]
+def conditions_on(
+    attribute: str, as_value: Callable[[Any], Any] = lambda value: value
+) -> Callable[[Said], list[Constraint]]:
+    """How a reading of bounds reads on ``attribute``: one condition per bound, with the
+    reading's span; the bound's value written ``as_value`` (a day as LangChain's date dict)."""
+
+    def read(reading: Said) -> list[Constraint]:
+        return [
+            Constraint(attribute, comparator, as_value(value), reading.start, reading.end)
+            for comparator, value in reading.bounds
+        ]
+
+    return read
 
 
 def period_bounds(word: str, first: Any, last: Any) -> list[Bound]:

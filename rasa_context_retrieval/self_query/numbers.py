@@ -27,7 +27,7 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
-from rasa_context_retrieval.self_query.engine import Row, scan
+from rasa_context_retrieval.self_query.engine import Row, claim, scan
 from rasa_context_retrieval.self_query.limits import OWNED_BEFORE
 from rasa_context_retrieval.self_query.phrases import (
     COUNT_WORDS,
@@ -423,17 +423,9 @@ class NumberPhrases:
         found: list[Constraint] = self._no_charge(text, taken) if self._charges else []
         if not self._fields or not ANY_NUMBER.search(text):
             return found
-        for said in self._said(text):
-            if overlaps_any(said.start, said.end, taken + found):
-                continue
-            if (
-                said.party
-                and said.counted == _LISTS.AGE_CUE
-                and self._ages_a_thing(text, said, values)
-            ):
-                continue
-            found.extend(self._constraints(text, said, values))
-        return found
+        return found + claim(
+            self._said(text), taken + found, lambda said: self._constraints(text, said, values)
+        )
 
     def _ages_a_thing(self, text: str, said: _Said, values: Sequence[Constraint]) -> bool:
         """ "a 3 year old laptop", "my 10-year-old Volvo": an age of a thing (a noun for the
@@ -478,13 +470,19 @@ class NumberPhrases:
 
     def _constraints(
         self, text: str, said: _Said, value_conditions: Sequence[Constraint]
-    ) -> list[Constraint]:
+    ) -> list[Constraint] | None:
+        """The conditions of one comparison, or ``None`` when it is none of a field here (its
+        words are then left to a shorter reading: "hold at least 200 guests" with no field for
+        guests may still be "at least 200" of another)."""
+        aged = said.party and said.counted == _LISTS.AGE_CUE
+        if aged and self._ages_a_thing(text, said, value_conditions):
+            return None
         if said.named:
             field, end, unit = self._named(said)
         else:
             field, end, unit = self._field_of(text, said, value_conditions)
         if field is None or (said.party and not (field.maximum or field.minimum)):
-            return []
+            return None
         values = [_parse_number(number) for _, number in said.bounds]
         half = _PHRASES.HALF_AFTER.match(text, end) if unit is not None else None
         if half:
@@ -493,23 +491,23 @@ class NumberPhrases:
             # "more than an hour" on a field in minutes is 60; "3 months" on a price, nothing.
             factor = _conversion(unit, field.unit)
             if factor is None:
-                return []
+                return None
             values = [round(value * factor, 9) for value in values]
         if not all(math.isfinite(value) for value in values):
-            return []
+            return None
         if field.integer and any(value != int(value) for value in values):
-            return []
+            return None
         comparators = [comparator for comparator, _ in said.bounds]
         if said.party and field.minimum:
             if said.counted != _LISTS.AGE_CUE and field.knows(_LISTS.AGE_CUE):
-                return []  # "for 12 climbers" counts people, not the youngest climber's age
+                return None  # "for 12 climbers" counts people, not the youngest climber's age
             comparators = [Comparator.LTE]  # "for 8 year olds": a youngest age of 8 or less
         negated = bool(
             _PHRASES.NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start])
         )
         if negated:
             if len(comparators) > 1:
-                return []  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
+                return None  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
             comparators = [OPPOSITE[comparator] for comparator in comparators]
         return [
             Constraint(

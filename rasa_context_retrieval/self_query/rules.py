@@ -32,16 +32,10 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import structlog
-from langchain_core.structured_query import (
-    Comparator,
-    Comparison,
-    FilterDirective,
-    Operation,
-    Operator,
-    StructuredQuery,
-)
+from langchain_core.structured_query import Comparator, Comparison, FilterDirective, StructuredQuery
 
 from rasa_context_retrieval.filters.schema import MetadataField
+from rasa_context_retrieval.filters.syntax import conjoin
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.booleans import BooleanPhrases, negated_before
 from rasa_context_retrieval.self_query.constraints import Constraint, told_as_personal_past
@@ -163,17 +157,13 @@ def build_filter(
     constraints: Sequence[Constraint], field_order: Mapping[str, int]
 ) -> FilterDirective | None:
     """One comparison per condition; values of one field merge into ``in``/``nin`` unless each
-    must hold (``Constraint.each``); all ``and``."""
+    must hold (``Constraint.each``); all joined as every other filter is (``conjoin``)."""
     comparisons: list[Comparison] = []
     for attribute in sorted({c.attribute for c in constraints}, key=field_order.__getitem__):
         on_attribute = [c for c in constraints if c.attribute == attribute]
         comparisons += _value_comparisons(attribute, on_attribute)
         comparisons += _ordered_comparisons(attribute, on_attribute)
-    if not comparisons:
-        return None
-    if len(comparisons) == 1:
-        return comparisons[0]
-    return Operation(operator=Operator.AND, arguments=list(comparisons))
+    return conjoin(*comparisons)
 
 
 def _value_comparisons(attribute: str, constraints: list[Constraint]) -> list[Comparison]:

@@ -29,7 +29,7 @@ from rasa_context_retrieval.self_query.engine import (
     Row,
     Said,
     claim,
-    constraints,
+    conditions_on,
     period_bounds,
     readings,
 )
@@ -193,7 +193,7 @@ class YearPhrases:
             said += readings(text, TABLE)
         elif ANY_YEAR.search(text):
             said += readings(text, COMPARED_TABLE)
-        return constraints(self._attribute, claim(said, taken))
+        return claim(said, taken, conditions_on(self._attribute))
 
     def _named_by_year(self, text: str, values: Sequence[Constraint]) -> list[Said]:
         """ "a 2020 model", "2015 cars", "a 2015 Bordeaux", "2015 or 2016 models": a year before
