@@ -29,12 +29,15 @@ from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.engine import (
     Bound,
+    Period,
     Row,
     Said,
     claim,
     conditions_on,
+    open_end_rows,
     period_bounds,
     readings,
+    said_period,
 )
 from rasa_context_retrieval.self_query.phrases import (
     CLAUSE_PUNCTUATION,
@@ -49,29 +52,24 @@ from rasa_context_retrieval.self_query.phrases import (
 from rasa_context_retrieval.self_query.ranges import (
     DATE_WORDS,
     FROM_START,
-    NEGATED_BEFORE_PERIOD,
     OPEN_ENDED_AFTER,
     SPAN_JOINERS,
     SPAN_OPENERS,
-    UNTIL_END,
     WITHIN,
     YEAR,
     date_word,
     date_words_pattern,
     endpoint_groups,
-    open_ended,
     range_pattern,
 )
 
 _LISTS, _PHRASES = english.section("dates")
 
 Clock = Callable[[], dt.date]
-Period = tuple[dt.date, dt.date]
 
 MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
 MONTHS["sept"] = 9
-LOOKBEHIND_CHARS = 20
 # A field name word matches a user's word by its first letters: "updated", "updates", "update".
 NAME_PREFIX_CHARS = 5
 MIN_DESCRIBED_WORDS = 2
@@ -122,8 +120,6 @@ BARE = english.pattern(
 )
 ANY_MONTH = english.pattern("dates", "ANY_MONTH", _ANY_MONTH=_ANY_MONTH)
 
-
-LATER, EARLIER = open_ended(DATE_TEXT)
 _COUNT = "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS])
 RELATIVE = english.pattern("dates", "RELATIVE", _COUNT=_COUNT)
 NAMED_DAY = re.compile(
@@ -360,15 +356,15 @@ class DatePhrases:
             which = WHICH_ONE.get(" ".join((match["which"] or "").lower().split()))
             if not said_word and not which and not _is_day(match["a"]):
                 return None  # a bare year or month ("2019", "March") needs a word that says how
-            before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
             if which is not None:
                 ahead_here = which == COMING
             else:
                 ahead_here = said_word != "since" and told(match)
-            if NEGATED_BEFORE_PERIOD.search(before):
-                return []
-            word = date_word(said_word)
-            return _single(word, match["a"], today, ahead_here, starting=said_word == "from")
+            # "from" is "during" for a period of a record ("films from 2020", "the episode from
+            # 10 June": that day) but "from then on" for a date of things that take place or
+            # open ("boats available from July", "from July 1st").
+            word = FROM_START if said_word == "from" and ahead_here else None
+            return said_period(match, _period(match["a"], today, ahead_here), word)
 
         def end_of(match: re.Match[str]) -> list[Bound]:
             unit = match["unit"].lower()
@@ -380,15 +376,14 @@ class DatePhrases:
 
         def named_day(match: re.Match[str]) -> list[Bound]:
             day = today + dt.timedelta(days=_LISTS.NAMED_DAYS[match["day"].lower()])
-            return period_bounds(date_word(match["word"]), day, day)
+            return said_period(match, (day, day))
 
         table: list[Row[list[Bound] | None]] = [
             Row(RANGE, span),
             Row(DAY_SPAN, day_span),
             Row(SINGLE, single),
             *([Row(BARE, single)] if ANY_MONTH.search(text) else []),
-            Row(LATER, lambda match: _single(FROM_START, match["a"], today, told(match))),
-            Row(EARLIER, lambda match: _single(UNTIL_END, match["a"], today, told(match))),
+            *open_end_rows(DATE_TEXT, lambda match: _period(match["a"], today, told(match))),
             Row(RELATIVE, lambda match: _relative(match, today)),
             Row(_PHRASES.END_OF, end_of),
             Row(NAMED_DAY, named_day),
@@ -448,20 +443,10 @@ def _is_day(text: str) -> bool:
     return written is not None and written.day is not None
 
 
-def _single(
-    word: str, text: str, today: dt.date, ahead: bool, starting: bool = False
-) -> list[Bound]:
-    """The bounds of ``word`` and a written date; ``starting``: the word was "from", which is
-    "during" for a period of a record ("films from 2020", "the episode from 10 June": that
-    day) but "from then on" for a date of things that take place or open ("boats available
-    from July", "from July 1st")."""
+def _period(text: str, today: dt.date, ahead: bool) -> Period | None:
+    """The days a written date covers (``WrittenDate.period``), if it is a date at all."""
     written = WrittenDate.read(text)
-    period = written.period(today, ahead=ahead) if written else None
-    if period is None:
-        return []
-    if starting and ahead:
-        word = FROM_START
-    return period_bounds(word, *period)
+    return written.period(today, ahead=ahead) if written else None
 
 
 def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[Bound]:

@@ -35,16 +35,23 @@ from rasa_context_retrieval.self_query.ranges import (
     AFTER_END,
     BEFORE_START,
     FROM_START,
+    NEGATED_BEFORE_PERIOD,
     UNTIL_END,
     WITHIN,
+    date_word,
+    open_ended,
 )
 
 # How far before a phrase its negation ("not", "non-", "without") is looked for.
 LOOKBEHIND_CHARS = 32
+# How far before a period its negation ("not in 2023", "except after March") is looked for.
+PERIOD_LOOKBEHIND_CHARS = 20
 Value = TypeVar("Value")
 Reading = TypeVar("Reading", covariant=True)
 Bound = tuple[Comparator, Any]
 """One end of a condition: ``(gte, 1990)``."""
+Period = tuple[Any, Any]
+"""The first and the last value a period covers: a year (``(1990, 1990)``), a month of days."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +150,33 @@ def period_bounds(word: str, first: Any, last: Any) -> list[Bound]:
         BEFORE_START: [(Comparator.LT, first)],
         UNTIL_END: [(Comparator.LTE, last)],
     }[word]
+
+
+def said_period(
+    match: re.Match[str], period: Period | None, word: str | None = None
+) -> list[Bound]:
+    """The bounds of a period said with a date word (``period_bounds``): ``word``, else the one
+    said in the match's group ``word`` ("after the 2010s", "in 2010", no word: the period
+    itself). None, its words claimed all the same, for a period that is no day ("February 30")
+    or that is negated ("not in 2023": its negation is an "or")."""
+    before = match.string[max(0, match.start() - PERIOD_LOOKBEHIND_CHARS) : match.start()]
+    if period is None or NEGATED_BEFORE_PERIOD.search(before):
+        return []
+    return period_bounds(word or date_word(match.groupdict().get("word")), *period)
+
+
+def open_end_rows(
+    value: str, period: Callable[[re.Match[str]], Period | None], before: str = ""
+) -> tuple[Row[list[Bound]], Row[list[Bound]]]:
+    """The rows of a period left open at one end ("2010 or later", "March 2024 onwards", "2015
+    or earlier"): from its start, or up to its end. ``value`` writes the period in group ``a``
+    and ``period`` reads it; ``before`` guards its start."""
+    later, earlier = open_ended(value, before)
+
+    def bounds(word: str) -> Callable[[re.Match[str]], list[Bound]]:
+        return lambda match: [] if (said := period(match)) is None else period_bounds(word, *said)
+
+    return Row(later, bounds(FROM_START)), Row(earlier, bounds(UNTIL_END))
 
 
 Describes = Callable[[str, str, int, list[Constraint]], bool]
