@@ -12,6 +12,7 @@ box in us-east-1 got rebooted") is not a wish for documents of that kind:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,7 @@ class Constraint:
         return self.start < end and start < self.end
 
 
-def overlaps_any(start: int, end: int, taken: list[Constraint]) -> bool:
+def overlaps_any(start: int, end: int, taken: Sequence[Constraint]) -> bool:
     """Whether ``text[start:end]`` is already claimed by another constraint."""
     return any(constraint.overlaps(start, end) for constraint in taken)
 

@@ -23,7 +23,7 @@ labelled row in ``tests/self_query_cases.yaml``; a new kind of value is a new ta
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -70,14 +70,23 @@ class Row(Generic[Reading]):
 
     pattern: re.Pattern[str]
     read: Callable[[re.Match[str]], Reading]
+    claims: str | int = 0
+    """The group whose words a match claims ("2 [movies about space]" claims only the count)."""
 
 
-def scan(text: str, table: Iterable[Row[Value | None]]) -> list[tuple[re.Match[str], Value]]:
-    """Every match of every row of ``table`` in ``text``, row by row, with its reading; a row
-    reads ``None`` for a match that is no phrase of its kind after all (a bare "2019" with no
-    date word, "I have 2 bedrooms")."""
-    read = ((match, row.read(match)) for row in table for match in row.pattern.finditer(text))
-    return [(match, reading) for match, reading in read if reading is not None]
+def scan(
+    text: str, table: Iterable[Row[Value | None]], taken: Sequence[Constraint] = ()
+) -> Iterator[tuple[re.Match[str], Value]]:
+    """Every match of every row of ``table`` in ``text`` over words no ``taken`` condition has,
+    row by row, with its reading; a row reads ``None`` for a match that is no phrase of its kind
+    after all (a bare "2019" with no date word, "I have 2 bedrooms")."""
+    for row in table:
+        for match in row.pattern.finditer(text):
+            if overlaps_any(*match.span(row.claims), taken):
+                continue
+            reading = row.read(match)
+            if reading is not None:
+                yield match, reading
 
 
 def readings(text: str, table: Iterable[Row[list[Bound] | None]]) -> list[Said]:
