@@ -25,12 +25,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 import inflection
 from langchain_core.structured_query import Comparator
 
-from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.constraints import Constraint, Spanned, overlaps_any
 from rasa_context_retrieval.self_query.ranges import (
     AFTER_END,
     BEFORE_START,
@@ -94,15 +94,6 @@ def readings(text: str, table: Iterable[Row[list[Bound] | None]]) -> list[Said]:
     return [Said(match.start(), match.end(), bounds) for match, bounds in scan(text, table)]
 
 
-class Spanned(Protocol):
-    """A reading of ``text[start:end]``, of any kind."""
-
-    @property
-    def start(self) -> int: ...
-    @property
-    def end(self) -> int: ...
-
-
 Reads = TypeVar("Reads", bound=Spanned)
 
 
@@ -116,16 +107,15 @@ def claim(
     its conditions even when it makes none (``[]``: "from 2025 to 2022"); ``None`` is no
     reading of this kind after all ("200 guests" on a schema with no field for them), which
     leaves its words to a shorter one."""
-    claimed = [(constraint.start, constraint.end) for constraint in taken]
+    claimed: list[Spanned] = list(taken)
     kept: list[Constraint] = []
     for reading in sorted(said, key=lambda reading: (reading.start, -reading.end)):
-        if any(reading.start < end and start < reading.end for start, end in claimed):
+        if overlaps_any(reading.start, reading.end, claimed):
             continue
         conditions = read(reading)
         if conditions is None:
             continue
-        claimed.append((reading.start, reading.end))
-        claimed += [(condition.start, condition.end) for condition in conditions]
+        claimed += [reading, *conditions]
         kept += conditions
     return kept
 

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.self_query import english
-from rasa_context_retrieval.self_query.constraints import Constraint
+from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.phrases import (
     CLAUSE_OPENERS,
     CLAUSE_PUNCTUATION,
@@ -161,6 +161,6 @@ def _last_negator(
     """The last negating word in ``text[start:end]`` that no condition said as its own."""
     last = None
     for match in SCOPE_NEGATOR.finditer(text, start, end):
-        if not any(other.overlaps(match.start(), match.end()) for other in ordered):
+        if not overlaps_any(match.start(), match.end(), ordered):
             last = match
     return last

@@ -506,9 +506,7 @@ class ValueVocabulary:
                 ):
                     continue
                 start, end = said[0].start(), said[-1].end()
-                if overlaps_any(start, end, taken) or any(
-                    c.start < end and start < c.end for c in found
-                ):
+                if overlaps_any(start, end, [*taken, *found]):
                     continue
                 senses = self._shortened(tuple(surface_key(word[0]) for word in said))
                 if senses:
@@ -538,11 +536,7 @@ class ValueVocabulary:
                     for sense in self._senses.get(surface_key(f"{joined['word']} {rest}"), ())
                     if sense.attribute in attributes
                 )
-                if (
-                    not senses
-                    or overlaps_any(joined.start(), joined.end("word"), taken)
-                    or any(c.start < joined.end("word") and joined.start() < c.end for c in found)
-                ):
+                if not senses or overlaps_any(joined.start(), joined.end("word"), [*taken, *found]):
                     break
                 found.append(_Candidate(joined.start(), joined.end("word"), senses))
                 start = joined.start()
@@ -710,9 +704,8 @@ class ValueVocabulary:
         before = self._own_field_before[sense.attribute].search(text, window_start, candidate.start)
         return any(
             said is not None
-            and not any(
-                other is not candidate and other.start < said.end() and said.start() < other.end
-                for other in candidates
+            and not overlaps_any(
+                said.start(), said.end(), [other for other in candidates if other is not candidate]
             )
             for said in (after, before)
         )
