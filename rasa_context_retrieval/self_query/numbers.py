@@ -116,15 +116,7 @@ NAMED_PREFIX = re.compile(
     rf"(?P<named>[a-z]+(?:[\s_-]+[a-z]+)?)\s+{_amount('n')}",
     re.IGNORECASE,
 )
-POSTFIX = re.compile(
-    rf"{_amount('n')}\s*(?:(?P<noun>[a-z]+)\s+)??"
-    r"(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper|shorter|smaller"
-    r"|lighter|younger)|at\s+(?:the\s+)?most|max(?:imum)?)"
-    r"|(?P<at_least>(?:or|and)\s+(?:more|over|above|higher|greater|up|longer|bigger|larger"
-    r"|heavier|taller|older)"
-    r"|at\s+(?:the\s+)?least|minimum|\+))(?!\w)",
-    re.IGNORECASE,
-)
+POSTFIX = english.pattern("numbers", "POSTFIX", _AMOUNT=_amount("n"))
 # "4-star hotels", "a 3 bedroom flat": a number and a word of a field's name (as written, not a
 # form of it: "top 3 rated movies" is no rating) before a noun for the documents is that field's
 # value (the item nouns are added per schema). After "top"/"best"/"first" it is a limit.
@@ -133,32 +125,15 @@ COMPOUND = (
     + COUNT_WORDS
     + r")[\s-](?P<noun>[a-z]+)(?=[\s-]+(?:{items})(?!\w))"
 )
-# "for 10 people", "for 8 year olds": a party that must fit, a lower bound on a field of the most
-# allowed ("Most people allowed on board", ``max_players``, ``capacity``) and an upper bound on
-# a field of the least required ("Youngest recommended age", ``min_age``). "for up to 6" is
-# left to "up to".
-FOR_PARTY = re.compile(
-    r"(?<![\w-])for\s+(?P<n>\d{1,3}|"
-    + COUNT_WORDS
-    + r")[\s-]+(?:(?P<aged>years?[\s-]+olds?)|(?P<noun>(?!(?:or|and|to|of)\b)[a-z]{3,}))(?!\w)",
-    re.IGNORECASE,
-)
+# "for 10 people", "can take 120 people", "a 16 year old": a party that must fit, a lower bound
+# on a field of the most allowed ("Most people allowed on board", ``max_players``,
+# ``capacity``) and an upper bound on a field of the least required ("Youngest recommended
+# age", ``min_age``).
 PEOPLE_WORDS = tuple(_LISTS.PEOPLE_WORDS)
-# "can take 120 people", "seats at least 8", "sleeps 6": a verb of holding before a count is a
-# party that must fit, like "for 10 people" ("up to 8" is left to "up to"; "fits 2 bikes" counts
-# something else).
-HOLDING_VERB = re.compile(
-    r"(?<![\w-])(?:take|hold|seat|fit|accommodate|sleep|host)s?\s+(?:at\s+least\s+)?"
-    r"(?P<n>\d{1,4}|" + COUNT_WORDS + rf")(?:\s+(?P<noun>{'|'.join(PEOPLE_WORDS)}|players)(?![\w-])"
-    # no noun, or a count of something else ("fits 2 bikes"): not a party
-    r"|(?=\s*(?:[,.;:!?)]|$)|\s+(?:and|or|in|on|at|for|with|please)\b))",
-    re.IGNORECASE,
-)
-# "a 16 year old", "my 14-year-old": a person of that age, who must fit like a party.
-AGED_PERSON = re.compile(
-    r"(?<![\w-])(?:an?|my|our)\s+(?P<n>\d{1,3}|" + COUNT_WORDS + r")[\s-]+years?[\s-]+old(?![\w-])",
-    re.IGNORECASE,
-)
+_PARTY = {"_COUNT": COUNT_WORDS, "_PEOPLE": "|".join(PEOPLE_WORDS)}
+FOR_PARTY = english.pattern("numbers", "FOR_PARTY", **_PARTY)
+HOLDING_VERB = english.pattern("numbers", "HOLDING_VERB", **_PARTY)
+AGED_PERSON = english.pattern("numbers", "AGED_PERSON", **_PARTY)
 MAXIMUM_WORDS = frozenset(_LISTS.MAXIMUM_WORDS)
 MINIMUM_WORDS = frozenset(_LISTS.MINIMUM_WORDS)
 _PERIOD = "|".join(sorted(PERIOD_WORDS, key=len, reverse=True))
@@ -311,11 +286,12 @@ def _span(match: re.Match[str]) -> tuple[int, int]:
     return match.start(), match.end()
 
 
-def _held(match: re.Match[str]) -> _Said:
-    """ "can take 120 people", "sleeps 6": a party that must fit."""
-    held = cue_key((match["noun"] or _LISTS.PEOPLE).lower())
-    bounds = ((Comparator.GTE, match["n"]),)
-    return _Said(bounds, *_span(match), False, counted=held, party=True)
+def _party(match: re.Match[str]) -> _Said:
+    """ "for 10 people", "sleeps 6", "for 8 year olds", "a 16 year old": a party that must fit,
+    counted in the noun said (people when none) or, said with an age, in years of age."""
+    aged = match.groupdict().get("aged")
+    counted = _LISTS.AGE_CUE if aged else cue_key((match["noun"] or _LISTS.PEOPLE).lower())
+    return _Said(((Comparator.GTE, match["n"]),), *_span(match), False, counted=counted, party=True)
 
 
 def _ranged(match: re.Match[str]) -> _Said:
@@ -325,18 +301,15 @@ def _ranged(match: re.Match[str]) -> _Said:
 
 
 def _prefixed(match: re.Match[str]) -> _Said:
+    """ "under $20", "at least 3"; "above price level 2" names its field between."""
     phrase = " ".join(match["comparator"].lower().split())
     bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
+    if "named" in match.re.groupindex:
+        named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
+        return _Said(bounds, *_span(match), False, counted=named, named=True)
     cue = _LISTS.COMPARATOR_CUES.get(phrase)
     plain = phrase in PLAIN_AMOUNT_COMPARATORS
     return _Said(bounds, *_span(match), _has_currency(match, "n"), cue, plain)
-
-
-def _named_prefixed(match: re.Match[str]) -> _Said:
-    phrase = " ".join(match["comparator"].lower().split())
-    bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
-    named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
-    return _Said(bounds, *_span(match), False, counted=named, named=True)
 
 
 def _postfixed(match: re.Match[str]) -> _Said:
@@ -346,17 +319,6 @@ def _postfixed(match: re.Match[str]) -> _Said:
     counted = cue_key(noun) if noun and unit is None else None
     currency = _has_currency(match, "n")
     return _Said(((comparator, match["n"]),), *_span(match), currency, counted=counted, unit=unit)
-
-
-def _for_party(match: re.Match[str]) -> _Said:
-    counted = _LISTS.AGE_CUE if match["aged"] else cue_key(match["noun"].lower())
-    bounds = ((Comparator.GTE, match["n"]),)
-    return _Said(bounds, *_span(match), False, counted=counted, party=True)
-
-
-def _aged_person(match: re.Match[str]) -> _Said:
-    bounds = ((Comparator.GTE, match["n"]),)
-    return _Said(bounds, *_span(match), False, counted=_LISTS.AGE_CUE, party=True)
 
 
 def _compound(match: re.Match[str]) -> _Said:
@@ -378,13 +340,13 @@ def _count_not_owned(match: re.Match[str]) -> _Said | None:
 
 # Every comparison of an amount, in the order they are read; the schema adds its compounds.
 TABLE: tuple[Row[_Said | None], ...] = (
-    Row(HOLDING_VERB, _held),
+    Row(HOLDING_VERB, _party),
     Row(RANGE, _ranged),
     Row(PREFIX, _prefixed),
-    Row(NAMED_PREFIX, _named_prefixed),
+    Row(NAMED_PREFIX, _prefixed),
     Row(POSTFIX, _postfixed),
-    Row(FOR_PARTY, _for_party),
-    Row(AGED_PERSON, _aged_person),
+    Row(FOR_PARTY, _party),
+    Row(AGED_PERSON, _party),
 )
 
 
