@@ -30,7 +30,8 @@ from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.engine import ValuePhrase, said_value
 from rasa_context_retrieval.self_query.items import item_after
-from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATING_PREFIX, NEGATORS
+from rasa_context_retrieval.self_query.negation import negated_before
+from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATORS
 
 _LISTS, _PHRASES = english.section("booleans")
 
@@ -41,9 +42,6 @@ INFLECTION_CHARS = 4
 AUXILIARIES = frozenset(_LISTS.AUXILIARIES)
 NAME_LEADS = frozenset(_LISTS.NAME_LEADS)
 ARTICLES = frozenset(_LISTS.ARTICLES)
-NEGATION_BEFORE = english.pattern(
-    "booleans", "NEGATION_BEFORE", NEGATING_PREFIX=NEGATING_PREFIX, NEGATORS=NEGATORS
-)
 # "Whether pets are allowed" said as "hotels that allow pets": the content words of the
 # description's clause (two or three), in any order and inflection, within a few words of one
 # clause. A description that negates ("contains no meat") is left to its name.
@@ -148,7 +146,7 @@ class BooleanPhrases:
                 ):
                     break
                 before = text[max(0, start - LOOKBEHIND_CHARS) : start]
-                negated = bool(NEGATION_BEFORE.search(before) or NEGATOR.search(text, start, end))
+                negated = bool(negated_before(before) or NEGATOR.search(text, start, end))
                 return Constraint(
                     field.name, Comparator.EQ, not negated, start, end, negated=negated
                 )
@@ -156,7 +154,7 @@ class BooleanPhrases:
 
     def _said(self, text: str, field: _BooleanField, taken: list[Constraint]) -> Constraint | None:
         for phrase in field.phrases:
-            said = said_value(text, phrase, taken, negated_before, self.describes_documents)
+            said = said_value(text, phrase, taken, self.describes_documents)
             if said is not None:
                 return said
         return None
@@ -177,11 +175,6 @@ class BooleanPhrases:
             return True
         gap = len(text[end:]) - len(text[end:].lstrip(" -"))
         return any(constraint.start == end + gap for constraint in taken)  # "vegetarian indian"
-
-
-def negated_before(before: str) -> bool:
-    """Whether ``before`` ends in a negation of the word that follows it ("not", "non-")."""
-    return bool(NEGATION_BEFORE.search(before))
 
 
 def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:

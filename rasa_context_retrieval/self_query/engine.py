@@ -31,6 +31,7 @@ import inflection
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.self_query.constraints import Constraint, Spanned, overlaps_any
+from rasa_context_retrieval.self_query.negation import negated_before
 from rasa_context_retrieval.self_query.ranges import (
     AFTER_END,
     BEFORE_START,
@@ -203,28 +204,25 @@ class ValuePhrase:
 
 
 def said_value(
-    text: str,
-    phrase: ValuePhrase,
-    taken: list[Constraint],
-    negated_before: Callable[[str], bool],
-    describes: Describes,
+    text: str, phrase: ValuePhrase, taken: list[Constraint], describes: Describes
 ) -> Constraint | None:
     """The condition of the first place ``phrase`` is said in ``text`` over words not
-    ``taken``; a match with an ``un`` group ("unmaintained") is negated by it."""
-    for match in phrase.pattern.finditer(text):
+    ``taken``; a negation right before it (``negated_before``) or an ``un`` group in the match
+    ("unmaintained") negates it."""
+
+    def read(match: re.Match[str]) -> Constraint | None:
         start, end = match.span()
-        if overlaps_any(start, end, taken):
-            continue
         before = text[max(0, start - LOOKBEHIND_CHARS) : start]
         if phrase.skip is not None and phrase.skip(match, before):
-            continue
+            return None
         negated = negated_before(before) != bool(match.groupdict().get("un"))
         plural = phrase.noun and inflection.singularize(match[0].lower()) != match[0].lower()
         if phrase.single and not (negated or plural or describes(text, before, end, taken)):
-            continue
+            return None
         if isinstance(phrase.value, bool):
-            value, read = phrase.value != negated, negated or phrase.denial
-            return Constraint(phrase.attribute, Comparator.EQ, value, start, end, negated=read)
+            value, denied = phrase.value != negated, negated or phrase.denial
+            return Constraint(phrase.attribute, Comparator.EQ, value, start, end, negated=denied)
         comparator = Comparator.NE if negated else Comparator.EQ
         return Constraint(phrase.attribute, comparator, phrase.value, start, end, negated=negated)
-    return None
+
+    return next((said for _, said in scan(text, [Row(phrase.pattern, read)], taken)), None)

@@ -37,7 +37,7 @@ from langchain_core.structured_query import Comparator, Comparison, FilterDirect
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import conjoin
 from rasa_context_retrieval.self_query import english
-from rasa_context_retrieval.self_query.booleans import BooleanPhrases, negated_before
+from rasa_context_retrieval.self_query.booleans import BooleanPhrases
 from rasa_context_retrieval.self_query.constraints import Constraint, told_as_personal_past
 from rasa_context_retrieval.self_query.dates import Clock, DatePhrases
 from rasa_context_retrieval.self_query.glosses import GlossPhrases
@@ -104,9 +104,7 @@ class RuleQueryConstructor:
         self._dates = DatePhrases(fields, today, items, year_field=self._years.has_field)
         self._numbers = NumberPhrases(fields, items)
         self._booleans = BooleanPhrases(fields, items)
-        self._glosses = GlossPhrases(
-            fields, items, self._booleans.describes_documents, negated_before
-        )
+        self._glosses = GlossPhrases(fields, items, self._booleans.describes_documents)
         self._values = ValueVocabulary(fields, known_values or {}, items)
         self._limits = LimitPhrases(items, self._values.is_plural_value)
         logger.debug(
