@@ -47,6 +47,7 @@ from rasa_context_retrieval.filters.schema import STRING_TYPES, MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.common_words import is_common_word
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.engine import Row, scan
 from rasa_context_retrieval.self_query.items import item_after
 from rasa_context_retrieval.self_query.phrases import (
     CONCEPT_QUESTION_BEFORE,
@@ -452,15 +453,7 @@ class ValueVocabulary:
         if self._pattern is None:
             return []
         text = fold_accents(text)
-        candidates = []
-        for match in self._pattern.finditer(text):
-            # The regex matches case-insensitively by simple case folding; the rare letter whose
-            # full folding differs ("İ") finds no sense and is skipped.
-            senses = self._senses.get(surface_key(match[0]))
-            if _PHRASES.LONGER_NUMBER_AFTER.match(text, match.end()):
-                continue  # "4.1.1" inside "4.1.1.2"
-            if senses and not overlaps_any(match.start(), match.end(), taken):
-                candidates.append(_Candidate(match.start(), match.end(), tuple(senses)))
+        candidates = [said for _, said in scan(text, [Row(self._pattern, self._said)], taken)]
         if self._multiword:
             candidates = self._with_short_forms(text, candidates, taken)
         candidates = self._with_shared_heads(text, candidates, taken)
@@ -483,6 +476,14 @@ class ValueVocabulary:
             for candidate in candidates
             if candidate.chosen and not CONCEPT_QUESTION_BEFORE.search(text, 0, candidate.start)
         ]
+
+    def _said(self, match: re.Match[str]) -> _Candidate | None:
+        """The senses of a surface form said; the regex matches case-insensitively by simple
+        case folding, so the rare letter whose full folding differs ("İ") finds none."""
+        senses = self._senses.get(surface_key(match[0]))
+        if not senses or _PHRASES.LONGER_NUMBER_AFTER.match(match.string, match.end()):
+            return None  # "4.1.1" inside "4.1.1.2"
+        return _Candidate(match.start(), match.end(), tuple(senses))
 
     def _with_short_forms(
         self, text: str, candidates: list[_Candidate], taken: list[Constraint]
