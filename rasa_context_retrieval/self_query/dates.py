@@ -91,17 +91,18 @@ DATE_TEXT = (
 
 _DATE_WORDS = date_words_pattern(DATE_WORDS)
 RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_LISTS._FILLER)
-# "between 1 and 5 September", "from the 3rd to the 9th of May 2025": the first day borrows the
-# month and year written with the last.
-DAY_SPAN = re.compile(
-    rf"(?<!\w)(?:{alternation(SPAN_OPENERS)})\s+(?:the\s+)?(?P<first>\d{{1,2}}){_ORDINAL}\s+"
-    rf"(?:{alternation(SPAN_JOINERS)})\s+(?:the\s+)?(?P<b>\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?"
-    rf"(?:,?\s+{YEAR})?)(?![\w-])",
-    re.IGNORECASE,
+DAY_SPAN = english.pattern(
+    "dates",
+    "DAY_SPAN",
+    _ANY_MONTH=_ANY_MONTH,
+    _ORDINAL=_ORDINAL,
+    _SPAN_JOINERS=alternation(SPAN_JOINERS),
+    _SPAN_OPENERS=alternation(SPAN_OPENERS),
+    _YEAR=YEAR,
 )
-# "next March", "this past May": the user says which one of a month without a year.
-COMING, GONE = "coming", "gone"
-WHICH_ONE = {"next": COMING, "coming": COMING, "this coming": COMING, "last": GONE, "past": GONE}
+# The one of ``WHICH_ONE`` ahead ("next March"); the others are gone ("this past May").
+COMING = "coming"
+WHICH_ONE: dict[str, str] = _LISTS.WHICH_ONE
 _WHICH_ONE = "|".join(r"\s+".join(words.split()) for words in sorted(WHICH_ONE, key=len)[::-1])
 _WHICH = rf"(?:(?:this\s+)?(?P<which>{_WHICH_ONE})\s+)?"
 SINGLE = english.pattern(
@@ -122,9 +123,8 @@ ANY_MONTH = english.pattern("dates", "ANY_MONTH", _ANY_MONTH=_ANY_MONTH)
 
 _COUNT = "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS])
 RELATIVE = english.pattern("dates", "RELATIVE", _COUNT=_COUNT)
-NAMED_DAY = re.compile(
-    rf"(?<!\w)(?:(?P<word>{_DATE_WORDS})\s+)?(?P<day>{'|'.join(_LISTS.NAMED_DAYS)})(?!\w)",
-    re.IGNORECASE,
+NAMED_DAY = english.pattern(
+    "dates", "NAMED_DAY", _DATE_WORDS=_DATE_WORDS, _NAMED_DAYS="|".join(_LISTS.NAMED_DAYS)
 )
 # The message itself may say which way a month or day without a year lies, and then it wins
 # over the field's direction: "since" reaches back from today, a finite verb in the past ("took

@@ -21,7 +21,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import inflection
-import Stemmer
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
@@ -43,12 +42,14 @@ from rasa_context_retrieval.self_query.phrases import (
     PERIOD_WORDS,
     PHRASE_OPENERS,
     SMALL_NUMBER_WORDS,
+    STEMMER,
     SUBUNIT,
     SUBUNIT_WORDS,
     TIME_UNIT_SECONDS,
     TIME_UNIT_WORDS,
     alternation,
     any_word,
+    said_of,
 )
 from rasa_context_retrieval.self_query.ranges import (
     PREFIX_COMPARATORS,
@@ -167,9 +168,6 @@ MONEY_NOUNS = frozenset(_LISTS.MONEY_NOUNS)
 PHRASE_OPENER = any_word(PHRASE_OPENERS)
 
 
-_STEMMER = Stemmer.Stemmer("english")
-
-
 def cue_key(word: str) -> str:
     """The form a cue word is compared in, for field words and user words alike.
 
@@ -177,7 +175,7 @@ def cue_key(word: str) -> str:
     field and "minutes" for "Reading time in minutes"; both sides go through it.
     """
     word = MEASURE_ABBREVIATIONS.get(word, word)
-    return str(_STEMMER.stemWord(PERIOD_WORDS.get(word, word)))
+    return str(STEMMER.stemWord(PERIOD_WORDS.get(word, word)))
 
 
 STOP_KEYS = frozenset(cue_key(word) for word in CUE_STOPWORDS)
@@ -217,7 +215,7 @@ class NumericField:
         description_words = _cue_words(field.description) - item_keys
         cues = dict.fromkeys(description_words, DESCRIPTION_CUE_WEIGHT)
         cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
-        said = _PHRASES.WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
+        said = _PHRASES.WORD.findall(said_of(field).lower())
         # From every word, also those several descriptions share ("in EUR" on two amounts).
         in_subunit = bool(SUBUNIT_WORDS.keys() & set(said))
         monetary = not in_subunit and any(

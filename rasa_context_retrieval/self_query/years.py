@@ -33,7 +33,7 @@ from rasa_context_retrieval.self_query.engine import (
     readings,
     said_period,
 )
-from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, alternation
+from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, alternation, said_of
 from rasa_context_retrieval.self_query.ranges import (
     DATE_WORDS,
     OPEN_ENDED_AFTER,
@@ -120,9 +120,7 @@ def is_year_field(field: MetadataField) -> bool:
             _PHRASES.YEAR_WORD.search(field.name.replace("_", " "))
             or _PHRASES.YEAR_WORD.search(field.description)
         )
-        and not _PHRASES.DURATION_IN_YEARS.search(
-            f"{field.name.replace('_', ' ')} {field.description}"
-        )
+        and not _PHRASES.DURATION_IN_YEARS.search(said_of(field))
     )
 
 
@@ -135,7 +133,7 @@ class YearPhrases:
         # "Model year of the car": "model" and "car(s)" say a year is the documents' one.
         own_words = set(item_nouns)
         for field in year_fields:
-            said = f"{field.name.replace('_', ' ')} {field.description}".lower()
+            said = said_of(field).lower()
             nouns = {word for word in _PHRASES.NOUN.findall(said) if word not in NOT_OWN_WORDS}
             own_words |= nouns | {inflection.pluralize(noun) for noun in nouns}
         self._scope = time_scope([field.name for field in year_fields], own_words)
@@ -202,13 +200,7 @@ def _distinct_words(
     if len(year_fields) != 1:
         return frozenset()
     (year_field,) = year_fields
-    dates = " ".join(
-        f"{field.name.replace('_', ' ')} {field.description}".lower()
-        for field in fields
-        if field.type == "date"
-    )
-    own = _PHRASES.NOUN.findall(
-        f"{year_field.name.replace('_', ' ')} {year_field.description}".lower()
-    )
+    dates = " ".join(said_of(field).lower() for field in fields if field.type == "date")
+    own = _PHRASES.NOUN.findall(said_of(year_field).lower())
     shared = set(_PHRASES.NOUN.findall(dates)) | set(item_nouns) | NOT_OWN_WORDS
     return frozenset(word for word in own if len(word) >= MIN_DISTINCT_CHARS and word not in shared)
