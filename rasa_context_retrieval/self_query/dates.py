@@ -48,6 +48,7 @@ from rasa_context_retrieval.self_query.phrases import (
     TOLD_GONE_WORDS,
     alternation,
     any_word,
+    phrase_alternation,
 )
 from rasa_context_retrieval.self_query.ranges import (
     DATE_WORDS,
@@ -103,8 +104,7 @@ DAY_SPAN = english.pattern(
 # The one of ``WHICH_ONE`` ahead ("next March"); the others are gone ("this past May").
 COMING = "coming"
 WHICH_ONE: dict[str, str] = _LISTS.WHICH_ONE
-_WHICH_ONE = "|".join(r"\s+".join(words.split()) for words in sorted(WHICH_ONE, key=len)[::-1])
-_WHICH = rf"(?:(?:this\s+)?(?P<which>{_WHICH_ONE})\s+)?"
+_WHICH = rf"(?:(?:this\s+)?(?P<which>{phrase_alternation(WHICH_ONE)})\s+)?"
 SINGLE = english.pattern(
     "dates",
     "SINGLE",

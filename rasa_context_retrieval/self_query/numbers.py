@@ -49,6 +49,7 @@ from rasa_context_retrieval.self_query.phrases import (
     TIME_UNIT_WORDS,
     alternation,
     any_word,
+    phrase_alternation,
     said_of,
 )
 from rasa_context_retrieval.self_query.ranges import (
@@ -70,7 +71,7 @@ MIN_PLAIN_AMOUNT = 5
 
 _SYMBOLS = re.escape(CURRENCY_SYMBOLS)
 _CURRENCY_WORDS = "|".join(CURRENCY_WORDS)
-_UNITS = "|".join(sorted(TIME_UNIT_WORDS, key=len, reverse=True))
+_UNITS = alternation(TIME_UNIT_WORDS)
 # Digits with thousands commas and a multiplier ("80k", "100 thousand"), a number word, or "an"
 # and "half an" before a unit of time ("more than an hour", "under half an hour").
 _NUMBER = (
@@ -83,9 +84,7 @@ NOUN_AFTER_MODIFIER: str = _LISTS.NOUN_AFTER_MODIFIER
 OWNED_OR_FOR_BEFORE = re.compile(rf"{OWNED_BEFORE.pattern}|\bfor\s+$", re.IGNORECASE)
 
 
-_GLUED_UNITS = "|".join(
-    sorted({*MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS}, key=len, reverse=True)
-)
+_GLUED_UNITS = alternation({*MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS})
 
 
 def _amount(tag: str) -> str:
@@ -98,22 +97,15 @@ def _amount(tag: str) -> str:
     )
 
 
-def _phrases(words: Sequence[str]) -> str:
-    return "|".join(
-        r"\s+".join(map(re.escape, phrase.split()))
-        for phrase in sorted(words, key=len, reverse=True)
-    )
-
-
 RANGE = range_pattern(_amount)
 PREFIX = re.compile(
-    rf"(?<!\w)(?P<comparator>{_phrases(list(PREFIX_COMPARATORS))})\s*(?:an?\s+)?{_amount('n')}",
+    rf"(?<!\w)(?P<comparator>{phrase_alternation(PREFIX_COMPARATORS)})\s*(?:an?\s+)?{_amount('n')}",
     re.IGNORECASE,
 )
 # "above price level 2", "at least level 3": a comparison with the field's name between it and
 # the number.
 NAMED_PREFIX = re.compile(
-    rf"(?<!\w)(?P<comparator>{_phrases(list(PREFIX_COMPARATORS))})\s+"
+    rf"(?<!\w)(?P<comparator>{phrase_alternation(PREFIX_COMPARATORS)})\s+"
     rf"(?P<named>[a-z]+(?:[\s_-]+[a-z]+)?)\s+{_amount('n')}",
     re.IGNORECASE,
 )
@@ -137,18 +129,14 @@ HOLDING_VERB = english.pattern("numbers", "HOLDING_VERB", **_PARTY)
 AGED_PERSON = english.pattern("numbers", "AGED_PERSON", **_PARTY)
 MAXIMUM_WORDS = frozenset(_LISTS.MAXIMUM_WORDS)
 MINIMUM_WORDS = frozenset(_LISTS.MINIMUM_WORDS)
-_PERIOD = "|".join(sorted(PERIOD_WORDS, key=len, reverse=True))
+_PERIOD = alternation(PERIOD_WORDS)
 RATE_AFTER = english.pattern("numbers", "RATE_AFTER", _PERIOD=_PERIOD)
 UNIT_AFTER = english.pattern("numbers", "UNIT_AFTER", _UNITS=_UNITS)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
 DECLARED_UNIT = english.pattern("numbers", "DECLARED_UNIT", _UNITS=_UNITS)
 PERCENT_FIELD_WORDS = frozenset(_LISTS.PERCENT_FIELD_WORDS)
-_MEASURES = "|".join(
-    sorted(
-        {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS},
-        key=len,
-        reverse=True,
-    )
+_MEASURES = alternation(
+    {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS}
 )
 MEASURE_AFTER = english.pattern("numbers", "MEASURE_AFTER", _MEASURES=_MEASURES)
 OPPOSITE = {

@@ -108,6 +108,13 @@ def alternation(words: Iterable[str]) -> str:
     return "|".join(re.escape(word) for word in sorted(dict.fromkeys(words), key=len, reverse=True))
 
 
+def phrase_alternation(phrases: Iterable[str]) -> str:
+    """Like :func:`alternation`, for phrases of several words: any space between their words
+    ("no  more than")."""
+    ordered = sorted(phrases, key=len, reverse=True)
+    return "|".join(r"\s+".join(map(re.escape, phrase.split())) for phrase in ordered)
+
+
 def any_word(words: Sequence[str], *, or_any_of: str = "") -> re.Pattern[str]:
     """Any of ``words`` as a whole word (or any one character of ``or_any_of``), case ignored:
     the one place a word list of this module becomes a pattern, so a new word is a new entry of
