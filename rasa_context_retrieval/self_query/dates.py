@@ -371,8 +371,7 @@ class DatePhrases:
             start = _unit_start(today, unit)
             if match["next"]:
                 start = _unit_start(start + relativedelta(**{unit + "s": 1}), unit)
-            end = _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)
-            return [(Comparator.LTE, end)]
+            return [(Comparator.LTE, _unit_end(start, unit))]
 
         def named_day(match: re.Match[str]) -> list[Bound]:
             day = today + dt.timedelta(days=_LISTS.NAMED_DAYS[match["day"].lower()])
@@ -477,29 +476,28 @@ def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
     unit = match["unit"].lower()
     which = match["which"].lower()
     count = (match["count"] or "").lower()
+    amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
     word = date_word(match["word"])
     one = relativedelta(**{unit + "s": 1})
     if which in ("this", "current"):
         start = _unit_start(today, unit)
         if word == WITHIN:  # the whole period, as "in 2025" or "in June" is
-            return period_bounds(word, start, _unit_start(today + one, unit) - dt.timedelta(days=1))
+            return period_bounds(word, start, _unit_end(today, unit))
         return (
             [(Comparator.GTE, start)] if word == FROM_START else period_bounds(word, start, today)
         )
     if which in ("next", "coming", "upcoming"):
         if count:
-            amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
             try:
                 return [(Comparator.GTE, today), (Comparator.LTE, today + amount * one)]
             except (ValueError, OverflowError):
                 return []
         start = _unit_start(today + one, unit)
-        return period_bounds(word, start, _unit_start(start + one, unit) - dt.timedelta(days=1))
+        return period_bounds(word, start, _unit_end(start, unit))
     if not count and match["the"] is None and which in ("last", "previous"):
         # "last year" is the previous calendar year; "the last year" the past twelve months.
-        start = _unit_start(today - relativedelta(**{unit + "s": 1}), unit)
-        return period_bounds(word, start, _unit_start(today, unit) - dt.timedelta(days=1))
-    amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
+        start = _unit_start(today - one, unit)
+        return period_bounds(word, start, _unit_end(start, unit))
     try:
         return [(Comparator.GTE, today - relativedelta(**{unit + "s": amount}))]
     except (ValueError, OverflowError):  # "the last 999 years" before year 1
@@ -514,3 +512,9 @@ def _unit_start(day: dt.date, unit: str) -> dt.date:
     if unit == "week":
         return day - dt.timedelta(days=day.weekday())
     return day
+
+
+def _unit_end(day: dt.date, unit: str) -> dt.date:
+    """The last day of the week, month or year that ``day`` falls in."""
+    start = _unit_start(day, unit)
+    return _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)

@@ -600,8 +600,7 @@ class ValueVocabulary:
         if (
             all(sense.attribute in self._list_fields for sense in candidate.senses)
             and _PHRASES.QUESTION_SUBJECT_BEFORE.search(text, 0, candidate.start)
-            and not self._scope_after.match(text, candidate.end)
-            and not self._item_after.match(text, candidate.end)
+            and not self._scoped_after(text, candidate.end)
         ):
             return True  # "Is parking free for guests?": about parking, not hotels with it
         if (
@@ -644,8 +643,7 @@ class ValueVocabulary:
             return False  # a plural of initials is written "MLs"; "SOS" is a word of its own
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
         return bool(
-            self._item_after.match(text, candidate.end)
-            or self._scope_after.match(text, candidate.end)
+            self._scoped_after(text, candidate.end)
             or DETERMINERS_BEFORE_TOPIC.search(before)
             or _PHRASES.INITIALS_PREPOSITION_BEFORE.search(before)
         )
@@ -683,10 +681,7 @@ class ValueVocabulary:
                 continue
             if text[candidate.end : following.start].strip():
                 continue
-            if not (
-                self._item_after.match(text, following.end)
-                or self._scope_after.match(text, following.end)
-            ):
+            if not self._scoped_after(text, following.end):
                 continue
             candidate.chosen = _sole_sense(candidate, Strictness.CUED, following.chosen.attribute)
 
@@ -711,10 +706,13 @@ class ValueVocabulary:
             for said in (after, before)
         )
 
+    def _scoped_after(self, text: str, end: int) -> bool:
+        """Whether a noun for the documents or a scope word comes right after ``text[:end]``
+        ("free [plan]", "US [customers]", "python [articles]")."""
+        return bool(self._scope_after.match(text, end) or self._item_after.match(text, end))
+
     def _is_cued(self, text: str, candidate: _Candidate) -> bool:
-        if self._scope_after.match(text, candidate.end) or self._item_after.match(
-            text, candidate.end
-        ):
+        if self._scoped_after(text, candidate.end):
             return True
         written = text[candidate.start : candidate.end]
         if text.isupper() or not any(char.isupper() for char in written):
