@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import inflection
 from langchain_core.structured_query import Comparator
@@ -65,9 +65,9 @@ class Said:
     bounds: list[Bound]
 
 
-@dataclass(frozen=True)
-class Row(Generic[Reading]):
-    """A phrase pattern and how one of its matches reads (into bounds, or a richer record)."""
+class Row(NamedTuple, Generic[Reading]):
+    """A phrase pattern and how one of its matches reads (into bounds, or a richer record); a
+    tuple, as tables are built per message."""
 
     pattern: re.Pattern[str]
     read: Callable[[re.Match[str]], Reading]
@@ -83,7 +83,7 @@ def scan(
     after all (a bare "2019" with no date word, "I have 2 bedrooms")."""
     for row in table:
         for match in row.pattern.finditer(text):
-            if overlaps_any(*match.span(row.claims), taken):
+            if taken and overlaps_any(*match.span(row.claims), taken):
                 continue
             reading = row.read(match)
             if reading is not None:
