@@ -22,7 +22,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import inflection
-import Stemmer
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
@@ -30,7 +29,8 @@ from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.engine import ValuePhrase, said_value
 from rasa_context_retrieval.self_query.items import item_after
-from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATING_PREFIX, NEGATORS
+from rasa_context_retrieval.self_query.negation import negated_before
+from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATORS, STEMMER
 
 _LISTS, _PHRASES = english.section("booleans")
 
@@ -41,9 +41,6 @@ INFLECTION_CHARS = 4
 AUXILIARIES = frozenset(_LISTS.AUXILIARIES)
 NAME_LEADS = frozenset(_LISTS.NAME_LEADS)
 ARTICLES = frozenset(_LISTS.ARTICLES)
-NEGATION_BEFORE = english.pattern(
-    "booleans", "NEGATION_BEFORE", NEGATING_PREFIX=NEGATING_PREFIX, NEGATORS=NEGATORS
-)
 # "Whether pets are allowed" said as "hotels that allow pets": the content words of the
 # description's clause (two or three), in any order and inflection, within a few words of one
 # clause. A description that negates ("contains no meat") is left to its name.
@@ -56,7 +53,6 @@ DESCRIPTION_STOPWORDS = (
 )
 NEGATION_WORDS = frozenset(_LISTS.NEGATION_WORDS)
 NEGATOR = english.pattern("booleans", "NEGATOR", NEGATORS=NEGATORS)
-_STEMMER = Stemmer.Stemmer("english")
 NOUN_SUFFIXES: str = _LISTS.NOUN_SUFFIXES
 MIN_ROOT_CHARS = 3
 GOOD = tuple(_LISTS.GOOD)
@@ -83,7 +79,7 @@ class BooleanPhrases:
     """Finds ``eq(field, true/false)`` for the schema's boolean fields."""
 
     def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
-        items = frozenset(_STEMMER.stemWords(list(item_nouns)))
+        items = frozenset(STEMMER.stemWords(list(item_nouns)))
         self._fields = [_compile(field, items) for field in fields if field.type == "boolean"]
         # Stemming every message is the costly part; a word starting like none of the described
         # stems ("remot" -> "rem") spares it.
@@ -112,7 +108,7 @@ class BooleanPhrases:
         said = _PHRASES.LAST_TWO_WORDS.search(text, max(0, end - 2 * LOOKBEHIND_CHARS), end)
         if said is None:
             return False
-        stems = set(_STEMMER.stemWords([said[1].lower(), said[2].lower()]))
+        stems = set(STEMMER.stemWords([said[1].lower(), said[2].lower()]))
         return len(stems) == 2 and any(stems <= field.described_all for field in self._fields)
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
@@ -148,7 +144,7 @@ class BooleanPhrases:
                 ):
                     break
                 before = text[max(0, start - LOOKBEHIND_CHARS) : start]
-                negated = bool(NEGATION_BEFORE.search(before) or NEGATOR.search(text, start, end))
+                negated = bool(negated_before(before) or NEGATOR.search(text, start, end))
                 return Constraint(
                     field.name, Comparator.EQ, not negated, start, end, negated=negated
                 )
@@ -156,7 +152,7 @@ class BooleanPhrases:
 
     def _said(self, text: str, field: _BooleanField, taken: list[Constraint]) -> Constraint | None:
         for phrase in field.phrases:
-            said = said_value(text, phrase, taken, negated_before, self.describes_documents)
+            said = said_value(text, phrase, taken, self.describes_documents)
             if said is not None:
                 return said
         return None
@@ -179,11 +175,6 @@ class BooleanPhrases:
         return any(constraint.start == end + gap for constraint in taken)  # "vegetarian indian"
 
 
-def negated_before(before: str) -> bool:
-    """Whether ``before`` ends in a negation of the word that follows it ("not", "non-")."""
-    return bool(NEGATION_BEFORE.search(before))
-
-
 def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
     phrases: list[str] = []
     words: list[str] = []
@@ -191,7 +182,7 @@ def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
         (phrases if len(word_list) > 1 else words).append(_pattern(word_list))
     name_words = _PHRASES.WORD.findall(field.name.lower())
     if len(name_words) == 1:
-        stem = _STEMMER.stemWord(name_words[0])
+        stem = STEMMER.stemWord(name_words[0])
         if len(stem) >= MIN_ROOT_CHARS:
             # "stabilized": "with stabilization"; "heated": "with heating"
             words.append(rf"{re.escape(stem)}(?:{NOUN_SUFFIXES})")
@@ -241,13 +232,13 @@ def _described_stems(field: MetadataField, item_stems: frozenset[str]) -> frozen
 def _content_stems(field: MetadataField, item_stems: frozenset[str]) -> frozenset[str]:
     words = _PHRASES.WORD.findall(_PHRASES.CLAUSE_END.split(field.description.strip())[0].lower())
     content = [word for word in words if word not in DESCRIPTION_STOPWORDS]
-    return frozenset(_STEMMER.stemWords(content)) - item_stems
+    return frozenset(STEMMER.stemWords(content)) - item_stems
 
 
 def _stemmed_words(text: str) -> list[tuple[str, int, int]]:
     """Every word of ``text`` as (stem, start, end)."""
     matches = list(_PHRASES.WORD.finditer(text))
-    stems = _STEMMER.stemWords([match[0].lower() for match in matches])
+    stems = STEMMER.stemWords([match[0].lower() for match in matches])
     return [(stem, match.start(), match.end()) for stem, match in zip(stems, matches, strict=True)]
 
 
@@ -320,7 +311,7 @@ def _pattern(words: list[str]) -> str:
     """The words in order, the first one in any inflection ("ship" -> "ships", "shipping"), the
     last of several also in the plural ("local ssd": "without local SSDs"), and an article
     between two words where English puts one ("on_shelf": "on the shelf")."""
-    stem = _STEMMER.stemWord(words[0])
+    stem = STEMMER.stemWord(words[0])
     first = re.escape(words[0])
     if len(stem) > 2:
         first = rf"(?:{first}|{re.escape(stem)}[a-z]{{0,{INFLECTION_CHARS}}})"

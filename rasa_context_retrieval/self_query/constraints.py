@@ -12,8 +12,9 @@ box in us-east-1 got rebooted") is not a wish for documents of that kind:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.structured_query import Comparator
 
@@ -38,13 +39,20 @@ class Constraint:
     """The extractor read a negation said with it ("not on Android", "can't ship today");
     ``negation.bind_negations`` leaves such a condition as it is."""
 
-    def overlaps(self, start: int, end: int) -> bool:
-        return self.start < end and start < self.end
+
+class Spanned(Protocol):
+    """Anything said at ``text[start:end]``: a condition, a reading, a value found."""
+
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
 
 
-def overlaps_any(start: int, end: int, taken: list[Constraint]) -> bool:
-    """Whether ``text[start:end]`` is already claimed by another constraint."""
-    return any(constraint.overlaps(start, end) for constraint in taken)
+def overlaps_any(start: int, end: int, taken: Iterable[Spanned]) -> bool:
+    """Whether ``text[start:end]`` shares a word with anything ``taken`` (a span is claimed
+    once: the one test of every extractor)."""
+    return any(said.start < end and start < said.end for said in taken)
 
 
 PERSONAL_PAST = english.pattern(

@@ -29,12 +29,15 @@ from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint
 from rasa_context_retrieval.self_query.engine import (
     Bound,
+    Period,
     Row,
     Said,
     claim,
-    constraints,
+    conditions_on,
+    open_end_rows,
     period_bounds,
     readings,
+    said_period,
 )
 from rasa_context_retrieval.self_query.phrases import (
     CLAUSE_PUNCTUATION,
@@ -45,33 +48,29 @@ from rasa_context_retrieval.self_query.phrases import (
     TOLD_GONE_WORDS,
     alternation,
     any_word,
+    phrase_alternation,
 )
 from rasa_context_retrieval.self_query.ranges import (
     DATE_WORDS,
     FROM_START,
-    NEGATED_BEFORE_PERIOD,
     OPEN_ENDED_AFTER,
     SPAN_JOINERS,
     SPAN_OPENERS,
-    UNTIL_END,
     WITHIN,
     YEAR,
     date_word,
     date_words_pattern,
     endpoint_groups,
-    open_ended,
     range_pattern,
 )
 
 _LISTS, _PHRASES = english.section("dates")
 
 Clock = Callable[[], dt.date]
-Period = tuple[dt.date, dt.date]
 
 MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
 MONTHS["sept"] = 9
-LOOKBEHIND_CHARS = 20
 # A field name word matches a user's word by its first letters: "updated", "updates", "update".
 NAME_PREFIX_CHARS = 5
 MIN_DESCRIBED_WORDS = 2
@@ -93,19 +92,19 @@ DATE_TEXT = (
 
 _DATE_WORDS = date_words_pattern(DATE_WORDS)
 RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_LISTS._FILLER)
-# "between 1 and 5 September", "from the 3rd to the 9th of May 2025": the first day borrows the
-# month and year written with the last.
-DAY_SPAN = re.compile(
-    rf"(?<!\w)(?:{alternation(SPAN_OPENERS)})\s+(?:the\s+)?(?P<first>\d{{1,2}}){_ORDINAL}\s+"
-    rf"(?:{alternation(SPAN_JOINERS)})\s+(?:the\s+)?(?P<b>\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?"
-    rf"(?:,?\s+{YEAR})?)(?![\w-])",
-    re.IGNORECASE,
+DAY_SPAN = english.pattern(
+    "dates",
+    "DAY_SPAN",
+    _ANY_MONTH=_ANY_MONTH,
+    _ORDINAL=_ORDINAL,
+    _SPAN_JOINERS=alternation(SPAN_JOINERS),
+    _SPAN_OPENERS=alternation(SPAN_OPENERS),
+    _YEAR=YEAR,
 )
-# "next March", "this past May": the user says which one of a month without a year.
-COMING, GONE = "coming", "gone"
-WHICH_ONE = {"next": COMING, "coming": COMING, "this coming": COMING, "last": GONE, "past": GONE}
-_WHICH_ONE = "|".join(r"\s+".join(words.split()) for words in sorted(WHICH_ONE, key=len)[::-1])
-_WHICH = rf"(?:(?:this\s+)?(?P<which>{_WHICH_ONE})\s+)?"
+# The one of ``WHICH_ONE`` ahead ("next March"); the others are gone ("this past May").
+COMING = "coming"
+WHICH_ONE: dict[str, str] = _LISTS.WHICH_ONE
+_WHICH = rf"(?:(?:this\s+)?(?P<which>{phrase_alternation(WHICH_ONE)})\s+)?"
 SINGLE = english.pattern(
     "dates",
     "SINGLE",
@@ -122,13 +121,10 @@ BARE = english.pattern(
 )
 ANY_MONTH = english.pattern("dates", "ANY_MONTH", _ANY_MONTH=_ANY_MONTH)
 
-
-LATER, EARLIER = open_ended(DATE_TEXT)
 _COUNT = "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS])
 RELATIVE = english.pattern("dates", "RELATIVE", _COUNT=_COUNT)
-NAMED_DAY = re.compile(
-    rf"(?<!\w)(?:(?P<word>{_DATE_WORDS})\s+)?(?P<day>{'|'.join(_LISTS.NAMED_DAYS)})(?!\w)",
-    re.IGNORECASE,
+NAMED_DAY = english.pattern(
+    "dates", "NAMED_DAY", _DATE_WORDS=_DATE_WORDS, _NAMED_DAYS="|".join(_LISTS.NAMED_DAYS)
 )
 # The message itself may say which way a month or day without a year lies, and then it wins
 # over the field's direction: "since" reaches back from today, a finite verb in the past ("took
@@ -305,7 +301,7 @@ class DatePhrases:
             said.append(reading)
         # A phrase read as a date claims its words even when it makes no condition
         # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
-        return constraints(attribute, claim(said), as_value=date_value)
+        return claim(said, (), conditions_on(attribute, as_value=date_value))
 
     def _attribute(self, text: str, *, only_if_named: bool = False) -> str | None:
         if len(self._date_fields) == 1 and not only_if_named:
@@ -360,35 +356,33 @@ class DatePhrases:
             which = WHICH_ONE.get(" ".join((match["which"] or "").lower().split()))
             if not said_word and not which and not _is_day(match["a"]):
                 return None  # a bare year or month ("2019", "March") needs a word that says how
-            before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
             if which is not None:
                 ahead_here = which == COMING
             else:
                 ahead_here = said_word != "since" and told(match)
-            if NEGATED_BEFORE_PERIOD.search(before):
-                return []
-            word = date_word(said_word)
-            return _single(word, match["a"], today, ahead_here, starting=said_word == "from")
+            # "from" is "during" for a period of a record ("films from 2020", "the episode from
+            # 10 June": that day) but "from then on" for a date of things that take place or
+            # open ("boats available from July", "from July 1st").
+            word = FROM_START if said_word == "from" and ahead_here else None
+            return said_period(match, _period(match["a"], today, ahead_here), word)
 
         def end_of(match: re.Match[str]) -> list[Bound]:
             unit = match["unit"].lower()
             start = _unit_start(today, unit)
             if match["next"]:
                 start = _unit_start(start + relativedelta(**{unit + "s": 1}), unit)
-            end = _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)
-            return [(Comparator.LTE, end)]
+            return [(Comparator.LTE, _unit_end(start, unit))]
 
         def named_day(match: re.Match[str]) -> list[Bound]:
             day = today + dt.timedelta(days=_LISTS.NAMED_DAYS[match["day"].lower()])
-            return period_bounds(date_word(match["word"]), day, day)
+            return said_period(match, (day, day))
 
         table: list[Row[list[Bound] | None]] = [
             Row(RANGE, span),
             Row(DAY_SPAN, day_span),
             Row(SINGLE, single),
             *([Row(BARE, single)] if ANY_MONTH.search(text) else []),
-            Row(LATER, lambda match: _single(FROM_START, match["a"], today, told(match))),
-            Row(EARLIER, lambda match: _single(UNTIL_END, match["a"], today, told(match))),
+            *open_end_rows(DATE_TEXT, lambda match: _period(match["a"], today, told(match))),
             Row(RELATIVE, lambda match: _relative(match, today)),
             Row(_PHRASES.END_OF, end_of),
             Row(NAMED_DAY, named_day),
@@ -448,20 +442,10 @@ def _is_day(text: str) -> bool:
     return written is not None and written.day is not None
 
 
-def _single(
-    word: str, text: str, today: dt.date, ahead: bool, starting: bool = False
-) -> list[Bound]:
-    """The bounds of ``word`` and a written date; ``starting``: the word was "from", which is
-    "during" for a period of a record ("films from 2020", "the episode from 10 June": that
-    day) but "from then on" for a date of things that take place or open ("boats available
-    from July", "from July 1st")."""
+def _period(text: str, today: dt.date, ahead: bool) -> Period | None:
+    """The days a written date covers (``WrittenDate.period``), if it is a date at all."""
     written = WrittenDate.read(text)
-    period = written.period(today, ahead=ahead) if written else None
-    if period is None:
-        return []
-    if starting and ahead:
-        word = FROM_START
-    return period_bounds(word, *period)
+    return written.period(today, ahead=ahead) if written else None
 
 
 def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[Bound]:
@@ -492,29 +476,28 @@ def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
     unit = match["unit"].lower()
     which = match["which"].lower()
     count = (match["count"] or "").lower()
+    amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
     word = date_word(match["word"])
     one = relativedelta(**{unit + "s": 1})
     if which in ("this", "current"):
         start = _unit_start(today, unit)
         if word == WITHIN:  # the whole period, as "in 2025" or "in June" is
-            return period_bounds(word, start, _unit_start(today + one, unit) - dt.timedelta(days=1))
+            return period_bounds(word, start, _unit_end(today, unit))
         return (
             [(Comparator.GTE, start)] if word == FROM_START else period_bounds(word, start, today)
         )
     if which in ("next", "coming", "upcoming"):
         if count:
-            amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
             try:
                 return [(Comparator.GTE, today), (Comparator.LTE, today + amount * one)]
             except (ValueError, OverflowError):
                 return []
         start = _unit_start(today + one, unit)
-        return period_bounds(word, start, _unit_start(start + one, unit) - dt.timedelta(days=1))
+        return period_bounds(word, start, _unit_end(start, unit))
     if not count and match["the"] is None and which in ("last", "previous"):
         # "last year" is the previous calendar year; "the last year" the past twelve months.
-        start = _unit_start(today - relativedelta(**{unit + "s": 1}), unit)
-        return period_bounds(word, start, _unit_start(today, unit) - dt.timedelta(days=1))
-    amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
+        start = _unit_start(today - one, unit)
+        return period_bounds(word, start, _unit_end(start, unit))
     try:
         return [(Comparator.GTE, today - relativedelta(**{unit + "s": amount}))]
     except (ValueError, OverflowError):  # "the last 999 years" before year 1
@@ -529,3 +512,9 @@ def _unit_start(day: dt.date, unit: str) -> dt.date:
     if unit == "week":
         return day - dt.timedelta(days=day.weekday())
     return day
+
+
+def _unit_end(day: dt.date, unit: str) -> dt.date:
+    """The last day of the week, month or year that ``day`` falls in."""
+    start = _unit_start(day, unit)
+    return _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)

@@ -6,7 +6,8 @@ rows of a phrase pattern (from ``english.yaml``) and the reading of one match, t
 
 * ``scan`` runs every row of a table over the text and keeps where each match was said;
 * ``claim`` keeps, from the first and longest, each reading whose words no earlier one took, so
-  that "from 2010 to 2015" is one range and never also "from 2010" and "2015";
+  that "from 2010 to 2015" is one range and never also "from 2010" and "2015", and reads it
+  into conditions (``conditions_on`` a field, for bounds; amounts find their field first);
 * ``period_bounds`` is the one meaning of the words before a period ("after", "since", "in"),
   whatever the period is: a year (1990 to 1990), a decade (1990 to 1999) or a month of days.
 
@@ -22,28 +23,36 @@ labelled row in ``tests/self_query_cases.yaml``; a new kind of value is a new ta
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import inflection
 from langchain_core.structured_query import Comparator
 
-from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.constraints import Constraint, Spanned, overlaps_any
+from rasa_context_retrieval.self_query.negation import negated_before
 from rasa_context_retrieval.self_query.ranges import (
     AFTER_END,
     BEFORE_START,
     FROM_START,
+    NEGATED_BEFORE_PERIOD,
     UNTIL_END,
     WITHIN,
+    date_word,
+    open_ended,
 )
 
 # How far before a phrase its negation ("not", "non-", "without") is looked for.
 LOOKBEHIND_CHARS = 32
+# How far before a period its negation ("not in 2023", "except after March") is looked for.
+PERIOD_LOOKBEHIND_CHARS = 20
 Value = TypeVar("Value")
 Reading = TypeVar("Reading", covariant=True)
 Bound = tuple[Comparator, Any]
 """One end of a condition: ``(gte, 1990)``."""
+Period = tuple[Any, Any]
+"""The first and the last value a period covers: a year (``(1990, 1990)``), a month of days."""
 
 
 @dataclass(frozen=True)
@@ -56,20 +65,29 @@ class Said:
     bounds: list[Bound]
 
 
-@dataclass(frozen=True)
-class Row(Generic[Reading]):
-    """A phrase pattern and how one of its matches reads (into bounds, or a richer record)."""
+class Row(NamedTuple, Generic[Reading]):
+    """A phrase pattern and how one of its matches reads (into bounds, or a richer record); a
+    tuple, as tables are built per message."""
 
     pattern: re.Pattern[str]
     read: Callable[[re.Match[str]], Reading]
+    claims: str | int = 0
+    """The group whose words a match claims ("2 [movies about space]" claims only the count)."""
 
 
-def scan(text: str, table: Iterable[Row[Value | None]]) -> list[tuple[re.Match[str], Value]]:
-    """Every match of every row of ``table`` in ``text``, row by row, with its reading; a row
-    reads ``None`` for a match that is no phrase of its kind after all (a bare "2019" with no
-    date word, "I have 2 bedrooms")."""
-    read = ((match, row.read(match)) for row in table for match in row.pattern.finditer(text))
-    return [(match, reading) for match, reading in read if reading is not None]
+def scan(
+    text: str, table: Iterable[Row[Value | None]], taken: Sequence[Constraint] = ()
+) -> Iterator[tuple[re.Match[str], Value]]:
+    """Every match of every row of ``table`` in ``text`` over words no ``taken`` condition has,
+    row by row, with its reading; a row reads ``None`` for a match that is no phrase of its kind
+    after all (a bare "2019" with no date word, "I have 2 bedrooms")."""
+    for row in table:
+        for match in row.pattern.finditer(text):
+            if taken and overlaps_any(*match.span(row.claims), taken):
+                continue
+            reading = row.read(match)
+            if reading is not None:
+                yield match, reading
 
 
 def readings(text: str, table: Iterable[Row[list[Bound] | None]]) -> list[Said]:
@@ -77,29 +95,45 @@ def readings(text: str, table: Iterable[Row[list[Bound] | None]]) -> list[Said]:
     return [Said(match.start(), match.end(), bounds) for match, bounds in scan(text, table)]
 
 
-def claim(said: Iterable[Said], taken: Sequence[Constraint] = ()) -> list[Said]:
-    """The readings kept, the first and longest first, each over words no kept one or ``taken``
-    condition has."""
-    claimed = [(constraint.start, constraint.end) for constraint in taken]
-    kept: list[Said] = []
+Reads = TypeVar("Reads", bound=Spanned)
+
+
+def claim(
+    said: Iterable[Reads],
+    taken: Sequence[Constraint],
+    read: Callable[[Reads], Sequence[Constraint] | None],
+) -> list[Constraint]:
+    """The conditions ``read`` makes of the readings kept, the first and longest first, each
+    over words no kept one or ``taken`` condition has. A reading claims its words and those of
+    its conditions even when it makes none (``[]``: "from 2025 to 2022"); ``None`` is no
+    reading of this kind after all ("200 guests" on a schema with no field for them), which
+    leaves its words to a shorter one."""
+    claimed: list[Spanned] = list(taken)
+    kept: list[Constraint] = []
     for reading in sorted(said, key=lambda reading: (reading.start, -reading.end)):
-        if any(reading.start < end and start < reading.end for start, end in claimed):
+        if overlaps_any(reading.start, reading.end, claimed):
             continue
-        claimed.append((reading.start, reading.end))
-        kept.append(reading)
+        conditions = read(reading)
+        if conditions is None:
+            continue
+        claimed += [reading, *conditions]
+        kept += conditions
     return kept
 
 
-def constraints(
-    attribute: str, said: Iterable[Said], as_value: Callable[[Any], Any] = lambda value: value
-) -> list[Constraint]:
-    """One condition on ``attribute`` per bound of each reading, with the reading's span; the
-    bound's value written ``as_value`` (a day as LangChain's date dict)."""
-    return [
-        Constraint(attribute, comparator, as_value(value), reading.start, reading.end)
-        for reading in said
-        for comparator, value in reading.bounds
-    ]
+def conditions_on(
+    attribute: str, as_value: Callable[[Any], Any] = lambda value: value
+) -> Callable[[Said], list[Constraint]]:
+    """How a reading of bounds reads on ``attribute``: one condition per bound, with the
+    reading's span; the bound's value written ``as_value`` (a day as LangChain's date dict)."""
+
+    def read(reading: Said) -> list[Constraint]:
+        return [
+            Constraint(attribute, comparator, as_value(value), reading.start, reading.end)
+            for comparator, value in reading.bounds
+        ]
+
+    return read
 
 
 def period_bounds(word: str, first: Any, last: Any) -> list[Bound]:
@@ -116,6 +150,33 @@ def period_bounds(word: str, first: Any, last: Any) -> list[Bound]:
         BEFORE_START: [(Comparator.LT, first)],
         UNTIL_END: [(Comparator.LTE, last)],
     }[word]
+
+
+def said_period(
+    match: re.Match[str], period: Period | None, word: str | None = None
+) -> list[Bound]:
+    """The bounds of a period said with a date word (``period_bounds``): ``word``, else the one
+    said in the match's group ``word`` ("after the 2010s", "in 2010", no word: the period
+    itself). None, its words claimed all the same, for a period that is no day ("February 30")
+    or that is negated ("not in 2023": its negation is an "or")."""
+    before = match.string[max(0, match.start() - PERIOD_LOOKBEHIND_CHARS) : match.start()]
+    if period is None or NEGATED_BEFORE_PERIOD.search(before):
+        return []
+    return period_bounds(word or date_word(match.groupdict().get("word")), *period)
+
+
+def open_end_rows(
+    value: str, period: Callable[[re.Match[str]], Period | None], before: str = ""
+) -> tuple[Row[list[Bound]], Row[list[Bound]]]:
+    """The rows of a period left open at one end ("2010 or later", "March 2024 onwards", "2015
+    or earlier"): from its start, or up to its end. ``value`` writes the period in group ``a``
+    and ``period`` reads it; ``before`` guards its start."""
+    later, earlier = open_ended(value, before)
+
+    def bounds(word: str) -> Callable[[re.Match[str]], list[Bound]]:
+        return lambda match: [] if (said := period(match)) is None else period_bounds(word, *said)
+
+    return Row(later, bounds(FROM_START)), Row(earlier, bounds(UNTIL_END))
 
 
 Describes = Callable[[str, str, int, list[Constraint]], bool]
@@ -143,28 +204,25 @@ class ValuePhrase:
 
 
 def said_value(
-    text: str,
-    phrase: ValuePhrase,
-    taken: list[Constraint],
-    negated_before: Callable[[str], bool],
-    describes: Describes,
+    text: str, phrase: ValuePhrase, taken: list[Constraint], describes: Describes
 ) -> Constraint | None:
     """The condition of the first place ``phrase`` is said in ``text`` over words not
-    ``taken``; a match with an ``un`` group ("unmaintained") is negated by it."""
-    for match in phrase.pattern.finditer(text):
+    ``taken``; a negation right before it (``negated_before``) or an ``un`` group in the match
+    ("unmaintained") negates it."""
+
+    def read(match: re.Match[str]) -> Constraint | None:
         start, end = match.span()
-        if overlaps_any(start, end, taken):
-            continue
         before = text[max(0, start - LOOKBEHIND_CHARS) : start]
         if phrase.skip is not None and phrase.skip(match, before):
-            continue
+            return None
         negated = negated_before(before) != bool(match.groupdict().get("un"))
         plural = phrase.noun and inflection.singularize(match[0].lower()) != match[0].lower()
         if phrase.single and not (negated or plural or describes(text, before, end, taken)):
-            continue
+            return None
         if isinstance(phrase.value, bool):
-            value, read = phrase.value != negated, negated or phrase.denial
-            return Constraint(phrase.attribute, Comparator.EQ, value, start, end, negated=read)
+            value, denied = phrase.value != negated, negated or phrase.denial
+            return Constraint(phrase.attribute, Comparator.EQ, value, start, end, negated=denied)
         comparator = Comparator.NE if negated else Comparator.EQ
         return Constraint(phrase.attribute, comparator, phrase.value, start, end, negated=negated)
-    return None
+
+    return next((said for _, said in scan(text, [Row(phrase.pattern, read)], taken)), None)

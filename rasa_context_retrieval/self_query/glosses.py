@@ -24,7 +24,7 @@ documents is not part of a gloss ("a direct flight" -> "direct").
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 
 import inflection
 
@@ -99,13 +99,11 @@ class GlossPhrases:
         fields: Sequence[MetadataField],
         item_nouns: Collection[str],
         describes_documents: Describes,
-        negated: Callable[[str], bool],
     ) -> None:
         glosses = [gloss for field in fields for gloss in glosses_of(field, item_nouns)]
         self._phrases = [gloss for gloss in glosses if not gloss.single]
         self._words = [gloss for gloss in glosses if gloss.single]
         self._describes_documents = describes_documents
-        self._negated = negated
 
     def find(self, text: str, taken: list[Constraint], *, phrases: bool) -> list[Constraint]:
         """One condition per field whose gloss is said, unless its words are taken; ``phrases``:
@@ -116,9 +114,7 @@ class GlossPhrases:
         for gloss in self._phrases if phrases else self._words:
             if any(constraint.attribute == gloss.attribute for constraint in taken + found):
                 continue
-            constraint = said_value(
-                text, gloss, taken + found, self._negated, self._describes_documents
-            )
+            constraint = said_value(text, gloss, taken + found, self._describes_documents)
             if constraint is not None:
                 found.append(constraint)
         return found

@@ -19,11 +19,8 @@ from collections.abc import Callable, Collection
 import inflection
 
 from rasa_context_retrieval.self_query import english
-from rasa_context_retrieval.self_query.constraints import (
-    Constraint,
-    overlaps_any,
-    told_as_personal_past,
-)
+from rasa_context_retrieval.self_query.constraints import Constraint, told_as_personal_past
+from rasa_context_retrieval.self_query.engine import Row, scan
 from rasa_context_retrieval.self_query.phrases import (
     COUNT_WORDS,
     REQUEST_VERBS,
@@ -44,7 +41,6 @@ REQUESTED = english.pattern("limits", "REQUESTED", _COUNT=_COUNT)
 OWNED_BEFORE = _PHRASES.OWNED_BEFORE
 LOOKBEHIND_CHARS = 16
 REQUEST_CHARS = 24
-# Most messages ask with no verb of showing; one cheap scan spares looking before every count.
 REQUEST_VERB = any_word(REQUEST_VERBS)
 RESULT_NOUNS = frozenset(_LISTS.RESULT_NOUNS)
 
@@ -59,43 +55,34 @@ class LimitPhrases:
         self._is_plural_value = is_plural_value
 
     def find(self, text: str, taken: list[Constraint]) -> int | None:
-        for match in TOP.finditer(text):
-            count = _count(match["n"])
-            before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
-            if (
-                count is not None
-                and not overlaps_any(match.start(), match.end(), taken)
-                and not OWNED_BEFORE.search(before)  # "my first 10": the user's own
-                and self._ranks_documents(text, match)
-            ):
-                return count
-        for match in REQUESTED.finditer(text) if REQUEST_VERB.search(text) else ():
-            following = _PHRASES.NEXT_WORD.match(text, match.end())
-            if (
-                _PHRASES.REQUEST_BEFORE.search(
-                    text, max(0, match.start() - REQUEST_CHARS), match.start()
-                )
-                and not overlaps_any(match.start(), match.end(), taken)
-                and not (following and following["word"].lower() in UNIT_WORDS)
-                and not (following and following["word"].lower() in ("of", "more", "other"))
-                and (count := _count(match["n"])) is not None
-                and count > 1
-            ):
-                return count
-        for match in COUNTED.finditer(text):
-            if overlaps_any(match.start(), match.end("n"), taken):
-                continue
-            before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
-            if OWNED_BEFORE.search(before) or _PHRASES.PREPOSITION_BEFORE.search(before):
-                continue
-            if not self._counts_documents(match):
-                continue
-            if told_as_personal_past(text, match.start()):
-                continue  # "I watched two movies last week": a story, not a number wanted
-            count = _count(match["n"])
-            if count is not None:
-                return count
-        return None
+        """The count of the first phrase that asks for one, over words no condition took."""
+        table = [
+            Row(TOP, self._top),
+            # Most messages ask with no verb of showing; one cheap scan spares the rest.
+            *([Row(REQUESTED, _requested)] if REQUEST_VERB.search(text) else []),
+            Row(COUNTED, self._counted, claims="n"),
+        ]
+        return next((count for _, count in scan(text, table, taken)), None)
+
+    def _top(self, match: re.Match[str]) -> int | None:
+        """ "top 3", "the first two": a rank of the documents, unless the user's own ("my
+        first 10")."""
+        text, count = match.string, _count(match["n"])
+        before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
+        if count is None or OWNED_BEFORE.search(before) or not self._ranks_documents(text, match):
+            return None
+        return count
+
+    def _counted(self, match: re.Match[str]) -> int | None:
+        """ "two movies", "3 options": a count of the documents or the results, not of what the
+        user has, is between, or told of in a story ("I watched two movies last week")."""
+        text = match.string
+        before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
+        if OWNED_BEFORE.search(before) or _PHRASES.PREPOSITION_BEFORE.search(before):
+            return None
+        if not self._counts_documents(match) or told_as_personal_past(text, match.start()):
+            return None
+        return _count(match["n"])
 
     def _ranks_documents(self, text: str, match: re.Match[str]) -> bool:
         """Whether "top 3" / "first two" ranks the documents: not "the first one" (a pronoun for
@@ -126,6 +113,20 @@ class LimitPhrases:
 
     def _is_document_word(self, word: str) -> bool:
         return word in self._plural_items or self._is_plural_value(word)
+
+
+def _requested(match: re.Match[str]) -> int | None:
+    """ "show me two ...", "give me 3": several asked for with a verb of showing, whatever noun
+    follows, unless it is a unit ("show me 5 km routes") or "of"/"more"/"other"."""
+    text = match.string
+    following = _PHRASES.NEXT_WORD.match(text, match.end())
+    said_after = following["word"].lower() if following else None
+    if not _PHRASES.REQUEST_BEFORE.search(
+        text, max(0, match.start() - REQUEST_CHARS), match.start()
+    ) or (said_after in UNIT_WORDS or said_after in ("of", "more", "other")):
+        return None
+    count = _count(match["n"])
+    return count if count is not None and count > 1 else None
 
 
 def _count(text: str) -> int | None:

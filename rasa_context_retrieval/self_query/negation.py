@@ -34,13 +34,14 @@ from collections.abc import Sequence
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.self_query import english
-from rasa_context_retrieval.self_query.constraints import Constraint
+from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.phrases import (
     CLAUSE_OPENERS,
     CLAUSE_PUNCTUATION,
     COORDINATION,
     FUNCTIONING_VERBS,
     JOINING_WORDS,
+    NEGATING_PREFIX,
     NEGATORS,
     any_word,
 )
@@ -60,6 +61,9 @@ class Scope(enum.Enum):
 # whole set of words that negate what follows. The prefix "non-" negates only the word it is
 # written onto, which the extractors read themselves ("nonstop with TAP" keeps TAP).
 SCOPE_NEGATOR = english.pattern("negation", "SCOPE_NEGATOR", NEGATORS=NEGATORS)
+NEGATION_BEFORE = english.pattern(
+    "negation", "NEGATION_BEFORE", NEGATING_PREFIX=NEGATING_PREFIX, NEGATORS=NEGATORS
+)
 # Where a clause ends: punctuation, or a word that opens another clause. "but" is a plain
 # conjunction unless it is part of a negator ("anything but", "but not"), which are found first.
 CLAUSE_END = any_word(CLAUSE_OPENERS, or_any_of=CLAUSE_PUNCTUATION + "()")
@@ -89,6 +93,12 @@ def bind_negations(text: str, found: Sequence[Constraint]) -> list[Constraint]:
         elif scope is Scope.CLEAR and (negated := negate(constraint)) is not None:
             kept.append(negated)
     return kept
+
+
+def negated_before(before: str) -> bool:
+    """Whether ``before`` ends in a negation of the phrase that follows it ("not", "non-",
+    "isn't currently"): how a yes/no phrase or a gloss reads its own negation."""
+    return bool(NEGATION_BEFORE.search(before))
 
 
 def negate(constraint: Constraint) -> Constraint | None:
@@ -161,6 +171,6 @@ def _last_negator(
     """The last negating word in ``text[start:end]`` that no condition said as its own."""
     last = None
     for match in SCOPE_NEGATOR.finditer(text, start, end):
-        if not any(other.overlaps(match.start(), match.end()) for other in ordered):
+        if not overlaps_any(match.start(), match.end(), ordered):
             last = match
     return last

@@ -21,13 +21,12 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import inflection
-import Stemmer
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
-from rasa_context_retrieval.self_query.engine import Row, scan
+from rasa_context_retrieval.self_query.engine import Row, claim, scan
 from rasa_context_retrieval.self_query.limits import OWNED_BEFORE
 from rasa_context_retrieval.self_query.phrases import (
     COUNT_WORDS,
@@ -43,12 +42,15 @@ from rasa_context_retrieval.self_query.phrases import (
     PERIOD_WORDS,
     PHRASE_OPENERS,
     SMALL_NUMBER_WORDS,
+    STEMMER,
     SUBUNIT,
     SUBUNIT_WORDS,
     TIME_UNIT_SECONDS,
     TIME_UNIT_WORDS,
     alternation,
     any_word,
+    phrase_alternation,
+    said_of,
 )
 from rasa_context_retrieval.self_query.ranges import (
     PREFIX_COMPARATORS,
@@ -69,7 +71,7 @@ MIN_PLAIN_AMOUNT = 5
 
 _SYMBOLS = re.escape(CURRENCY_SYMBOLS)
 _CURRENCY_WORDS = "|".join(CURRENCY_WORDS)
-_UNITS = "|".join(sorted(TIME_UNIT_WORDS, key=len, reverse=True))
+_UNITS = alternation(TIME_UNIT_WORDS)
 # Digits with thousands commas and a multiplier ("80k", "100 thousand"), a number word, or "an"
 # and "half an" before a unit of time ("more than an hour", "under half an hour").
 _NUMBER = (
@@ -82,9 +84,7 @@ NOUN_AFTER_MODIFIER: str = _LISTS.NOUN_AFTER_MODIFIER
 OWNED_OR_FOR_BEFORE = re.compile(rf"{OWNED_BEFORE.pattern}|\bfor\s+$", re.IGNORECASE)
 
 
-_GLUED_UNITS = "|".join(
-    sorted({*MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS}, key=len, reverse=True)
-)
+_GLUED_UNITS = alternation({*MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS})
 
 
 def _amount(tag: str) -> str:
@@ -97,34 +97,19 @@ def _amount(tag: str) -> str:
     )
 
 
-def _phrases(words: Sequence[str]) -> str:
-    return "|".join(
-        r"\s+".join(map(re.escape, phrase.split()))
-        for phrase in sorted(words, key=len, reverse=True)
-    )
-
-
 RANGE = range_pattern(_amount)
 PREFIX = re.compile(
-    rf"(?<!\w)(?P<comparator>{_phrases(list(PREFIX_COMPARATORS))})\s*(?:an?\s+)?{_amount('n')}",
+    rf"(?<!\w)(?P<comparator>{phrase_alternation(PREFIX_COMPARATORS)})\s*(?:an?\s+)?{_amount('n')}",
     re.IGNORECASE,
 )
 # "above price level 2", "at least level 3": a comparison with the field's name between it and
 # the number.
 NAMED_PREFIX = re.compile(
-    rf"(?<!\w)(?P<comparator>{_phrases(list(PREFIX_COMPARATORS))})\s+"
+    rf"(?<!\w)(?P<comparator>{phrase_alternation(PREFIX_COMPARATORS)})\s+"
     rf"(?P<named>[a-z]+(?:[\s_-]+[a-z]+)?)\s+{_amount('n')}",
     re.IGNORECASE,
 )
-POSTFIX = re.compile(
-    rf"{_amount('n')}\s*(?:(?P<noun>[a-z]+)\s+)??"
-    r"(?:(?P<at_most>(?:or|and)\s+(?:less|fewer|under|below|lower|cheaper|shorter|smaller"
-    r"|lighter|younger)|at\s+(?:the\s+)?most|max(?:imum)?)"
-    r"|(?P<at_least>(?:or|and)\s+(?:more|over|above|higher|greater|up|longer|bigger|larger"
-    r"|heavier|taller|older)"
-    r"|at\s+(?:the\s+)?least|minimum|\+))(?!\w)",
-    re.IGNORECASE,
-)
+POSTFIX = english.pattern("numbers", "POSTFIX", _AMOUNT=_amount("n"))
 # "4-star hotels", "a 3 bedroom flat": a number and a word of a field's name (as written, not a
 # form of it: "top 3 rated movies" is no rating) before a noun for the documents is that field's
 # value (the item nouns are added per schema). After "top"/"best"/"first" it is a limit.
@@ -133,46 +118,25 @@ COMPOUND = (
     + COUNT_WORDS
     + r")[\s-](?P<noun>[a-z]+)(?=[\s-]+(?:{items})(?!\w))"
 )
-# "for 10 people", "for 8 year olds": a party that must fit, a lower bound on a field of the most
-# allowed ("Most people allowed on board", ``max_players``, ``capacity``) and an upper bound on
-# a field of the least required ("Youngest recommended age", ``min_age``). "for up to 6" is
-# left to "up to".
-FOR_PARTY = re.compile(
-    r"(?<![\w-])for\s+(?P<n>\d{1,3}|"
-    + COUNT_WORDS
-    + r")[\s-]+(?:(?P<aged>years?[\s-]+olds?)|(?P<noun>(?!(?:or|and|to|of)\b)[a-z]{3,}))(?!\w)",
-    re.IGNORECASE,
-)
+# "for 10 people", "can take 120 people", "a 16 year old": a party that must fit, a lower bound
+# on a field of the most allowed ("Most people allowed on board", ``max_players``,
+# ``capacity``) and an upper bound on a field of the least required ("Youngest recommended
+# age", ``min_age``).
 PEOPLE_WORDS = tuple(_LISTS.PEOPLE_WORDS)
-# "can take 120 people", "seats at least 8", "sleeps 6": a verb of holding before a count is a
-# party that must fit, like "for 10 people" ("up to 8" is left to "up to"; "fits 2 bikes" counts
-# something else).
-HOLDING_VERB = re.compile(
-    r"(?<![\w-])(?:take|hold|seat|fit|accommodate|sleep|host)s?\s+(?:at\s+least\s+)?"
-    r"(?P<n>\d{1,4}|" + COUNT_WORDS + rf")(?:\s+(?P<noun>{'|'.join(PEOPLE_WORDS)}|players)(?![\w-])"
-    # no noun, or a count of something else ("fits 2 bikes"): not a party
-    r"|(?=\s*(?:[,.;:!?)]|$)|\s+(?:and|or|in|on|at|for|with|please)\b))",
-    re.IGNORECASE,
-)
-# "a 16 year old", "my 14-year-old": a person of that age, who must fit like a party.
-AGED_PERSON = re.compile(
-    r"(?<![\w-])(?:an?|my|our)\s+(?P<n>\d{1,3}|" + COUNT_WORDS + r")[\s-]+years?[\s-]+old(?![\w-])",
-    re.IGNORECASE,
-)
+_PARTY = {"_COUNT": COUNT_WORDS, "_PEOPLE": "|".join(PEOPLE_WORDS)}
+FOR_PARTY = english.pattern("numbers", "FOR_PARTY", **_PARTY)
+HOLDING_VERB = english.pattern("numbers", "HOLDING_VERB", **_PARTY)
+AGED_PERSON = english.pattern("numbers", "AGED_PERSON", **_PARTY)
 MAXIMUM_WORDS = frozenset(_LISTS.MAXIMUM_WORDS)
 MINIMUM_WORDS = frozenset(_LISTS.MINIMUM_WORDS)
-_PERIOD = "|".join(sorted(PERIOD_WORDS, key=len, reverse=True))
+_PERIOD = alternation(PERIOD_WORDS)
 RATE_AFTER = english.pattern("numbers", "RATE_AFTER", _PERIOD=_PERIOD)
 UNIT_AFTER = english.pattern("numbers", "UNIT_AFTER", _UNITS=_UNITS)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
 DECLARED_UNIT = english.pattern("numbers", "DECLARED_UNIT", _UNITS=_UNITS)
 PERCENT_FIELD_WORDS = frozenset(_LISTS.PERCENT_FIELD_WORDS)
-_MEASURES = "|".join(
-    sorted(
-        {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS},
-        key=len,
-        reverse=True,
-    )
+_MEASURES = alternation(
+    {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS}
 )
 MEASURE_AFTER = english.pattern("numbers", "MEASURE_AFTER", _MEASURES=_MEASURES)
 OPPOSITE = {
@@ -192,9 +156,6 @@ MONEY_NOUNS = frozenset(_LISTS.MONEY_NOUNS)
 PHRASE_OPENER = any_word(PHRASE_OPENERS)
 
 
-_STEMMER = Stemmer.Stemmer("english")
-
-
 def cue_key(word: str) -> str:
     """The form a cue word is compared in, for field words and user words alike.
 
@@ -202,7 +163,7 @@ def cue_key(word: str) -> str:
     field and "minutes" for "Reading time in minutes"; both sides go through it.
     """
     word = MEASURE_ABBREVIATIONS.get(word, word)
-    return str(_STEMMER.stemWord(PERIOD_WORDS.get(word, word)))
+    return str(STEMMER.stemWord(PERIOD_WORDS.get(word, word)))
 
 
 STOP_KEYS = frozenset(cue_key(word) for word in CUE_STOPWORDS)
@@ -242,7 +203,7 @@ class NumericField:
         description_words = _cue_words(field.description) - item_keys
         cues = dict.fromkeys(description_words, DESCRIPTION_CUE_WEIGHT)
         cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
-        said = _PHRASES.WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
+        said = _PHRASES.WORD.findall(said_of(field).lower())
         # From every word, also those several descriptions share ("in EUR" on two amounts).
         in_subunit = bool(SUBUNIT_WORDS.keys() & set(said))
         monetary = not in_subunit and any(
@@ -311,11 +272,12 @@ def _span(match: re.Match[str]) -> tuple[int, int]:
     return match.start(), match.end()
 
 
-def _held(match: re.Match[str]) -> _Said:
-    """ "can take 120 people", "sleeps 6": a party that must fit."""
-    held = cue_key((match["noun"] or _LISTS.PEOPLE).lower())
-    bounds = ((Comparator.GTE, match["n"]),)
-    return _Said(bounds, *_span(match), False, counted=held, party=True)
+def _party(match: re.Match[str]) -> _Said:
+    """ "for 10 people", "sleeps 6", "for 8 year olds", "a 16 year old": a party that must fit,
+    counted in the noun said (people when none) or, said with an age, in years of age."""
+    aged = match.groupdict().get("aged")
+    counted = _LISTS.AGE_CUE if aged else cue_key((match["noun"] or _LISTS.PEOPLE).lower())
+    return _Said(((Comparator.GTE, match["n"]),), *_span(match), False, counted=counted, party=True)
 
 
 def _ranged(match: re.Match[str]) -> _Said:
@@ -325,18 +287,15 @@ def _ranged(match: re.Match[str]) -> _Said:
 
 
 def _prefixed(match: re.Match[str]) -> _Said:
+    """ "under $20", "at least 3"; "above price level 2" names its field between."""
     phrase = " ".join(match["comparator"].lower().split())
     bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
+    if "named" in match.re.groupindex:
+        named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
+        return _Said(bounds, *_span(match), False, counted=named, named=True)
     cue = _LISTS.COMPARATOR_CUES.get(phrase)
     plain = phrase in PLAIN_AMOUNT_COMPARATORS
     return _Said(bounds, *_span(match), _has_currency(match, "n"), cue, plain)
-
-
-def _named_prefixed(match: re.Match[str]) -> _Said:
-    phrase = " ".join(match["comparator"].lower().split())
-    bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
-    named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
-    return _Said(bounds, *_span(match), False, counted=named, named=True)
 
 
 def _postfixed(match: re.Match[str]) -> _Said:
@@ -346,17 +305,6 @@ def _postfixed(match: re.Match[str]) -> _Said:
     counted = cue_key(noun) if noun and unit is None else None
     currency = _has_currency(match, "n")
     return _Said(((comparator, match["n"]),), *_span(match), currency, counted=counted, unit=unit)
-
-
-def _for_party(match: re.Match[str]) -> _Said:
-    counted = _LISTS.AGE_CUE if match["aged"] else cue_key(match["noun"].lower())
-    bounds = ((Comparator.GTE, match["n"]),)
-    return _Said(bounds, *_span(match), False, counted=counted, party=True)
-
-
-def _aged_person(match: re.Match[str]) -> _Said:
-    bounds = ((Comparator.GTE, match["n"]),)
-    return _Said(bounds, *_span(match), False, counted=_LISTS.AGE_CUE, party=True)
 
 
 def _compound(match: re.Match[str]) -> _Said:
@@ -378,13 +326,13 @@ def _count_not_owned(match: re.Match[str]) -> _Said | None:
 
 # Every comparison of an amount, in the order they are read; the schema adds its compounds.
 TABLE: tuple[Row[_Said | None], ...] = (
-    Row(HOLDING_VERB, _held),
+    Row(HOLDING_VERB, _party),
     Row(RANGE, _ranged),
     Row(PREFIX, _prefixed),
-    Row(NAMED_PREFIX, _named_prefixed),
+    Row(NAMED_PREFIX, _prefixed),
     Row(POSTFIX, _postfixed),
-    Row(FOR_PARTY, _for_party),
-    Row(AGED_PERSON, _aged_person),
+    Row(FOR_PARTY, _party),
+    Row(AGED_PERSON, _party),
 )
 
 
@@ -423,17 +371,9 @@ class NumberPhrases:
         found: list[Constraint] = self._no_charge(text, taken) if self._charges else []
         if not self._fields or not ANY_NUMBER.search(text):
             return found
-        for said in self._said(text):
-            if overlaps_any(said.start, said.end, taken + found):
-                continue
-            if (
-                said.party
-                and said.counted == _LISTS.AGE_CUE
-                and self._ages_a_thing(text, said, values)
-            ):
-                continue
-            found.extend(self._constraints(text, said, values))
-        return found
+        return found + claim(
+            self._said(text), taken + found, lambda said: self._constraints(text, said, values)
+        )
 
     def _ages_a_thing(self, text: str, said: _Said, values: Sequence[Constraint]) -> bool:
         """ "a 3 year old laptop", "my 10-year-old Volvo": an age of a thing (a noun for the
@@ -478,13 +418,19 @@ class NumberPhrases:
 
     def _constraints(
         self, text: str, said: _Said, value_conditions: Sequence[Constraint]
-    ) -> list[Constraint]:
+    ) -> list[Constraint] | None:
+        """The conditions of one comparison, or ``None`` when it is none of a field here (its
+        words are then left to a shorter reading: "hold at least 200 guests" with no field for
+        guests may still be "at least 200" of another)."""
+        aged = said.party and said.counted == _LISTS.AGE_CUE
+        if aged and self._ages_a_thing(text, said, value_conditions):
+            return None
         if said.named:
             field, end, unit = self._named(said)
         else:
             field, end, unit = self._field_of(text, said, value_conditions)
         if field is None or (said.party and not (field.maximum or field.minimum)):
-            return []
+            return None
         values = [_parse_number(number) for _, number in said.bounds]
         half = _PHRASES.HALF_AFTER.match(text, end) if unit is not None else None
         if half:
@@ -493,23 +439,23 @@ class NumberPhrases:
             # "more than an hour" on a field in minutes is 60; "3 months" on a price, nothing.
             factor = _conversion(unit, field.unit)
             if factor is None:
-                return []
+                return None
             values = [round(value * factor, 9) for value in values]
         if not all(math.isfinite(value) for value in values):
-            return []
+            return None
         if field.integer and any(value != int(value) for value in values):
-            return []
+            return None
         comparators = [comparator for comparator, _ in said.bounds]
         if said.party and field.minimum:
             if said.counted != _LISTS.AGE_CUE and field.knows(_LISTS.AGE_CUE):
-                return []  # "for 12 climbers" counts people, not the youngest climber's age
+                return None  # "for 12 climbers" counts people, not the youngest climber's age
             comparators = [Comparator.LTE]  # "for 8 year olds": a youngest age of 8 or less
         negated = bool(
             _PHRASES.NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start])
         )
         if negated:
             if len(comparators) > 1:
-                return []  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
+                return None  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
             comparators = [OPPOSITE[comparator] for comparator in comparators]
         return [
             Constraint(

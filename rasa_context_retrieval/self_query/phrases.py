@@ -13,6 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+import Stemmer
+
+from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 
 _LISTS, _PHRASES = english.section("phrases")
@@ -105,6 +108,13 @@ def alternation(words: Iterable[str]) -> str:
     return "|".join(re.escape(word) for word in sorted(dict.fromkeys(words), key=len, reverse=True))
 
 
+def phrase_alternation(phrases: Iterable[str]) -> str:
+    """Like :func:`alternation`, for phrases of several words: any space between their words
+    ("no  more than")."""
+    ordered = sorted(phrases, key=len, reverse=True)
+    return "|".join(r"\s+".join(map(re.escape, phrase.split())) for phrase in ordered)
+
+
 def any_word(words: Sequence[str], *, or_any_of: str = "") -> re.Pattern[str]:
     """Any of ``words`` as a whole word (or any one character of ``or_any_of``), case ignored:
     the one place a word list of this module becomes a pattern, so a new word is a new entry of
@@ -126,3 +136,14 @@ JOINING_WORDS = tuple(_LISTS.JOINING_WORDS)
 COUNT_WORDS = alternation(SMALL_NUMBER_WORDS)
 """A count said in words ("two", "fifteen"), the longest first: one alternation for every
 pattern that reads a count."""
+
+
+STEMMER = Stemmer.Stemmer("english")
+"""The Snowball stemmer of English (PyStemmer, which BM25 already uses): every rule that
+compares a user's word with a field's by stem ("rated" for ``rating``) uses this one."""
+
+
+def said_of(field: MetadataField) -> str:
+    """All a schema says of a field in words: its name with spaces, then its description
+    ("model year Model year of the car")."""
+    return f"{field.name.replace('_', ' ')} {field.description}"

@@ -32,18 +32,12 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import structlog
-from langchain_core.structured_query import (
-    Comparator,
-    Comparison,
-    FilterDirective,
-    Operation,
-    Operator,
-    StructuredQuery,
-)
+from langchain_core.structured_query import Comparator, Comparison, FilterDirective, StructuredQuery
 
 from rasa_context_retrieval.filters.schema import MetadataField
+from rasa_context_retrieval.filters.syntax import conjoin
 from rasa_context_retrieval.self_query import english
-from rasa_context_retrieval.self_query.booleans import BooleanPhrases, negated_before
+from rasa_context_retrieval.self_query.booleans import BooleanPhrases
 from rasa_context_retrieval.self_query.constraints import Constraint, told_as_personal_past
 from rasa_context_retrieval.self_query.dates import Clock, DatePhrases
 from rasa_context_retrieval.self_query.glosses import GlossPhrases
@@ -110,9 +104,7 @@ class RuleQueryConstructor:
         self._dates = DatePhrases(fields, today, items, year_field=self._years.has_field)
         self._numbers = NumberPhrases(fields, items)
         self._booleans = BooleanPhrases(fields, items)
-        self._glosses = GlossPhrases(
-            fields, items, self._booleans.describes_documents, negated_before
-        )
+        self._glosses = GlossPhrases(fields, items, self._booleans.describes_documents)
         self._values = ValueVocabulary(fields, known_values or {}, items)
         self._limits = LimitPhrases(items, self._values.is_plural_value)
         logger.debug(
@@ -163,17 +155,13 @@ def build_filter(
     constraints: Sequence[Constraint], field_order: Mapping[str, int]
 ) -> FilterDirective | None:
     """One comparison per condition; values of one field merge into ``in``/``nin`` unless each
-    must hold (``Constraint.each``); all ``and``."""
+    must hold (``Constraint.each``); all joined as every other filter is (``conjoin``)."""
     comparisons: list[Comparison] = []
     for attribute in sorted({c.attribute for c in constraints}, key=field_order.__getitem__):
         on_attribute = [c for c in constraints if c.attribute == attribute]
         comparisons += _value_comparisons(attribute, on_attribute)
         comparisons += _ordered_comparisons(attribute, on_attribute)
-    if not comparisons:
-        return None
-    if len(comparisons) == 1:
-        return comparisons[0]
-    return Operation(operator=Operator.AND, arguments=list(comparisons))
+    return conjoin(*comparisons)
 
 
 def _value_comparisons(attribute: str, constraints: list[Constraint]) -> list[Comparison]:

@@ -47,6 +47,7 @@ from rasa_context_retrieval.filters.schema import STRING_TYPES, MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.common_words import is_common_word
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
+from rasa_context_retrieval.self_query.engine import Row, scan
 from rasa_context_retrieval.self_query.items import item_after
 from rasa_context_retrieval.self_query.phrases import (
     CONCEPT_QUESTION_BEFORE,
@@ -452,15 +453,7 @@ class ValueVocabulary:
         if self._pattern is None:
             return []
         text = fold_accents(text)
-        candidates = []
-        for match in self._pattern.finditer(text):
-            # The regex matches case-insensitively by simple case folding; the rare letter whose
-            # full folding differs ("İ") finds no sense and is skipped.
-            senses = self._senses.get(surface_key(match[0]))
-            if _PHRASES.LONGER_NUMBER_AFTER.match(text, match.end()):
-                continue  # "4.1.1" inside "4.1.1.2"
-            if senses and not overlaps_any(match.start(), match.end(), taken):
-                candidates.append(_Candidate(match.start(), match.end(), tuple(senses)))
+        candidates = [said for _, said in scan(text, [Row(self._pattern, self._said)], taken)]
         if self._multiword:
             candidates = self._with_short_forms(text, candidates, taken)
         candidates = self._with_shared_heads(text, candidates, taken)
@@ -484,6 +477,14 @@ class ValueVocabulary:
             if candidate.chosen and not CONCEPT_QUESTION_BEFORE.search(text, 0, candidate.start)
         ]
 
+    def _said(self, match: re.Match[str]) -> _Candidate | None:
+        """The senses of a surface form said; the regex matches case-insensitively by simple
+        case folding, so the rare letter whose full folding differs ("İ") finds none."""
+        senses = self._senses.get(surface_key(match[0]))
+        if not senses or _PHRASES.LONGER_NUMBER_AFTER.match(match.string, match.end()):
+            return None  # "4.1.1" inside "4.1.1.2"
+        return _Candidate(match.start(), match.end(), tuple(senses))
+
     def _with_short_forms(
         self, text: str, candidates: list[_Candidate], taken: list[Constraint]
     ) -> list[_Candidate]:
@@ -506,9 +507,7 @@ class ValueVocabulary:
                 ):
                     continue
                 start, end = said[0].start(), said[-1].end()
-                if overlaps_any(start, end, taken) or any(
-                    c.start < end and start < c.end for c in found
-                ):
+                if overlaps_any(start, end, [*taken, *found]):
                     continue
                 senses = self._shortened(tuple(surface_key(word[0]) for word in said))
                 if senses:
@@ -538,11 +537,7 @@ class ValueVocabulary:
                     for sense in self._senses.get(surface_key(f"{joined['word']} {rest}"), ())
                     if sense.attribute in attributes
                 )
-                if (
-                    not senses
-                    or overlaps_any(joined.start(), joined.end("word"), taken)
-                    or any(c.start < joined.end("word") and joined.start() < c.end for c in found)
-                ):
+                if not senses or overlaps_any(joined.start(), joined.end("word"), [*taken, *found]):
                     break
                 found.append(_Candidate(joined.start(), joined.end("word"), senses))
                 start = joined.start()
@@ -605,8 +600,7 @@ class ValueVocabulary:
         if (
             all(sense.attribute in self._list_fields for sense in candidate.senses)
             and _PHRASES.QUESTION_SUBJECT_BEFORE.search(text, 0, candidate.start)
-            and not self._scope_after.match(text, candidate.end)
-            and not self._item_after.match(text, candidate.end)
+            and not self._scoped_after(text, candidate.end)
         ):
             return True  # "Is parking free for guests?": about parking, not hotels with it
         if (
@@ -649,8 +643,7 @@ class ValueVocabulary:
             return False  # a plural of initials is written "MLs"; "SOS" is a word of its own
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
         return bool(
-            self._item_after.match(text, candidate.end)
-            or self._scope_after.match(text, candidate.end)
+            self._scoped_after(text, candidate.end)
             or DETERMINERS_BEFORE_TOPIC.search(before)
             or _PHRASES.INITIALS_PREPOSITION_BEFORE.search(before)
         )
@@ -688,10 +681,7 @@ class ValueVocabulary:
                 continue
             if text[candidate.end : following.start].strip():
                 continue
-            if not (
-                self._item_after.match(text, following.end)
-                or self._scope_after.match(text, following.end)
-            ):
+            if not self._scoped_after(text, following.end):
                 continue
             candidate.chosen = _sole_sense(candidate, Strictness.CUED, following.chosen.attribute)
 
@@ -710,17 +700,19 @@ class ValueVocabulary:
         before = self._own_field_before[sense.attribute].search(text, window_start, candidate.start)
         return any(
             said is not None
-            and not any(
-                other is not candidate and other.start < said.end() and said.start() < other.end
-                for other in candidates
+            and not overlaps_any(
+                said.start(), said.end(), [other for other in candidates if other is not candidate]
             )
             for said in (after, before)
         )
 
+    def _scoped_after(self, text: str, end: int) -> bool:
+        """Whether a noun for the documents or a scope word comes right after ``text[:end]``
+        ("free [plan]", "US [customers]", "python [articles]")."""
+        return bool(self._scope_after.match(text, end) or self._item_after.match(text, end))
+
     def _is_cued(self, text: str, candidate: _Candidate) -> bool:
-        if self._scope_after.match(text, candidate.end) or self._item_after.match(
-            text, candidate.end
-        ):
+        if self._scoped_after(text, candidate.end):
             return True
         written = text[candidate.start : candidate.end]
         if text.isupper() or not any(char.isupper() for char in written):

@@ -13,7 +13,7 @@ own filters nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 
 import inflection
 from langchain_core.structured_query import Comparator
@@ -27,24 +27,19 @@ from rasa_context_retrieval.self_query.dates import (
 from rasa_context_retrieval.self_query.engine import (
     Bound,
     Row,
-    Said,
     claim,
-    constraints,
-    period_bounds,
+    conditions_on,
+    open_end_rows,
     readings,
+    said_period,
 )
-from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, alternation
+from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, alternation, said_of
 from rasa_context_retrieval.self_query.ranges import (
     DATE_WORDS,
-    FROM_START,
-    NEGATED_BEFORE_PERIOD,
     OPEN_ENDED_AFTER,
-    UNTIL_END,
     YEAR,
-    date_word,
     date_words_pattern,
     endpoint_groups,
-    open_ended,
     range_pattern,
 )
 
@@ -63,7 +58,8 @@ RANGE = range_pattern(
     after=r"(?!\w)",
 )
 DECADE = english.pattern("years", "DECADE", _WORDS=_WORDS)
-LATER, EARLIER = open_ended(YEAR, before=r"(?<!\w)")
+# "2010 or later", "2015 or earlier": a year is the period of itself.
+LATER, EARLIER = open_end_rows(YEAR, lambda match: (int(match["a"]), int(match["a"])), r"(?<!\w)")
 SINGLE = english.pattern(
     "years",
     "SINGLE",
@@ -74,7 +70,6 @@ SINGLE = english.pattern(
 )
 ANY_YEAR = english.pattern("years", "ANY_YEAR", _YEAR=YEAR)
 COMPARED = english.pattern("years", "COMPARED", _FILLER=_LISTS._FILLER, _YEAR=YEAR)
-LOOKBEHIND_CHARS = 20
 
 
 def _range(match: re.Match[str]) -> list[Bound]:
@@ -90,40 +85,28 @@ def _decade(match: re.Match[str]) -> list[Bound]:
         first = int(match["century"]) * 100 + digit * 10
     else:
         first = (1900 if digit >= LAST_CENTURY_FROM_DECADE else 2000) + digit * 10
-    return period_bounds(date_word(match["word"]), first, first + 9)
+    return said_period(match, (first, first + 9))
 
 
 def _single(match: re.Match[str]) -> list[Bound]:
     """ "after 2005", "from 1979", "in 2010"; "not in 2010" claims its words and says nothing."""
-    before = match.string[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
     year = int(match["a"])
-    return (
-        []
-        if NEGATED_BEFORE_PERIOD.search(before)
-        else period_bounds(date_word(match["word"]), year, year)
-    )
-
-
-def _open_end(word: str) -> Callable[[re.Match[str]], list[Bound]]:
-    return lambda match: period_bounds(word, int(match["a"]), int(match["a"]))
+    return said_period(match, (year, year))
 
 
 # A year compared as old or new ("older than 2010", "2018 or newer"): the documents' year in a
 # message about anything (a story says "in 2010", not "newer than 2010").
 COMPARED_TABLE: tuple[Row[list[Bound] | None], ...] = (
-    Row(LATER, _open_end(FROM_START)),
-    Row(EARLIER, _open_end(UNTIL_END)),
-    Row(
-        COMPARED,
-        lambda match: period_bounds(date_word(match["word"]), int(match["a"]), int(match["a"])),
-    ),
+    LATER,
+    EARLIER,
+    Row(COMPARED, _single),
 )
 # Every year phrase, in a message about the documents.
 TABLE: tuple[Row[list[Bound] | None], ...] = (
     Row(RANGE, _range),
     Row(DECADE, _decade),
-    Row(LATER, _open_end(FROM_START)),
-    Row(EARLIER, _open_end(UNTIL_END)),
+    LATER,
+    EARLIER,
     Row(SINGLE, _single),
 )
 
@@ -137,9 +120,7 @@ def is_year_field(field: MetadataField) -> bool:
             _PHRASES.YEAR_WORD.search(field.name.replace("_", " "))
             or _PHRASES.YEAR_WORD.search(field.description)
         )
-        and not _PHRASES.DURATION_IN_YEARS.search(
-            f"{field.name.replace('_', ' ')} {field.description}"
-        )
+        and not _PHRASES.DURATION_IN_YEARS.search(said_of(field))
     )
 
 
@@ -152,7 +133,7 @@ class YearPhrases:
         # "Model year of the car": "model" and "car(s)" say a year is the documents' one.
         own_words = set(item_nouns)
         for field in year_fields:
-            said = f"{field.name.replace('_', ' ')} {field.description}".lower()
+            said = said_of(field).lower()
             nouns = {word for word in _PHRASES.NOUN.findall(said) if word not in NOT_OWN_WORDS}
             own_words |= nouns | {inflection.pluralize(noun) for noun in nouns}
         self._scope = time_scope([field.name for field in year_fields], own_words)
@@ -188,24 +169,26 @@ class YearPhrases:
         before one is that year ("a 2015 Bordeaux")."""
         if self._attribute is None:
             return []
-        said = self._named_by_year(text, values)
+        said = readings(text, [self._named_by_year(values)])
         if scoped or said or self._scope.search(text):
             said += readings(text, TABLE)
         elif ANY_YEAR.search(text):
             said += readings(text, COMPARED_TABLE)
-        return constraints(self._attribute, claim(said, taken))
+        return claim(said, taken, conditions_on(self._attribute))
 
-    def _named_by_year(self, text: str, values: Sequence[Constraint]) -> list[Said]:
+    def _named_by_year(self, values: Sequence[Constraint]) -> Row[list[Bound] | None]:
         """ "a 2020 model", "2015 cars", "a 2015 Bordeaux", "2015 or 2016 models": a year before
         the field's or the documents' own noun or a value is that year, in a message about
         anything."""
-        said: list[Said] = []
-        for match in self._year_before.finditer(text):
-            rest = text[match.end("chain") :]
+
+        def read(match: re.Match[str]) -> list[Bound] | None:
+            rest = match.string[match.end("chain") :]
             next_start = match.end("chain") + len(rest) - len(rest.lstrip(" -"))
             if match["next"] or any(value.start <= next_start < value.end for value in values):
-                said.append(Said(match.start(), match.end(), [(Comparator.EQ, int(match["a"]))]))
-        return said
+                return [(Comparator.EQ, int(match["a"]))]
+            return None
+
+        return Row(self._year_before, read)
 
 
 def _distinct_words(
@@ -217,13 +200,7 @@ def _distinct_words(
     if len(year_fields) != 1:
         return frozenset()
     (year_field,) = year_fields
-    dates = " ".join(
-        f"{field.name.replace('_', ' ')} {field.description}".lower()
-        for field in fields
-        if field.type == "date"
-    )
-    own = _PHRASES.NOUN.findall(
-        f"{year_field.name.replace('_', ' ')} {year_field.description}".lower()
-    )
+    dates = " ".join(said_of(field).lower() for field in fields if field.type == "date")
+    own = _PHRASES.NOUN.findall(said_of(year_field).lower())
     shared = set(_PHRASES.NOUN.findall(dates)) | set(item_nouns) | NOT_OWN_WORDS
     return frozenset(word for word in own if len(word) >= MIN_DISTINCT_CHARS and word not in shared)
