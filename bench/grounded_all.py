@@ -51,8 +51,14 @@ from rasa_context_retrieval.evaluation.runner import (  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data"
-SET_NAMES = ("example", "bank", "energy", "telecom")
-GROUNDED_FOLDERS = {"bank": "grounded", "energy": "grounded-energy", "telecom": "grounded-telecom"}
+SET_NAMES = ("example", "bank", "energy", "telecom", "airline", "insurance")
+GROUNDED_FOLDERS = {
+    "bank": "grounded",
+    "energy": "grounded-energy",
+    "telecom": "grounded-telecom",
+    "airline": "grounded-airline",
+    "insurance": "grounded-insurance",
+}
 """The help-centre sets under bench/data, each with a dev.yml and a test.yml half."""
 
 
