@@ -377,6 +377,7 @@ async def test_a_follow_up_that_swaps_a_facet_of_the_answer_asks_the_answer_agai
         "money-back guarantee for the first year only."
     )
     assert result.results[0].metadata["source"] == "billing/refunds-us.md"
+    assert any("restated" in note for note in result.metadata["notes"])
 
 
 @pytest.mark.parametrize("greeting", ["hello", "hi there", "good morning"])

@@ -236,6 +236,20 @@ def weighted_query_texts(
     return tuple(text for text in texts if text.weight > 0)
 
 
+def restated_answer(conversation: Conversation) -> str | None:
+    """The last bot message's sentences restated with the facet the latest message swaps,
+    when they lead the turns view (``weighted_query_texts``): the question before does not
+    name the facet, the answer does. None otherwise. For the search's notes."""
+    latest = conversation.latest_user_text
+    earlier = earlier_user_texts(conversation)
+    if not latest.strip() or not earlier or not looks_like_follow_up(latest):
+        return None
+    last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
+    if swapped_question(latest, earlier[-1], [last_bot]) is not None:
+        return None
+    return swapped_answer(latest, last_bot, [earlier[-1]])
+
+
 def _subject_words(earlier: list[str], topic: str | None) -> list[str]:
     """Content words of the topic and of every user message after it, first spelling kept."""
     start = len(earlier) - 1 - earlier[::-1].index(topic) if topic in earlier else len(earlier) - 1
