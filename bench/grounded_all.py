@@ -5,7 +5,8 @@ Each help-centre set is scored exactly as ``rasa-context-retrieval eval`` scores
 endpoints.yml), by kind of last question, with the rows plugin (context model), latest message
 alone, Rasa's default query (the last two messages) and the human rewrite. A kind with fewer than
 10 cases moves by 0.1 per rank, so each set also lists, case by case, where the plugin wins or
-loses against Rasa's query. Only test halves are reported (dev halves are for tuning).
+loses against Rasa's query, and, for standalone questions and switches, against the latest
+message alone. Only test halves are reported (dev halves are for tuning).
 CAsT 2021 and 2022 are scored as ``bench/conversational.py`` scores them.
 
 Usage (from the repository root)::
@@ -43,6 +44,7 @@ from rasa_context_retrieval.evaluation.cases import load_cases  # noqa: E402
 from rasa_context_retrieval.evaluation.report import build_report  # noqa: E402
 from rasa_context_retrieval.evaluation.runner import (  # noqa: E402
     CONTEXT_MODEL,
+    LATEST_MESSAGE,
     RASA_DEFAULT_QUERY,
     ROWS,
     CaseResult,
@@ -51,8 +53,14 @@ from rasa_context_retrieval.evaluation.runner import (  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data"
-SET_NAMES = ("example", "bank", "energy", "telecom")
-GROUNDED_FOLDERS = {"bank": "grounded", "energy": "grounded-energy", "telecom": "grounded-telecom"}
+SET_NAMES = ("example", "bank", "energy", "telecom", "airline", "insurance")
+GROUNDED_FOLDERS = {
+    "bank": "grounded",
+    "energy": "grounded-energy",
+    "telecom": "grounded-telecom",
+    "airline": "grounded-airline",
+    "insurance": "grounded-insurance",
+}
 """The help-centre sets under bench/data, each with a dev.yml and a test.yml half."""
 
 
@@ -112,24 +120,43 @@ def reciprocal(rank: int | None) -> float:
     return 0.0 if rank is None else 1.0 / rank
 
 
-def against_rasa(results: Sequence[CaseResult]) -> str:
-    """Every case where the plugin's rank differs from the rank of Rasa's default query."""
+def against(results: Sequence[CaseResult], row: str, kinds: Sequence[str] | None = None) -> str:
+    """Every case (of ``kinds``, or all) where the plugin's rank differs from ``row``'s."""
     lines = []
     for result in results:
+        if kinds is not None and result.case.kind not in kinds:
+            continue
         ours = result.rankings[CONTEXT_MODEL]
-        rasa = result.rankings[RASA_DEFAULT_QUERY]
-        delta = reciprocal(ours.first_right_rank) - reciprocal(rasa.first_right_rank)
+        theirs = result.rankings[row]
+        delta = reciprocal(ours.first_right_rank) - reciprocal(theirs.first_right_rank)
         if delta == 0 or not result.case.answerable:
             continue
         verdict = "win" if delta > 0 else "loss"
         lines.append(
             f"- {verdict} ({result.case.kind or 'no kind'}) {result.case.name}: rank "
-            f"{ours.first_right_rank or '–'} vs {rasa.first_right_rank or '–'}; "
+            f"{ours.first_right_rank or '–'} vs {theirs.first_right_rank or '–'}; "
             f"searched `{ours.query}`"
         )
     wins = sum(line.startswith("- win") for line in lines)
-    summary = f"Against Rasa's query: {wins} wins, {len(lines) - wins} losses."
-    return summary + ("\n\n" + "\n".join(lines) if lines else "")
+    listed = "\n\n" + "\n".join(lines) if lines else ""
+    return f"{wins} wins, {len(lines) - wins} losses.{listed}"
+
+
+def against_rasa(results: Sequence[CaseResult]) -> str:
+    """Every case where the plugin's rank differs from the rank of Rasa's default query."""
+    return "Against Rasa's query: " + against(results, RASA_DEFAULT_QUERY)
+
+
+LATEST_KINDS = ("standalone", "switch")
+"""Kinds whose goal is set against the latest message alone: context can only hurt them."""
+
+
+def against_latest(results: Sequence[CaseResult]) -> str:
+    """Standalone questions and switches where the plugin's rank differs from the latest
+    message's: the cases where the context model added something it should not have."""
+    return "Standalone and switch questions against the latest message alone: " + against(
+        results, LATEST_MESSAGE, LATEST_KINDS
+    )
 
 
 def grounded_sections(half: str = "test", names: Sequence[str] = SET_NAMES) -> list[str]:
@@ -140,7 +167,7 @@ def grounded_sections(half: str = "test", names: Sequence[str] = SET_NAMES) -> l
         text = (
             f"### {title}\n\n{report['answerable']} answerable cases, plugin p50 "
             f"{latency.get('p50', 0):.0f} ms.\n\n{kind_table(report, top_k)}\n\n"
-            f"{against_rasa(results)}"
+            f"{against_rasa(results)}\n\n{against_latest(results)}"
         )
         print(text, flush=True)
         sections.append(text)

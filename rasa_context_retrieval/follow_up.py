@@ -90,6 +90,9 @@ DIALOGUE_WORDS = frozenset(
         "re",
     }
 )
+# A user turn of only these (and dialogue words) greets: it opens a conversation, names no
+# subject, and is not context for the question after it (``is_greeting``).
+GREETINGS = frozenset({"hi", "hello", "hey", "hiya", "howdy", "morning", "afternoon", "evening"})
 STOP_WORDS = ENGLISH_STOP_WORDS | DIALOGUE_WORDS
 
 # Words that point back at something said earlier.
@@ -124,6 +127,48 @@ ANAPHORA = frozenset(
         "latter",
     }
 )
+# Pointing words that can point at something the message names itself, before them ("my dad
+# ... how does he sign up", "my old iphone ... use it"): after a first-person possessive noun
+# ("my dad", "our router") they are read as pointing there, not at an earlier turn.
+OWN_REFERENT_PRONOUNS = frozenset(
+    {"it", "its", "itself", "he", "him", "his", "she", "her", "hers", "they", "them", "their"}
+)
+OWN_REFERENT_OPENING = re.compile(r"\b(?:my|our)\s+[^\W\d_]", re.IGNORECASE)
+# Uses of a pointing word that point at nothing: "is there a fee", "there's", "how much is it to
+# ring Poland", "how long does it take to move". The message's content words then decide.
+NON_POINTING_USES = re.compile(
+    r"\b(?:is|are|was|were)\s+there\s+(?=[^\W_])|\bthere\s+(?:is|are|was|were)\b"
+    r"|\bthere[’']?s\s+(?=[^\W_])"
+    r"|\b(?:is|was|be|does|did|will|would)\s+it\s+(?!going\b)(?:[a-z]+\s+)?to\s+[a-z]",
+    re.IGNORECASE,
+)
+
+RELATIVE_THAT = "that"
+AUXILIARIES = frozenset(
+    [
+        "can",
+        "could",
+        "will",
+        "would",
+        "may",
+        "might",
+        "should",
+        "must",
+        "shall",
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "does",
+        "do",
+        "did",
+    ]
+)
+SENTENCE_PATTERN = re.compile(r"[^.!?]+[.!?]*")
+
 # Openings of an elliptical follow-up ("and for Android?", "what about the price?").
 ELLIPSIS_OPENINGS = ("and ", "or ", "what about ", "how about ", "also ", "but ", "so ")
 
@@ -189,6 +234,12 @@ def content_words(text: str) -> list[str]:
     return unique_words(words)
 
 
+def is_greeting(message: str) -> bool:
+    """Whether ``message`` only greets ("hi", "hello there", "good morning")."""
+    words = {word.lower() for word in WORD_PATTERN.findall(message)}
+    return bool(GREETINGS & words) and not any(is_content_word(word) for word in words - GREETINGS)
+
+
 def is_content_word(lowered: str) -> bool:
     """Not a stop word, dialogue word or pointing word, and more than one letter (or a digit)."""
     return (
@@ -201,10 +252,42 @@ def is_content_word(lowered: str) -> bool:
 def _leans_on_earlier_turns(message: str) -> bool:
     """The rewrite's reading: a pronoun, an elided subject, or too short."""
     lowered = message.lower().strip()
-    words = [word.lower() for word in WORD_PATTERN.findall(message)]
-    if any(word in ANAPHORA for word in words) or lowered.startswith(ELLIPSIS_OPENINGS):
+    if pointing_words(message) or lowered.startswith(ELLIPSIS_OPENINGS):
         return True
     return len(content_words(message)) < MIN_STANDALONE_CONTENT_WORDS
+
+
+def pointing_words(message: str) -> list[str]:
+    """The words of ``message`` that point back at an earlier turn ("it", "same", "there").
+
+    Not counted: a pointing word in a use that points at nothing ("is there a fee", "how much
+    is it to ring Poland", ``NON_POINTING_USES``); "that" between a noun and a verb (a relative
+    pronoun: "a grant that can help"); and a pronoun after a first-person possessive noun of
+    the same sentence ("my dad is on dialysis, how does he sign up",
+    ``OWN_REFERENT_PRONOUNS``): the message names what it points at.
+    """
+    pointing = []
+    for sentence in SENTENCE_PATTERN.findall(NON_POINTING_USES.sub(" ", message)):
+        own = OWN_REFERENT_OPENING.search(sentence)
+        words = [match for match in WORD_PATTERN.finditer(sentence)]
+        for number, match in enumerate(words):
+            word = match.group(0).lower()
+            if word not in ANAPHORA:
+                continue
+            if own is not None and match.start() > own.start() and word in OWN_REFERENT_PRONOUNS:
+                continue
+            if word == RELATIVE_THAT and _between_noun_and_verb(words, number):
+                continue
+            pointing.append(word)
+    return pointing
+
+
+def _between_noun_and_verb(words: list[re.Match[str]], number: int) -> bool:
+    """Whether the word at ``number`` follows a content word and precedes an auxiliary verb."""
+    if number == 0 or number + 1 >= len(words):
+        return False
+    before, after = words[number - 1].group(0).lower(), words[number + 1].group(0).lower()
+    return is_content_word(before) and after in AUXILIARIES
 
 
 def _continues_the_subject(message: str) -> bool:

@@ -356,3 +356,63 @@ async def test_the_previous_answers_document_is_shown_when_it_weighs_in(
     assert prior["source"] == "cards/lost-or-stolen-card.md"
     assert prior["weight"] == 1.0 and prior["match"] >= 0.6
     assert weighed.results[0].metadata["source"] == "cards/lost-or-stolen-card.md"
+
+
+async def test_a_follow_up_that_swaps_a_facet_of_the_answer_asks_the_answer_again(
+    store: ContextRetrieval,
+):
+    """The question before ("Can I get a refund?") does not name the facet; the answer does
+    ("yearly subscriptions"): the follow-up restates that answer about the thing it names."""
+    result = await search(
+        store,
+        "Can I get a refund?",
+        "In the US, yearly subscriptions have a 30-day money-back guarantee for the first year "
+        "only.",
+        "what about monthly subscriptions?",
+    )
+
+    turns = view_texts(result)[0]
+    assert turns[0] == (
+        "what about monthly subscriptions? In the US, monthly subscriptions have a 30-day "
+        "money-back guarantee for the first year only."
+    )
+    assert result.results[0].metadata["source"] == "billing/refunds-us.md"
+    assert any("restated" in note for note in result.metadata["notes"])
+
+
+@pytest.mark.parametrize("greeting", ["hello", "hi there", "good morning"])
+def test_a_greeting_gives_the_question_after_it_no_context(greeting: str) -> None:
+    conversation = Conversation(
+        turns=(
+            Turn("user", greeting),
+            Turn("bot", "Hi, I'm the assistant. How can I help?"),
+            Turn("user", "is there any grant that can help clear my gas and electric debt?"),
+        )
+    )
+
+    latest = conversation.latest_user_text
+    assert standalone_query(conversation) == latest
+    assert query_views(conversation, latest) == ((QueryText(latest, 1.0),),)
+
+
+@pytest.mark.parametrize(
+    "switch",
+    [
+        "my dad is on a home dialysis machine, how does he sign up for the priority register?",
+        "how much is it to ring my mum in poland from home",
+        "is there a fee to close my savings account early?",
+    ],
+)
+def test_a_new_question_that_names_its_own_subject_is_searched_alone(switch: str) -> None:
+    """Its pronoun points at something it names itself ("my dad ... he"), or at nothing ("is
+    it to ring", "is there"): no earlier words or turns join it."""
+    conversation = Conversation(
+        turns=(
+            Turn("user", "do i get compensation for long power cuts?"),
+            Turn("bot", "If your power is off for more than 12 hours you can claim £95."),
+            Turn("user", switch),
+        )
+    )
+
+    assert standalone_query(conversation) == switch
+    assert query_views(conversation, switch) == ((QueryText(switch, 1.0),),)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from rasa_context_retrieval.conversation import Conversation, Turn
-from rasa_context_retrieval.follow_up import Stage, decisions, follows_up
+from rasa_context_retrieval.follow_up import Stage, decisions, follows_up, pointing_words
 from rasa_context_retrieval.planning.carried_filters import is_follow_up
 from rasa_context_retrieval.rewrite.heuristic import looks_like_follow_up, standalone_query
 
@@ -57,3 +57,20 @@ def test_known_disagreement_the_business_tier_follow_up() -> None:
     rewritten = standalone_query(conversation)
     assert rewritten.startswith(BUSINESS_TIER) and rewritten != BUSINESS_TIER
     assert not is_follow_up(BUSINESS_TIER)  # so no condition of the earlier turn is carried
+
+
+@pytest.mark.parametrize(
+    ("message", "pointing"),
+    [
+        ("how long does it take?", ["it"]),
+        ("is there a fee for using it abroad?", ["it"]),
+        ("will my gas get turned off while that happens?", ["that"]),
+        ("is there any grant that can help clear my debt?", []),
+        ("how much is it to ring my mum in poland", []),
+        ("how long does it take to move my supply over", []),
+        ("my old iphone is locked, can i use it on his network", []),
+        ("is it going to be fixed?", ["it"]),
+    ],
+)
+def test_only_words_that_point_at_an_earlier_turn_count(message: str, pointing: list[str]) -> None:
+    assert pointing_words(message) == pointing

@@ -38,6 +38,7 @@ from rasa_context_retrieval.rewrite.context import (
     QueryView,
     previous_answer,
     query_views,
+    restated_answer,
     with_quoted_answer,
 )
 from rasa_context_retrieval.rewrite.heuristic import RewriteMode, WordRarity, standalone_query
@@ -295,8 +296,20 @@ class Planner:
         )
         prior_weight = (weights or _model_weights(model)).previous_answer
         answer = previous_answer(views, conversation)
+        notes = plan.notes
+        restated = restated_answer(conversation) if len(views[0]) > 1 else None
+        if restated is not None:
+            notes = (
+                *notes,
+                "the message swaps a facet the last bot message named: the turns view is led "
+                f"by that answer restated ({restated})",
+            )
         return replace(
-            plan, views=views, previous_answer=answer, previous_answer_weight=prior_weight
+            plan,
+            views=views,
+            previous_answer=answer,
+            previous_answer_weight=prior_weight,
+            notes=notes,
         )
 
     def reweighted(self, weights: ContextWeightsBlock | None) -> Planner:

@@ -48,9 +48,10 @@ from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.follow_up import is_complete_question
 from rasa_context_retrieval.rewrite.heuristic import (
     content_words,
+    earlier_user_texts,
     looks_like_follow_up,
+    swapped_answer,
     swapped_question,
-    without_scope_statements,
 )
 
 
@@ -212,7 +213,7 @@ def weighted_query_texts(
     latest = conversation.latest_user_text
     if not latest.strip():
         return ()
-    earlier = _earlier_user_texts(conversation)
+    earlier = earlier_user_texts(conversation)
     if not earlier or not looks_like_follow_up(latest):
         return (QueryText(latest, LATEST_WEIGHT),)
     previous = earlier[-1]
@@ -220,8 +221,11 @@ def weighted_query_texts(
     last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
     lead = latest
     swapped = swapped_question(latest, previous, [last_bot])
+    restated = None if swapped is not None else swapped_answer(latest, last_bot, [previous])
     if swapped is not None:
         lead, previous = f"{latest} {swapped}", swapped
+    elif restated is not None:
+        lead = f"{latest} {restated}"
     elif is_elliptical(latest) or asks_a_question(last_bot):
         lead = " ".join([latest, *_subject_words(earlier, topic)])
     texts = [QueryText(lead, LATEST_WEIGHT), QueryText(previous, weights.previous_question)]
@@ -232,16 +236,21 @@ def weighted_query_texts(
     return tuple(text for text in texts if text.weight > 0)
 
 
+def restated_answer(conversation: Conversation) -> str | None:
+    """The last bot message's sentences restated with the facet the latest message swaps,
+    when they lead the turns view (``weighted_query_texts``): the question before does not
+    name the facet, the answer does. None otherwise. For the search's notes."""
+    latest = conversation.latest_user_text
+    earlier = earlier_user_texts(conversation)
+    if not latest.strip() or not earlier or not looks_like_follow_up(latest):
+        return None
+    last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
+    if swapped_question(latest, earlier[-1], [last_bot]) is not None:
+        return None
+    return swapped_answer(latest, last_bot, [earlier[-1]])
+
+
 def _subject_words(earlier: list[str], topic: str | None) -> list[str]:
     """Content words of the topic and of every user message after it, first spelling kept."""
     start = len(earlier) - 1 - earlier[::-1].index(topic) if topic in earlier else len(earlier) - 1
     return content_words(" ".join(earlier[start:]))
-
-
-def _earlier_user_texts(conversation: Conversation) -> list[str]:
-    """The user's earlier messages, with statements about the user cut (they are scope)."""
-    return [
-        text
-        for turn in conversation.history
-        if turn.role == "user" and (text := without_scope_statements(turn.text))
-    ]

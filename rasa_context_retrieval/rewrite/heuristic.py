@@ -48,6 +48,7 @@ from rasa_context_retrieval.follow_up import (
     content_words,
     follows_up,
     is_content_word,
+    is_greeting,
     unique_words,
 )
 
@@ -106,11 +107,7 @@ def standalone_query(
     Never raises; an empty conversation gives ``""``.
     """
     latest = conversation.latest_user_text
-    earlier_user = [
-        text
-        for turn in conversation.history
-        if turn.role == "user" and (text := without_scope_statements(turn.text))
-    ]
+    earlier_user = earlier_user_texts(conversation)
     if mode is RewriteMode.LATEST or not earlier_user or not looks_like_follow_up(latest):
         return latest
     if mode is RewriteMode.PREVIOUS_WORDS:
@@ -127,6 +124,23 @@ def standalone_query(
         bot_words = _repeated_words(last_bot)
         carried += _new_words(bot_words, " ".join([latest, *carried]))[:MAX_BOT_WORDS]
     return " ".join([latest, *carried]) if carried else latest
+
+
+def earlier_user_texts(conversation: Conversation) -> list[str]:
+    """The user's earlier messages that can give a follow-up its subject, oldest first.
+
+    Statements about the user are cut (they are scope, ``without_scope_statements``), and a
+    greeting ("hi", "hello there") is no context: it must not add its words to a complete
+    question after it ("... my gas debt? hello"). Other messages without a subject ("ok")
+    stay: they close an exchange.
+    """
+    return [
+        text
+        for turn in conversation.history
+        if turn.role == "user"
+        and (text := without_scope_statements(turn.text))
+        and not is_greeting(text)
+    ]
 
 
 def looks_like_follow_up(message: str) -> bool:
@@ -241,6 +255,27 @@ def swapped_question(message: str, question: str, earlier: Sequence[str]) -> str
     pattern = re.compile(r"\b(" + "|".join(re.escape(word) for word in swaps) + r")\b", re.I)
     swapped = pattern.sub(lambda match: swaps[match.group(0).lower()], question)
     return swapped if swapped != question else None
+
+
+def swapped_answer(message: str, answer: str, earlier: Sequence[str]) -> str | None:
+    """The sentences of the bot's ``answer`` that name a facet ``message`` swaps, with the
+    swap made ("In the US, yearly subscriptions have ..." -> "In the US, monthly subscriptions
+    have ..." for "what about monthly subscriptions?"), or ``None`` when no sentence names one.
+
+    Used when the question before does not name the facet and only the answer did: the
+    follow-up then asks the answer's statement again about the other thing. Only the sentences
+    that name it are kept, so a long answer (a whole passage) does not drown the message.
+    """
+    swaps = swapped_facets(message, [answer, *earlier])
+    if not swaps:
+        return None
+    pattern = re.compile(r"\b(" + "|".join(re.escape(word) for word in swaps) + r")\b", re.I)
+    sentences = [part.strip() for part in SENTENCE_PATTERN.findall(answer) if part.strip()]
+    named = [part for part in sentences if pattern.search(part)]
+    if not named:
+        return None
+    swap = lambda match: swaps[match.group(0).lower()]  # noqa: E731
+    return " ".join(pattern.sub(swap, part) for part in named)
 
 
 def _modifier_pairs(text: str) -> list[tuple[str, str]]:
