@@ -101,7 +101,7 @@ def test_grouping_embeds_each_chunk_once_with_the_ungrouped_vectors(
         return run(encodings)
 
     monkeypatch.setattr(encoder, "_run", counted)
-    texts = CHUNKS * 30
+    texts = [f"Part {n}. {text}" for n, text in enumerate(CHUNKS * 30)]  # all distinct
     grouped = embed_documents(embedder, texts, 4, export_folder, progress=False)
     assert sum(calls) == len(texts)  # every chunk in exactly one model call
     assert len(calls) > 1
@@ -109,3 +109,13 @@ def test_grouping_embeds_each_chunk_once_with_the_ungrouped_vectors(
     prepared = [text.replace("\n", " ") if text.strip() else "." for text in texts]
     ungrouped = normalise(np.vstack([run([encoder.tokenizer.encode(t.strip())]) for t in prepared]))
     assert np.abs(grouped - ungrouped).max() <= 1e-5
+
+
+def test_a_text_repeated_across_chunks_is_embedded_once_and_every_copy_gets_its_vector():
+    from tests.test_index_persistence import HashingEmbedder
+
+    counting = CountingEmbedder(HashingEmbedder())
+    texts = ["Contact support at any time.", *CHUNKS[:3], "Contact support at any time."] * 3
+    vectors = embed_documents(counting, texts, 4, None, progress=False)
+    assert counting.texts == len(set(texts))
+    assert np.allclose(vectors, rasa_vectors(HashingEmbedder(), texts))
