@@ -368,9 +368,11 @@ def main() -> None:
     parser.add_argument("--bf16", action="store_true", help="also time Rasa's model in bf16")
     parser.add_argument("--no-docs", action="store_true", help="skip the example set itself")
     parser.add_argument("--files", type=int, default=40, help="files per format")
+    parser.add_argument("--output", type=Path, help="the results file (default: by the part)")
     arguments = parser.parse_args()
     started_load = os.getloadavg()
     target = RESULTS.with_name(f"build_speed_{arguments.only}.md") if arguments.only else RESULTS
+    target = arguments.output or target
     sets: list[tuple[str, dict[str, Any]]] = []
     if arguments.only != "formats":
         sets = embedding_sets(arguments)
