@@ -101,7 +101,7 @@ def test_grouping_embeds_each_chunk_once_with_the_ungrouped_vectors(
         return run(encodings)
 
     monkeypatch.setattr(encoder, "_run", counted)
-    texts = CHUNKS * 30
+    texts = [f"Part {n}. {text}" for n, text in enumerate(CHUNKS * 30)]  # all distinct
     grouped = embed_documents(embedder, texts, 4, export_folder, progress=False)
     assert sum(calls) == len(texts)  # every chunk in exactly one model call
     assert len(calls) > 1
@@ -109,3 +109,41 @@ def test_grouping_embeds_each_chunk_once_with_the_ungrouped_vectors(
     prepared = [text.replace("\n", " ") if text.strip() else "." for text in texts]
     ungrouped = normalise(np.vstack([run([encoder.tokenizer.encode(t.strip())]) for t in prepared]))
     assert np.abs(grouped - ungrouped).max() <= 1e-5
+
+
+def test_a_text_repeated_across_chunks_is_embedded_once_and_every_copy_gets_its_vector():
+    from tests.test_index_persistence import HashingEmbedder
+
+    counting = CountingEmbedder(HashingEmbedder())
+    texts = ["Contact support at any time.", *CHUNKS[:3], "Contact support at any time."] * 3
+    vectors = embed_documents(counting, texts, 4, None, progress=False)
+    assert counting.texts == len(set(texts))
+    assert np.allclose(vectors, rasa_vectors(HashingEmbedder(), texts))
+
+
+def test_a_new_export_format_reuses_the_built_index_without_embedding_a_chunk(
+    embedder, model_path, tmp_path, monkeypatch
+):
+    from rasa_context_retrieval.faiss.builder import ensure_index
+    from rasa_context_retrieval.ingestion import build as build_module
+    from rasa_context_retrieval.ingestion.settings import IndexSettings
+    from rasa_context_retrieval.query_embedding import onnx
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "plans.md").write_text("# Plans\n\n" + "\n\n".join(CHUNKS[:3]), encoding="utf-8")
+    export = tmp_path / "index" / "query-model"
+    settings = IndexSettings(docs, tmp_path / "index", 400, 40, 16, 200_000, onnx_export=export)
+    monkeypatch.setattr(query_embedder_module, "_OPENED", {})
+    built = ensure_index(settings, embedder, progress=False)
+    monkeypatch.setattr(onnx, "EXPORT_FORMAT", onnx.EXPORT_FORMAT + 1)  # a later release's export
+    embedded: list[int] = []
+
+    def counted(client: Any, texts: Any, *args: Any, **kwargs: Any) -> np.ndarray:
+        embedded.append(len(texts))
+        return embed_documents(client, texts, *args, **kwargs)
+
+    monkeypatch.setattr(build_module, "embed_documents", counted)
+    reopened = ensure_index(settings, embedder, progress=False)
+    assert embedded == []  # not a chunk embedded again
+    assert np.array_equal(reopened.knowledge.vectors, built.knowledge.vectors)

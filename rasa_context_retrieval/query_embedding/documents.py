@@ -12,6 +12,10 @@ The export is used only after the self-check that also guards queries
 (``query_embedding.embedder``): the vectors are Rasa's within cosine 0.9999, so an index built
 either way keeps its vectors and its fingerprint, and one that mixes both serves the same
 results. Rasa's client replaces line breaks by spaces before embedding; so does this path.
+
+A text that occurs more than once (a disclaimer or a navigation block on every page, a section
+shared by two documents) is embedded once and its vector given to every occurrence: the same text
+always gets the same vector, so this changes no vector, only the work.
 """
 
 from __future__ import annotations
@@ -48,6 +52,22 @@ def embed_documents(
     ``export_folder``: where the ONNX export is cached (None: always Rasa's client, in batches
     of ``batch_size``). If onnxruntime fails half-way, the whole batch goes to Rasa's client.
     """
+    distinct = list(dict.fromkeys(texts))
+    if len(distinct) == len(texts):
+        return _embedded_once(client, texts, batch_size, export_folder, progress)
+    row_of = {text: row for row, text in enumerate(distinct)}
+    vectors = _embedded_once(client, distinct, batch_size, export_folder, progress)
+    return vectors[[row_of[text] for text in texts]]
+
+
+def _embedded_once(
+    client: Any,
+    texts: Sequence[str],
+    batch_size: int,
+    export_folder: Path | None,
+    progress: bool,
+) -> np.ndarray:
+    """``embed_documents`` of texts that are all distinct."""
     encoder = checked_fp32_encoder(client, export_folder) if export_folder and texts else None
     if encoder is not None:
         try:

@@ -41,8 +41,12 @@ from rasa_context_retrieval.workers import side_by_side
 
 EXPORT_FOLDER = "query-model"
 """Under ``index_path``: the cached ONNX export of the embedding model (queries and chunks)."""
-EXPORT_FORMAT = 1
-"""Bump when the exported graph changes (wrapper, inputs, opset): old exports are then unused."""
+EXPORT_FORMAT = 2
+"""Bump when the exported graph changes (wrapper, inputs, opset, attention): old exports are then
+made again once; an index keeps its vectors (the export is not part of its fingerprint)."""
+ATTENTION = "eager"
+"""transformers' plain attention, traced op by op: its graph costs 15-19 % less CPU per chunk-sized
+call than the SDPA one, and the same for a query (bench/results/embedding_graphs.md)."""
 OPSET = 17
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT_NAME = "token_mean"
@@ -165,7 +169,8 @@ def _export_onnx(model: LocalModel, target: Path) -> None:
     import torch
     from transformers import AutoModel
 
-    wrapper = _mean_pooled_transformer(AutoModel.from_pretrained(str(model.directory)))
+    transformer = AutoModel.from_pretrained(str(model.directory), attn_implementation=ATTENTION)
+    wrapper = _mean_pooled_transformer(transformer)
     wrapper.eval()
     sample = torch.ones((2, 8), dtype=torch.int64)
     inputs = {"input_ids": sample, "attention_mask": sample, "token_type_ids": sample * 0}
