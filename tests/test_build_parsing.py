@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,6 +36,15 @@ def dies_on_three(task: int) -> int:
     if task == 3:
         os._exit(1)  # as a segfault in a parser would end the process
     return task * 10
+
+
+def pid_unless_three(task: int) -> int:
+    """The worker's process id, a moment later (so that the next tasks are still in flight when
+    task 3 kills its worker)."""
+    if task == 3:
+        os._exit(1)
+    time.sleep(0.2)
+    return os.getpid()
 
 
 def crashes_in_a_worker(task: FileToParse) -> list:
@@ -71,6 +81,19 @@ def test_a_task_that_kills_its_worker_is_the_only_one_lost(batch):
     outcomes = list(in_worker_processes(dies_on_three, range(10), workers=2, batch=batch))
     assert isinstance(outcomes[3], WorkerCrashed)
     assert [o for n, o in enumerate(outcomes) if n != 3] == [n * 10 for n in range(10) if n != 3]
+
+
+def test_after_a_worker_dies_the_tasks_in_flight_are_rerun_in_one_process_until_one_kills_it():
+    """Every task in flight when a worker died is run again alone, but not each in a new
+    process: one that starts by importing the parsers again, dozens of times per crash."""
+    outcomes = list(in_worker_processes(pid_unless_three, range(12), workers=2))
+    assert isinstance(outcomes[3], WorkerCrashed)
+    processes = {pid for n, pid in enumerate(outcomes) if n != 3}
+    assert os.getpid() not in processes
+    # the pool's two workers, the fresh pool's two for the tasks not yet sent, and two for the
+    # tasks re-run alone: the one task 3 killed and the one after it (a process per re-run task
+    # made eight or more)
+    assert len(processes) <= 6, sorted(processes)
 
 
 def test_a_parallel_parse_gives_the_serial_documents_and_problems(tmp_path):
