@@ -8,10 +8,8 @@ bytes did not change since the last load is not parsed again.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,35 +22,13 @@ from rasa_context_retrieval.knowledge.loader import FileToParse, load_knowledge_
 from rasa_context_retrieval.workers import Ready, WorkerCrashed, in_worker_processes
 from tests.conftest import REPO_ROOT
 from tests.test_index_persistence import HashingEmbedder, settings_for
-
-CRASHING_FILE = "crashes-the-parser.md"
-
-
-def pid_of_worker(task: int) -> tuple[int, int]:
-    return task, os.getpid()
-
-
-def dies_on_three(task: int) -> int:
-    if task == 3:
-        os._exit(1)  # as a segfault in a parser would end the process
-    return task * 10
-
-
-def pid_unless_three(task: int) -> int:
-    """The worker's process id, a moment later (so that the next tasks are still in flight when
-    task 3 kills its worker)."""
-    if task == 3:
-        os._exit(1)
-    time.sleep(0.2)
-    return os.getpid()
-
-
-def crashes_in_a_worker(task: FileToParse) -> list:
-    """The real parser, except that it kills its worker process on one file (and only in a
-    worker process: run in the test's own process it parses that file normally)."""
-    if task.name == CRASHING_FILE and multiprocessing.parent_process() is not None:
-        os._exit(1)
-    return loader.parse_file(task)
+from tests.worker_tasks import (
+    CRASHING_FILE,
+    crashes_in_a_worker,
+    dies_on_three,
+    pid_of_worker,
+    pid_unless_three,
+)
 
 
 def mixed_folder(tmp_path: Path) -> Path:
