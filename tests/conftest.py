@@ -38,7 +38,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, called only when it is installed
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``-n``'s default distribution, except that the Milvus files are one unit of work.
+    """``-n``'s distribution by test file (each file's module fixtures are set up on one worker
+    only), with the Milvus files as one unit of work.
 
     (pytest-xdist's own ``xdist_group`` marks do not group anything under pytest 9, whose node
     ids it can no longer rename.)"""
@@ -46,12 +47,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None  # another --dist was asked for
     from xdist.scheduler import LoadScopeScheduling
 
-    class MilvusFilesOnOneWorker(LoadScopeScheduling):  # type: ignore[misc]
+    class FilesAndMilvusOnOneWorker(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            file_name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
-            return "milvus" if file_name.startswith(MILVUS_TEST_FILES) else nodeid
+            path = nodeid.split("::", 1)[0]
+            return "milvus" if path.rsplit("/", 1)[-1].startswith(MILVUS_TEST_FILES) else path
 
-    return MilvusFilesOnOneWorker(config, log)
+    return FilesAndMilvusOnOneWorker(config, log)
 
 
 @pytest.fixture(scope="session")
