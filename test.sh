@@ -7,4 +7,5 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy rasa_context_retrieval addons
-exec .venv/bin/python -m pytest "$@"
+# -n auto: one worker per core; every Milvus test runs on one of them (tests/conftest.py).
+exec .venv/bin/python -m pytest -n auto "$@"

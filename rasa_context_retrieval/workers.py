@@ -116,8 +116,9 @@ def in_worker_processes(
 
     ``function`` must be a module-level function (it is sent to the workers by name). An
     exception it raises is raised here, as if it ran in this process. When a worker dies, the
-    tasks it may have been running are run again one process each, so only the task that kills
-    its process is reported (as ``WorkerCrashed``); later tasks go to a fresh pool. With
+    tasks it may have been running are run again one at a time, each alone in a process, so only
+    the task that kills its process is reported (as ``WorkerCrashed``); later tasks go to a fresh
+    pool. With
     ``workers`` below 2, or where no process can be started, everything runs in this process.
     ``batch``: consecutive tasks sent to a worker together, for tasks cheaper than the trip.
     """
@@ -132,6 +133,7 @@ def in_worker_processes(
     pending: deque[tuple[list[Task] | Ready[Result], Future[list[Result]] | None]] = deque()
     window = workers * PROCESSES_IN_FLIGHT_PER_WORKER
     groups: Iterator[list[Task] | Ready[Result]] = _batches(tasks, batch)
+    alone = _OneAtATime(function)
     try:
         for group in groups:
             if isinstance(group, Ready):
@@ -143,13 +145,14 @@ def in_worker_processes(
                     pool = _process_pool(workers, function.__module__, broken=pool)
                     pending.append((group, pool.submit(_each, function, group)))
             while len(pending) >= window:
-                yield from _outcomes(function, pending.popleft())
+                yield from _outcomes(alone, pending.popleft())
         while pending:
-            yield from _outcomes(function, pending.popleft())
+            yield from _outcomes(alone, pending.popleft())
     finally:
         for _, future in pending:  # the caller stopped early: leave the pool idle
             if future is not None:
                 future.cancel()
+        alone.close()
 
 
 def _batches(
@@ -185,7 +188,7 @@ def _in_this_process(
 
 
 def _outcomes(
-    function: Callable[[Task], Result],
+    alone: _OneAtATime[Task, Result],
     submitted: tuple[list[Task] | Ready[Result], Future[list[Result]] | None],
 ) -> list[Result | WorkerCrashed]:
     group, future = submitted
@@ -195,16 +198,32 @@ def _outcomes(
     try:
         return list(future.result())
     except BrokenProcessPool:  # a task of this batch, or of another one in flight, killed a worker
-        return [_alone(function, task) for task in group]
+        return [alone.run(task) for task in group]
 
 
-def _alone(function: Callable[[Task], Result], task: Task) -> Result | WorkerCrashed:
-    """The task in a process of its own: if that dies too, this task is the one that kills it."""
-    with _new_process_pool(1, function.__module__) as pool:
+class _OneAtATime(Generic[Task, Result]):
+    """Runs tasks one at a time in a process that runs nothing else meanwhile: if it dies, the
+    task it was running is the one that killed it. The process is kept for the next task until
+    one kills it: a worker crash puts every task in flight (dozens) through here, and a fresh
+    process for each would import the task's module again each time (seconds of a core)."""
+
+    def __init__(self, function: Callable[[Task], Result]) -> None:
+        self._function = function
+        self._pool: ProcessPoolExecutor | None = None
+
+    def run(self, task: Task) -> Result | WorkerCrashed:
+        if self._pool is None:
+            self._pool = _new_process_pool(1, self._function.__module__)
         try:
-            return pool.submit(function, task).result()
+            return self._pool.submit(self._function, task).result()
         except BrokenProcessPool:
+            self.close()
             return WorkerCrashed()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
 
 _process_pools: dict[int, ProcessPoolExecutor] = {}

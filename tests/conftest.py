@@ -17,6 +17,43 @@ import pytest  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+MILVUS_TEST_FILES = "test_milvus_"
+"""Every test marked ``milvus`` lives in a file named ``test_milvus_*.py``: in a parallel run
+(``pytest -n auto``) those files run on one worker, the one that starts the Milvus server (one
+per machine: its embedded etcd has a fixed port), while the other workers run the rest."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    strays = [
+        item.nodeid
+        for item in items
+        if item.get_closest_marker("milvus") and not item.path.name.startswith(MILVUS_TEST_FILES)
+    ]
+    if strays:
+        raise pytest.UsageError(
+            f"Tests marked milvus must be in a {MILVUS_TEST_FILES}*.py file, which a parallel run "
+            f"keeps on one worker: move {strays[:3]}"
+        )
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, called only when it is installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n``'s distribution by test file (each file's module fixtures are set up on one worker
+    only), with the Milvus files as one unit of work.
+
+    (pytest-xdist's own ``xdist_group`` marks do not group anything under pytest 9, whose node
+    ids it can no longer rename.)"""
+    if config.getvalue("dist") != "load":
+        return None  # another --dist was asked for
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FilesAndMilvusOnOneWorker(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "milvus" if path.rsplit("/", 1)[-1].startswith(MILVUS_TEST_FILES) else path
+
+    return FilesAndMilvusOnOneWorker(config, log)
+
 
 @pytest.fixture(scope="session")
 def model_path() -> Path:

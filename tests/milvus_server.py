@@ -10,11 +10,13 @@ Use: ``from tests.milvus_server import milvus_uri  # noqa: F401`` in a test modu
 
 from __future__ import annotations
 
+import os
 import socket
 import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -32,6 +34,17 @@ _START_TIMEOUT_S = 90.0
 _HEALTH_POLL_MS = 2_000
 _EMBEDDED_ETCD_PEER_PORT = 2380
 """Fixed in the packaged server: only one such server can run on a machine at a time."""
+_QUICK_SERVER_SETTINGS = {
+    # Two of the server's own timers, shortened for a test server on loopback (an environment
+    # variable COMPONENT_KEY overrides `component.key` of its milvus.yaml). The client waits for
+    # them: every Strong read for the next time tick (200 ms), every flush until the segments'
+    # row assignments expire (2 s; a new version is flushed before it is published). The sync,
+    # version and lease tests make hundreds of such reads and dozens of flushes; what they check
+    # does not depend on either timer. (Loading a collection, about a second, is bound by a
+    # fixed one-second check in the server.)
+    "PROXY_TIMETICKINTERVAL": "50",
+    "DATACOORD_SEGMENT_ASSIGNMENTEXPIRATION": "200",
+}
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +92,8 @@ def _start_server() -> Any:
         server.config.set(f"{component}.ip", "127.0.0.1")
     server.listen_port = 0  # 0: the package searches a free port (from 40000 up).
     try:
-        server.start()
+        with mock.patch.dict(os.environ, _QUICK_SERVER_SETTINGS):  # the server inherits them
+            server.start()
         _wait_until_healthy(server)
     except Exception as error:  # noqa: BLE001 - any failure to start means: skip
         server.stop()

@@ -8,7 +8,6 @@ bytes did not change since the last load is not parsed again.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 from dataclasses import replace
@@ -23,26 +22,13 @@ from rasa_context_retrieval.knowledge.loader import FileToParse, load_knowledge_
 from rasa_context_retrieval.workers import Ready, WorkerCrashed, in_worker_processes
 from tests.conftest import REPO_ROOT
 from tests.test_index_persistence import HashingEmbedder, settings_for
-
-CRASHING_FILE = "crashes-the-parser.md"
-
-
-def pid_of_worker(task: int) -> tuple[int, int]:
-    return task, os.getpid()
-
-
-def dies_on_three(task: int) -> int:
-    if task == 3:
-        os._exit(1)  # as a segfault in a parser would end the process
-    return task * 10
-
-
-def crashes_in_a_worker(task: FileToParse) -> list:
-    """The real parser, except that it kills its worker process on one file (and only in a
-    worker process: run in the test's own process it parses that file normally)."""
-    if task.name == CRASHING_FILE and multiprocessing.parent_process() is not None:
-        os._exit(1)
-    return loader.parse_file(task)
+from tests.worker_tasks import (
+    CRASHING_FILE,
+    crashes_in_a_worker,
+    dies_on_three,
+    pid_of_worker,
+    pid_unless_three,
+)
 
 
 def mixed_folder(tmp_path: Path) -> Path:
@@ -71,6 +57,19 @@ def test_a_task_that_kills_its_worker_is_the_only_one_lost(batch):
     outcomes = list(in_worker_processes(dies_on_three, range(10), workers=2, batch=batch))
     assert isinstance(outcomes[3], WorkerCrashed)
     assert [o for n, o in enumerate(outcomes) if n != 3] == [n * 10 for n in range(10) if n != 3]
+
+
+def test_after_a_worker_dies_the_tasks_in_flight_are_rerun_in_one_process_until_one_kills_it():
+    """Every task in flight when a worker died is run again alone, but not each in a new
+    process: one that starts by importing the parsers again, dozens of times per crash."""
+    outcomes = list(in_worker_processes(pid_unless_three, range(12), workers=2))
+    assert isinstance(outcomes[3], WorkerCrashed)
+    processes = {pid for n, pid in enumerate(outcomes) if n != 3}
+    assert os.getpid() not in processes
+    # the pool's two workers, the fresh pool's two for the tasks not yet sent, and two for the
+    # tasks re-run alone: the one task 3 killed and the one after it (a process per re-run task
+    # made eight or more)
+    assert len(processes) <= 6, sorted(processes)
 
 
 def test_a_parallel_parse_gives_the_serial_documents_and_problems(tmp_path):

@@ -13,7 +13,7 @@ from rasa_context_retrieval.knowledge.embedding import embed_texts, normalise
 from rasa_context_retrieval.query_embedding import embedder as query_embedder_module
 from rasa_context_retrieval.query_embedding.documents import embed_documents
 from rasa_context_retrieval.query_embedding.embedder import SELF_CHECK_TEXTS, checked_fp32_encoder
-from rasa_context_retrieval.query_embedding.onnx import LocalModel, OnnxQueryEncoder, cached_export
+from rasa_context_retrieval.query_embedding.onnx import OnnxQueryEncoder
 from tests.store_support import CountingEmbedder
 
 CHUNKS = [
@@ -32,10 +32,11 @@ SELF_CHECK_CALL_TEXTS = len(SELF_CHECK_TEXTS) + 1  # and the long text, in a cal
 
 
 @pytest.fixture(scope="module")
-def export_folder(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> Path:
-    folder = tmp_path_factory.mktemp("query-model")
-    cached_export(LocalModel.describe(model_path), folder)
-    return folder
+def export_folder(embedder: Any, query_model_cache: Path) -> Path:
+    """The folder of the model's export, made once and kept between runs (``conftest.py``):
+    these tests embed through it and never change it; the export itself is
+    ``test_query_embedder.py``'s subject."""
+    return query_model_cache
 
 
 def rasa_vectors(client: Any, texts: list[str]) -> np.ndarray:
