@@ -213,22 +213,19 @@ def weighted_query_texts(
     latest = conversation.latest_user_text
     if not latest.strip():
         return ()
-    earlier = earlier_user_texts(conversation)
-    if not earlier or not looks_like_follow_up(latest):
+    lead = _FollowUpLead.of(conversation)
+    if lead is None:
         return (QueryText(latest, LATEST_WEIGHT),)
-    previous = earlier[-1]
+    earlier, previous, last_bot = lead.earlier, lead.earlier[-1], lead.last_bot
     topic = next((text for text in reversed(earlier) if not looks_like_follow_up(text)), None)
-    last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
-    lead = latest
-    swapped = swapped_question(latest, previous, [last_bot])
-    restated = None if swapped is not None else swapped_answer(latest, last_bot, [previous])
-    if swapped is not None:
-        lead, previous = f"{latest} {swapped}", swapped
-    elif restated is not None:
-        lead = f"{latest} {restated}"
+    first = latest
+    if lead.swapped_question is not None:
+        first, previous = f"{latest} {lead.swapped_question}", lead.swapped_question
+    elif lead.restated_answer is not None:
+        first = f"{latest} {lead.restated_answer}"
     elif is_elliptical(latest) or asks_a_question(last_bot):
-        lead = " ".join([latest, *_subject_words(earlier, topic)])
-    texts = [QueryText(lead, LATEST_WEIGHT), QueryText(previous, weights.previous_question)]
+        first = " ".join([latest, *_subject_words(earlier, topic)])
+    texts = [QueryText(first, LATEST_WEIGHT), QueryText(previous, weights.previous_question)]
     if topic is not None and topic != previous:
         texts.append(QueryText(topic, weights.topic))
     if last_bot:
@@ -240,14 +237,33 @@ def restated_answer(conversation: Conversation) -> str | None:
     """The last bot message's sentences restated with the facet the latest message swaps,
     when they lead the turns view (``weighted_query_texts``): the question before does not
     name the facet, the answer does. None otherwise. For the search's notes."""
-    latest = conversation.latest_user_text
-    earlier = earlier_user_texts(conversation)
-    if not latest.strip() or not earlier or not looks_like_follow_up(latest):
-        return None
-    last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
-    if swapped_question(latest, earlier[-1], [last_bot]) is not None:
-        return None
-    return swapped_answer(latest, last_bot, [earlier[-1]])
+    lead = _FollowUpLead.of(conversation)
+    return lead.restated_answer if lead is not None else None
+
+
+@dataclass(frozen=True)
+class _FollowUpLead:
+    """How a follow-up's own text is completed: the one decision behind the turns view's first
+    text and the search notes that explain it."""
+
+    earlier: list[str]
+    last_bot: str
+    swapped_question: str | None
+    """The previous question with the facet the message swaps (wins over the answer)."""
+    restated_answer: str | None
+    """The last bot message with that facet swapped, when the question does not name it."""
+
+    @classmethod
+    def of(cls, conversation: Conversation) -> _FollowUpLead | None:
+        """None for a first or standalone message."""
+        latest = conversation.latest_user_text
+        earlier = earlier_user_texts(conversation)
+        if not latest.strip() or not earlier or not looks_like_follow_up(latest):
+            return None
+        last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
+        swapped = swapped_question(latest, earlier[-1], [last_bot])
+        restated = None if swapped is not None else swapped_answer(latest, last_bot, [earlier[-1]])
+        return cls(earlier, last_bot, swapped, restated)
 
 
 def _subject_words(earlier: list[str], topic: str | None) -> list[str]:
