@@ -21,6 +21,7 @@ import multiprocessing
 import multiprocessing.util
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -264,7 +265,39 @@ def _new_process_pool(workers: int, module: str) -> ProcessPoolExecutor:
     once, not forked from this one: a fork of a process with running threads (the event loop's,
     torch's) can inherit a lock held by one of them and hang."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
-        return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        return ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_exit_with,
+            initargs=(os.getpid(),),
+        )
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([module])  # only before the server's first start
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_exit_with, initargs=(os.getpid(),)
+    )
+
+
+OWNER_CHECK_SECONDS = 1.0
+"""How often a pool worker checks that the process that started it is alive."""
+
+
+def _exit_with(owner: int) -> None:
+    """Pool worker start-up: exit once the process that started the pool is gone.
+
+    A kept pool's idle workers wait for work forever. If the assistant is killed (SIGKILL, the
+    out-of-memory killer), no exit handler tells them, and they and the fork server (which lives
+    while its children do) would outlive it. The pipe the pool reads never reports the death:
+    the worker holds its other end itself, so the worker asks for the owner's pid instead."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(OWNER_CHECK_SECONDS)
+            try:
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                os._exit(0)
+            except PermissionError:  # the pid belongs to another user's process now
+                os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-owner", daemon=True).start()

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import psutil
 import pytest
 
 from rasa_context_retrieval.faiss.builder import IndexSettings, ensure_index
@@ -102,8 +103,12 @@ def test_a_build_killed_mid_way_leaves_the_previous_index_usable(tmp_path):
     child = context.Process(target=_build_in_child, args=(str(docs), 0.2, None))
     child.start()
     time.sleep(3.0)  # the child is embedding now (40 texts x 0.2 s)
+    parse_workers = psutil.Process(child.pid).children(recursive=True)
     os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
     child.join()
+    assert parse_workers, "40 files are parsed in worker processes"
+    _, alive = psutil.wait_procs(parse_workers, timeout=30)
+    assert alive == [], "the killed build's parse workers and fork server exit with it"
 
     directory = IndexDirectory(settings_for(docs).index_path)
     assert directory.current_fingerprint() == first.fingerprint
