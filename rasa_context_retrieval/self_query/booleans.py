@@ -39,7 +39,6 @@ LOOKBEHIND_CHARS = 32
 # Extra letters a stemmed word may take back: "ship" -> "ships", "remote" -> "remotely".
 INFLECTION_CHARS = 4
 AUXILIARIES = frozenset(_LISTS.AUXILIARIES)
-NAME_LEADS = frozenset(_LISTS.NAME_LEADS)
 ARTICLES = frozenset(_LISTS.ARTICLES)
 # "Whether pets are allowed" said as "hotels that allow pets": the content words of the
 # description's clause (two or three), in any order and inflection, within a few words of one
@@ -51,14 +50,8 @@ SETTING_ADVERBS = frozenset(_LISTS.SETTING_ADVERBS)
 DESCRIPTION_STOPWORDS = (
     CUE_STOPWORDS | AUXILIARIES | SETTING_ADVERBS | {"whether", "if", "when", "true"}
 )
-NEGATION_WORDS = frozenset(_LISTS.NEGATION_WORDS)
 NEGATOR = english.pattern("booleans", "NEGATOR", NEGATORS=NEGATORS)
-NOUN_SUFFIXES: str = _LISTS.NOUN_SUFFIXES
 MIN_ROOT_CHARS = 3
-GOOD = tuple(_LISTS.GOOD)
-OFFERED = frozenset(_LISTS.OFFERED)
-AROUND = tuple(_LISTS.AROUND)
-RESTRICTING = frozenset(_LISTS.RESTRICTING)
 REQUIRED = frozenset(_LISTS.REQUIRED)
 
 
@@ -185,7 +178,7 @@ def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
         stem = STEMMER.stemWord(name_words[0])
         if len(stem) >= MIN_ROOT_CHARS:
             # "stabilized": "with stabilization"; "heated": "with heating"
-            words.append(rf"{re.escape(stem)}(?:{NOUN_SUFFIXES})")
+            words.append(rf"{re.escape(stem)}(?:{_LISTS.NOUN_SUFFIXES})")
     denied = None
     if len(name_words) > 1 and name_words[0] == "in":
         rest = r"[\s-]+".join(map(re.escape, name_words[1:]))
@@ -223,7 +216,7 @@ def _described_stems(field: MetadataField, item_stems: frozenset[str]) -> frozen
     """The content words of the description's clause, without the documents' own noun
     ("Whether a certificate is awarded" -> certif, award; "Whether the job can ..." -> no job)."""
     words = _PHRASES.WORD.findall(_PHRASES.CLAUSE_END.split(field.description.strip())[0].lower())
-    if NEGATION_WORDS.intersection(words):
+    if any(word in _LISTS.NEGATION_WORDS for word in words):
         return frozenset()
     stems = _content_stems(field, item_stems)
     return stems if MIN_DESCRIBED_WORDS <= len(stems) <= MAX_DESCRIBED_WORDS else frozenset()
@@ -251,17 +244,17 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
     in "only" ("self-hosted" for ``self_hosted_only``), "<thing>-friendly"
     and "fine around <thing>" for "good with <thing>"."""
     name_words = _PHRASES.WORD.findall(field.name.lower())
-    while len(name_words) > 1 and name_words[0] in NAME_LEADS:
+    while len(name_words) > 1 and name_words[0] in _LISTS.NAME_LEADS:
         name_words = name_words[1:]
     word_lists = [name_words]
-    if len(name_words) > 2 and name_words[-1] in RESTRICTING:
+    if len(name_words) > 2 and name_words[-1] in _LISTS.RESTRICTING:
         # "self_hosted_only": "self-hosted servers" says it; one word ("members") is too plain
         word_lists.append(name_words[:-1])
     if len(name_words) == 1:
         root = _PHRASES.ABLE_SUFFIX.sub("", name_words[0])
         if root != name_words[0] and len(root) >= MIN_ROOT_CHARS:
             word_lists.append([root])
-    if len(name_words) == 2 and name_words[1] in OFFERED:
+    if len(name_words) == 2 and name_words[1] in _LISTS.OFFERED:
         word_lists.append(name_words[:1])  # "breakfast_included": "hotels with breakfast"
         # "pets_allowed": "that allow pets"; "breakfast_included": "includes breakfast"
         word_lists.append(name_words[::-1])
@@ -296,7 +289,9 @@ def _welcomed(said: str) -> list[list[str]]:
     forms = things | {inflection.singularize(thing) for thing in things}
     forms |= {inflection.pluralize(thing) for thing in forms}
     lists = [[form, "friendly"] for form in sorted(forms)]
-    lists += [[good, way, form] for form in sorted(forms) for good in GOOD for way in AROUND]
+    lists += [
+        [good, way, form] for form in sorted(forms) for good in _LISTS.GOOD for way in _LISTS.AROUND
+    ]
     return lists
 
 

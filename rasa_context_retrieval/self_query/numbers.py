@@ -60,13 +60,11 @@ from rasa_context_retrieval.self_query.ranges import (
 
 _LISTS, _PHRASES = english.section("numbers")
 
-NUMERIC_TYPES = tuple(_LISTS.NUMERIC_TYPES)
 NAME_CUE_WEIGHT = 2
 DESCRIPTION_CUE_WEIGHT = 1
 CONTEXT_CHARS = 40
 CONTEXT_WORDS = 3
 
-PLAIN_AMOUNT_COMPARATORS = frozenset(_LISTS.PLAIN_AMOUNT_COMPARATORS)
 MIN_PLAIN_AMOUNT = 5
 
 _SYMBOLS = re.escape(CURRENCY_SYMBOLS)
@@ -80,7 +78,6 @@ _NUMBER = (
     + rf"|(?:half\s+)?an?(?=\s+(?:{_UNITS})(?!\w))"
 )
 OWNED_CHARS = 16
-NOUN_AFTER_MODIFIER: str = _LISTS.NOUN_AFTER_MODIFIER
 OWNED_OR_FOR_BEFORE = re.compile(rf"{OWNED_BEFORE.pattern}|\bfor\s+$", re.IGNORECASE)
 
 
@@ -127,14 +124,11 @@ _PARTY = {"_COUNT": COUNT_WORDS, "_PEOPLE": "|".join(PEOPLE_WORDS)}
 FOR_PARTY = english.pattern("numbers", "FOR_PARTY", **_PARTY)
 HOLDING_VERB = english.pattern("numbers", "HOLDING_VERB", **_PARTY)
 AGED_PERSON = english.pattern("numbers", "AGED_PERSON", **_PARTY)
-MAXIMUM_WORDS = frozenset(_LISTS.MAXIMUM_WORDS)
-MINIMUM_WORDS = frozenset(_LISTS.MINIMUM_WORDS)
 _PERIOD = alternation(PERIOD_WORDS)
 RATE_AFTER = english.pattern("numbers", "RATE_AFTER", _PERIOD=_PERIOD)
 UNIT_AFTER = english.pattern("numbers", "UNIT_AFTER", _UNITS=_UNITS)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
 DECLARED_UNIT = english.pattern("numbers", "DECLARED_UNIT", _UNITS=_UNITS)
-PERCENT_FIELD_WORDS = frozenset(_LISTS.PERCENT_FIELD_WORDS)
 _MEASURES = alternation(
     {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS}
 )
@@ -216,8 +210,8 @@ class NumericField:
         if unit is not None:
             cues[_LISTS.DURATION_CUE] = NAME_CUE_WEIGHT
         singular = frozenset(map(inflection.singularize, _PHRASES.WORD.findall(field.name.lower())))
-        maximum = bool(MAXIMUM_WORDS.intersection(said))
-        minimum = bool(MINIMUM_WORDS.intersection(said)) and not maximum
+        maximum = any(word in _LISTS.MAXIMUM_WORDS for word in said)
+        minimum = any(word in _LISTS.MINIMUM_WORDS for word in said) and not maximum
         kinds = _kinds(said, field.description, monetary=monetary)
         cues.update(dict.fromkeys(map(_kind_cue, kinds), NAME_CUE_WEIGHT))
         return cls(
@@ -294,7 +288,7 @@ def _prefixed(match: re.Match[str]) -> _Said:
         named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
         return _Said(bounds, *_span(match), False, counted=named, named=True)
     cue = _LISTS.COMPARATOR_CUES.get(phrase)
-    plain = phrase in PLAIN_AMOUNT_COMPARATORS
+    plain = phrase in _LISTS.PLAIN_AMOUNT_COMPARATORS
     return _Said(bounds, *_span(match), _has_currency(match, "n"), cue, plain)
 
 
@@ -340,7 +334,7 @@ class NumberPhrases:
     """Finds numeric comparisons and maps each to the one integer/float field it is about."""
 
     def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
-        numeric = [field for field in fields if field.type in NUMERIC_TYPES]
+        numeric = [field for field in fields if field.type in _LISTS.NUMERIC_TYPES]
         shared = _shared_words(numeric, item_nouns)
         self._fields = [NumericField.from_field(field, shared) for field in numeric]
         monetary = [field for field in self._fields if field.monetary]
@@ -574,7 +568,9 @@ def _kinds(words: Sequence[str], description: str, *, monetary: bool) -> frozens
         kinds.add(_LISTS.MONEY)
     # "rate" is a percentage unless the field says it is kept in another unit ("Unit rate in
     # pence per kWh"); a "%" in the description always says so.
-    if (PERCENT_FIELD_WORDS.intersection(words) and not kinds) or "%" in description:
+    if (
+        any(word in _LISTS.PERCENT_FIELD_WORDS for word in words) and not kinds
+    ) or "%" in description:
         kinds.add(_LISTS.PERCENT)
     return frozenset(kinds)
 
@@ -723,6 +719,6 @@ def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
         rf"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d{{1,3}}|{COUNT_WORDS})"
         rf"(?:\s+(?P<noun>{'|'.join(map(re.escape, plurals))})"
         rf"|-(?P<noun2>{alternatives})"
-        rf"|\s+(?P<noun3>{alternatives})(?=\s+{NOUN_AFTER_MODIFIER}))(?![\w-])",
+        rf"|\s+(?P<noun3>{alternatives})(?=\s+{_LISTS.NOUN_AFTER_MODIFIER}))(?![\w-])",
         re.IGNORECASE,
     )

@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from itertools import pairwise
 
 import inflection
 from langchain_core.structured_query import Comparator
@@ -466,9 +467,10 @@ class ValueVocabulary:
             if candidate.chosen and not candidate.negated:
                 described = self._negated_as_described[candidate.chosen.attribute]
                 candidate.negated = bool(described and described.search(before))
-        self._accept_compounds(text, candidates)
-        self._accept_stacked(text, candidates)
-        for group in self._coordinated_groups(text, candidates):
+        self._accept_beside(text, candidates)
+        for group in _runs(
+            candidates, lambda a, b: bool(COORDINATION.fullmatch(text, a.end, b.start))
+        ):
             self._share_within(group)
         self._mark_each(text, candidates)
         return [
@@ -663,27 +665,15 @@ class ValueVocabulary:
             return True  # "zumba for mixed ability groups": a search-box query for a kind
         return bool(DETERMINERS_BEFORE_TOPIC.search(before) or self._item_on_before.search(before))
 
-    @staticmethod
-    def _accept_compounds(text: str, candidates: list[_Candidate]) -> None:
-        """A topic value right after a chosen value of another field: "a Samsung tablet"."""
-        for previous, candidate in zip(candidates, candidates[1:], strict=False):
-            if candidate.chosen is not None or previous.chosen is None or candidate.elsewhere:
-                continue
-            if text[previous.end : candidate.start].strip():
-                continue
-            candidate.chosen = _sole_sense(candidate, Strictness.TOPIC, previous.chosen.attribute)
-
-    def _accept_stacked(self, text: str, candidates: list[_Candidate]) -> None:
-        """An everyday value right before a chosen value of another field that a noun for the
-        documents follows describes them too: "basic car policies", "cheap summer tents"."""
-        for candidate, following in zip(candidates, candidates[1:], strict=False):
-            if candidate.chosen is not None or candidate.elsewhere or following.chosen is None:
-                continue
-            if text[candidate.end : following.start].strip():
-                continue
-            if not self._scoped_after(text, following.end):
-                continue
-            candidate.chosen = _sole_sense(candidate, Strictness.CUED, following.chosen.attribute)
+    def _accept_beside(self, text: str, candidates: list[_Candidate]) -> None:
+        """A value right beside a chosen value of another field takes its one sense of a kind:
+        a topic value after it ("a Samsung tablet"), an everyday value before it that a noun for
+        the documents follows ("basic car policies", "cheap summer tents")."""
+        for candidate, attribute, _ in _beside_chosen(text, candidates, after=True):
+            candidate.chosen = _sole_sense(candidate, Strictness.TOPIC, attribute)
+        for candidate, attribute, end in _beside_chosen(text, candidates, after=False):
+            if self._scoped_after(text, end):
+                candidate.chosen = _sole_sense(candidate, Strictness.CUED, attribute)
 
     def _has_own_field(
         self,
@@ -722,19 +712,6 @@ class ValueVocabulary:
         return not _PHRASES.SENTENCE_END.search(text[: candidate.start].rstrip())
 
     @staticmethod
-    def _coordinated_groups(text: str, candidates: list[_Candidate]) -> Iterable[list[_Candidate]]:
-        group: list[_Candidate] = []
-        for candidate in candidates:
-            if group and COORDINATION.fullmatch(text, group[-1].end, candidate.start):
-                group.append(candidate)
-                continue
-            if group:
-                yield group
-            group = [candidate]
-        if group:
-            yield group
-
-    @staticmethod
     def _share_within(group: list[_Candidate]) -> None:
         """Members of "free, plus or premium plans" share the field one of them was given,
         "except android and ios" shares its negation and "my guitar and piano" its owner."""
@@ -759,9 +736,9 @@ class ValueVocabulary:
         dishwasher", "has a pool, a spa and a gym") or said with "both", must each be there: a
         document lists several. Joined by "or", or not said as things had ("on android and
         iOS": where it applies), any of them."""
-        chain: list[_Candidate] = []
-        for previous, candidate in zip(candidates, candidates[1:], strict=False):
-            joined = (
+
+        def joined(previous: _Candidate, candidate: _Candidate) -> bool:
+            return (
                 previous.chosen is not None
                 and candidate.chosen is not None
                 and previous.chosen.attribute == candidate.chosen.attribute
@@ -771,24 +748,16 @@ class ValueVocabulary:
                     or _PHRASES.LIST_COMMA.fullmatch(text, previous.end, candidate.start)
                 )
             )
-            if joined:
-                chain = chain or [previous]
-                chain.append(candidate)
-                continue
-            self._mark_chain(text, chain)
-            chain = []
-        self._mark_chain(text, chain)
 
-    @staticmethod
-    def _mark_chain(text: str, chain: list[_Candidate]) -> None:
-        if len(chain) < 2 or not _PHRASES.EACH_JOINER.fullmatch(
-            text, chain[-2].end, chain[-1].start
-        ):
-            return
-        before = text[max(0, chain[0].start - LOOKBEHIND_CHARS) : chain[0].start]
-        if _PHRASES.HAD_BEFORE.search(before) or _PHRASES.BOTH_BEFORE.search(before):
-            for candidate in chain:
-                candidate.each = True
+        for chain in _runs(candidates, joined):
+            before = text[max(0, chain[0].start - LOOKBEHIND_CHARS) : chain[0].start]
+            if (
+                len(chain) > 1
+                and _PHRASES.EACH_JOINER.fullmatch(text, chain[-2].end, chain[-1].start)
+                and (_PHRASES.HAD_BEFORE.search(before) or _PHRASES.BOTH_BEFORE.search(before))
+            ):
+                for candidate in chain:
+                    candidate.each = True
 
     def _constraint(self, text: str, candidate: _Candidate) -> Constraint:
         assert candidate.chosen is not None
@@ -804,6 +773,36 @@ class ValueVocabulary:
             each=candidate.each and not candidate.negated,
             negated=candidate.negated,
         )
+
+
+def _runs(
+    candidates: list[_Candidate], joined: Callable[[_Candidate, _Candidate], bool]
+) -> Iterator[list[_Candidate]]:
+    """The candidates in runs of neighbours ``joined`` to the one before ("free, plus or
+    premium"); a candidate joined to none is a run of its own."""
+    run: list[_Candidate] = []
+    for candidate in candidates:
+        if run and joined(run[-1], candidate):
+            run.append(candidate)
+            continue
+        if run:
+            yield run
+        run = [candidate]
+    if run:
+        yield run
+
+
+def _beside_chosen(
+    text: str, candidates: list[_Candidate], *, after: bool
+) -> Iterator[tuple[_Candidate, str, int]]:
+    """Each unchosen candidate said right after (or before) a chosen value, with that value's
+    field and where the two end; read as it goes, so a candidate chosen here counts next."""
+    for first, second in pairwise(candidates):
+        candidate, neighbour = (second, first) if after else (first, second)
+        if candidate.chosen is not None or candidate.elsewhere or neighbour.chosen is None:
+            continue
+        if not text[first.end : second.start].strip():
+            yield candidate, neighbour.chosen.attribute, second.end
 
 
 def _sole_sense(
