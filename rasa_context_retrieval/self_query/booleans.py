@@ -110,15 +110,13 @@ class BooleanPhrases:
         words: list[tuple[str, int, int]] | None = None
         for field in self._fields:
             constraint = self._said(text, field, taken + found)
-            if constraint is None and field.described and self._hinted(text):
+            hint = self._described_hint
+            if constraint is None and field.described and hint and hint.search(text):
                 words = _stemmed_words(text) if words is None else words
                 constraint = self._described(text, field, words, taken + found)
             if constraint is not None:
                 found.append(constraint)
         return found
-
-    def _hinted(self, text: str) -> bool:
-        return self._described_hint is not None and bool(self._described_hint.search(text))
 
     @staticmethod
     def _described(
@@ -199,12 +197,7 @@ def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
         )
         if pattern is not None
     ]
-    return _BooleanField(
-        field.name,
-        tuple(rows),
-        _described_stems(field, item_stems),
-        _content_stems(field, item_stems),
-    )
+    return _BooleanField(field.name, tuple(rows), *_described_stems(field, item_stems))
 
 
 def _said_of_the_user(match: re.Match[str], before: str) -> bool:
@@ -212,20 +205,20 @@ def _said_of_the_user(match: re.Match[str], before: str) -> bool:
     return bool(_PHRASES.USER_SUBJECT_BEFORE.search(before))
 
 
-def _described_stems(field: MetadataField, item_stems: frozenset[str]) -> frozenset[str]:
-    """The content words of the description's clause, without the documents' own noun
-    ("Whether a certificate is awarded" -> certif, award; "Whether the job can ..." -> no job)."""
-    words = _PHRASES.WORD.findall(_PHRASES.CLAUSE_END.split(field.description.strip())[0].lower())
-    if any(word in _LISTS.NEGATION_WORDS for word in words):
-        return frozenset()
-    stems = _content_stems(field, item_stems)
-    return stems if MIN_DESCRIBED_WORDS <= len(stems) <= MAX_DESCRIBED_WORDS else frozenset()
-
-
-def _content_stems(field: MetadataField, item_stems: frozenset[str]) -> frozenset[str]:
+def _described_stems(
+    field: MetadataField, item_stems: frozenset[str]
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The stems of the content words of the description's clause, without the documents' own
+    noun ("Whether a certificate is awarded" -> certif, award; "Whether the job can ..." -> no
+    job): those said in any order to mean the field (two or three, from a clause that does not
+    negate), and all of them."""
     words = _PHRASES.WORD.findall(_PHRASES.CLAUSE_END.split(field.description.strip())[0].lower())
     content = [word for word in words if word not in DESCRIPTION_STOPWORDS]
-    return frozenset(STEMMER.stemWords(content)) - item_stems
+    stems = frozenset(STEMMER.stemWords(content)) - item_stems
+    negates = any(word in _LISTS.NEGATION_WORDS for word in words)
+    if negates or not MIN_DESCRIBED_WORDS <= len(stems) <= MAX_DESCRIBED_WORDS:
+        return frozenset(), stems
+    return stems, stems
 
 
 def _stemmed_words(text: str) -> list[tuple[str, int, int]]:

@@ -354,8 +354,10 @@ class DatePhrases:
         def single(match: re.Match[str]) -> list[Bound] | None:
             said_word = " ".join((match.groupdict().get("word") or "").lower().split())
             which = WHICH_ONE.get(" ".join((match["which"] or "").lower().split()))
-            if not said_word and not which and not _is_day(match["a"]):
-                return None  # a bare year or month ("2019", "March") needs a word that says how
+            if not said_word and not which:
+                day = WrittenDate.read(match["a"])
+                if day is None or day.day is None:
+                    return None  # a bare year or month ("2019", "March") needs a word that says how
             if which is not None:
                 ahead_here = which == COMING
             else:
@@ -435,11 +437,6 @@ def _only_a_year(text: str) -> bool:
         and not ANY_MONTH.search(text)
         and not _PHRASES.ISO_MONTH.search(text)
     )
-
-
-def _is_day(text: str) -> bool:
-    written = WrittenDate.read(text)
-    return written is not None and written.day is not None
 
 
 def _period(text: str, today: dt.date, ahead: bool) -> Period | None:

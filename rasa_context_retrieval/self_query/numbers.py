@@ -508,7 +508,11 @@ class NumberPhrases:
             and kind is None
             and _parse_number(said.bounds[0][1]) >= MIN_PLAIN_AMOUNT
             and not any(field.score(cues) for field in self._fields)
-            and any(_same_clause(text, value.end, said.start) for value in values)
+            and any(
+                value.end <= said.start
+                and not _PHRASES.CLAUSE_BREAK.search(text, value.end, said.start)
+                for value in values
+            )
         ):
             return self._only_monetary, end, None
         return self._best_field(cues, unit, kind), end, unit
@@ -599,10 +603,6 @@ def _last_number_end(text: str, said: _Said) -> int:
     number = said.bounds[-1][1]
     found = text.rfind(number, said.start, said.end)
     return said.end if found < 0 else found + len(number)
-
-
-def _same_clause(text: str, start: int, end: int) -> bool:
-    return start <= end and not _PHRASES.CLAUSE_BREAK.search(text, start, end)
 
 
 def _shared_words(fields: Sequence[MetadataField], item_nouns: Collection[str]) -> frozenset[str]:

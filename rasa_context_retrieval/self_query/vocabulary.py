@@ -120,15 +120,6 @@ class _Candidate:
     """It names something other than the documents ("my dog"): no neighbour makes it a filter."""
 
 
-def _initials_lengths(candidate: _Candidate) -> set[int]:
-    """How many letters the initials of each value a candidate may name have."""
-    return {
-        len(sense.value.split())
-        for sense in candidate.senses
-        if sense.strictness is Strictness.INITIALS
-    }
-
-
 def fold_accents(text: str) -> str:
     """``text`` with accents dropped letter by letter ("rosé" -> "rose", "Müller" -> "Muller"),
     of the same length, so that positions found in the folded text hold in the original."""
@@ -206,11 +197,6 @@ def _surname(value: str) -> str | None:
         return None
     last = surface_key(words[-1])
     return last if len(last) >= MIN_SURNAME_CHARS and last.isalpha() else None
-
-
-def _written_in_capitals(text: str, candidate: _Candidate) -> bool:
-    written = text[candidate.start : candidate.end].removesuffix("s")
-    return written.isupper() and not text.isupper()
 
 
 def _is_short_form(said: tuple[str, ...], words: tuple[str, ...]) -> bool:
@@ -638,10 +624,14 @@ class ValueVocabulary:
     def _initials_said(self, text: str, candidate: _Candidate) -> bool:
         """Initials ("ML") in capitals that name what is wanted: "ML talks", "a ML course",
         "talks on ML"; never a capitalised word on its own ("OK, thanks")."""
-        if not _written_in_capitals(text, candidate):
-            return False
         said = text[candidate.start : candidate.end]
-        if said.endswith("S") and len(said) - 1 in _initials_lengths(candidate):
+        if text.isupper() or not said.removesuffix("s").isupper():
+            return False
+        if said.endswith("S") and any(
+            len(sense.value.split()) == len(said) - 1
+            for sense in candidate.senses
+            if sense.strictness is Strictness.INITIALS
+        ):
             return False  # a plural of initials is written "MLs"; "SOS" is a word of its own
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
         return bool(
