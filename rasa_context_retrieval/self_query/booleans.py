@@ -28,7 +28,7 @@ from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.engine import ValuePhrase, said_value
-from rasa_context_retrieval.self_query.items import item_after
+from rasa_context_retrieval.self_query.items import noun_after
 from rasa_context_retrieval.self_query.negation import negated_before
 from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATORS, STEMMER
 
@@ -79,7 +79,7 @@ class BooleanPhrases:
         starts = {stem[:HINT_CHARS] for field in self._fields for stem in field.described}
         hint = "|".join(sorted(map(re.escape, starts)))
         self._described_hint = re.compile(rf"(?<!\w)(?:{hint})", re.I) if starts else None
-        self._item_after = item_after(item_nouns)
+        self._noun_after = noun_after(item_nouns)
         self._described_any = any(len(field.described_all) > 1 for field in self._fields)
 
     def without_described_values(self, text: str, found: list[Constraint]) -> list[Constraint]:
@@ -155,7 +155,7 @@ class BooleanPhrases:
         word) says what the documents are ("remote jobs", "that are vegetarian")."""
         if _PHRASES.OWNED_BEFORE.search(before):
             return False  # "my remote job is boring": the user's own, not a wish
-        if self._item_after.match(text, end):
+        if self._noun_after.match(text, end):
             return True
         if _PHRASES.PREDICATE_BEFORE.search(before):
             said = text[:end].rsplit(None, 1)[-1].lower()

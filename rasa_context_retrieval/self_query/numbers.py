@@ -346,10 +346,11 @@ class NumberPhrases:
         self._table: list[Row[_Said | None]] = [*TABLE, Row(self._compound, _compound)]
         if self._count_of_field is not None:
             self._table.append(Row(self._count_of_field, _count_not_owned))
+        # A money field's name words without a currency ("exit_fee_gbp" -> exit, fee).
         self._charges = {
             field.name: (field.integer, words)
-            for field, source in zip(self._fields, numeric, strict=True)
-            if field.monetary and (words := _charge_words(source))
+            for field in self._fields
+            if field.monetary and (words := field.name_words - set(CURRENCY_WORDS))
         }
         # Every word a charge may be named by, in the singular and the plural, to its singular.
         named_by = {word for _, words in self._charges.values() for word in words} | MONEY_NOUNS
@@ -544,13 +545,6 @@ class NumberPhrases:
 
     def _is_cue_or_stopword(self, word: str) -> bool:
         return word in STOP_KEYS or any(field.knows(word) for field in self._fields)
-
-
-def _charge_words(field: MetadataField) -> frozenset[str]:
-    """The words of a money field's name in the singular, without a currency ("exit_fee_gbp"
-    -> exit, fee)."""
-    words = {inflection.singularize(word) for word in _PHRASES.WORD.findall(field.name.lower())}
-    return frozenset(words - set(CURRENCY_WORDS))
 
 
 def _names_charge(said: Sequence[str], name_words: frozenset[str]) -> bool:

@@ -49,7 +49,7 @@ from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.common_words import is_common_word
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.engine import Row, scan
-from rasa_context_retrieval.self_query.items import item_after
+from rasa_context_retrieval.self_query.items import noun_after
 from rasa_context_retrieval.self_query.phrases import (
     CONCEPT_QUESTION_BEFORE,
     COORDINATION,
@@ -306,9 +306,7 @@ class ValueVocabulary:
         )
         for field in string_fields:
             anchors = self._anchor_words(field)
-            self._own_field_after[field.name] = re.compile(
-                rf"\s*(?:-\s*)?(?:{alternation(anchors)})(?!\w)", re.IGNORECASE
-            )
+            self._own_field_after[field.name] = noun_after(anchors)
             self._own_field_before[field.name] = re.compile(
                 rf"(?<!\w)(?:{alternation(anchors)})\s*(?:[:=]\s*|is\s+|of\s+)?$",
                 re.IGNORECASE,
@@ -318,21 +316,14 @@ class ValueVocabulary:
             values = field.values or tuple(known_values.get(field.name, ()))
             for value in dict.fromkeys([*values, *aliases]):
                 self._add_value(field, value, field_name_words, aliases.get(value, ()))
-        self._short_start = (
-            re.compile(rf"(?<!\w)(?:{alternation(self._multiword)})", re.IGNORECASE)
-            if self._multiword
-            else re.compile(r"(?!x)x")
-        )
+        self._short_start = re.compile(rf"(?<!\w)(?:{alternation(self._multiword)})", re.IGNORECASE)
         for form, owners in self._short_forms.items():
             if form not in self._senses and len(owners) == 1:
                 ((attribute, value), strictness), *_ = owners.items()
                 self._senses[form] = [ValueSense(attribute, value, strictness)]
-        scope_words = SCOPE_NOUNS | string_field_words
-        self._scope_after = re.compile(
-            rf"\s*(?:-\s*)?(?:{alternation(scope_words)})(?!\w)", re.IGNORECASE
-        )
+        self._scope_after = noun_after(SCOPE_NOUNS | string_field_words | set(item_nouns))
         items = alternation(item_nouns) or r"(?!x)x"
-        self._item_after = item_after(item_nouns)
+        self._item_after = noun_after(item_nouns)
         self._item_on_before = re.compile(rf"(?<!\w)(?:{items})\s+(?:on|about)\s+$", re.IGNORECASE)
         self._plurals = frozenset(
             form for form in self._senses if inflection.singularize(form) != form
@@ -689,7 +680,7 @@ class ValueVocabulary:
     def _scoped_after(self, text: str, end: int) -> bool:
         """Whether a noun for the documents or a scope word comes right after ``text[:end]``
         ("free [plan]", "US [customers]", "python [articles]")."""
-        return bool(self._scope_after.match(text, end) or self._item_after.match(text, end))
+        return bool(self._scope_after.match(text, end))
 
     def _is_cued(self, text: str, candidate: _Candidate) -> bool:
         if self._scoped_after(text, candidate.end):
