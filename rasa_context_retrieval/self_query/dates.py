@@ -252,23 +252,19 @@ class DatePhrases:
     ) -> None:
         """``year_field``: the schema also has an integer field of calendar years, which a year
         said alone belongs to unless a date field is named."""
-        self._date_fields = [field.name for field in fields if field.type == "date"]
+        dated = [field for field in fields if field.type == "date"]
+        self._date_fields = [field.name for field in dated]
         self._year_field = year_field
-        self._ahead = frozenset(
-            field.name for field in fields if field.type == "date" and looks_ahead(field)
-        )
+        self._ahead = frozenset(field.name for field in dated if looks_ahead(field))
         self._today = today
         # The verb a date field's description uses ("When the ticket was opened") names it too.
         self._verbs = {
             field.name: frozenset(
                 word.lower() for word in _PHRASES.PARTICIPLE.findall(field.description)
             )
-            for field in fields
-            if field.type == "date"
+            for field in dated
         }
-        self._described = _own_description_words(
-            [field for field in fields if field.type == "date"], item_nouns
-        )
+        self._described = _own_description_words(dated, item_nouns)
         participles = set().union(*self._verbs.values())
         self._scope = time_scope(self._date_fields, {*item_nouns, *participles})
 
