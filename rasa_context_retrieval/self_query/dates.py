@@ -304,33 +304,27 @@ class DatePhrases:
             return self._date_fields[0]
         lowered = text.lower()
         said = set(_PHRASES.WORD.findall(lowered))
-        # The name said whole ("released") or the description's verb names a field first; then
-        # two words only one description has ("security updates" for "Last day the release
-        # receives security updates"), over a noun that only shares a name's first letters
-        # ("releases" for ``released``).
-        exact = [
-            name
-            for name in self._date_fields
-            if set(name.lower().split("_")) <= said or self._verbs[name] & said
-        ]
-        if len(exact) == 1:
-            return exact[0]
-        described = [
-            name
-            for name in self._date_fields
-            if len(self._described[name] & said) >= MIN_DESCRIBED_WORDS
-        ]
-        if len(described) == 1:
-            return described[0]
-        # Named by its name's first letters or by its description's verb ("added" for "Day the
-        # stall was added"); a date said in a message naming none or two of them gives no filter.
-        named = [
-            name
-            for name in self._date_fields
-            if any(word[:NAME_PREFIX_CHARS] in lowered for word in name.lower().split("_"))
-            or self._verbs[name] & said
-        ]
-        return named[0] if len(named) == 1 else None
+        # The first of these that names one field decides; a date said in a message naming none
+        # or two of them gives no filter.
+        tiers: tuple[Callable[[str], object], ...] = (
+            # The name said whole ("released") or the description's verb.
+            lambda name: set(name.lower().split("_")) <= said or self._verbs[name] & said,
+            # Two words only one description has ("security updates" for "Last day the release
+            # receives security updates"), over a noun that only shares a name's first letters
+            # ("releases" for ``released``).
+            lambda name: len(self._described[name] & said) >= MIN_DESCRIBED_WORDS,
+            # The name's first letters, or the description's verb ("added" for "Day the stall
+            # was added").
+            lambda name: (
+                any(word[:NAME_PREFIX_CHARS] in lowered for word in name.lower().split("_"))
+                or self._verbs[name] & said
+            ),
+        )
+        for names_it in tiers:
+            named = [name for name in self._date_fields if names_it(name)]
+            if len(named) == 1:
+                return named[0]
+        return None
 
     def _conditions(self, text: str, today: dt.date, ahead: bool) -> list[Said]:
         """Every date phrase of ``text`` read on ``today``; ``ahead``: a month or day without a
