@@ -400,8 +400,7 @@ class NumberPhrases:
                     continue
                 end = match.start("words") + len(" ".join(match["words"].split()[:size]))
                 if len(named) == 1 and not overlaps_any(match.start(), end, taken):
-                    integer = self._charges[named[0]][0]
-                    zero = 0 if integer else 0.0
+                    zero = 0 if self._charges[named[0]][0] else 0.0
                     found.append(
                         Constraint(named[0], Comparator.EQ, zero, match.start(), end, negated=True)
                     )
@@ -427,10 +426,9 @@ class NumberPhrases:
         if field is None or (said.party and not (field.maximum or field.minimum)):
             return None
         values = [_parse_number(number) for _, number in said.bounds]
-        half = _PHRASES.HALF_AFTER.match(text, end) if unit is not None else None
-        if half:
-            values, end = [value + 0.5 for value in values], half.end()
         if unit is not None:
+            if half := _PHRASES.HALF_AFTER.match(text, end):
+                values, end = [value + 0.5 for value in values], half.end()
             # "more than an hour" on a field in minutes is 60; "3 months" on a price, nothing.
             factor = _conversion(unit, field.unit)
             if factor is None:
