@@ -236,9 +236,6 @@ class NumericField:
     def score(self, cues: set[str]) -> int:
         return sum(self.cues.get(cue, 0) for cue in cues)
 
-    def knows(self, cue: str) -> bool:
-        return cue in self.cues
-
 
 @dataclass(frozen=True)
 class _Said:
@@ -337,6 +334,8 @@ class NumberPhrases:
         numeric = [field for field in fields if field.type in _LISTS.NUMERIC_TYPES]
         shared = _shared_words(numeric, item_nouns)
         self._fields = [NumericField.from_field(field, shared) for field in numeric]
+        # Every word that points to a field, or to none: the words a comparison may be said with.
+        self._known = STOP_KEYS.union(*(field.cues for field in self._fields))
         monetary = [field for field in self._fields if field.monetary]
         self._only_monetary = monetary[0] if len(monetary) == 1 else None
         items = alternation(item_nouns) or r"(?!x)x"
@@ -440,7 +439,7 @@ class NumberPhrases:
             return None
         comparators = [comparator for comparator, _ in said.bounds]
         if said.party and field.minimum:
-            if said.counted != _LISTS.AGE_CUE and field.knows(_LISTS.AGE_CUE):
+            if said.counted != _LISTS.AGE_CUE and _LISTS.AGE_CUE in field.cues:
                 return None  # "for 12 climbers" counts people, not the youngest climber's age
             comparators = [Comparator.LTE]  # "for 8 year olds": a youngest age of 8 or less
         negated = bool(
@@ -474,7 +473,7 @@ class NumberPhrases:
         if said.counted is not None:
             # A party of people is counted in any word for people ("120 people" for guests).
             counted = PEOPLE_KEYS if said.party and said.counted in PEOPLE_KEYS else {said.counted}
-            if not any(self._is_cue_or_stopword(word) for word in counted):
+            if self._known.isdisjoint(counted):
                 return None, end, None
             cues |= counted
         unit = said.unit
@@ -493,7 +492,7 @@ class NumberPhrases:
         if (
             next_word
             and not (rate or said_unit or kind or said.party)
-            and not self._is_cue_or_stopword(cue_key(next_word[0]))
+            and cue_key(next_word[0]) not in self._known
         ):
             return None, end, unit  # "more than 3 files": it counts something we do not index.
         after = _clause_words(text[end : end + CONTEXT_CHARS], first=True)
@@ -540,9 +539,6 @@ class NumberPhrases:
         if len(scored) > 1 and scored[1][0] == scored[0][0]:
             return None
         return scored[0][1]
-
-    def _is_cue_or_stopword(self, word: str) -> bool:
-        return word in STOP_KEYS or any(field.knows(word) for field in self._fields)
 
 
 def _names_charge(said: Sequence[str], name_words: frozenset[str]) -> bool:
