@@ -360,10 +360,8 @@ class DatePhrases:
 
         def end_of(match: re.Match[str]) -> list[Bound]:
             unit = match["unit"].lower()
-            start = _unit_start(today, unit)
-            if match["next"]:
-                start = _unit_start(start + relativedelta(**{unit + "s": 1}), unit)
-            return [(Comparator.LTE, _unit_end(start, unit))]
+            day = today + relativedelta(**{unit + "s": 1}) if match["next"] else today
+            return [(Comparator.LTE, _unit_period(day, unit)[1])]
 
         def named_day(match: re.Match[str]) -> list[Bound]:
             day = today + dt.timedelta(days=_LISTS.NAMED_DAYS[match["day"].lower()])
@@ -467,9 +465,9 @@ def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
     word = date_word(match["word"])
     one = relativedelta(**{unit + "s": 1})
     if which in ("this", "current"):
-        start = _unit_start(today, unit)
         if word == WITHIN:  # the whole period, as "in 2025" or "in June" is
-            return period_bounds(word, start, _unit_end(today, unit))
+            return period_bounds(word, *_unit_period(today, unit))
+        start = _unit_start(today, unit)
         return (
             [(Comparator.GTE, start)] if word == FROM_START else period_bounds(word, start, today)
         )
@@ -479,12 +477,10 @@ def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
                 return [(Comparator.GTE, today), (Comparator.LTE, today + amount * one)]
             except (ValueError, OverflowError):
                 return []
-        start = _unit_start(today + one, unit)
-        return period_bounds(word, start, _unit_end(start, unit))
+        return period_bounds(word, *_unit_period(today + one, unit))
     if not count and match["the"] is None and which in ("last", "previous"):
         # "last year" is the previous calendar year; "the last year" the past twelve months.
-        start = _unit_start(today - one, unit)
-        return period_bounds(word, start, _unit_end(start, unit))
+        return period_bounds(word, *_unit_period(today - one, unit))
     try:
         return [(Comparator.GTE, today - relativedelta(**{unit + "s": amount}))]
     except (ValueError, OverflowError):  # "the last 999 years" before year 1
@@ -501,7 +497,7 @@ def _unit_start(day: dt.date, unit: str) -> dt.date:
     return day
 
 
-def _unit_end(day: dt.date, unit: str) -> dt.date:
-    """The last day of the week, month or year that ``day`` falls in."""
+def _unit_period(day: dt.date, unit: str) -> Period:
+    """The first and the last day of the week, month or year that ``day`` falls in."""
     start = _unit_start(day, unit)
-    return _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)
+    return start, _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)
