@@ -533,12 +533,9 @@ class NumberPhrases:
             if (unit is None or field.unit is None or _conversion(unit, field.unit) is not None)
             and field.takes(kind)
         ]
-        scored = sorted(((field.score(cues), field) for field in fields), key=lambda s: -s[0])
-        if not scored or scored[0][0] == 0:
-            return None
-        if len(scored) > 1 and scored[1][0] == scored[0][0]:
-            return None
-        return scored[0][1]
+        scores = [field.score(cues) for field in fields]
+        best = max(scores, default=0)
+        return fields[scores.index(best)] if best and scores.count(best) == 1 else None
 
 
 def _names_charge(said: Sequence[str], name_words: frozenset[str]) -> bool:
