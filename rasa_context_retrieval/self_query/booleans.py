@@ -28,7 +28,7 @@ from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.engine import ValuePhrase, said_value
-from rasa_context_retrieval.self_query.items import item_after
+from rasa_context_retrieval.self_query.items import noun_after
 from rasa_context_retrieval.self_query.negation import negated_before
 from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATORS, STEMMER
 
@@ -39,7 +39,6 @@ LOOKBEHIND_CHARS = 32
 # Extra letters a stemmed word may take back: "ship" -> "ships", "remote" -> "remotely".
 INFLECTION_CHARS = 4
 AUXILIARIES = frozenset(_LISTS.AUXILIARIES)
-NAME_LEADS = frozenset(_LISTS.NAME_LEADS)
 ARTICLES = frozenset(_LISTS.ARTICLES)
 # "Whether pets are allowed" said as "hotels that allow pets": the content words of the
 # description's clause (two or three), in any order and inflection, within a few words of one
@@ -51,14 +50,8 @@ SETTING_ADVERBS = frozenset(_LISTS.SETTING_ADVERBS)
 DESCRIPTION_STOPWORDS = (
     CUE_STOPWORDS | AUXILIARIES | SETTING_ADVERBS | {"whether", "if", "when", "true"}
 )
-NEGATION_WORDS = frozenset(_LISTS.NEGATION_WORDS)
 NEGATOR = english.pattern("booleans", "NEGATOR", NEGATORS=NEGATORS)
-NOUN_SUFFIXES: str = _LISTS.NOUN_SUFFIXES
 MIN_ROOT_CHARS = 3
-GOOD = tuple(_LISTS.GOOD)
-OFFERED = frozenset(_LISTS.OFFERED)
-AROUND = tuple(_LISTS.AROUND)
-RESTRICTING = frozenset(_LISTS.RESTRICTING)
 REQUIRED = frozenset(_LISTS.REQUIRED)
 
 
@@ -86,7 +79,7 @@ class BooleanPhrases:
         starts = {stem[:HINT_CHARS] for field in self._fields for stem in field.described}
         hint = "|".join(sorted(map(re.escape, starts)))
         self._described_hint = re.compile(rf"(?<!\w)(?:{hint})", re.I) if starts else None
-        self._item_after = item_after(item_nouns)
+        self._noun_after = noun_after(item_nouns)
         self._described_any = any(len(field.described_all) > 1 for field in self._fields)
 
     def without_described_values(self, text: str, found: list[Constraint]) -> list[Constraint]:
@@ -117,15 +110,13 @@ class BooleanPhrases:
         words: list[tuple[str, int, int]] | None = None
         for field in self._fields:
             constraint = self._said(text, field, taken + found)
-            if constraint is None and field.described and self._hinted(text):
+            hint = self._described_hint
+            if constraint is None and field.described and hint and hint.search(text):
                 words = _stemmed_words(text) if words is None else words
                 constraint = self._described(text, field, words, taken + found)
             if constraint is not None:
                 found.append(constraint)
         return found
-
-    def _hinted(self, text: str) -> bool:
-        return self._described_hint is not None and bool(self._described_hint.search(text))
 
     @staticmethod
     def _described(
@@ -164,7 +155,7 @@ class BooleanPhrases:
         word) says what the documents are ("remote jobs", "that are vegetarian")."""
         if _PHRASES.OWNED_BEFORE.search(before):
             return False  # "my remote job is boring": the user's own, not a wish
-        if self._item_after.match(text, end):
+        if self._noun_after.match(text, end):
             return True
         if _PHRASES.PREDICATE_BEFORE.search(before):
             said = text[:end].rsplit(None, 1)[-1].lower()
@@ -185,7 +176,7 @@ def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
         stem = STEMMER.stemWord(name_words[0])
         if len(stem) >= MIN_ROOT_CHARS:
             # "stabilized": "with stabilization"; "heated": "with heating"
-            words.append(rf"{re.escape(stem)}(?:{NOUN_SUFFIXES})")
+            words.append(rf"{re.escape(stem)}(?:{_LISTS.NOUN_SUFFIXES})")
     denied = None
     if len(name_words) > 1 and name_words[0] == "in":
         rest = r"[\s-]+".join(map(re.escape, name_words[1:]))
@@ -206,12 +197,7 @@ def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
         )
         if pattern is not None
     ]
-    return _BooleanField(
-        field.name,
-        tuple(rows),
-        _described_stems(field, item_stems),
-        _content_stems(field, item_stems),
-    )
+    return _BooleanField(field.name, tuple(rows), *_described_stems(field, item_stems))
 
 
 def _said_of_the_user(match: re.Match[str], before: str) -> bool:
@@ -219,20 +205,20 @@ def _said_of_the_user(match: re.Match[str], before: str) -> bool:
     return bool(_PHRASES.USER_SUBJECT_BEFORE.search(before))
 
 
-def _described_stems(field: MetadataField, item_stems: frozenset[str]) -> frozenset[str]:
-    """The content words of the description's clause, without the documents' own noun
-    ("Whether a certificate is awarded" -> certif, award; "Whether the job can ..." -> no job)."""
-    words = _PHRASES.WORD.findall(_PHRASES.CLAUSE_END.split(field.description.strip())[0].lower())
-    if NEGATION_WORDS.intersection(words):
-        return frozenset()
-    stems = _content_stems(field, item_stems)
-    return stems if MIN_DESCRIBED_WORDS <= len(stems) <= MAX_DESCRIBED_WORDS else frozenset()
-
-
-def _content_stems(field: MetadataField, item_stems: frozenset[str]) -> frozenset[str]:
+def _described_stems(
+    field: MetadataField, item_stems: frozenset[str]
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The stems of the content words of the description's clause, without the documents' own
+    noun ("Whether a certificate is awarded" -> certif, award; "Whether the job can ..." -> no
+    job): those said in any order to mean the field (two or three, from a clause that does not
+    negate), and all of them."""
     words = _PHRASES.WORD.findall(_PHRASES.CLAUSE_END.split(field.description.strip())[0].lower())
     content = [word for word in words if word not in DESCRIPTION_STOPWORDS]
-    return frozenset(STEMMER.stemWords(content)) - item_stems
+    stems = frozenset(STEMMER.stemWords(content)) - item_stems
+    negates = any(word in _LISTS.NEGATION_WORDS for word in words)
+    if negates or not MIN_DESCRIBED_WORDS <= len(stems) <= MAX_DESCRIBED_WORDS:
+        return frozenset(), stems
+    return stems, stems
 
 
 def _stemmed_words(text: str) -> list[tuple[str, int, int]]:
@@ -251,17 +237,17 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
     in "only" ("self-hosted" for ``self_hosted_only``), "<thing>-friendly"
     and "fine around <thing>" for "good with <thing>"."""
     name_words = _PHRASES.WORD.findall(field.name.lower())
-    while len(name_words) > 1 and name_words[0] in NAME_LEADS:
+    while len(name_words) > 1 and name_words[0] in _LISTS.NAME_LEADS:
         name_words = name_words[1:]
     word_lists = [name_words]
-    if len(name_words) > 2 and name_words[-1] in RESTRICTING:
+    if len(name_words) > 2 and name_words[-1] in _LISTS.RESTRICTING:
         # "self_hosted_only": "self-hosted servers" says it; one word ("members") is too plain
         word_lists.append(name_words[:-1])
     if len(name_words) == 1:
         root = _PHRASES.ABLE_SUFFIX.sub("", name_words[0])
         if root != name_words[0] and len(root) >= MIN_ROOT_CHARS:
             word_lists.append([root])
-    if len(name_words) == 2 and name_words[1] in OFFERED:
+    if len(name_words) == 2 and name_words[1] in _LISTS.OFFERED:
         word_lists.append(name_words[:1])  # "breakfast_included": "hotels with breakfast"
         # "pets_allowed": "that allow pets"; "breakfast_included": "includes breakfast"
         word_lists.append(name_words[::-1])
@@ -296,7 +282,9 @@ def _welcomed(said: str) -> list[list[str]]:
     forms = things | {inflection.singularize(thing) for thing in things}
     forms |= {inflection.pluralize(thing) for thing in forms}
     lists = [[form, "friendly"] for form in sorted(forms)]
-    lists += [[good, way, form] for form in sorted(forms) for good in GOOD for way in AROUND]
+    lists += [
+        [good, way, form] for form in sorted(forms) for good in _LISTS.GOOD for way in _LISTS.AROUND
+    ]
     return lists
 
 

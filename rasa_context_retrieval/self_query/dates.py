@@ -252,23 +252,19 @@ class DatePhrases:
     ) -> None:
         """``year_field``: the schema also has an integer field of calendar years, which a year
         said alone belongs to unless a date field is named."""
-        self._date_fields = [field.name for field in fields if field.type == "date"]
+        dated = [field for field in fields if field.type == "date"]
+        self._date_fields = [field.name for field in dated]
         self._year_field = year_field
-        self._ahead = frozenset(
-            field.name for field in fields if field.type == "date" and looks_ahead(field)
-        )
+        self._ahead = frozenset(field.name for field in dated if looks_ahead(field))
         self._today = today
         # The verb a date field's description uses ("When the ticket was opened") names it too.
         self._verbs = {
             field.name: frozenset(
                 word.lower() for word in _PHRASES.PARTICIPLE.findall(field.description)
             )
-            for field in fields
-            if field.type == "date"
+            for field in dated
         }
-        self._described = _own_description_words(
-            [field for field in fields if field.type == "date"], item_nouns
-        )
+        self._described = _own_description_words(dated, item_nouns)
         participles = set().union(*self._verbs.values())
         self._scope = time_scope(self._date_fields, {*item_nouns, *participles})
 
@@ -308,33 +304,27 @@ class DatePhrases:
             return self._date_fields[0]
         lowered = text.lower()
         said = set(_PHRASES.WORD.findall(lowered))
-        # The name said whole ("released") or the description's verb names a field first; then
-        # two words only one description has ("security updates" for "Last day the release
-        # receives security updates"), over a noun that only shares a name's first letters
-        # ("releases" for ``released``).
-        exact = [
-            name
-            for name in self._date_fields
-            if set(name.lower().split("_")) <= said or self._verbs[name] & said
-        ]
-        if len(exact) == 1:
-            return exact[0]
-        described = [
-            name
-            for name in self._date_fields
-            if len(self._described[name] & said) >= MIN_DESCRIBED_WORDS
-        ]
-        if len(described) == 1:
-            return described[0]
-        # Named by its name's first letters or by its description's verb ("added" for "Day the
-        # stall was added"); a date said in a message naming none or two of them gives no filter.
-        named = [
-            name
-            for name in self._date_fields
-            if any(word[:NAME_PREFIX_CHARS] in lowered for word in name.lower().split("_"))
-            or self._verbs[name] & said
-        ]
-        return named[0] if len(named) == 1 else None
+        # The first of these that names one field decides; a date said in a message naming none
+        # or two of them gives no filter.
+        tiers: tuple[Callable[[str], object], ...] = (
+            # The name said whole ("released") or the description's verb.
+            lambda name: set(name.lower().split("_")) <= said or self._verbs[name] & said,
+            # Two words only one description has ("security updates" for "Last day the release
+            # receives security updates"), over a noun that only shares a name's first letters
+            # ("releases" for ``released``).
+            lambda name: len(self._described[name] & said) >= MIN_DESCRIBED_WORDS,
+            # The name's first letters, or the description's verb ("added" for "Day the stall
+            # was added").
+            lambda name: (
+                any(word[:NAME_PREFIX_CHARS] in lowered for word in name.lower().split("_"))
+                or self._verbs[name] & said
+            ),
+        )
+        for names_it in tiers:
+            named = [name for name in self._date_fields if names_it(name)]
+            if len(named) == 1:
+                return named[0]
+        return None
 
     def _conditions(self, text: str, today: dt.date, ahead: bool) -> list[Said]:
         """Every date phrase of ``text`` read on ``today``; ``ahead``: a month or day without a
@@ -354,8 +344,10 @@ class DatePhrases:
         def single(match: re.Match[str]) -> list[Bound] | None:
             said_word = " ".join((match.groupdict().get("word") or "").lower().split())
             which = WHICH_ONE.get(" ".join((match["which"] or "").lower().split()))
-            if not said_word and not which and not _is_day(match["a"]):
-                return None  # a bare year or month ("2019", "March") needs a word that says how
+            if not said_word and not which:
+                day = WrittenDate.read(match["a"])
+                if day is None or day.day is None:
+                    return None  # a bare year or month ("2019", "March") needs a word that says how
             if which is not None:
                 ahead_here = which == COMING
             else:
@@ -368,10 +360,8 @@ class DatePhrases:
 
         def end_of(match: re.Match[str]) -> list[Bound]:
             unit = match["unit"].lower()
-            start = _unit_start(today, unit)
-            if match["next"]:
-                start = _unit_start(start + relativedelta(**{unit + "s": 1}), unit)
-            return [(Comparator.LTE, _unit_end(start, unit))]
+            day = today + relativedelta(**{unit + "s": 1}) if match["next"] else today
+            return [(Comparator.LTE, _unit_period(day, unit)[1])]
 
         def named_day(match: re.Match[str]) -> list[Bound]:
             day = today + dt.timedelta(days=_LISTS.NAMED_DAYS[match["day"].lower()])
@@ -437,11 +427,6 @@ def _only_a_year(text: str) -> bool:
     )
 
 
-def _is_day(text: str) -> bool:
-    written = WrittenDate.read(text)
-    return written is not None and written.day is not None
-
-
 def _period(text: str, today: dt.date, ahead: bool) -> Period | None:
     """The days a written date covers (``WrittenDate.period``), if it is a date at all."""
     written = WrittenDate.read(text)
@@ -480,9 +465,9 @@ def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
     word = date_word(match["word"])
     one = relativedelta(**{unit + "s": 1})
     if which in ("this", "current"):
-        start = _unit_start(today, unit)
         if word == WITHIN:  # the whole period, as "in 2025" or "in June" is
-            return period_bounds(word, start, _unit_end(today, unit))
+            return period_bounds(word, *_unit_period(today, unit))
+        start = _unit_start(today, unit)
         return (
             [(Comparator.GTE, start)] if word == FROM_START else period_bounds(word, start, today)
         )
@@ -492,12 +477,10 @@ def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
                 return [(Comparator.GTE, today), (Comparator.LTE, today + amount * one)]
             except (ValueError, OverflowError):
                 return []
-        start = _unit_start(today + one, unit)
-        return period_bounds(word, start, _unit_end(start, unit))
+        return period_bounds(word, *_unit_period(today + one, unit))
     if not count and match["the"] is None and which in ("last", "previous"):
         # "last year" is the previous calendar year; "the last year" the past twelve months.
-        start = _unit_start(today - one, unit)
-        return period_bounds(word, start, _unit_end(start, unit))
+        return period_bounds(word, *_unit_period(today - one, unit))
     try:
         return [(Comparator.GTE, today - relativedelta(**{unit + "s": amount}))]
     except (ValueError, OverflowError):  # "the last 999 years" before year 1
@@ -514,7 +497,7 @@ def _unit_start(day: dt.date, unit: str) -> dt.date:
     return day
 
 
-def _unit_end(day: dt.date, unit: str) -> dt.date:
-    """The last day of the week, month or year that ``day`` falls in."""
+def _unit_period(day: dt.date, unit: str) -> Period:
+    """The first and the last day of the week, month or year that ``day`` falls in."""
     start = _unit_start(day, unit)
-    return _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)
+    return start, _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)

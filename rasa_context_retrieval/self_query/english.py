@@ -8,23 +8,16 @@ an extractor. Every pattern is compiled here, and only here.
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Mapping
-from functools import cache
+from collections.abc import Callable, Mapping
+from functools import cache, reduce
 from importlib.resources import files
 from typing import Any, Generic, TypeVar
 
 import yaml
 
 Entry = TypeVar("Entry")
-
-# Flags a pattern may name in the tables.
-FLAGS = {
-    "IGNORECASE": re.IGNORECASE,
-    "VERBOSE": re.VERBOSE,
-    "MULTILINE": re.MULTILINE,
-    "DOTALL": re.DOTALL,
-}
 
 
 @cache
@@ -60,18 +53,9 @@ def section(module: str) -> tuple[Table[Any], Table[re.Pattern[str]]]:
 
 
 def patterns(module: str) -> Table[re.Pattern[str]]:
-    """The phrase patterns of one extractor module, compiled: a plain string, or ``re`` with
-    ``flags`` (names of ``re`` flags)."""
-    compiled = {}
-    for name, said in _tables()[module].get("patterns", {}).items():
-        if isinstance(said, str):
-            compiled[name] = re.compile(said)
-        else:
-            flags = 0
-            for flag in said.get("flags", []):
-                flags |= FLAGS[flag]
-            compiled[name] = re.compile(said["re"], flags)
-    return Table(module, compiled)
+    """The phrase patterns of one extractor module, compiled."""
+    entries = _tables()[module].get("patterns", {})
+    return Table(module, {name: _compiled(said) for name, said in entries.items()})
 
 
 FRAGMENT = re.compile(r"\$\{(\w+)\}")
@@ -81,10 +65,17 @@ def pattern(module: str, name: str, **fragments: object) -> re.Pattern[str]:
     """One phrase pattern of a module built from fragments the module gives: ``${NEGATORS}`` in
     the table is the ``NEGATORS`` fragment, so a word list said once (in the tables or derived
     from them) is reused by every pattern that needs it."""
-    said = _tables()[module]["templates"][name]
-    source = said if isinstance(said, str) else said["re"]
-    filled = FRAGMENT.sub(lambda match: str(fragments[match[1]]), source)
-    flags = 0
-    for flag in [] if isinstance(said, str) else said.get("flags", []):
-        flags |= FLAGS[flag]
-    return re.compile(filled, flags)
+    return _compiled(
+        _tables()[module]["templates"][name],
+        lambda source: FRAGMENT.sub(lambda match: str(fragments[match[1]]), source),
+    )
+
+
+def _compiled(
+    said: str | dict[str, Any], fill: Callable[[str], str] = lambda source: source
+) -> re.Pattern[str]:
+    """A table's pattern: a plain string, or ``re`` with ``flags`` (names of ``re`` flags)."""
+    if isinstance(said, str):
+        return re.compile(fill(said))
+    flags = [re.RegexFlag[flag] for flag in said.get("flags", [])]
+    return re.compile(fill(said["re"]), reduce(operator.or_, flags, re.NOFLAG))

@@ -35,16 +35,13 @@ from rasa_context_retrieval.self_query.engine import Describes, ValuePhrase, sai
 
 _LISTS, _PHRASES = english.section("glosses")
 
-ARTICLES = frozenset(_LISTS.ARTICLES)
-LEADING_WORDS = frozenset(_LISTS.LEADING_WORDS)
 MAX_GLOSS_WORDS = 3
 MIN_WORD_CHARS = 3
-GLOSSED_TYPES = frozenset(_LISTS.GLOSSED_TYPES)
 
 
 def glosses_of(field: MetadataField, item_nouns: Collection[str]) -> list[ValuePhrase]:
     """The glosses the description of an integer or boolean field declares."""
-    if field.type not in GLOSSED_TYPES:
+    if field.type not in _LISTS.GLOSSED_TYPES:
         return []
     said: list[tuple[bool | int, str]] = []
     if field.type == "integer":
@@ -71,8 +68,8 @@ def _gloss_words(phrase: str, item_nouns: Collection[str]) -> tuple[list[str], b
     had = _PHRASES.HAD_BY_SUBJECT.match(lowered)
     lowered = had["had"] if had else lowered
     words = [state["state"]] if state else re.findall(r"[a-z]+(?:['-][a-z]+)*", lowered)
-    noun = bool(words) and words[0] in ARTICLES
-    while words and words[0] in LEADING_WORDS:
+    noun = bool(words) and words[0] in _LISTS.ARTICLES
+    while words and words[0] in _LISTS.LEADING_WORDS:
         words = words[1:]
     while len(words) > 1 and words[-1] in item_nouns:
         words, noun = words[:-1], False  # "a direct flight": "direct", an adjective

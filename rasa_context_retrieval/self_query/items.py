@@ -54,8 +54,8 @@ def plural(noun: str) -> str:
     return noun + "es" if form == noun and noun.endswith("s") else form
 
 
-def item_after(nouns: Collection[str]) -> re.Pattern[str]:
-    """Matches, at a position, a noun for the documents coming next: "[python] articles",
-    "[remote] jobs", "[4-star] hotels"."""
+def noun_after(nouns: Collection[str]) -> re.Pattern[str]:
+    """Matches, at a position, one of ``nouns`` coming next: a noun for the documents
+    ("[python] articles", "[remote] jobs", "[4-star] hotels"), a field's name ("[gold] tier")."""
     items = alternation(nouns) or r"(?!x)x"
     return re.compile(rf"\s*(?:-\s*)?(?:{items})(?!\w)", re.IGNORECASE)

@@ -42,7 +42,6 @@ OWNED_BEFORE = _PHRASES.OWNED_BEFORE
 LOOKBEHIND_CHARS = 16
 REQUEST_CHARS = 24
 REQUEST_VERB = any_word(REQUEST_VERBS)
-RESULT_NOUNS = frozenset(_LISTS.RESULT_NOUNS)
 
 
 class LimitPhrases:
@@ -96,11 +95,11 @@ class LimitPhrases:
         if word in UNIT_WORDS:
             return False  # "the first 10 km": a quantity, not a number of results
         plural = inflection.singularize(word) != word
-        return not plural or word in RESULT_NOUNS or self._is_document_word(word)
+        return not plural or word in _LISTS.RESULT_NOUNS or self._is_document_word(word)
 
     def _counts_documents(self, match: re.Match[str]) -> bool:
         words = match["words"].lower().split()
-        if words[0] in RESULT_NOUNS:
+        if words[0] in _LISTS.RESULT_NOUNS:
             return True  # "two suggestions please", "3 options for Lisbon"
         if not self._is_document_word(words[0]) and inflection.singularize(words[0]) != words[0]:
             return False  # "4 people looking for bikes": it counts people

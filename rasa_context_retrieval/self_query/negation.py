@@ -74,7 +74,6 @@ MAX_WORDS_BETWEEN = 3
 # working on Android", "the app won't open on iOS"), the value is still what the user asks about.
 FUNCTIONING_VERB = any_word(FUNCTIONING_VERBS)
 JOINING_WORD = any_word(JOINING_WORDS)
-RELATIVE_WORDS = frozenset(_LISTS.RELATIVE_WORDS)
 
 
 def bind_negations(text: str, found: Sequence[Constraint]) -> list[Constraint]:
@@ -136,7 +135,7 @@ def _scope(text: str, index: int, ordered: Sequence[Constraint], scopes: dict[in
         return scopes[index - 1]
     clause_start, relative = 0, False
     for end in CLAUSE_END.finditer(text, 0, constraint.start):
-        clause_start, relative = end.end(), end[0].lower() in RELATIVE_WORDS
+        clause_start, relative = end.end(), end[0].lower() in _LISTS.RELATIVE_WORDS
     negator = _last_negator(text, clause_start, constraint.start, ordered)
     if negator is None:
         return Scope.NONE

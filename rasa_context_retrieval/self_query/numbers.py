@@ -60,13 +60,11 @@ from rasa_context_retrieval.self_query.ranges import (
 
 _LISTS, _PHRASES = english.section("numbers")
 
-NUMERIC_TYPES = tuple(_LISTS.NUMERIC_TYPES)
 NAME_CUE_WEIGHT = 2
 DESCRIPTION_CUE_WEIGHT = 1
 CONTEXT_CHARS = 40
 CONTEXT_WORDS = 3
 
-PLAIN_AMOUNT_COMPARATORS = frozenset(_LISTS.PLAIN_AMOUNT_COMPARATORS)
 MIN_PLAIN_AMOUNT = 5
 
 _SYMBOLS = re.escape(CURRENCY_SYMBOLS)
@@ -80,7 +78,6 @@ _NUMBER = (
     + rf"|(?:half\s+)?an?(?=\s+(?:{_UNITS})(?!\w))"
 )
 OWNED_CHARS = 16
-NOUN_AFTER_MODIFIER: str = _LISTS.NOUN_AFTER_MODIFIER
 OWNED_OR_FOR_BEFORE = re.compile(rf"{OWNED_BEFORE.pattern}|\bfor\s+$", re.IGNORECASE)
 
 
@@ -127,14 +124,11 @@ _PARTY = {"_COUNT": COUNT_WORDS, "_PEOPLE": "|".join(PEOPLE_WORDS)}
 FOR_PARTY = english.pattern("numbers", "FOR_PARTY", **_PARTY)
 HOLDING_VERB = english.pattern("numbers", "HOLDING_VERB", **_PARTY)
 AGED_PERSON = english.pattern("numbers", "AGED_PERSON", **_PARTY)
-MAXIMUM_WORDS = frozenset(_LISTS.MAXIMUM_WORDS)
-MINIMUM_WORDS = frozenset(_LISTS.MINIMUM_WORDS)
 _PERIOD = alternation(PERIOD_WORDS)
 RATE_AFTER = english.pattern("numbers", "RATE_AFTER", _PERIOD=_PERIOD)
 UNIT_AFTER = english.pattern("numbers", "UNIT_AFTER", _UNITS=_UNITS)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
 DECLARED_UNIT = english.pattern("numbers", "DECLARED_UNIT", _UNITS=_UNITS)
-PERCENT_FIELD_WORDS = frozenset(_LISTS.PERCENT_FIELD_WORDS)
 _MEASURES = alternation(
     {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS}
 )
@@ -216,8 +210,8 @@ class NumericField:
         if unit is not None:
             cues[_LISTS.DURATION_CUE] = NAME_CUE_WEIGHT
         singular = frozenset(map(inflection.singularize, _PHRASES.WORD.findall(field.name.lower())))
-        maximum = bool(MAXIMUM_WORDS.intersection(said))
-        minimum = bool(MINIMUM_WORDS.intersection(said)) and not maximum
+        maximum = any(word in _LISTS.MAXIMUM_WORDS for word in said)
+        minimum = any(word in _LISTS.MINIMUM_WORDS for word in said) and not maximum
         kinds = _kinds(said, field.description, monetary=monetary)
         cues.update(dict.fromkeys(map(_kind_cue, kinds), NAME_CUE_WEIGHT))
         return cls(
@@ -241,9 +235,6 @@ class NumericField:
 
     def score(self, cues: set[str]) -> int:
         return sum(self.cues.get(cue, 0) for cue in cues)
-
-    def knows(self, cue: str) -> bool:
-        return cue in self.cues
 
 
 @dataclass(frozen=True)
@@ -294,7 +285,7 @@ def _prefixed(match: re.Match[str]) -> _Said:
         named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
         return _Said(bounds, *_span(match), False, counted=named, named=True)
     cue = _LISTS.COMPARATOR_CUES.get(phrase)
-    plain = phrase in PLAIN_AMOUNT_COMPARATORS
+    plain = phrase in _LISTS.PLAIN_AMOUNT_COMPARATORS
     return _Said(bounds, *_span(match), _has_currency(match, "n"), cue, plain)
 
 
@@ -340,9 +331,11 @@ class NumberPhrases:
     """Finds numeric comparisons and maps each to the one integer/float field it is about."""
 
     def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
-        numeric = [field for field in fields if field.type in NUMERIC_TYPES]
+        numeric = [field for field in fields if field.type in _LISTS.NUMERIC_TYPES]
         shared = _shared_words(numeric, item_nouns)
         self._fields = [NumericField.from_field(field, shared) for field in numeric]
+        # Every word that points to a field, or to none: the words a comparison may be said with.
+        self._known = STOP_KEYS.union(*(field.cues for field in self._fields))
         monetary = [field for field in self._fields if field.monetary]
         self._only_monetary = monetary[0] if len(monetary) == 1 else None
         items = alternation(item_nouns) or r"(?!x)x"
@@ -352,10 +345,11 @@ class NumberPhrases:
         self._table: list[Row[_Said | None]] = [*TABLE, Row(self._compound, _compound)]
         if self._count_of_field is not None:
             self._table.append(Row(self._count_of_field, _count_not_owned))
+        # A money field's name words without a currency ("exit_fee_gbp" -> exit, fee).
         self._charges = {
             field.name: (field.integer, words)
-            for field, source in zip(self._fields, numeric, strict=True)
-            if field.monetary and (words := _charge_words(source))
+            for field in self._fields
+            if field.monetary and (words := field.name_words - set(CURRENCY_WORDS))
         }
         # Every word a charge may be named by, in the singular and the plural, to its singular.
         named_by = {word for _, words in self._charges.values() for word in words} | MONEY_NOUNS
@@ -405,8 +399,7 @@ class NumberPhrases:
                     continue
                 end = match.start("words") + len(" ".join(match["words"].split()[:size]))
                 if len(named) == 1 and not overlaps_any(match.start(), end, taken):
-                    integer = self._charges[named[0]][0]
-                    zero = 0 if integer else 0.0
+                    zero = 0 if self._charges[named[0]][0] else 0.0
                     found.append(
                         Constraint(named[0], Comparator.EQ, zero, match.start(), end, negated=True)
                     )
@@ -432,10 +425,9 @@ class NumberPhrases:
         if field is None or (said.party and not (field.maximum or field.minimum)):
             return None
         values = [_parse_number(number) for _, number in said.bounds]
-        half = _PHRASES.HALF_AFTER.match(text, end) if unit is not None else None
-        if half:
-            values, end = [value + 0.5 for value in values], half.end()
         if unit is not None:
+            if half := _PHRASES.HALF_AFTER.match(text, end):
+                values, end = [value + 0.5 for value in values], half.end()
             # "more than an hour" on a field in minutes is 60; "3 months" on a price, nothing.
             factor = _conversion(unit, field.unit)
             if factor is None:
@@ -447,7 +439,7 @@ class NumberPhrases:
             return None
         comparators = [comparator for comparator, _ in said.bounds]
         if said.party and field.minimum:
-            if said.counted != _LISTS.AGE_CUE and field.knows(_LISTS.AGE_CUE):
+            if said.counted != _LISTS.AGE_CUE and _LISTS.AGE_CUE in field.cues:
                 return None  # "for 12 climbers" counts people, not the youngest climber's age
             comparators = [Comparator.LTE]  # "for 8 year olds": a youngest age of 8 or less
         negated = bool(
@@ -481,7 +473,7 @@ class NumberPhrases:
         if said.counted is not None:
             # A party of people is counted in any word for people ("120 people" for guests).
             counted = PEOPLE_KEYS if said.party and said.counted in PEOPLE_KEYS else {said.counted}
-            if not any(self._is_cue_or_stopword(word) for word in counted):
+            if self._known.isdisjoint(counted):
                 return None, end, None
             cues |= counted
         unit = said.unit
@@ -500,7 +492,7 @@ class NumberPhrases:
         if (
             next_word
             and not (rate or said_unit or kind or said.party)
-            and not self._is_cue_or_stopword(cue_key(next_word[0]))
+            and cue_key(next_word[0]) not in self._known
         ):
             return None, end, unit  # "more than 3 files": it counts something we do not index.
         after = _clause_words(text[end : end + CONTEXT_CHARS], first=True)
@@ -514,7 +506,11 @@ class NumberPhrases:
             and kind is None
             and _parse_number(said.bounds[0][1]) >= MIN_PLAIN_AMOUNT
             and not any(field.score(cues) for field in self._fields)
-            and any(_same_clause(text, value.end, said.start) for value in values)
+            and any(
+                value.end <= said.start
+                and not _PHRASES.CLAUSE_BREAK.search(text, value.end, said.start)
+                for value in values
+            )
         ):
             return self._only_monetary, end, None
         return self._best_field(cues, unit, kind), end, unit
@@ -537,22 +533,9 @@ class NumberPhrases:
             if (unit is None or field.unit is None or _conversion(unit, field.unit) is not None)
             and field.takes(kind)
         ]
-        scored = sorted(((field.score(cues), field) for field in fields), key=lambda s: -s[0])
-        if not scored or scored[0][0] == 0:
-            return None
-        if len(scored) > 1 and scored[1][0] == scored[0][0]:
-            return None
-        return scored[0][1]
-
-    def _is_cue_or_stopword(self, word: str) -> bool:
-        return word in STOP_KEYS or any(field.knows(word) for field in self._fields)
-
-
-def _charge_words(field: MetadataField) -> frozenset[str]:
-    """The words of a money field's name in the singular, without a currency ("exit_fee_gbp"
-    -> exit, fee)."""
-    words = {inflection.singularize(word) for word in _PHRASES.WORD.findall(field.name.lower())}
-    return frozenset(words - set(CURRENCY_WORDS))
+        scores = [field.score(cues) for field in fields]
+        best = max(scores, default=0)
+        return fields[scores.index(best)] if best and scores.count(best) == 1 else None
 
 
 def _names_charge(said: Sequence[str], name_words: frozenset[str]) -> bool:
@@ -574,7 +557,9 @@ def _kinds(words: Sequence[str], description: str, *, monetary: bool) -> frozens
         kinds.add(_LISTS.MONEY)
     # "rate" is a percentage unless the field says it is kept in another unit ("Unit rate in
     # pence per kWh"); a "%" in the description always says so.
-    if (PERCENT_FIELD_WORDS.intersection(words) and not kinds) or "%" in description:
+    if (
+        any(word in _LISTS.PERCENT_FIELD_WORDS for word in words) and not kinds
+    ) or "%" in description:
         kinds.add(_LISTS.PERCENT)
     return frozenset(kinds)
 
@@ -603,10 +588,6 @@ def _last_number_end(text: str, said: _Said) -> int:
     number = said.bounds[-1][1]
     found = text.rfind(number, said.start, said.end)
     return said.end if found < 0 else found + len(number)
-
-
-def _same_clause(text: str, start: int, end: int) -> bool:
-    return start <= end and not _PHRASES.CLAUSE_BREAK.search(text, start, end)
 
 
 def _shared_words(fields: Sequence[MetadataField], item_nouns: Collection[str]) -> frozenset[str]:
@@ -723,6 +704,6 @@ def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
         rf"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d{{1,3}}|{COUNT_WORDS})"
         rf"(?:\s+(?P<noun>{'|'.join(map(re.escape, plurals))})"
         rf"|-(?P<noun2>{alternatives})"
-        rf"|\s+(?P<noun3>{alternatives})(?=\s+{NOUN_AFTER_MODIFIER}))(?![\w-])",
+        rf"|\s+(?P<noun3>{alternatives})(?=\s+{_LISTS.NOUN_AFTER_MODIFIER}))(?![\w-])",
         re.IGNORECASE,
     )

@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from itertools import pairwise
 
 import inflection
 from langchain_core.structured_query import Comparator
@@ -48,7 +49,7 @@ from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.common_words import is_common_word
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.engine import Row, scan
-from rasa_context_retrieval.self_query.items import item_after
+from rasa_context_retrieval.self_query.items import noun_after
 from rasa_context_retrieval.self_query.phrases import (
     CONCEPT_QUESTION_BEFORE,
     COORDINATION,
@@ -117,15 +118,6 @@ class _Candidate:
     each: bool = False
     elsewhere: bool = False
     """It names something other than the documents ("my dog"): no neighbour makes it a filter."""
-
-
-def _initials_lengths(candidate: _Candidate) -> set[int]:
-    """How many letters the initials of each value a candidate may name have."""
-    return {
-        len(sense.value.split())
-        for sense in candidate.senses
-        if sense.strictness is Strictness.INITIALS
-    }
 
 
 def fold_accents(text: str) -> str:
@@ -205,11 +197,6 @@ def _surname(value: str) -> str | None:
         return None
     last = surface_key(words[-1])
     return last if len(last) >= MIN_SURNAME_CHARS and last.isalpha() else None
-
-
-def _written_in_capitals(text: str, candidate: _Candidate) -> bool:
-    written = text[candidate.start : candidate.end].removesuffix("s")
-    return written.isupper() and not text.isupper()
 
 
 def _is_short_form(said: tuple[str, ...], words: tuple[str, ...]) -> bool:
@@ -319,9 +306,7 @@ class ValueVocabulary:
         )
         for field in string_fields:
             anchors = self._anchor_words(field)
-            self._own_field_after[field.name] = re.compile(
-                rf"\s*(?:-\s*)?(?:{alternation(anchors)})(?!\w)", re.IGNORECASE
-            )
+            self._own_field_after[field.name] = noun_after(anchors)
             self._own_field_before[field.name] = re.compile(
                 rf"(?<!\w)(?:{alternation(anchors)})\s*(?:[:=]\s*|is\s+|of\s+)?$",
                 re.IGNORECASE,
@@ -331,21 +316,14 @@ class ValueVocabulary:
             values = field.values or tuple(known_values.get(field.name, ()))
             for value in dict.fromkeys([*values, *aliases]):
                 self._add_value(field, value, field_name_words, aliases.get(value, ()))
-        self._short_start = (
-            re.compile(rf"(?<!\w)(?:{alternation(self._multiword)})", re.IGNORECASE)
-            if self._multiword
-            else re.compile(r"(?!x)x")
-        )
+        self._short_start = re.compile(rf"(?<!\w)(?:{alternation(self._multiword)})", re.IGNORECASE)
         for form, owners in self._short_forms.items():
             if form not in self._senses and len(owners) == 1:
                 ((attribute, value), strictness), *_ = owners.items()
                 self._senses[form] = [ValueSense(attribute, value, strictness)]
-        scope_words = SCOPE_NOUNS | string_field_words
-        self._scope_after = re.compile(
-            rf"\s*(?:-\s*)?(?:{alternation(scope_words)})(?!\w)", re.IGNORECASE
-        )
+        self._scope_after = noun_after(SCOPE_NOUNS | string_field_words | set(item_nouns))
         items = alternation(item_nouns) or r"(?!x)x"
-        self._item_after = item_after(item_nouns)
+        self._item_after = noun_after(item_nouns)
         self._item_on_before = re.compile(rf"(?<!\w)(?:{items})\s+(?:on|about)\s+$", re.IGNORECASE)
         self._plurals = frozenset(
             form for form in self._senses if inflection.singularize(form) != form
@@ -466,9 +444,10 @@ class ValueVocabulary:
             if candidate.chosen and not candidate.negated:
                 described = self._negated_as_described[candidate.chosen.attribute]
                 candidate.negated = bool(described and described.search(before))
-        self._accept_compounds(text, candidates)
-        self._accept_stacked(text, candidates)
-        for group in self._coordinated_groups(text, candidates):
+        self._accept_beside(text, candidates)
+        for group in _runs(
+            candidates, lambda a, b: bool(COORDINATION.fullmatch(text, a.end, b.start))
+        ):
             self._share_within(group)
         self._mark_each(text, candidates)
         return [
@@ -636,10 +615,14 @@ class ValueVocabulary:
     def _initials_said(self, text: str, candidate: _Candidate) -> bool:
         """Initials ("ML") in capitals that name what is wanted: "ML talks", "a ML course",
         "talks on ML"; never a capitalised word on its own ("OK, thanks")."""
-        if not _written_in_capitals(text, candidate):
-            return False
         said = text[candidate.start : candidate.end]
-        if said.endswith("S") and len(said) - 1 in _initials_lengths(candidate):
+        if text.isupper() or not said.removesuffix("s").isupper():
+            return False
+        if said.endswith("S") and any(
+            len(sense.value.split()) == len(said) - 1
+            for sense in candidate.senses
+            if sense.strictness is Strictness.INITIALS
+        ):
             return False  # a plural of initials is written "MLs"; "SOS" is a word of its own
         before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
         return bool(
@@ -663,27 +646,15 @@ class ValueVocabulary:
             return True  # "zumba for mixed ability groups": a search-box query for a kind
         return bool(DETERMINERS_BEFORE_TOPIC.search(before) or self._item_on_before.search(before))
 
-    @staticmethod
-    def _accept_compounds(text: str, candidates: list[_Candidate]) -> None:
-        """A topic value right after a chosen value of another field: "a Samsung tablet"."""
-        for previous, candidate in zip(candidates, candidates[1:], strict=False):
-            if candidate.chosen is not None or previous.chosen is None or candidate.elsewhere:
-                continue
-            if text[previous.end : candidate.start].strip():
-                continue
-            candidate.chosen = _sole_sense(candidate, Strictness.TOPIC, previous.chosen.attribute)
-
-    def _accept_stacked(self, text: str, candidates: list[_Candidate]) -> None:
-        """An everyday value right before a chosen value of another field that a noun for the
-        documents follows describes them too: "basic car policies", "cheap summer tents"."""
-        for candidate, following in zip(candidates, candidates[1:], strict=False):
-            if candidate.chosen is not None or candidate.elsewhere or following.chosen is None:
-                continue
-            if text[candidate.end : following.start].strip():
-                continue
-            if not self._scoped_after(text, following.end):
-                continue
-            candidate.chosen = _sole_sense(candidate, Strictness.CUED, following.chosen.attribute)
+    def _accept_beside(self, text: str, candidates: list[_Candidate]) -> None:
+        """A value right beside a chosen value of another field takes its one sense of a kind:
+        a topic value after it ("a Samsung tablet"), an everyday value before it that a noun for
+        the documents follows ("basic car policies", "cheap summer tents")."""
+        for candidate, attribute, _ in _beside_chosen(text, candidates, after=True):
+            candidate.chosen = _sole_sense(candidate, Strictness.TOPIC, attribute)
+        for candidate, attribute, end in _beside_chosen(text, candidates, after=False):
+            if self._scoped_after(text, end):
+                candidate.chosen = _sole_sense(candidate, Strictness.CUED, attribute)
 
     def _has_own_field(
         self,
@@ -709,7 +680,7 @@ class ValueVocabulary:
     def _scoped_after(self, text: str, end: int) -> bool:
         """Whether a noun for the documents or a scope word comes right after ``text[:end]``
         ("free [plan]", "US [customers]", "python [articles]")."""
-        return bool(self._scope_after.match(text, end) or self._item_after.match(text, end))
+        return bool(self._scope_after.match(text, end))
 
     def _is_cued(self, text: str, candidate: _Candidate) -> bool:
         if self._scoped_after(text, candidate.end):
@@ -720,19 +691,6 @@ class ValueVocabulary:
         if written.isupper() and len(written) <= ACRONYM_MAX_CHARS:
             return True
         return not _PHRASES.SENTENCE_END.search(text[: candidate.start].rstrip())
-
-    @staticmethod
-    def _coordinated_groups(text: str, candidates: list[_Candidate]) -> Iterable[list[_Candidate]]:
-        group: list[_Candidate] = []
-        for candidate in candidates:
-            if group and COORDINATION.fullmatch(text, group[-1].end, candidate.start):
-                group.append(candidate)
-                continue
-            if group:
-                yield group
-            group = [candidate]
-        if group:
-            yield group
 
     @staticmethod
     def _share_within(group: list[_Candidate]) -> None:
@@ -759,9 +717,9 @@ class ValueVocabulary:
         dishwasher", "has a pool, a spa and a gym") or said with "both", must each be there: a
         document lists several. Joined by "or", or not said as things had ("on android and
         iOS": where it applies), any of them."""
-        chain: list[_Candidate] = []
-        for previous, candidate in zip(candidates, candidates[1:], strict=False):
-            joined = (
+
+        def joined(previous: _Candidate, candidate: _Candidate) -> bool:
+            return (
                 previous.chosen is not None
                 and candidate.chosen is not None
                 and previous.chosen.attribute == candidate.chosen.attribute
@@ -771,24 +729,16 @@ class ValueVocabulary:
                     or _PHRASES.LIST_COMMA.fullmatch(text, previous.end, candidate.start)
                 )
             )
-            if joined:
-                chain = chain or [previous]
-                chain.append(candidate)
-                continue
-            self._mark_chain(text, chain)
-            chain = []
-        self._mark_chain(text, chain)
 
-    @staticmethod
-    def _mark_chain(text: str, chain: list[_Candidate]) -> None:
-        if len(chain) < 2 or not _PHRASES.EACH_JOINER.fullmatch(
-            text, chain[-2].end, chain[-1].start
-        ):
-            return
-        before = text[max(0, chain[0].start - LOOKBEHIND_CHARS) : chain[0].start]
-        if _PHRASES.HAD_BEFORE.search(before) or _PHRASES.BOTH_BEFORE.search(before):
-            for candidate in chain:
-                candidate.each = True
+        for chain in _runs(candidates, joined):
+            before = text[max(0, chain[0].start - LOOKBEHIND_CHARS) : chain[0].start]
+            if (
+                len(chain) > 1
+                and _PHRASES.EACH_JOINER.fullmatch(text, chain[-2].end, chain[-1].start)
+                and (_PHRASES.HAD_BEFORE.search(before) or _PHRASES.BOTH_BEFORE.search(before))
+            ):
+                for candidate in chain:
+                    candidate.each = True
 
     def _constraint(self, text: str, candidate: _Candidate) -> Constraint:
         assert candidate.chosen is not None
@@ -804,6 +754,36 @@ class ValueVocabulary:
             each=candidate.each and not candidate.negated,
             negated=candidate.negated,
         )
+
+
+def _runs(
+    candidates: list[_Candidate], joined: Callable[[_Candidate, _Candidate], bool]
+) -> Iterator[list[_Candidate]]:
+    """The candidates in runs of neighbours ``joined`` to the one before ("free, plus or
+    premium"); a candidate joined to none is a run of its own."""
+    run: list[_Candidate] = []
+    for candidate in candidates:
+        if run and joined(run[-1], candidate):
+            run.append(candidate)
+            continue
+        if run:
+            yield run
+        run = [candidate]
+    if run:
+        yield run
+
+
+def _beside_chosen(
+    text: str, candidates: list[_Candidate], *, after: bool
+) -> Iterator[tuple[_Candidate, str, int]]:
+    """Each unchosen candidate said right after (or before) a chosen value, with that value's
+    field and where the two end; read as it goes, so a candidate chosen here counts next."""
+    for first, second in pairwise(candidates):
+        candidate, neighbour = (second, first) if after else (first, second)
+        if candidate.chosen is not None or candidate.elsewhere or neighbour.chosen is None:
+            continue
+        if not text[first.end : second.start].strip():
+            yield candidate, neighbour.chosen.attribute, second.end
 
 
 def _sole_sense(
