@@ -1,7 +1,7 @@
 """Getting an up-to-date index: load it when nothing changed, otherwise (re)build and publish it.
 
-Whether the published index is current is its fingerprint (``ingestion.settings``): a restart
-with unchanged documents loads it without embedding anything. Otherwise ingestion makes the
+Whether the published index is current is decided by ``ingestion.currency``: a restart with
+unchanged documents loads it without embedding anything. Otherwise ingestion makes the
 knowledge again (``ingestion.build``), reusing the published index's vectors of unchanged chunks,
 and FAISS indexes it and publishes the folder. Several processes starting at once serialise on
 the folder's build lock, and the later ones find the index built.
@@ -24,6 +24,7 @@ from rasa_context_retrieval.faiss.index import (
     KnowledgeIndex,
 )
 from rasa_context_retrieval.ingestion.build import embed_knowledge
+from rasa_context_retrieval.ingestion.currency import is_current
 from rasa_context_retrieval.ingestion.settings import IndexSettings
 from rasa_context_retrieval.knowledge.embedding import embedder_identity
 
@@ -61,7 +62,7 @@ def _acquired(directory: IndexDirectory) -> Iterator[None]:
 
 
 def _load_if_current(directory: IndexDirectory, fingerprint: str) -> KnowledgeIndex | None:
-    if directory.current_fingerprint() != fingerprint:
+    if not is_current(directory.current_fingerprint(), fingerprint):
         return None
     folder = directory.current()
     assert folder is not None

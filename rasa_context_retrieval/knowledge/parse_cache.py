@@ -10,6 +10,10 @@ The cache is plain JSON (no pickle), written to a temporary name and renamed int
 holds only the files of the last load, so it never grows beyond the knowledge base. A parse whose
 output would not read back from JSON exactly is not kept. A cache that cannot be read or
 written costs a full parse, never a build.
+
+A parse lost to a dying worker process is no outcome and is never kept as one: the entry records
+only how many times in a row the parse of those bytes was lost (``lost_parses``), so that the
+loader can try the file again, and stop trying after repeated losses until its bytes change.
 """
 
 from __future__ import annotations
@@ -64,6 +68,26 @@ class ParseCache:
             return None
         self._used[name] = entry
         return items
+
+    def lost_parses(self, name: str, digest: str) -> int:
+        """How many times in a row the parse of ``name`` with bytes ``digest`` was lost to a dying
+        worker process (0: never, or it parsed since); the count is kept for this load."""
+        entry = self._kept.get(name)
+        if not isinstance(entry, dict) or entry.get("digest") != digest:
+            return 0
+        lost = entry.get("lost")
+        if not isinstance(lost, int) or isinstance(lost, bool) or lost < 1:
+            return 0
+        self._used[name] = entry
+        return lost
+
+    def put_lost(self, name: str, digest: str) -> int:
+        """Record that the parse of ``name`` with bytes ``digest`` was lost once more; the number
+        of times in a row it was lost, this one included."""
+        lost = self.lost_parses(name, digest) + 1
+        self._used[name] = {"digest": digest, "lost": lost}
+        self._changed = True
+        return lost
 
     def put(self, name: str, digest: str, items: ParsedItems) -> None:
         """Keep what ``name`` parsed to, unless JSON would not give it back exactly."""
