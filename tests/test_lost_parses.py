@@ -18,6 +18,7 @@ import pytest
 
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.engine.live_index import LiveIndex
+from rasa_context_retrieval.engine.withdrawal import changed_chunk_ids
 from rasa_context_retrieval.faiss.builder import ensure_index
 from rasa_context_retrieval.faiss.index import IndexDirectory, KnowledgeIndex
 from rasa_context_retrieval.ingestion.knowledge import EmbeddedKnowledge
@@ -138,3 +139,17 @@ def test_a_file_that_kills_its_parser_every_time_is_tried_twice_then_left_until_
     edited = ensure_index(settings, HashingEmbedder(), progress=False)
     assert len(deaths.read_text().splitlines()) > tried_twice, "a changed file is tried again"
     assert reasons(edited, LOST) == [loader.CRASHED_REASON]
+
+
+def test_a_refresh_checking_for_changed_text_uses_up_no_try_of_a_lost_file(tmp_path, monkeypatch):
+    """A refresh first reads the documents to withhold changed text, then rebuilds: on a machine
+    still overloaded during that check, the file must still get its retry in the rebuild."""
+    docs, flag = overloaded_folder(tmp_path, monkeypatch)
+    settings = settings_for(docs)
+    first = ensure_index(settings, HashingEmbedder(), progress=False)
+    assert reasons(first, LOST) == [loader.CRASHED_REASON]
+    for _ in range(2):  # the parser process dies in each check
+        assert changed_chunk_ids(first.knowledge, settings) == frozenset()
+    flag.unlink()
+    rebuilt = ensure_index(settings, HashingEmbedder(), progress=False)
+    assert LOST in sources(rebuilt)

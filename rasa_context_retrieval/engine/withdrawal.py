@@ -72,11 +72,11 @@ def without_changed_chunks(served: EmbeddedKnowledge, settings: IndexSettings) -
 
 def chunks_on_disk(settings: IndexSettings) -> list[Chunk]:
     """The chunks the documents make now (read and split; nothing is embedded)."""
-    return read_documents(settings)[1]
+    return read_documents(settings, building=False)[1]
 
 
 def _identities_on_disk(settings: IndexSettings) -> tuple[set[tuple[str, str]], KnowledgeBase]:
-    knowledge, chunks = read_documents(settings)
+    knowledge, chunks = read_documents(settings, building=False)
     return {_identity(chunk) for chunk in chunks}, knowledge
 
 

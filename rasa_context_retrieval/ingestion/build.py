@@ -28,15 +28,18 @@ class EmptyKnowledgeBaseError(ContextRetrievalError, ValueError):
     """The docs folder yields no chunk at all."""
 
 
-def read_documents(settings: IndexSettings) -> tuple[KnowledgeBase, list[Chunk]]:
+def read_documents(
+    settings: IndexSettings, *, building: bool = True
+) -> tuple[KnowledgeBase, list[Chunk]]:
     """The documents as the loader reads them now, and the chunks they make (nothing embedded).
-    Only files that changed since the last load are parsed (``knowledge.parse_cache``)."""
+    Only files that changed since the last load are parsed (``knowledge.parse_cache``).
+    ``building``: False for a read that only looks, whose lost parses use up no file's tries."""
     knowledge = load_knowledge_base(
         settings.docs,
         settings.access_attributes,
         settings.extra_suffixes,
         settings.faq_columns,
-        cache=settings.parse_cache(),
+        cache=settings.parse_cache(records_losses=building),
     )
     return knowledge, chunk_documents(
         knowledge.documents, settings.chunk_size, settings.chunk_overlap

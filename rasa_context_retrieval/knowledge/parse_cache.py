@@ -40,9 +40,13 @@ class ParseCache:
     """Parsed files by name and digest; ``save`` keeps the files looked up or stored since it
     was opened (the files of this load)."""
 
-    def __init__(self, path: Path, settings: str) -> None:
+    def __init__(self, path: Path, settings: str, *, records_losses: bool = True) -> None:
+        """``records_losses``: False for a load that only looks (a refresh's check for changed
+        text before it rebuilds): a parse it loses is not counted against the file, so that the
+        check and the rebuild right after it are one try, not two."""
         self.path = path
         self.settings = f"{CACHE_FORMAT}:{settings}"
+        self.records_losses = records_losses
         self._kept: dict[str, dict[str, Any]] = {}
         self._used: dict[str, dict[str, Any]] = {}
         self._changed = False
@@ -83,11 +87,14 @@ class ParseCache:
 
     def put_lost(self, name: str, digest: str) -> int:
         """Record that the parse of ``name`` with bytes ``digest`` was lost once more; the number
-        of times in a row it was lost, this one included."""
-        lost = self.lost_parses(name, digest) + 1
-        self._used[name] = {"digest": digest, "lost": lost}
+        of times in a row it was lost, this one included; where losses are not recorded, the
+        times recorded already (at least this one)."""
+        recorded = self.lost_parses(name, digest)
+        if not self.records_losses:
+            return max(recorded, 1)
+        self._used[name] = {"digest": digest, "lost": recorded + 1}
         self._changed = True
-        return lost
+        return recorded + 1
 
     def put(self, name: str, digest: str, items: ParsedItems) -> None:
         """Keep what ``name`` parsed to, unless JSON would not give it back exactly."""
