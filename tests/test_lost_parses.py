@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ import pytest
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.engine.live_index import LiveIndex
 from rasa_context_retrieval.engine.withdrawal import changed_chunk_ids
+from rasa_context_retrieval.faiss import builder
 from rasa_context_retrieval.faiss.builder import ensure_index
 from rasa_context_retrieval.faiss.index import IndexDirectory, KnowledgeIndex
 from rasa_context_retrieval.ingestion.knowledge import EmbeddedKnowledge
@@ -153,3 +156,32 @@ def test_a_refresh_checking_for_changed_text_uses_up_no_try_of_a_lost_file(tmp_p
     flag.unlink()
     rebuilt = ensure_index(settings, HashingEmbedder(), progress=False)
     assert LOST in sources(rebuilt)
+
+
+def test_starts_at_once_parse_a_lost_file_once_not_once_each(tmp_path, monkeypatch):
+    """Several processes starting at once wait for the one that builds; they serve its index
+    even though a file is missing from it, rather than each parse that file again at once."""
+    docs = mixed_folder(tmp_path)
+    deaths = tmp_path / "deaths"
+    (docs / LOST).write_text(f"deaths: {deaths}\n\n{ANSWER}", encoding="utf-8")
+    monkeypatch.setattr(loader, "parse_file", dies_every_time)
+    settings = settings_for(docs)
+    lock = builder._acquired
+    started: list[bool] = []
+    others: list[KnowledgeIndex] = []
+    deaths_of_one_build: list[int] = []
+
+    @contextmanager
+    def another_start_builds_first(directory: IndexDirectory) -> Iterator[None]:
+        if not started:  # the other process takes the lock first and builds
+            started.append(True)
+            others.append(ensure_index(settings, HashingEmbedder(), progress=False))
+            deaths_of_one_build.append(len(deaths.read_text().splitlines()))
+        with lock(directory):
+            yield
+
+    monkeypatch.setattr(builder, "_acquired", another_start_builds_first)
+    served = ensure_index(settings, HashingEmbedder(), progress=False)
+    assert served.fingerprint == others[0].fingerprint
+    assert reasons(served, LOST) == [loader.CRASHED_REASON], "still due its retry"
+    assert len(deaths.read_text().splitlines()) == deaths_of_one_build[0], "not parsed again"

@@ -37,11 +37,13 @@ def ensure_index(
     """The index for the current documents: loaded if published already, built otherwise."""
     directory = IndexDirectory(settings.index_path)
     fingerprint = settings.fingerprint(embeddings)
+    seen = directory.current()
     loaded = _load_if_current(directory, fingerprint)
     if loaded is not None:
         return loaded
     with _acquired(directory):
-        loaded = _load_if_current(directory, fingerprint)  # another process may have built it
+        # another process may have built it while this one waited for the lock
+        loaded = _load_if_current(directory, fingerprint, directory.current() != seen)
         if loaded is not None:
             return loaded
         return _build(settings, embeddings, fingerprint, directory, progress)
@@ -61,8 +63,11 @@ def _acquired(directory: IndexDirectory) -> Iterator[None]:
         lock.release()
 
 
-def _load_if_current(directory: IndexDirectory, fingerprint: str) -> KnowledgeIndex | None:
-    if not is_current(directory.current_fingerprint(), fingerprint):
+def _load_if_current(
+    directory: IndexDirectory, fingerprint: str, built_meanwhile: bool = False
+) -> KnowledgeIndex | None:
+    recorded = directory.current_fingerprint()
+    if not is_current(recorded, fingerprint, built_meanwhile=built_meanwhile):
         return None
     folder = directory.current()
     assert folder is not None

@@ -25,10 +25,20 @@ PROVISIONAL_SUFFIX = "+provisional"
 fingerprint's first characters) stays the same shape."""
 
 
-def is_current(recorded: str | None, fingerprint: str) -> bool:
+def is_current(recorded: str | None, fingerprint: str, *, built_meanwhile: bool = False) -> bool:
     """Whether an index that recorded ``recorded`` (None: there is none) serves the documents and
-    settings whose fingerprint is ``fingerprint`` now, so that nothing needs to be built."""
-    return recorded is not None and recorded == fingerprint
+    settings whose fingerprint is ``fingerprint`` now, so that nothing needs to be built.
+
+    ``built_meanwhile``: another process built that index while this one waited to build it
+    (several start at once). A provisional one then counts as current too: otherwise each would
+    parse the lost files again at once, on the machine that just lost them, using up their
+    tries within seconds; the next refresh retries them instead.
+    """
+    if recorded is None:
+        return False
+    if built_meanwhile:
+        recorded = recorded.removesuffix(PROVISIONAL_SUFFIX)
+    return recorded == fingerprint
 
 
 def provisional(fingerprint: str) -> str:
