@@ -53,6 +53,19 @@ def overloaded_folder(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
     return docs, flag
 
 
+def refreshing_config(docs: Path) -> StoreConfig:
+    """An assistant on ``docs`` (index where ``settings_for`` puts it) that checks for changes
+    every 10 ms."""
+    return StoreConfig.from_kwargs(
+        {
+            "docs": str(docs),
+            "index_path": str(docs.parent / "index"),
+            "refresh_seconds": 0.01,
+            "query_embedder": "rasa",
+        }
+    )
+
+
 def sources(knowledge: KnowledgeIndex | EmbeddedKnowledge | None) -> set[str]:
     assert knowledge is not None
     return {str(chunk.metadata["source"]) for chunk in knowledge.chunks}
@@ -86,15 +99,7 @@ def test_a_file_lost_to_a_dying_parser_is_parsed_again_and_served_at_the_next_st
 
 def test_a_refresh_parses_a_lost_file_again_and_serves_it(tmp_path, monkeypatch):
     docs, flag = overloaded_folder(tmp_path, monkeypatch)
-    config = StoreConfig.from_kwargs(
-        {
-            "docs": str(docs),
-            "index_path": str(tmp_path / "index"),
-            "refresh_seconds": 0.01,
-            "query_embedder": "rasa",
-        }
-    )
-    live = LiveIndex.open(config, HashingEmbedder(), progress=False)
+    live = LiveIndex.open(refreshing_config(docs), HashingEmbedder(), progress=False)
     try:
         assert LOST not in sources(live.knowledge)
         assert reasons(live.knowledge, LOST) == [loader.CRASHED_REASON]
@@ -136,6 +141,18 @@ def test_a_file_that_kills_its_parser_every_time_is_tried_twice_then_left_until_
         again = ensure_index(settings, HashingEmbedder(), progress=False)
         assert reasons(again, LOST) == [loader.REPEATEDLY_CRASHED_REASON]
     assert directory.current() == published, "no rebuild while nothing changed"
+    assert len(deaths.read_text().splitlines()) == tried_twice, "not parsed again"
+    live = LiveIndex.open(refreshing_config(docs), HashingEmbedder(), progress=False)
+    try:
+        served = live.knowledge
+        for _ in range(5):
+            time.sleep(0.02)
+            live.refresh_if_due()
+            with live._refreshing:  # the refresh, if one started, has finished
+                pass
+        assert live.knowledge is served, "a refresh rebuilt"
+    finally:
+        live.close()
     assert len(deaths.read_text().splitlines()) == tried_twice, "not parsed again"
 
     path.write_text(f"deaths: {deaths}\n\nEdited. {ANSWER}", encoding="utf-8")
