@@ -31,6 +31,7 @@ from rasa_context_retrieval.engine.withdrawal import (
 from rasa_context_retrieval.faiss.backend import FaissBackend
 from rasa_context_retrieval.faiss.builder import ensure_index
 from rasa_context_retrieval.faiss.index import IndexDirectory
+from rasa_context_retrieval.ingestion.currency import is_current
 from rasa_context_retrieval.ingestion.knowledge import EmbeddedKnowledge
 from rasa_context_retrieval.ingestion.settings import IndexSettings
 from rasa_context_retrieval.knowledge.conversion import format_suffixes
@@ -278,8 +279,9 @@ class LiveIndex:
         """Pick up changed documents: at most every ``refresh_seconds``, in the background.
 
         The check compares content (the index fingerprint hashes every document's bytes), not
-        names, sizes and modification times, which an edit can leave unchanged; it runs in a
-        thread so that ``connect()`` stays free.
+        names, sizes and modification times, which an edit can leave unchanged; an index that
+        is not a settled outcome (a file's parse was lost) is built again too
+        (``ingestion.currency``). It runs in a thread so that ``connect()`` stays free.
         """
         interval = self.config.refresh_seconds
         if interval <= 0 or time.monotonic() - self._checked_at < interval:
@@ -294,7 +296,7 @@ class LiveIndex:
     def _refresh(self, served: EmbeddedKnowledge) -> None:
         assert self._settings is not None
         try:
-            if self._settings.fingerprint(self.embeddings) == served.fingerprint:
+            if is_current(served.fingerprint, self._settings.fingerprint(self.embeddings)):
                 return
             withheld = changed_chunk_ids(served, self._settings)
             if withheld:  # before the rebuild, which may take minutes
@@ -350,7 +352,7 @@ def _milvus_writer(
     milvus = MilvusBackend.open(config.milvus, writes=True, fields=config.metadata_fields)
     try:
         built = IndexDirectory(settings.index_path).current_fingerprint()
-        if built != settings.fingerprint(embeddings):
+        if not is_current(built, settings.fingerprint(embeddings)):
             milvus.store.withhold_outdated(
                 chunks_on_disk(settings), embedding_model=embedder_identity(embeddings)
             )

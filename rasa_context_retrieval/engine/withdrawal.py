@@ -20,15 +20,13 @@ import numpy as np
 import structlog
 
 from rasa_context_retrieval.ingestion.build import read_documents
+from rasa_context_retrieval.ingestion.currency import provisional
 from rasa_context_retrieval.ingestion.knowledge import EmbeddedKnowledge
 from rasa_context_retrieval.ingestion.settings import IndexSettings
 from rasa_context_retrieval.knowledge.loader import KnowledgeBase
 from rasa_context_retrieval.knowledge.models import Chunk
 
 logger = structlog.get_logger()
-
-PARTIAL_FINGERPRINT_PREFIX = "withdrawn:"
-"""Marks an index that matches no documents' fingerprint, so the next refresh tries again."""
 
 
 def changed_chunk_ids(served: EmbeddedKnowledge, settings: IndexSettings) -> frozenset[str]:
@@ -63,7 +61,7 @@ def without_changed_chunks(served: EmbeddedKnowledge, settings: IndexSettings) -
     )
     vectors = np.array(served.vectors)[rows].reshape(len(rows), served.vectors.shape[1])
     return EmbeddedKnowledge.of(
-        PARTIAL_FINGERPRINT_PREFIX + served.fingerprint.removeprefix(PARTIAL_FINGERPRINT_PREFIX),
+        provisional(served.fingerprint),  # never current: the next refresh tries again
         served.embedder,
         [served.chunks[row] for row in rows],
         vectors.astype(np.float32),
@@ -74,11 +72,11 @@ def without_changed_chunks(served: EmbeddedKnowledge, settings: IndexSettings) -
 
 def chunks_on_disk(settings: IndexSettings) -> list[Chunk]:
     """The chunks the documents make now (read and split; nothing is embedded)."""
-    return read_documents(settings)[1]
+    return read_documents(settings, building=False)[1]
 
 
 def _identities_on_disk(settings: IndexSettings) -> tuple[set[tuple[str, str]], KnowledgeBase]:
-    knowledge, chunks = read_documents(settings)
+    knowledge, chunks = read_documents(settings, building=False)
     return {_identity(chunk) for chunk in chunks}, knowledge
 
 

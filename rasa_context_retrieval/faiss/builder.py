@@ -1,7 +1,7 @@
 """Getting an up-to-date index: load it when nothing changed, otherwise (re)build and publish it.
 
-Whether the published index is current is its fingerprint (``ingestion.settings``): a restart
-with unchanged documents loads it without embedding anything. Otherwise ingestion makes the
+Whether the published index is current is decided by ``ingestion.currency``: a restart with
+unchanged documents loads it without embedding anything. Otherwise ingestion makes the
 knowledge again (``ingestion.build``), reusing the published index's vectors of unchanged chunks,
 and FAISS indexes it and publishes the folder. Several processes starting at once serialise on
 the folder's build lock, and the later ones find the index built.
@@ -24,6 +24,7 @@ from rasa_context_retrieval.faiss.index import (
     KnowledgeIndex,
 )
 from rasa_context_retrieval.ingestion.build import embed_knowledge
+from rasa_context_retrieval.ingestion.currency import is_current
 from rasa_context_retrieval.ingestion.settings import IndexSettings
 from rasa_context_retrieval.knowledge.embedding import embedder_identity
 
@@ -36,11 +37,13 @@ def ensure_index(
     """The index for the current documents: loaded if published already, built otherwise."""
     directory = IndexDirectory(settings.index_path)
     fingerprint = settings.fingerprint(embeddings)
+    seen = directory.current()
     loaded = _load_if_current(directory, fingerprint)
     if loaded is not None:
         return loaded
     with _acquired(directory):
-        loaded = _load_if_current(directory, fingerprint)  # another process may have built it
+        # another process may have built it while this one waited for the lock
+        loaded = _load_if_current(directory, fingerprint, directory.current() != seen)
         if loaded is not None:
             return loaded
         return _build(settings, embeddings, fingerprint, directory, progress)
@@ -60,8 +63,11 @@ def _acquired(directory: IndexDirectory) -> Iterator[None]:
         lock.release()
 
 
-def _load_if_current(directory: IndexDirectory, fingerprint: str) -> KnowledgeIndex | None:
-    if directory.current_fingerprint() != fingerprint:
+def _load_if_current(
+    directory: IndexDirectory, fingerprint: str, built_meanwhile: bool = False
+) -> KnowledgeIndex | None:
+    recorded = directory.current_fingerprint()
+    if not is_current(recorded, fingerprint, built_meanwhile=built_meanwhile):
         return None
     folder = directory.current()
     assert folder is not None

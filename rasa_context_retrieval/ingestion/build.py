@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.ingestion.currency import recorded_fingerprint
 from rasa_context_retrieval.ingestion.knowledge import EmbeddedKnowledge
 from rasa_context_retrieval.ingestion.settings import IndexSettings
 from rasa_context_retrieval.knowledge.chunking import chunk_documents
@@ -27,15 +28,18 @@ class EmptyKnowledgeBaseError(ContextRetrievalError, ValueError):
     """The docs folder yields no chunk at all."""
 
 
-def read_documents(settings: IndexSettings) -> tuple[KnowledgeBase, list[Chunk]]:
+def read_documents(
+    settings: IndexSettings, *, building: bool = True
+) -> tuple[KnowledgeBase, list[Chunk]]:
     """The documents as the loader reads them now, and the chunks they make (nothing embedded).
-    Only files that changed since the last load are parsed (``knowledge.parse_cache``)."""
+    Only files that changed since the last load are parsed (``knowledge.parse_cache``).
+    ``building``: False for a read that only looks, whose lost parses use up no file's tries."""
     knowledge = load_knowledge_base(
         settings.docs,
         settings.access_attributes,
         settings.extra_suffixes,
         settings.faq_columns,
-        cache=settings.parse_cache(),
+        cache=settings.parse_cache(records_losses=building),
     )
     return knowledge, chunk_documents(
         knowledge.documents, settings.chunk_size, settings.chunk_overlap
@@ -53,7 +57,8 @@ def embed_knowledge(
     """The documents' chunks with their vectors: ``known`` ones reused, the others embedded.
 
     ``fingerprint`` is ``settings.fingerprint(embeddings)`` as the caller read it before deciding
-    to build (the documents are not digested twice)."""
+    to build (the documents are not digested twice); the knowledge records it, or its provisional
+    form when a file is due another parse (``ingestion.currency``)."""
     knowledge, chunks = read_documents(settings)
     if not chunks:
         skipped = "; ".join(str(problem) for problem in knowledge.problems[:5]) or "none"
@@ -72,7 +77,7 @@ def embed_knowledge(
     )
     vectors = {**known, **{chunk.chunk_id: fresh[row] for row, chunk in enumerate(missing)}}
     return EmbeddedKnowledge.of(
-        fingerprint,
+        recorded_fingerprint(fingerprint, knowledge),
         embedder_identity(embeddings),
         chunks,
         np.vstack([vectors[chunk.chunk_id] for chunk in chunks]).astype(np.float32),

@@ -72,11 +72,16 @@ class IndexSettings:
             }
         )
 
-    def parse_cache(self) -> ParseCache:
-        """What the files parsed to at the last load, under everything that decides a parse."""
+    def parse_cache(self, *, records_losses: bool = True) -> ParseCache:
+        """What the files parsed to at the last load, under everything that decides a parse
+        (``records_losses``: see ``ParseCache``)."""
         decides = {
             "chunker": CHUNKER_VERSION,  # bumped whenever a parser's output changes too
             "access_attributes": sorted(set(self.access_attributes)),
             "faq_columns": [self.faq_columns.question, self.faq_columns.answer],
         }
-        return ParseCache(self.index_path / PARSE_CACHE_FILE, json.dumps(decides, sort_keys=True))
+        return ParseCache(
+            self.index_path / PARSE_CACHE_FILE,
+            json.dumps(decides, sort_keys=True),
+            records_losses=records_losses,
+        )

@@ -100,6 +100,9 @@ class IngestProblem:
 class KnowledgeBase:
     documents: list[Document]
     problems: list[IngestProblem]
+    retry: list[str] = field(default_factory=list)
+    """Files whose parse was lost to a dying worker process and that the next load parses again
+    (each is among ``problems`` too): until then, what was read is not a settled outcome."""
 
 
 def knowledge_files(folder: Path, extra_suffixes: Collection[str] = ()) -> list[Path]:
@@ -150,9 +153,19 @@ PARALLEL_FROM_FILES = 8
 FILES_PER_TRIP = 4
 """Files sent to a worker process together: a Markdown file parses in less time than one trip
 to a worker and back takes (bench/results/build_speed.md)."""
+LOST_PARSE_TRIES = 2
+"""Loads in a row whose parse of the same bytes of a file may be lost to a dying worker process
+before the file is left unparsed until it changes. A worker also dies of causes that have nothing
+to do with its file (the out-of-memory killer on a busy machine), so one loss is tried again at
+the next load; a file that takes its parser down every time (a zip bomb, a PDF that crashes the
+PDF library) would otherwise cost a rebuild and a dead process at every refresh."""
 CRASHED_REASON = (
-    "the parser crashed on this file (its worker process died); not indexed. Open and re-save "
-    "it, or convert it to another format"
+    "its parser process died (a parser crash, or the machine ran out of memory); not indexed "
+    "yet: it is parsed again at the next refresh or start"
+)
+REPEATEDLY_CRASHED_REASON = (
+    f"its parser process died on each of {LOST_PARSE_TRIES} tries; not indexed until the file "
+    "changes. Open and re-save it, or convert it to another format"
 )
 
 
@@ -199,8 +212,9 @@ def load_knowledge_base(
 
     Files are parsed in ``workers`` processes (default: one per core from ``PARALLEL_FROM_FILES``
     files on), with the same documents and problems, in the same order, as one by one; a file
-    whose parser kills its process becomes a problem. A file ``cache`` has seen with the same
-    bytes is not parsed again.
+    whose parser kills its process becomes a problem, and is named in ``retry`` unless its parse
+    was lost ``LOST_PARSE_TRIES`` times in a row (counted by ``cache``; without one, every loss is
+    retried). A file ``cache`` has seen with the same bytes is not parsed again.
     """
     documents: list[Document] = []
     listing = list_knowledge_files(folder, extra_suffixes)
@@ -219,12 +233,13 @@ def load_knowledge_base(
     listed: deque[_Listed] = deque()
     tasks = _parse_tasks(folder, listing.files, root, access, faq_columns, rules, cache, listed)
     outcomes = in_worker_processes(parse_file, tasks, workers, FILES_PER_TRIP)
+    retry: list[str] = []
     for number, outcome in enumerate(outcomes, start=1):
         if progress is not None:
             progress(number, len(listing.files))
         file = listed.popleft()
         if isinstance(outcome, WorkerCrashed):
-            outcome = [IngestProblem(file.name, None, CRASHED_REASON)]
+            outcome = [_lost_parse(file, cache, retry)]
         elif cache is not None and file.digest is not None:
             cache.put(file.name, file.digest, [_as_json(item) for item in outcome])
         own_wins = file.suffix not in CONVERTED_SUFFIXES or file.suffix == XLSX_SUFFIX
@@ -238,7 +253,26 @@ def load_knowledge_base(
         logger.warning(
             "knowledge.load.skipped", file=problem.file, line=problem.line, reason=problem.reason
         )
-    return KnowledgeBase(documents, problems)
+    if retry:
+        logger.warning(
+            "knowledge.load.parse_lost",
+            files=retry,
+            event_info=f"{len(retry)} file(s) lost to a dying parser process are parsed again "
+            "at the next refresh or start",
+        )
+    return KnowledgeBase(documents, problems, retry)
+
+
+def _lost_parse(file: _Listed, cache: ParseCache | None, retry: list[str]) -> IngestProblem:
+    """The problem a file whose parser process died is, counted in ``cache``; a file still due
+    another try is added to ``retry``."""
+    lost = 1
+    if cache is not None and file.digest is not None:
+        lost = cache.put_lost(file.name, file.digest)
+    if lost >= LOST_PARSE_TRIES:
+        return IngestProblem(file.name, None, REPEATEDLY_CRASHED_REASON)
+    retry.append(file.name)
+    return IngestProblem(file.name, None, CRASHED_REASON)
 
 
 ParsedFile = list[Document | IngestProblem]
@@ -272,7 +306,14 @@ def _parse_tasks(
             continue
         digest = ParseCache.digest(raw) if cache is not None else None
         cached = cache.get(name, digest) if cache is not None and digest is not None else None
-        if cached is not None:
+        if (
+            cache is not None
+            and digest is not None
+            and (cache.lost_parses(name, digest) >= LOST_PARSE_TRIES)
+        ):  # left until its bytes change: parsing it again would only kill another process
+            listed.append(_Listed(name, suffix, {}, None))
+            yield Ready([IngestProblem(name, None, REPEATEDLY_CRASHED_REASON)])
+        elif cached is not None:
             listed.append(_Listed(name, suffix, inherited, None))
             yield Ready([_from_json(item) for item in cached])
         else:

@@ -10,6 +10,10 @@ The cache is plain JSON (no pickle), written to a temporary name and renamed int
 holds only the files of the last load, so it never grows beyond the knowledge base. A parse whose
 output would not read back from JSON exactly is not kept. A cache that cannot be read or
 written costs a full parse, never a build.
+
+A parse lost to a dying worker process is no outcome and is never kept as one: the entry records
+only how many times in a row the parse of those bytes was lost (``lost_parses``), so that the
+loader can try the file again, and stop trying after repeated losses until its bytes change.
 """
 
 from __future__ import annotations
@@ -36,9 +40,13 @@ class ParseCache:
     """Parsed files by name and digest; ``save`` keeps the files looked up or stored since it
     was opened (the files of this load)."""
 
-    def __init__(self, path: Path, settings: str) -> None:
+    def __init__(self, path: Path, settings: str, *, records_losses: bool = True) -> None:
+        """``records_losses``: False for a load that only looks (a refresh's check for changed
+        text before it rebuilds): a parse it loses is not counted against the file, so that the
+        check and the rebuild right after it are one try, not two."""
         self.path = path
         self.settings = f"{CACHE_FORMAT}:{settings}"
+        self.records_losses = records_losses
         self._kept: dict[str, dict[str, Any]] = {}
         self._used: dict[str, dict[str, Any]] = {}
         self._changed = False
@@ -64,6 +72,29 @@ class ParseCache:
             return None
         self._used[name] = entry
         return items
+
+    def lost_parses(self, name: str, digest: str) -> int:
+        """How many times in a row the parse of ``name`` with bytes ``digest`` was lost to a dying
+        worker process (0: never, or it parsed since); the count is kept for this load."""
+        entry = self._kept.get(name)
+        if not isinstance(entry, dict) or entry.get("digest") != digest:
+            return 0
+        lost = entry.get("lost")
+        if not isinstance(lost, int) or isinstance(lost, bool) or lost < 1:
+            return 0
+        self._used[name] = entry
+        return lost
+
+    def put_lost(self, name: str, digest: str) -> int:
+        """Record that the parse of ``name`` with bytes ``digest`` was lost once more; the number
+        of times in a row it was lost, this one included; where losses are not recorded, the
+        times recorded already (at least this one)."""
+        recorded = self.lost_parses(name, digest)
+        if not self.records_losses:
+            return max(recorded, 1)
+        self._used[name] = {"digest": digest, "lost": recorded + 1}
+        self._changed = True
+        return recorded + 1
 
     def put(self, name: str, digest: str, items: ParsedItems) -> None:
         """Keep what ``name`` parsed to, unless JSON would not give it back exactly."""
