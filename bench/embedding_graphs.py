@@ -59,7 +59,7 @@ def export_with(attention: str, model: export.LocalModel, target: Path) -> None:
     from transformers import AutoModel
 
     transformer = AutoModel.from_pretrained(str(model.directory), attn_implementation=attention)
-    wrapper = export._mean_pooled_transformer(transformer).eval()
+    wrapper = export.mean_pooled_transformer(transformer).eval()
     sample = torch.ones((2, 8), dtype=torch.int64)
     inputs = {"input_ids": sample, "attention_mask": sample, "token_type_ids": sample * 0}
     axes = {name: {0: "batch", 1: "sequence"} for name in export.INPUT_NAMES}
@@ -103,7 +103,7 @@ def torch_runner(folder: Path, bf16: bool) -> Callable[[dict[str, np.ndarray]], 
     from transformers import AutoModel
 
     torch.set_num_threads(1)
-    wrapper = export._mean_pooled_transformer(AutoModel.from_pretrained(str(folder))).eval()
+    wrapper = export.mean_pooled_transformer(AutoModel.from_pretrained(str(folder))).eval()
 
     def run(feed: dict[str, np.ndarray]) -> np.ndarray:
         tensors = {name: torch.from_numpy(value) for name, value in feed.items()}

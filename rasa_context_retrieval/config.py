@@ -40,7 +40,7 @@ from rasa_context_retrieval.filters.syntax import attributes_of, parse_filter
 from rasa_context_retrieval.knowledge.faq_table import ANSWER_COLUMN, QUESTION_COLUMN
 from rasa_context_retrieval.llm.block import LLMBlock
 from rasa_context_retrieval.milvus.config import MilvusConfig
-from rasa_context_retrieval.query_embedding.modes import QueryEmbedderMode
+from rasa_context_retrieval.query_embedding.modes import DocumentPrecision, QueryEmbedderMode
 from rasa_context_retrieval.result_metadata import ResultMetadataChoice
 from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE, LanguageCode
 
@@ -215,6 +215,9 @@ class StoreConfig(BaseModel):
     query_embedder: QueryEmbedderMode = "auto"
     """Queries of a local sentence-transformers model through its ONNX export (``auto``), its
     int8 export (``int8``: faster, slightly different ranking) or Rasa's client (``rasa``)."""
+    document_precision: DocumentPrecision = "auto"
+    """Chunks of a large build in bfloat16 where the CPU has it and a check on the build's own
+    chunks keeps them within cosine 0.9999 of float32 (``auto``), or always float32 (``fp32``)."""
     result_metadata: ResultMetadataChoice = "full"
     """What each result's metadata carries into Rasa's prompt (result_metadata.py)."""
 

@@ -333,6 +333,7 @@ def index_settings(config: StoreConfig) -> IndexSettings:
         extra_suffixes=format_suffixes(config.document_formats),
         faq_columns=FaqColumns(config.faq_columns.question, config.faq_columns.answer),
         onnx_export=None if config.query_embedder == "rasa" else config.index_path / EXPORT_FOLDER,
+        bf16=config.document_precision == "auto",
     )
 
 

@@ -73,6 +73,7 @@ def embed_knowledge(
         [c.text for c in missing],
         settings.embedding_batch_size,
         settings.onnx_export,
+        bf16=settings.bf16,
         progress=progress,
     )
     vectors = {**known, **{chunk.chunk_id: fresh[row] for row, chunk in enumerate(missing)}}

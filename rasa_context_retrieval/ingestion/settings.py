@@ -51,6 +51,9 @@ class IndexSettings:
     """Where the ONNX export of a local embedding model is cached, for embedding chunks with it
     (``query_embedding.documents``); None: Rasa's client embeds them. Not in the fingerprint:
     both give the same vectors, so switching re-embeds nothing."""
+    bf16: bool = True
+    """Whether a large build may embed in bfloat16 (``query_embedding.bf16``). Not in the
+    fingerprint either: its vectors keep the same promise."""
 
     def fingerprint(self, embeddings: Any) -> str:
         return settings_fingerprint(

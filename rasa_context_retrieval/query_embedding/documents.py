@@ -11,7 +11,9 @@ shortest first, so that no call holds the attention of thousands of texts in mem
 The export is used only after the self-check that also guards queries
 (``query_embedding.embedder``): the vectors are Rasa's within cosine 0.9999, so an index built
 either way keeps its vectors and its fingerprint, and one that mixes both serves the same
-results. Rasa's client replaces line breaks by spaces before embedding; so does this path.
+results. A large build on a CPU that computes in bfloat16 natively runs the same model in
+bfloat16 instead, after a check of its own on the build's chunks (``query_embedding.bf16``).
+Rasa's client replaces line breaks by spaces before embedding; so do these paths.
 
 A text that occurs more than once (a disclaimer or a navigation block on every page, a section
 shared by two documents) is embedded once and its vector given to every occurrence: the same text
@@ -30,6 +32,7 @@ import structlog
 from tqdm import tqdm
 
 from rasa_context_retrieval.knowledge.embedding import embed_texts, normalise
+from rasa_context_retrieval.query_embedding.bf16 import checked_bf16_encoder
 from rasa_context_retrieval.query_embedding.embedder import checked_fp32_encoder
 
 logger = structlog.get_logger()
@@ -45,18 +48,21 @@ def embed_documents(
     batch_size: int,
     export_folder: Path | None,
     *,
+    bf16: bool = True,
     progress: bool = True,
 ) -> np.ndarray:
     """Normalised vectors of ``texts``, one row each, in order.
 
     ``export_folder``: where the ONNX export is cached (None: always Rasa's client, in batches
-    of ``batch_size``). If onnxruntime fails half-way, the whole batch goes to Rasa's client.
+    of ``batch_size``). ``bf16``: a large build may use bfloat16 where its check holds
+    (``query_embedding.bf16``). If a path fails half-way, the whole batch goes to the next one:
+    bfloat16, then the export, then Rasa's client.
     """
     distinct = list(dict.fromkeys(texts))
     if len(distinct) == len(texts):
-        return _embedded_once(client, texts, batch_size, export_folder, progress)
+        return _embedded_once(client, texts, batch_size, export_folder, bf16, progress)
     row_of = {text: row for row, text in enumerate(distinct)}
-    vectors = _embedded_once(client, distinct, batch_size, export_folder, progress)
+    vectors = _embedded_once(client, distinct, batch_size, export_folder, bf16, progress)
     return vectors[[row_of[text] for text in texts]]
 
 
@@ -65,13 +71,24 @@ def _embedded_once(
     texts: Sequence[str],
     batch_size: int,
     export_folder: Path | None,
+    bf16: bool,
     progress: bool,
 ) -> np.ndarray:
     """``embed_documents`` of texts that are all distinct."""
-    encoder = checked_fp32_encoder(client, export_folder) if export_folder and texts else None
-    if encoder is not None:
+    fp32 = checked_fp32_encoder(client, export_folder) if export_folder and texts else None
+    fast = checked_bf16_encoder(fp32, _prepared(texts)) if fp32 is not None and bf16 else None
+    if fast is not None:
         try:
-            return _embedded_with(encoder, texts, progress)
+            return _embedded_with(fast, texts, progress)
+        except Exception as error:  # float32 below keeps the promise too, slower
+            logger.error(
+                "knowledge.embedding.bf16_failed",
+                error=str(error),
+                event_info="embedding the chunks in float32 instead",
+            )
+    if fp32 is not None:
+        try:
+            return _embedded_with(fp32, texts, progress)
         except Exception as error:  # the client below gives the same vectors, slower
             logger.error(
                 "knowledge.embedding.onnx_failed",
@@ -84,7 +101,7 @@ def _embedded_once(
 def _embedded_with(encoder: Any, texts: Sequence[str], progress: bool) -> np.ndarray:
     """Texts in windows of similar length, each window split into groups across the cores."""
     cores = max(1, os.cpu_count() or 1)
-    prepared = [text.replace("\n", " ") if text.strip() else "." for text in texts]
+    prepared = _prepared(texts)
     order = sorted(range(len(prepared)), key=lambda row: len(prepared[row]))
     window = WINDOW_PER_CORE * cores
     vectors = np.empty((len(prepared), 0), dtype=np.float32)
@@ -97,3 +114,8 @@ def _embedded_with(encoder: Any, texts: Sequence[str], progress: bool) -> np.nda
             vectors[rows] = found
             bar.update(len(rows))
     return normalise(vectors)
+
+
+def _prepared(texts: Sequence[str]) -> list[str]:
+    """Each text as Rasa's client embeds it: line breaks as spaces, an empty text as "."."""
+    return [text.replace("\n", " ") if text.strip() else "." for text in texts]

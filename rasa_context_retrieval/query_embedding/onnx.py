@@ -25,7 +25,7 @@ import shutil
 import threading
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -170,7 +170,7 @@ def _export_onnx(model: LocalModel, target: Path) -> None:
     from transformers import AutoModel
 
     transformer = AutoModel.from_pretrained(str(model.directory), attn_implementation=ATTENTION)
-    wrapper = _mean_pooled_transformer(transformer)
+    wrapper = mean_pooled_transformer(transformer)
     wrapper.eval()
     sample = torch.ones((2, 8), dtype=torch.int64)
     inputs = {"input_ids": sample, "attention_mask": sample, "token_type_ids": sample * 0}
@@ -229,39 +229,60 @@ class OnnxQueryEncoder:
 
     def encode(self, texts: Sequence[str], cores: int = 1) -> np.ndarray:
         """Unnormalised vectors of ``texts``; ``cores``: the cores free for this call."""
+        return encode_in_groups(self, texts, length_groups, cores, self._run)
+
+    def tokens(self, texts: Sequence[str]) -> list[Any]:
+        """The model's tokens of each text, as sentence-transformers prepares it (stripped, lower
+        case where the model says so)."""
         prepared = [text.strip() for text in texts]  # sentence-transformers strips each text
         if self.model.do_lower_case:
             prepared = [text.lower() for text in prepared]
         # One text at a time: ``encode_batch`` hands even two texts to the tokenizer's own thread
         # pool, and under load its threads wait for a core behind the model calls.
-        encodings = [self.tokenizer.encode(text) for text in prepared]
-        groups = length_groups([len(e.ids) for e in encodings], cores=cores)
-        if not groups:
-            return np.empty((0, 0), dtype=np.float32)
-        # The groups are independent model calls, and onnxruntime releases the GIL.
-        results = side_by_side(
-            [functools.partial(self._run, [encodings[i] for i in group]) for group in groups]
-        )
-        vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(encodings)
-        for group, found in zip(groups, results, strict=True):
-            for index, vector in zip(group, found, strict=True):
-                vectors[index] = vector
-        return np.stack(vectors)
+        return [self.tokenizer.encode(text) for text in prepared]
 
     def _run(self, encodings: Sequence[Any]) -> np.ndarray:
         """One model call; padding (id 0, masked out) to the group's longest text."""
-        width = max(len(e.ids) for e in encodings)
-        feed = {name: np.zeros((len(encodings), width), dtype=np.int64) for name in INPUT_NAMES}
-        for row, encoding in enumerate(encodings):
-            used = len(encoding.ids)
-            feed["input_ids"][row, :used] = encoding.ids
-            feed["attention_mask"][row, :used] = encoding.attention_mask
-            feed["token_type_ids"][row, :used] = encoding.type_ids
-        (vectors,) = self.session.run([OUTPUT_NAME], feed)
+        (vectors,) = self.session.run([OUTPUT_NAME], model_feed(encodings))
         return np.asarray(vectors, dtype=np.float32)
 
 
-def _mean_pooled_transformer(transformer: Any) -> Any:
+def encode_in_groups(
+    encoder: OnnxQueryEncoder,
+    texts: Sequence[str],
+    grouping: Callable[..., list[list[int]]],
+    cores: int,
+    run: Callable[[Sequence[Any]], np.ndarray],
+) -> np.ndarray:
+    """``run`` over ``encoder``'s tokens of ``texts`` in the groups ``grouping`` makes of their
+    token counts, the groups side by side on ``cores``; the vectors back in the texts' order."""
+    encodings = encoder.tokens(texts)
+    groups = grouping([len(e.ids) for e in encodings], cores=cores)
+    if not groups:
+        return np.empty((0, 0), dtype=np.float32)
+    # The groups are independent model calls, and onnxruntime and torch release the GIL.
+    results = side_by_side([functools.partial(run, [encodings[i] for i in g]) for g in groups])
+    vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(encodings)
+    for group, found in zip(groups, results, strict=True):
+        for index, vector in zip(group, found, strict=True):
+            vectors[index] = vector
+    return np.stack(vectors)
+
+
+def model_feed(encodings: Sequence[Any], width_step: int = 1) -> dict[str, np.ndarray]:
+    """The model's inputs for one call: every text padded (id 0, masked out) to the longest,
+    rounded up to a multiple of ``width_step``."""
+    width = -(-max(len(e.ids) for e in encodings) // width_step) * width_step
+    feed = {name: np.zeros((len(encodings), width), dtype=np.int64) for name in INPUT_NAMES}
+    for row, encoding in enumerate(encodings):
+        used = len(encoding.ids)
+        feed["input_ids"][row, :used] = encoding.ids
+        feed["attention_mask"][row, :used] = encoding.attention_mask
+        feed["token_type_ids"][row, :used] = encoding.type_ids
+    return feed
+
+
+def mean_pooled_transformer(transformer: Any) -> Any:
     """The transformer followed by sentence-transformers' mean pooling over real tokens.
 
     Defined on call so that importing this module does not import torch.
