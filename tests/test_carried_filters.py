@@ -44,9 +44,9 @@ def conversation(*texts: str, **slots: Any) -> Conversation:
 async def filters_of(*texts: str, **slots: Any) -> tuple[str | None, str | None, str | None]:
     plan = await planner().plan(conversation(*texts, **slots))
     return (
-        to_filter_syntax(plan.extracted_filter),
-        to_filter_syntax(plan.carried_filter),
-        to_filter_syntax(plan.filter),
+        to_filter_syntax(plan.filters.extracted),
+        to_filter_syntax(plan.filters.carried),
+        to_filter_syntax(plan.filters.as_written),
     )
 
 
@@ -97,7 +97,7 @@ async def test_carrying_can_be_switched_off() -> None:
     plan = await planner(carry_filters=False).plan(
         conversation(GERMANY, EU_REFUND, "and how long does it take?")
     )
-    assert plan.carried_filter is None
+    assert plan.filters.carried is None
 
 
 @pytest.mark.parametrize(
@@ -149,7 +149,7 @@ async def test_a_new_session_starts_fresh() -> None:
     read = Conversation.from_tracker_state(state)
     assert [turn.text for turn in read.turns] == ["and how long does it take?"]
     plan = await planner().plan(read)
-    assert plan.carried_filter is None
+    assert plan.filters.carried is None
 
 
 def block_without_absent_means_all(index_path: Path) -> dict[str, Any]:
@@ -236,4 +236,4 @@ async def test_dropping_a_carried_filter_embeds_nothing_more_and_searches_once_m
     texts = {part["text"] for part in result.metadata["query_texts"]}
     assert counting.texts - before == len(texts)
     assert len(searches) == 2
-    assert searches[0].carried_filter is not None and searches[1].carried_filter is None
+    assert searches[0].filters.carried is not None and searches[1].filters.carried is None
