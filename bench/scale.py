@@ -164,7 +164,7 @@ def measure_build_throughput(cache: Path) -> dict[str, Any]:
         started = time.perf_counter()
         index = ensure_index(settings, embedder, progress=False)
         seconds = time.perf_counter() - started
-    np.save(cache / "basis.npy", np.asarray(index.vectors))
+    np.save(cache / "basis.npy", np.asarray(index.knowledge.vectors))
     queries = np.asarray(embedder.embed(query_texts(QUERY_COUNT)).data, dtype=np.float32)
     np.save(cache / "queries.npy", queries / np.linalg.norm(queries, axis=1, keepdims=True))
     return {

@@ -144,7 +144,7 @@ def rules_store(tmp_path: Path, embedder: Any) -> ContextRetrieval:
 def rules_filter(store: ContextRetrieval, plan: str) -> str:
     """The filter the rules read from the question, before any search (which could relax it)."""
     conversation = Conversation.from_tracker_state(state(ASK, plan=plan))
-    return str(store.engine.planner.plan_here(conversation).extracted_filter)
+    return str(store.engine.planner.plan_here(conversation).filters.extracted)
 
 
 async def test_the_rules_never_match_a_restricted_documents_value_for_a_user_without_access(

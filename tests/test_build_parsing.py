@@ -119,7 +119,7 @@ def test_a_rebuild_parses_only_the_changed_file(tmp_path, monkeypatch):
     (docs / "new.md").write_text("A new page about shared folders.\n", encoding="utf-8")
     second = ensure_index(settings, HashingEmbedder(), progress=False)
     assert parses.files == ["new.md"]
-    assert second.problems == first.problems
+    assert second.knowledge.problems == first.knowledge.problems
     rechunked = ensure_index(replace(settings, chunk_size=300), HashingEmbedder(), progress=False)
     assert parses.files == ["new.md"]  # a chunking change parses nothing
     assert len(rechunked) > len(second)
@@ -131,7 +131,7 @@ def test_a_refresh_parses_an_edited_file_once(tmp_path, monkeypatch):
     served = ensure_index(settings, HashingEmbedder(), progress=False)
     parses = CountedParses(monkeypatch)
     (docs / "new.md").write_text("A new page about shared folders.\n", encoding="utf-8")
-    changed_chunk_ids(served, settings)  # what a refresh does before rebuilding
+    changed_chunk_ids(served.knowledge, settings)  # what a refresh does before rebuilding
     ensure_index(settings, HashingEmbedder(), progress=False)
     assert parses.files == ["new.md"]
 

@@ -16,7 +16,7 @@ from rasa_context_retrieval.conversation import Conversation, Turn
 from rasa_context_retrieval.filters.syntax import to_filter_syntax
 from rasa_context_retrieval.planning.carried_filters import is_follow_up
 from rasa_context_retrieval.planning.plan import Planner
-from tests.store_support import CountingEmbedder, connected_store, tracker_state
+from tests.store_support import connected_store, tracker_state
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GERMANY = "I live in Germany. Can I get my money back if I cancel?"
@@ -44,9 +44,9 @@ def conversation(*texts: str, **slots: Any) -> Conversation:
 async def filters_of(*texts: str, **slots: Any) -> tuple[str | None, str | None, str | None]:
     plan = await planner().plan(conversation(*texts, **slots))
     return (
-        to_filter_syntax(plan.extracted_filter),
-        to_filter_syntax(plan.carried_filter),
-        to_filter_syntax(plan.filter),
+        to_filter_syntax(plan.filters.extracted),
+        to_filter_syntax(plan.filters.carried),
+        to_filter_syntax(plan.filters.as_written),
     )
 
 
@@ -97,7 +97,7 @@ async def test_carrying_can_be_switched_off() -> None:
     plan = await planner(carry_filters=False).plan(
         conversation(GERMANY, EU_REFUND, "and how long does it take?")
     )
-    assert plan.carried_filter is None
+    assert plan.filters.carried is None
 
 
 @pytest.mark.parametrize(
@@ -149,7 +149,7 @@ async def test_a_new_session_starts_fresh() -> None:
     read = Conversation.from_tracker_state(state)
     assert [turn.text for turn in read.turns] == ["and how long does it take?"]
     plan = await planner().plan(read)
-    assert plan.carried_filter is None
+    assert plan.filters.carried is None
 
 
 def block_without_absent_means_all(index_path: Path) -> dict[str, Any]:
@@ -211,12 +211,20 @@ async def test_a_real_follow_up_still_carries_or_replaces_the_platform(
 
 
 async def test_dropping_a_carried_filter_embeds_nothing_more_and_searches_once_more(
-    tmp_path: Path, embedder: Any
+    example_index_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    counting = CountingEmbedder(embedder)
-    block = block_without_absent_means_all(tmp_path / "index")
+    # The shared index, built with this client, whose texts are counted from here on.
+    embedded: list[int] = []
+    embed = embedder.embed
+
+    def counted_embed(texts: list[str]) -> Any:
+        embedded.append(len(texts))
+        return embed(texts)
+
+    monkeypatch.setattr(embedder, "embed", counted_embed)
+    block = block_without_absent_means_all(example_index_path)
     # the client embeds the queries, so it counts them (not the ONNX export, once checked)
-    store = connected_store(counting, block | {"query_embedder": "rasa"})
+    store = connected_store(embedder, block | {"query_embedder": "rasa"})
     engine = store.engine
     searches: list[Any] = []
     run = engine._run
@@ -229,11 +237,11 @@ async def test_dropping_a_carried_filter_embeds_nothing_more_and_searches_once_m
     latest = "how do I contact support?"
     turns = (("user", ANDROID_OFFLINE), ("bot", ANDROID_ANSWER), ("user", latest))
     engine.clear_query_cache()
-    before = counting.texts
+    before = sum(embedded)
 
     result = await store.search(latest, tracker_state(*turns), 0.0)
 
     texts = {part["text"] for part in result.metadata["query_texts"]}
-    assert counting.texts - before == len(texts)
+    assert sum(embedded) - before == len(texts)
     assert len(searches) == 2
-    assert searches[0].carried_filter is not None and searches[1].carried_filter is None
+    assert searches[0].filters.carried is not None and searches[1].filters.carried is None

@@ -86,9 +86,11 @@ def counting(embedder: Any) -> CountingEmbedder:
     return CountingEmbedder(embedder)
 
 
-@pytest.fixture
-def store(docs: Path, counting: CountingEmbedder) -> ContextRetrieval:
-    return connected_store(counting, endpoint(docs))
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> ContextRetrieval:
+    """One store on the knowledge base for the tests that only search it (the tests that count
+    embeddings or change documents build their own)."""
+    return connected_store(embedder, endpoint(write_knowledge_base(tmp_path_factory.mktemp("kb"))))
 
 
 async def test_results_carry_scores_metadata_and_the_search_explanation(store: ContextRetrieval):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from rasa_context_retrieval.knowledge.embedding import embed_texts, normalise
+from rasa_context_retrieval.query_embedding import documents as documents_module
 from rasa_context_retrieval.query_embedding import embedder as query_embedder_module
 from rasa_context_retrieval.query_embedding.documents import embed_documents
 from rasa_context_retrieval.query_embedding.embedder import SELF_CHECK_TEXTS, checked_fp32_encoder
@@ -48,7 +49,7 @@ def test_chunks_get_rasas_vectors_without_rasas_client(embedder, export_folder, 
     counting = CountingEmbedder(embedder)
     vectors = embed_documents(counting, CHUNKS * 20, 4, export_folder, progress=False)
     assert counting.texts == SELF_CHECK_CALL_TEXTS  # the self-check only, no chunk
-    expected = rasa_vectors(embedder, CHUNKS * 20)
+    expected = np.tile(rasa_vectors(embedder, CHUNKS), (20, 1))  # Rasa's vector of each copy
     assert vectors.shape == expected.shape
     assert float(np.min(np.sum(vectors * expected, axis=1))) >= 0.9999
 
@@ -102,7 +103,9 @@ def test_grouping_embeds_each_chunk_once_with_the_ungrouped_vectors(
         return run(encodings)
 
     monkeypatch.setattr(encoder, "_run", counted)
-    texts = [f"Part {n}. {text}" for n, text in enumerate(CHUNKS * 30)]  # all distinct
+    # windows of 8 texts a core: several windows, as in a large build, from 70 texts
+    monkeypatch.setattr(documents_module, "WINDOW_PER_CORE", 8)
+    texts = [f"Part {n}. {text}" for n, text in enumerate(CHUNKS * 10)]  # all distinct
     grouped = embed_documents(embedder, texts, 4, export_folder, progress=False)
     assert sum(calls) == len(texts)  # every chunk in exactly one model call
     assert len(calls) > 1
@@ -133,9 +136,8 @@ def test_a_new_export_format_reuses_the_built_index_without_embedding_a_chunk(
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "plans.md").write_text("# Plans\n\n" + "\n\n".join(CHUNKS[:3]), encoding="utf-8")
-    export = tmp_path / "index" / "query-model"
+    export = tmp_path / "index" / "query-model"  # gets a link to the export checked already
     settings = IndexSettings(docs, tmp_path / "index", 400, 40, 16, 200_000, onnx_export=export)
-    monkeypatch.setattr(query_embedder_module, "_OPENED", {})
     built = ensure_index(settings, embedder, progress=False)
     monkeypatch.setattr(onnx, "EXPORT_FORMAT", onnx.EXPORT_FORMAT + 1)  # a later release's export
     embedded: list[int] = []

@@ -91,10 +91,10 @@ def _index(plans: list[str]) -> KnowledgeIndex:
 def test_a_refreshed_index_is_filtered_on_its_own_metadata_not_the_old_masks() -> None:
     directive = parse_filter('eq("plan", "premium")')
     old = _index(["premium", "free", "free"])
-    assert set(np.flatnonzero(filter_mask(old, directive)).tolist()) == {0}
+    assert set(np.flatnonzero(filter_mask(old.knowledge, directive)).tolist()) == {0}
     new = _index(["free", "free", "premium"])  # same chunk ids, the documents changed
-    assert set(np.flatnonzero(filter_mask(new, directive)).tolist()) == {2}
-    assert set(np.flatnonzero(filter_mask(old, directive)).tolist()) == {0}
+    assert set(np.flatnonzero(filter_mask(new.knowledge, directive)).tolist()) == {2}
+    assert set(np.flatnonzero(filter_mask(old.knowledge, directive)).tolist()) == {0}
 
 
 def test_a_budget_of_two_masks_still_answers_every_filter_right() -> None:

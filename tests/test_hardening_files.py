@@ -91,17 +91,17 @@ def a_folder_of_random_files_loads_every_good_one_and_reports_the_rest(
     assert all(problem.reason.strip() for problem in knowledge.problems)
     settings_ = IndexSettings(docs, root / "index", 400, 40, 16, 200_000)
     index = ensure_index(settings_, HashingEmbedder(), progress=False)
-    assert {problem.file for problem in index.problems} == reported
+    assert {problem.file for problem in index.knowledge.problems} == reported
     reread = KnowledgeIndex.read(IndexDirectory(root / "index").current())  # type: ignore[arg-type]
 
     def persisted(chunks: list[Any]) -> str:  # as JSON: NaN metadata round-trips, but NaN != NaN
         return json.dumps([chunk.metadata for chunk in chunks], sort_keys=True)
 
-    assert persisted(reread.chunks) == persisted(index.chunks)
-    for attribute in {key for chunk in index.chunks for key in chunk.metadata}:
+    assert persisted(reread.knowledge.chunks) == persisted(index.knowledge.chunks)
+    for attribute in {key for chunk in index.knowledge.chunks for key in chunk.metadata}:
         for comparator, value in ((Comparator.EQ, "x"), (Comparator.GT, 1), (Comparator.IN, [0])):
             directive = Comparison(comparator=comparator, attribute=attribute, value=value)
-            mask = filter_mask(reread, directive)
+            mask = filter_mask(reread.knowledge, directive)
             assert mask is not None and mask.shape == (len(reread),)
 
 
@@ -219,8 +219,8 @@ def test_a_file_that_cannot_be_read_is_reported_and_the_rest_indexes(
     content_digest(docs)  # the fingerprint must not fail either
     settings_ = IndexSettings(docs, tmp_path / "index", 400, 40, 16, 200_000)
     index = ensure_index(settings_, HashingEmbedder(), progress=False)
-    assert [chunk.metadata["source"] for chunk in index.chunks] == ["good.md"]
-    [problem] = index.problems
+    assert [chunk.metadata["source"] for chunk in index.knowledge.chunks] == ["good.md"]
+    [problem] = index.knowledge.problems
     assert problem.file == "locked.md" and "Permission denied" in problem.reason
 
 
@@ -251,9 +251,11 @@ def test_links_that_lead_out_of_the_docs_folder_are_reported_and_never_read(tmp_
         index_settings(docs, tmp_path / "index"), HashingEmbedder(), progress=False
     )
 
-    assert [chunk.metadata["source"] for chunk in index.chunks] == ["good.md"]
-    assert not any("root:" in chunk.text or "Secret" in chunk.text for chunk in index.chunks)
-    reasons = {problem.file: problem.reason for problem in index.problems}
+    assert [chunk.metadata["source"] for chunk in index.knowledge.chunks] == ["good.md"]
+    assert not any(
+        "root:" in chunk.text or "Secret" in chunk.text for chunk in index.knowledge.chunks
+    )
+    reasons = {problem.file: problem.reason for problem in index.knowledge.problems}
     assert set(reasons) == {"passwd.txt", "shared"}
     assert all("outside the docs folder" in reason for reason in reasons.values())
 
@@ -328,7 +330,7 @@ def test_a_current_pointer_leading_out_of_index_path_is_not_loaded(tmp_path: Pat
 
     index = ensure_index(settings_, HashingEmbedder(), progress=False)
 
-    assert [chunk.metadata["source"] for chunk in index.chunks] == ["good.md"]
+    assert [chunk.metadata["source"] for chunk in index.knowledge.chunks] == ["good.md"]
     current = IndexDirectory(settings_.index_path).current()
     assert current is not None and current.resolve().parent == settings_.index_path.resolve()
 
@@ -340,7 +342,7 @@ def test_a_current_pointer_that_is_not_utf8_rebuilds_instead_of_failing(tmp_path
     ensure_index(settings_, HashingEmbedder(), progress=False)
     (settings_.index_path / "CURRENT").write_bytes(b"index-\xff\xfe\x00garbage")
     index = ensure_index(settings_, HashingEmbedder(), progress=False)
-    assert [chunk.metadata["source"] for chunk in index.chunks] == ["good.md"]
+    assert [chunk.metadata["source"] for chunk in index.knowledge.chunks] == ["good.md"]
 
 
 def test_an_index_path_that_cannot_be_written_is_one_message_naming_it(tmp_path: Path):

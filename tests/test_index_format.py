@@ -66,13 +66,13 @@ def test_a_format_1_folder_of_the_previous_release_is_read(upgraded_copy: IndexS
     index = KnowledgeIndex.read(v1_folder(upgraded_copy))
     assert len(index) == 24
     assert index.dense.approximate
-    first = index.chunks[0]
+    first = index.knowledge.chunks[0]
     assert first.text.startswith("Q: How do I use feature 0")
     assert first.metadata["plan"] == ["free", "plus"]
-    assert index.columns.values_of("region") == {"eu", "us", "apac"}
-    mask = filter_mask(index, parse_filter('eq("plan", "premium")'))
+    assert index.knowledge.columns.values_of("region") == {"eu", "us", "apac"}
+    mask = filter_mask(index.knowledge, parse_filter('eq("plan", "premium")'))
     assert mask is not None and mask.sum() == sum(
-        "premium" in chunk.metadata["plan"] for chunk in index.chunks
+        "premium" in chunk.metadata["plan"] for chunk in index.knowledge.chunks
     )
 
 
@@ -81,21 +81,27 @@ def test_an_upgrade_republishes_format_2_without_re_embedding(upgraded_copy: Ind
     upgraded = ensure_index(upgraded_copy, refusing_embedder(), progress=False)
     folder = IndexDirectory(upgraded_copy.index_path).current()
     assert folder is not None and format_of(folder) == FORMAT_VERSION
-    assert upgraded.fingerprint != old.fingerprint
-    assert list(upgraded.chunks) == list(old.chunks)
-    np.testing.assert_array_equal(upgraded.vectors, old.vectors)
+    assert upgraded.knowledge.fingerprint != old.knowledge.fingerprint
+    assert list(upgraded.knowledge.chunks) == list(old.knowledge.chunks)
+    np.testing.assert_array_equal(upgraded.knowledge.vectors, old.knowledge.vectors)
 
     restarted = ensure_index(upgraded_copy, refusing_embedder(), progress=False)
-    assert isinstance(restarted.chunks, ChunkTable), "a restart loads format 2, not the JSON"
+    assert isinstance(restarted.knowledge.chunks, ChunkTable), (
+        "a restart loads format 2, not the JSON"
+    )
     assert IndexDirectory(upgraded_copy.index_path).current() == folder
     for text in FILTERS:
         directive = parse_filter(text)
         np.testing.assert_array_equal(
-            filter_mask(restarted, directive), filter_mask(old, directive), err_msg=text
+            filter_mask(restarted.knowledge, directive),
+            filter_mask(old.knowledge, directive),
+            err_msg=text,
         )
-    for query in old.vectors[:5]:
+    for query in old.knowledge.vectors[:5]:
         assert restarted.dense.search(query, 5) == old.dense.search(query, 5)
-        assert restarted.lexical.search("feature sync", 5) == old.lexical.search("feature sync", 5)
+        assert restarted.knowledge.lexical.search(
+            "feature sync", 5
+        ) == old.knowledge.lexical.search("feature sync", 5)
 
 
 def test_format_2_reads_back_chunks_columns_and_rankings(tmp_path: Path):
@@ -108,19 +114,23 @@ def test_format_2_reads_back_chunks_columns_and_rankings(tmp_path: Path):
     built = KnowledgeIndex.build("fp", "emb", chunks, vectors, [], exact_search_below=100)
     built.write(tmp_path / "index")
     read = KnowledgeIndex.read(tmp_path / "index")
-    assert list(read.chunks) == chunks
-    assert read.chunks[-1] == chunks[2] and read.chunks[1:] == chunks[1:]
-    assert read.row_of == {"a": 0, "b": 1, "c": 2}
-    np.testing.assert_array_equal(read.vectors, vectors)
-    assert read.columns.attributes() == built.columns.attributes()
+    assert list(read.knowledge.chunks) == chunks
+    assert read.knowledge.chunks[-1] == chunks[2] and read.knowledge.chunks[1:] == chunks[1:]
+    assert read.knowledge.row_of == {"a": 0, "b": 1, "c": 2}
+    np.testing.assert_array_equal(read.knowledge.vectors, vectors)
+    assert read.knowledge.columns.attributes() == built.knowledge.columns.attributes()
     for text in ['eq("plan", "premium")', 'lt("price", 10)', 'eq("flag", true)', 'ne("plan", "x")']:
         directive = parse_filter(text)
         np.testing.assert_array_equal(
-            filter_mask(read, directive), filter_mask(built, directive), err_msg=text
+            filter_mask(read.knowledge, directive),
+            filter_mask(built.knowledge, directive),
+            err_msg=text,
         )
-    assert read.lexical.search("invoices", 3) == built.lexical.search("invoices", 3)
+    assert read.knowledge.lexical.search("invoices", 3) == built.knowledge.lexical.search(
+        "invoices", 3
+    )
     with pytest.raises(IndexError):
-        read.chunks[3]
+        read.knowledge.chunks[3]
 
 
 def test_an_empty_chunk_table_reads_back(tmp_path: Path):

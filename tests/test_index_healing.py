@@ -49,8 +49,8 @@ def truncated_dense(folder: Path) -> None:
 
 def heals(index: KnowledgeIndex) -> None:
     assert len(index) == CHUNKS
-    assert all(chunk.text.startswith("Q: Question") for chunk in index.chunks)
-    assert np.isfinite(np.asarray(index.vectors)).all()
+    assert all(chunk.text.startswith("Q: Question") for chunk in index.knowledge.chunks)
+    assert np.isfinite(np.asarray(index.knowledge.vectors)).all()
 
 
 @pytest.mark.parametrize(

@@ -86,7 +86,7 @@ def test_a_failed_rebuild_leaves_the_previous_index_published(tmp_path, monkeypa
     monkeypatch.undo()
 
     directory = IndexDirectory(settings_for(docs).index_path)
-    assert directory.current_fingerprint() == first.fingerprint
+    assert directory.current_fingerprint() == first.knowledge.fingerprint
     survivor = KnowledgeIndex.read(directory.current())  # type: ignore[arg-type]
     assert len(survivor) == 5
 
@@ -111,7 +111,7 @@ def test_a_build_killed_mid_way_leaves_the_previous_index_usable(tmp_path):
     assert alive == [], "the killed build's parse workers and fork server exit with it"
 
     directory = IndexDirectory(settings_for(docs).index_path)
-    assert directory.current_fingerprint() == first.fingerprint
+    assert directory.current_fingerprint() == first.knowledge.fingerprint
     assert len(KnowledgeIndex.read(directory.current())) == 4  # type: ignore[arg-type]
     rebuilt = ensure_index(settings_for(docs), HashingEmbedder(), progress=False)
     assert len(rebuilt) == 40  # the dead process's lock does not block the next start

@@ -17,7 +17,12 @@ from rasa_context_retrieval.llm.client import RetrievalLLM
 from rasa_context_retrieval.llm_query.constructor import LLMQueryConstructor
 from rasa_context_retrieval.planning.llm_planner import build_llm_planner, time_budget
 from rasa_context_retrieval.planning.plan import LLMPlanner, Planner
-from rasa_context_retrieval.rewrite.llm_rewrite import LLMRewriteAndFilter, LLMRewriter, clean_query
+from rasa_context_retrieval.rewrite.llm_rewrite import (
+    LLMRewriteAndFilter,
+    LLMRewriter,
+    RewriteLLM,
+    clean_query,
+)
 from tests.fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -44,12 +49,13 @@ def heuristic(conversation: Conversation) -> str:
 
 
 def rewriter(fake: FakeOpenAI, timeout: float = 2.0) -> LLMRewriter:
-    return LLMRewriter(RetrievalLLM.from_config(fake.llm_config()), heuristic, timeout=timeout)
+    llm = RetrievalLLM.from_config(fake.llm_config())
+    return LLMRewriter(RewriteLLM(llm, heuristic, timeout))
 
 
 def combined(fake: FakeOpenAI) -> LLMRewriteAndFilter:
     llm = RetrievalLLM.from_config(fake.llm_config())
-    return LLMRewriteAndFilter(LLMQueryConstructor(llm, FIELDS), llm, heuristic)
+    return LLMRewriteAndFilter(LLMQueryConstructor(llm, FIELDS), RewriteLLM(llm, heuristic))
 
 
 def structured_answer(query: str, filter_text: str) -> str:
@@ -213,7 +219,7 @@ async def test_the_planner_ands_the_llm_filter_with_the_slot_filter(
 
     plan = await Planner(config, dict, llm_planner).plan(conversation)
 
-    assert to_filter_syntax(plan.filter) == (
+    assert to_filter_syntax(plan.filters.as_written) == (
         'and(eq("plan", "premium"), or(eq("plan", "free"), eq("plan", "business")))'
     )
     assert plan.paraphrases == (
@@ -238,6 +244,6 @@ async def test_the_combined_prompt_gives_today_s_date(fake_openai: FakeOpenAI) -
     dated = LLMQueryConstructor(llm, FIELDS, today=lambda: dt.date(2026, 11, 25))
     fake_openai.reply(structured_answer("premium on Android", "NO_FILTER"))
 
-    await LLMRewriteAndFilter(dated, llm, heuristic).rewrite_and_structure(FOLLOW_UP)
+    await LLMRewriteAndFilter(dated, RewriteLLM(llm, heuristic)).rewrite_and_structure(FOLLOW_UP)
 
     assert fake_openai.prompts()[0].startswith("Today's date is 2026-11-25 (Wednesday).")

@@ -149,7 +149,7 @@ def test_hnsw_and_its_search_width_survive_a_restart(
     assert loaded.dense.approximate
     graph: Any = loaded.dense._index
     assert graph.hnsw.efSearch == HNSW_EF_SEARCH
-    np.testing.assert_array_equal(loaded.vectors, hnsw.vectors)
+    np.testing.assert_array_equal(loaded.knowledge.vectors, hnsw.knowledge.vectors)
     mask = np.arange(ROWS) % 7 == 3
     for query in vectors[ROWS : ROWS + 5]:
         assert loaded.dense.search(query, K) == hnsw.dense.search(query, K)

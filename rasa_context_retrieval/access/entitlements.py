@@ -51,6 +51,7 @@ from langchain_core.structured_query import (
 from rasa_context_retrieval.access.channel import ChannelMetadata
 from rasa_context_retrieval.filters.bounds import MAX_FILTER_NODES
 from rasa_context_retrieval.filters.syntax import conjoin
+from rasa_context_retrieval.knowledge.access_attributes import is_unattributed
 
 logger = structlog.get_logger()
 
@@ -79,7 +80,7 @@ class AccessClause:
     def admits(self, metadata: Mapping[str, Any]) -> bool:
         """One set look-up per value the document holds, whatever the number of entitlements."""
         value = metadata.get(self.attribute)
-        if _is_unattributed(value):
+        if is_unattributed(value):
             return self.unattributed == "public"
         held = value if isinstance(value, list | tuple) else [value]
         return any(_key(item) in self._keys for item in held)
@@ -221,15 +222,7 @@ def _finite(value: Any) -> float | None:
 def is_public(metadata: Mapping[str, Any], attributes: Iterable[str]) -> bool:
     """Whether a document has none of the access ``attributes``: every user may read it (with
     ``unattributed_documents: public``, the default)."""
-    return all(_is_unattributed(metadata.get(attribute)) for attribute in attributes)
-
-
-def _is_unattributed(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, str):
-        return not value.strip()
-    return isinstance(value, list | tuple) and len(value) == 0
+    return all(is_unattributed(metadata.get(attribute)) for attribute in attributes)
 
 
 def _key(value: Any) -> ValueKey | None:

@@ -94,7 +94,7 @@ class SearchOutcome:
 
     @property
     def filter_syntax(self) -> str | None:
-        return _printed(self.plan.filter)
+        return _printed(self.plan.filters.as_written)
 
     @property
     def filter_outcome(self) -> str | None:
@@ -122,7 +122,7 @@ class SearchOutcome:
 
     def _explain(self) -> dict[str, Any]:
         plan = self.plan
-        access = plan.access_filter
+        access = plan.filters.access
         return {
             "query": plan.search_text,
             "standalone_query": plan.standalone_query,
@@ -133,10 +133,10 @@ class SearchOutcome:
             ],
             "filter": self.filter_syntax,
             "access_filter": _printed(access.directive) if access is not None else None,
-            "static_filter": _printed(plan.static_filter),
-            "slot_filter": _printed(plan.slot_filter),
-            "extracted_filter": _printed(plan.extracted_filter),
-            "carried_filter": _printed(plan.carried_filter),
+            "static_filter": _printed(plan.filters.static),
+            "slot_filter": _printed(plan.filters.slots),
+            "extracted_filter": _printed(plan.filters.extracted),
+            "carried_filter": _printed(plan.filters.carried),
             "carried_filter_dropped": _printed(self.carried_filter_dropped),
             "previous_answer": self.answer_prior.explained() if self.answer_prior else None,
             "filter_relaxed": self.filter_relaxed,
@@ -151,7 +151,7 @@ class SearchOutcome:
 
     def audit(self) -> dict[str, Any]:
         """One record per search that is safe to keep: filters as applied, never the user's text."""
-        access = self.plan.access_filter
+        access = self.plan.filters.access
         explained = self.explanation()
         return {
             "entitlement_sources": access.sources if access is not None else None,
@@ -266,11 +266,11 @@ class KnowledgeSearch:
         if plan is not planned:  # the last bot message weighs more: mixed again, not embedded
             vectors[: len(plan.views)] = view_vectors(plan.views, by_text)
         outcome = self._run(backend, plan, threshold, top_k, vectors, prior)
-        if plan.carried_filter is not None and may_drop_carried:
+        if plan.filters.carried is not None and may_drop_carried:
             outcome = self._unless_carried_hides(backend, outcome, threshold, top_k, vectors, prior)
             plan = outcome.plan
-        if not outcome.results and plan.slot_filter is not None:
-            outcome.slot_matches = backend.count(plan.slot_filter, plan.access_filter)
+        if not outcome.results and plan.filters.slots is not None:
+            outcome.slot_matches = backend.count(plan.filters.slots, plan.filters.access)
             if not outcome.slot_matches:
                 return outcome  # relaxing the words' filter cannot help: the scope is empty
         if outcome.results or not plan.filters.has_words:
@@ -313,7 +313,7 @@ class KnowledgeSearch:
         uncarried = self._run(
             backend,
             plan.without_carried_filter(
-                f"the filter carried from earlier turns ({_printed(plan.carried_filter)}) hid "
+                f"the filter carried from earlier turns ({_printed(plan.filters.carried)}) hid "
                 "every document the latest message finds confidently: searched without it"
             ),
             threshold,
@@ -327,7 +327,7 @@ class KnowledgeSearch:
         ]
         if not confident or any(found.chunk.chunk_id in kept for found in confident):
             return carried
-        uncarried.carried_filter_dropped = plan.carried_filter
+        uncarried.carried_filter_dropped = plan.filters.carried
         return uncarried
 
     def _run(

@@ -94,7 +94,9 @@ async def _evaluate_case(engine: KnowledgeSearch, case: EvalCase) -> CaseResult:
         case=case,
         rankings=rankings,
         filter=outcome.filter_syntax,
-        filter_right=_filter_right(case, outcome.plan.filter) if case.checks_filter else None,
+        filter_right=_filter_right(case, outcome.plan.filters.as_written)
+        if case.checks_filter
+        else None,
         latency_ms=round(latency_ms, 2),
     )
 

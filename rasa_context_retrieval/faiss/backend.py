@@ -64,7 +64,7 @@ class FaissBackend:
         withheld = np.zeros(len(self.index), dtype=bool)
         if self._withheld is not None:
             withheld |= self._withheld
-        row_of = self.index.row_of
+        row_of = self.index.knowledge.row_of
         withheld[[row_of[i] for i in chunk_ids if i in row_of]] = True
         withheld.flags.writeable = False
         return FaissBackend(self.index, self.exact_search_below, withheld)
@@ -78,11 +78,11 @@ class FaissBackend:
             return len(self.index)
         if access is None:
             return int(mask.sum())
-        chunks = [self.index.chunks[row] for row in np.flatnonzero(mask)]
+        chunks = [self.index.knowledge.chunks[row] for row in np.flatnonzero(mask)]
         return sum(conforming(chunks, None, access)[0])
 
     def values_of(self, attribute: str) -> frozenset[str]:
-        return self.index.columns.values_of(attribute)
+        return self.index.knowledge.columns.values_of(attribute)
 
     def readable_values(
         self, attributes: Sequence[str], access: AccessFilter
@@ -90,7 +90,7 @@ class FaissBackend:
         return readable_values(self.index.knowledge, attributes, access, self._withheld)
 
     def has_attribute(self, attribute: str) -> bool:
-        return attribute in self.index.columns.attributes()
+        return attribute in self.index.knowledge.columns.attributes()
 
     def size(self) -> int:
         if self._withheld is None:

@@ -102,13 +102,13 @@ def _build(
     knowledge = embed_knowledge(settings, embeddings, fingerprint, known, progress=progress)
     index = KnowledgeIndex.built(knowledge, settings.exact_search_below)
     directory.publish(index)
-    reused = sum(chunk.chunk_id in known for chunk in index.chunks)
+    reused = sum(chunk.chunk_id in known for chunk in index.knowledge.chunks)
     logger.info(
         "knowledge.index.built",
         chunks=len(index),
         embedded=len(index) - reused,
         reused=reused,
-        skipped_files=len(index.problems),
+        skipped_files=len(index.knowledge.problems),
         seconds=round(time.perf_counter() - started, 3),
     )
     return index
@@ -123,6 +123,6 @@ def _previous_vectors(directory: IndexDirectory, embeddings: Any) -> dict[str, n
         previous = KnowledgeIndex.read(folder)
     except IndexCorruptError:
         return {}
-    if previous.embedder != embedder_identity(embeddings):
+    if previous.knowledge.embedder != embedder_identity(embeddings):
         return {}
-    return previous.vectors_by_chunk_id()
+    return previous.knowledge.vectors_by_chunk_id()

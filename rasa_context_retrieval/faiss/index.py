@@ -49,7 +49,6 @@ from rasa_context_retrieval.faiss.chunk_table import ChunkTable
 from rasa_context_retrieval.faiss.dense import DenseIndex, factory_for
 from rasa_context_retrieval.filters.column_files import read_columns, write_columns
 from rasa_context_retrieval.filters.columns import MetadataColumns
-from rasa_context_retrieval.filters.masks import FilterMasks
 from rasa_context_retrieval.ingestion.knowledge import EmbeddedKnowledge
 from rasa_context_retrieval.ingestion.settings import FORMAT_VERSION
 from rasa_context_retrieval.knowledge.listing import is_inside
@@ -129,49 +128,8 @@ class KnowledgeIndex:
             )
         return cls(knowledge, dense)
 
-    # What a search reads, from the knowledge (row-aligned with the dense index).
-
-    @property
-    def fingerprint(self) -> str:
-        return self.knowledge.fingerprint
-
-    @property
-    def embedder(self) -> str:
-        return self.knowledge.embedder
-
-    @property
-    def chunks(self) -> Sequence[Chunk]:
-        return self.knowledge.chunks
-
-    @property
-    def vectors(self) -> np.ndarray:
-        return self.knowledge.vectors
-
-    @property
-    def lexical(self) -> LexicalIndex:
-        return self.knowledge.lexical
-
-    @property
-    def columns(self) -> MetadataColumns:
-        return self.knowledge.columns
-
-    @property
-    def problems(self) -> Sequence[IngestProblem]:
-        return self.knowledge.problems
-
-    @property
-    def masks(self) -> FilterMasks:
-        return self.knowledge.masks
-
-    @property
-    def row_of(self) -> dict[str, int]:
-        return self.knowledge.row_of
-
     def __len__(self) -> int:
         return len(self.knowledge)
-
-    def vectors_by_chunk_id(self) -> dict[str, np.ndarray]:
-        return self.knowledge.vectors_by_chunk_id()
 
     @classmethod
     def build(
@@ -198,19 +156,20 @@ class KnowledgeIndex:
         return cls(replace(knowledge, vectors=dense.vectors), dense)
 
     def write(self, folder: Path) -> None:
+        knowledge = self.knowledge
         folder.mkdir(parents=True)
         self.dense.write(folder / DENSE_FILE)
-        np.save(folder / VECTORS_FILE, self.vectors, allow_pickle=False)
-        self.lexical.save(folder / LEXICAL_FOLDER)
-        ChunkTable.write(self.chunks, folder / CHUNK_TABLE_FOLDER)
-        write_columns(self.columns, folder / COLUMNS_FOLDER)
+        np.save(folder / VECTORS_FILE, knowledge.vectors, allow_pickle=False)
+        knowledge.lexical.save(folder / LEXICAL_FOLDER)
+        ChunkTable.write(knowledge.chunks, folder / CHUNK_TABLE_FOLDER)
+        write_columns(knowledge.columns, folder / COLUMNS_FOLDER)
         manifest = {
             "format": FORMAT_VERSION,
-            "fingerprint": self.fingerprint,
-            "embedder": self.embedder,
-            "chunks": len(self.chunks),
-            "dimension": int(self.vectors.shape[1]) if self.vectors.size else 0,
-            "problems": [vars(problem) for problem in self.problems],
+            "fingerprint": knowledge.fingerprint,
+            "embedder": knowledge.embedder,
+            "chunks": len(knowledge.chunks),
+            "dimension": int(knowledge.vectors.shape[1]) if knowledge.vectors.size else 0,
+            "problems": [vars(problem) for problem in knowledge.problems],
             "files": file_checksums(folder),
         }
         _write_json(folder / MANIFEST_FILE, manifest)  # written last: marks the folder complete
@@ -362,7 +321,7 @@ class IndexDirectory:
 
     def publish(self, index: KnowledgeIndex) -> Path:
         """Write ``index`` beside the current one, then switch ``CURRENT`` to it atomically."""
-        name = f"index-{index.fingerprint[:16]}-{uuid.uuid4().hex[:8]}"
+        name = f"index-{index.knowledge.fingerprint[:16]}-{uuid.uuid4().hex[:8]}"
         staging = self.root / f".staging-{name}"
         final = self.root / name
         try:

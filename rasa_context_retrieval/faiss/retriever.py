@@ -53,12 +53,14 @@ def retrieve(
     )
     rankings = [[row for row, _ in hits] for hits in found]
     if request.hybrid:
-        lexical = index.lexical.search(request.texts[0], request.candidates, mask)
+        lexical = index.knowledge.lexical.search(request.texts[0], request.candidates, mask)
         rankings.append([row for row, score in lexical if score > 0])
     rows = _fuse([ranking for ranking in rankings if ranking])
-    relevance = np.clip(index.vectors[rows] @ request.vectors[0], 0.0, 1.0) if rows else []
+    relevance = (
+        np.clip(index.knowledge.vectors[rows] @ request.vectors[0], 0.0, 1.0) if rows else []
+    )
     results = [
-        ScoredChunk(index.chunks[row], float(score))
+        ScoredChunk(index.knowledge.chunks[row], float(score))
         for row, score in zip(rows, relevance, strict=True)
         if score >= request.threshold
     ]

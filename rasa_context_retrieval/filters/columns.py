@@ -21,8 +21,8 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import structlog
@@ -115,6 +115,21 @@ def _instant(instant: dt.datetime | None) -> np.datetime64:
     return np.datetime64("NaT") if instant is None else np.datetime64(instant, "s")
 
 
+Entry = TypeVar("Entry")
+
+
+@dataclass
+class _Entries(Generic[Entry]):
+    """The values of one kind an attribute holds, each with the row it stands in."""
+
+    rows: list[int] = field(default_factory=list)
+    values: list[Entry] = field(default_factory=list)
+
+    def add(self, row: int, *values: Entry) -> None:
+        self.rows.extend([row] * len(values))
+        self.values.extend(values)
+
+
 class _ColumnBuilder:
     """Sorts one attribute's values by type, then freezes them as numpy arrays.
 
@@ -124,39 +139,29 @@ class _ColumnBuilder:
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.string_rows: list[int] = []
-        self.strings: list[str] = []
-        self.member_rows: list[int] = []
-        self.members: list[str] = []
-        self.number_rows: list[int] = []
-        self.numbers: list[float] = []
-        self.instant_rows: list[int] = []
-        self.instants: list[np.datetime64] = []
-        self.boolean_rows: list[int] = []
-        self.booleans: list[int] = []
+        self.strings: _Entries[str] = _Entries()
+        self.members: _Entries[str] = _Entries()
+        self.numbers: _Entries[float] = _Entries()
+        self.instants: _Entries[np.datetime64] = _Entries()
+        self.booleans: _Entries[int] = _Entries()
 
     def add(self, row: int, value: Any) -> None:
         stored = stored_value(value)
         if stored is None:
             return
         if stored.string is not None:
-            self.string_rows.append(row)
-            self.strings.append(stored.string)
+            self.strings.add(row, stored.string)
         elif stored.boolean is not None:
-            self.boolean_rows.append(row)
-            self.booleans.append(int(stored.boolean))
+            self.booleans.add(row, int(stored.boolean))
         elif stored.number is not None:
-            self.number_rows.append(row)
-            self.numbers.append(stored.number)
+            self.numbers.add(row, stored.number)
         elif stored.instant is not None:
-            self.instant_rows.append(row)
-            self.instants.append(_instant(stored.instant))
+            self.instants.add(row, _instant(stored.instant))
         else:
-            self.member_rows.extend([row] * len(stored.members))
-            self.members.extend(stored.members)
+            self.members.add(row, *stored.members)
 
     def freeze(self) -> AttributeColumn:
-        distinct = list(dict.fromkeys([*self.strings, *self.members]))
+        distinct = list(dict.fromkeys([*self.strings.values, *self.members.values]))
         readings = [_StringReading.of(raw) for raw in distinct]
         texts = sorted({reading.text for reading in readings})
         codes = {text: code for code, text in enumerate(texts)}
@@ -169,24 +174,26 @@ class _ColumnBuilder:
         instants = np.full(self.n, np.datetime64("NaT"), dtype=_INSTANT)
         booleans = np.full(self.n, -1, dtype=np.int8)
 
-        rows = np.array(self.string_rows, dtype=np.intp)
-        which = np.array([slot[raw] for raw in self.strings], dtype=np.intp)
+        rows = np.array(self.strings.rows, dtype=np.intp)
+        which = np.array([slot[raw] for raw in self.strings.values], dtype=np.intp)
         present[rows] = True
         if len(which):
             row_codes[rows] = distinct_codes[which]
             numbers_[rows] = np.array([r.number for r in readings])[which]
             instants[rows] = np.array([r.instant for r in readings], dtype=_INSTANT)[which]
             booleans[rows] = np.array([r.boolean for r in readings], dtype=np.int8)[which]
-        for typed_rows, values, target in (
-            (self.number_rows, self.numbers, numbers_),
-            (self.instant_rows, self.instants, instants),
-            (self.boolean_rows, self.booleans, booleans),
+        for entries, target in (
+            (self.numbers, numbers_),
+            (self.instants, instants),
+            (self.booleans, booleans),
         ):
-            present[typed_rows] = True
-            target[typed_rows] = values
-        list_rows = np.array(self.member_rows, dtype=np.int32)
+            present[entries.rows] = True
+            target[entries.rows] = entries.values
+        list_rows = np.array(self.members.rows, dtype=np.int32)
         present[list_rows] = True
-        list_codes = distinct_codes[np.array([slot[raw] for raw in self.members], dtype=np.intp)]
+        list_codes = distinct_codes[
+            np.array([slot[raw] for raw in self.members.values], dtype=np.intp)
+        ]
         by_code = np.argsort(list_codes, kind="stable")
         list_rows, list_codes = list_rows[by_code], list_codes[by_code]
         return _frozen(

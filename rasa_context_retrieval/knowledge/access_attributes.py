@@ -16,10 +16,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
+from typing import Any
 
 _PLURAL_ENDINGS = ("es", "s")
 _FRONT_MATTER_DELIMITER = re.compile(r"^\s*(-{3,}|\+{3,})")
 _ASSIGNED_KEY = re.compile(r"""^\s*["']?([^\s"':=#]+)["']?\s*[:=]""")
+
+
+def is_unattributed(value: Any) -> bool:
+    """Whether an access attribute's value is no value at all (none, blank text, an empty
+    list): a document holding only such values is unattributed, public by default, so an
+    attribute file may never set one."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    return isinstance(value, list | tuple) and len(value) == 0
 
 
 def _spellings(name: str) -> set[str]:

@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.knowledge.access_attributes import is_unattributed
 from rasa_context_retrieval.knowledge.listing import FOLDER_ATTRIBUTES, SIDECAR_SUFFIX
 
 
@@ -97,7 +98,7 @@ class AttributeRules:
         """
         result = dict(outer)
         for key, value in inner.items():
-            if key in self._access and not _unset(outer.get(key)):
+            if key in self._access and not is_unattributed(outer.get(key)):
                 result[key] = _intersection(key, outer[key], value, inner_name)
             else:
                 result[key] = value
@@ -112,17 +113,8 @@ def _covering(document: str) -> list[str]:
     return [*names, f"{document}{SIDECAR_SUFFIX}"]
 
 
-def _unset(value: Any) -> bool:
-    """No value: what the access rules read as an unattributed (public) document."""
-    if value is None:
-        return True
-    if isinstance(value, str):
-        return not value.strip()
-    return isinstance(value, list | tuple) and len(value) == 0
-
-
 def _intersection(key: str, outer: Any, inner: Any, inner_name: str) -> Any:
-    if _unset(inner):
+    if is_unattributed(inner):
         raise AttributesRefused(
             f"{inner_name} removes the access attribute {key!r} that an outer rule sets "
             "(that would make the document public); not indexed"

@@ -23,6 +23,7 @@ from rasa_context_retrieval.rewrite.llm_rewrite import (
     Fallback,
     LLMRewriteAndFilter,
     LLMRewriter,
+    RewriteLLM,
 )
 from rasa_context_retrieval.rewrite.multi_query import paraphrases
 
@@ -41,8 +42,9 @@ class LLMQueryPlanner:
         self._llm = llm
         self._constructor = constructor
         self._timeout = timeout
-        self._rewriter = LLMRewriter(llm, fallback, timeout=timeout)
-        self._combined = LLMRewriteAndFilter(constructor, llm, fallback, timeout=timeout)
+        rewrite_llm = RewriteLLM(llm, fallback, timeout)
+        self._rewriter = LLMRewriter(rewrite_llm)
+        self._combined = LLMRewriteAndFilter(constructor, rewrite_llm)
 
     async def rewrite(self, conversation: Conversation) -> str:
         return await self._rewriter.standalone_query(conversation)

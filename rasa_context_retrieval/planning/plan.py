@@ -88,32 +88,6 @@ class SearchPlan:
         query vector (LLM paraphrases come on top, one vector each)."""
         return self.views or ((QueryText(self.search_text, 1.0),),)
 
-    @property
-    def access_filter(self) -> AccessFilter | None:
-        return self.filters.access
-
-    @property
-    def static_filter(self) -> FilterDirective | None:
-        return self.filters.static
-
-    @property
-    def slot_filter(self) -> FilterDirective | None:
-        return self.filters.slots
-
-    @property
-    def extracted_filter(self) -> FilterDirective | None:
-        return self.filters.extracted
-
-    @property
-    def carried_filter(self) -> FilterDirective | None:
-        """Conditions the user stated in earlier turns of the same subject (``carried_filters``)."""
-        return self.filters.carried
-
-    @property
-    def filter(self) -> FilterDirective | None:
-        """The final filter as written: the scope AND the conditions from the user's words."""
-        return self.filters.as_written
-
     def without_carried_filter(self, note: str) -> SearchPlan:
         """The same plan without the conditions carried from earlier turns (the words' own
         filter and the scope stay)."""

@@ -9,7 +9,7 @@ A search is filtered by four kinds of condition, in order of trust:
 
 From these, :class:`SearchFilter` derives, once, everything the rest of the search needs:
 
-* ``as_written``: ``and(scope, words)``, the filter shown to users and evaluated (``plan.filter``);
+* ``as_written``: ``and(scope, words)``, the filter shown to users and evaluated;
 * ``for_backend``: the scope as is AND the words widened by ``absent_means_all``
   (``filters.absence``), which the backend runs and the result check re-checks;
 * ``widened``: whether the two differ, so that results specific to the words come first;

@@ -47,44 +47,57 @@ class Analyzer:
     stopwords: tuple[str, ...]
 
 
-ANALYZERS: dict[str, Analyzer] = {
-    # Snowball stemmer and NLTK stop words.
-    "en": Analyzer("english", tuple(nltk.STOPWORDS_EN)),
-    "da": Analyzer("danish", tuple(nltk.STOPWORDS_DANISH)),
-    "de": Analyzer("german", tuple(nltk.STOPWORDS_GERMAN)),
-    "es": Analyzer("spanish", tuple(nltk.STOPWORDS_SPANISH)),
-    "fr": Analyzer("french", tuple(nltk.STOPWORDS_FRENCH)),
-    "it": Analyzer("italian", tuple(nltk.STOPWORDS_ITALIAN)),
-    "nl": Analyzer("dutch", tuple(nltk.STOPWORDS_DUTCH)),
-    "no": Analyzer("norwegian", tuple(nltk.STOPWORDS_NORWEGIAN)),
-    "pt": Analyzer("portuguese", tuple(nltk.STOPWORDS_PORTUGUESE)),
-    "ru": Analyzer("russian", tuple(nltk.STOPWORDS_RUSSIAN)),
-    "sv": Analyzer("swedish", tuple(nltk.STOPWORDS_SWEDISH)),
-    "tr": Analyzer("turkish", tuple(nltk.STOPWORDS_TURKISH)),
-    # Stop words only.
-    "ko": Analyzer(None, tuple(nltk.STOPWORDS_KOREAN)),
-    # Snowball stemmer only.
-    "ar": Analyzer("arabic", ()),
-    "ca": Analyzer("catalan", ()),
-    "cs": Analyzer("czech", ()),
-    "el": Analyzer("greek", ()),
-    "et": Analyzer("estonian", ()),
-    "eu": Analyzer("basque", ()),
-    "fa": Analyzer("persian", ()),
-    "fi": Analyzer("finnish", ()),
-    "ga": Analyzer("irish", ()),
-    "hi": Analyzer("hindi", ()),
-    "hu": Analyzer("hungarian", ()),
-    "hy": Analyzer("armenian", ()),
-    "id": Analyzer("indonesian", ()),
-    "lt": Analyzer("lithuanian", ()),
-    "ne": Analyzer("nepali", ()),
-    "pl": Analyzer("polish", ()),
-    "ro": Analyzer("romanian", ()),
-    "sr": Analyzer("serbian", ()),
-    "ta": Analyzer("tamil", ()),
-    "yi": Analyzer("yiddish", ()),
+LANGUAGE_NAMES: dict[str, str] = {
+    # ISO 639-1 code: the language's name as PyStemmer's Snowball algorithms and bm25s's
+    # stop-word lists spell it. The languages with stop words come first: a document whose
+    # stop words two lists cover equally is guessed as the earlier one.
+    "en": "english",
+    "da": "danish",
+    "de": "german",
+    "es": "spanish",
+    "fr": "french",
+    "it": "italian",
+    "nl": "dutch",
+    "no": "norwegian",
+    "pt": "portuguese",
+    "ru": "russian",
+    "sv": "swedish",
+    "tr": "turkish",
+    "ko": "korean",
+    "ar": "arabic",
+    "ca": "catalan",
+    "cs": "czech",
+    "el": "greek",
+    "et": "estonian",
+    "eu": "basque",
+    "fa": "persian",
+    "fi": "finnish",
+    "ga": "irish",
+    "hi": "hindi",
+    "hu": "hungarian",
+    "hy": "armenian",
+    "id": "indonesian",
+    "lt": "lithuanian",
+    "ne": "nepali",
+    "pl": "polish",
+    "ro": "romanian",
+    "sr": "serbian",
+    "ta": "tamil",
+    "yi": "yiddish",
 }
+
+WITHOUT_STEMMER = frozenset({"korean"})
+"""Languages Snowball has no stemmer for (every other name above is a PyStemmer algorithm)."""
+
+
+def _analyzer(name: str) -> Analyzer:
+    """The language's Snowball stemmer and the NLTK stop words bm25s bundles for it, if any
+    (bm25s names the English list ``EN``, the others by the language's name)."""
+    bundled = "STOPWORDS_" + ("EN" if name == "english" else name.upper())
+    return Analyzer(None if name in WITHOUT_STEMMER else name, tuple(getattr(nltk, bundled, ())))
+
+
+ANALYZERS: dict[str, Analyzer] = {code: _analyzer(name) for code, name in LANGUAGE_NAMES.items()}
 
 _STOPWORD_SETS = {code: frozenset(a.stopwords) for code, a in ANALYZERS.items() if a.stopwords}
 

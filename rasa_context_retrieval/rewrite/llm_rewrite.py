@@ -22,7 +22,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import structlog
 from cachetools import LRUCache
@@ -43,6 +44,7 @@ from rasa_context_retrieval.workers import off_loop
 logger = structlog.get_logger()
 
 Fallback = Callable[[Conversation], str]
+Answer = TypeVar("Answer")
 
 DEFAULT_TIMEOUT_SECONDS = 2.0
 DEFAULT_CACHE_SIZE = 512
@@ -126,27 +128,47 @@ def clean_query(answer: str) -> str:
     return query if len(query) <= MAX_QUERY_CHARS else ""
 
 
+@dataclass(frozen=True)
+class RewriteLLM:
+    """The LLM a rewrite asks, the seconds it may take, and the heuristic rewrite that answers
+    instead when it gives no usable answer in time (both rewrite steps share one)."""
+
+    llm: RetrievalLLM
+    fallback: Fallback
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+
+    async def ask(self, prompt: str, parse: Callable[[str], Answer]) -> Answer:
+        """The parsed answer; raises ``LLMUnavailable`` past the timeout or on an LLM error."""
+        return await self.llm.complete_and_parse(prompt, parse, timeout=self.timeout)
+
+    async def heuristic(self, conversation: Conversation) -> str:
+        """The heuristic's query, computed off the event loop."""
+        return await off_loop(self.fallback, conversation)
+
+    async def fall_back(self, conversation: Conversation, reason: str, event: str) -> str:
+        """The heuristic's query, with a warning ``event`` saying why the LLM's was not used."""
+        query = await self.heuristic(conversation)
+        logger.warning(event, reason=reason, standalone_query=query)
+        return query
+
+
 class LLMRewriter:
     """Standalone search queries from an LLM, falling back to a heuristic rewrite."""
 
     def __init__(
         self,
-        llm: RetrievalLLM,
-        fallback: Fallback,
+        llm: RewriteLLM,
         *,
         document_contents: str = "help-centre articles",
-        timeout: float = DEFAULT_TIMEOUT_SECONDS,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         self._llm = llm
-        self._fallback = fallback
         self._document_contents = document_contents
-        self.timeout = timeout
         self._cache: LRUCache[str, str] = LRUCache(maxsize=cache_size)
 
     async def standalone_query(self, conversation: Conversation) -> str:
         if not conversation.history:
-            return await off_loop(self._fallback, conversation)
+            return await self._llm.heuristic(conversation)
         prompt = await off_loop(
             REWRITE_PROMPT.format,
             document_contents=self._document_contents,
@@ -155,18 +177,15 @@ class LLMRewriter:
         if prompt in self._cache:
             return self._cache[prompt]
         try:
-            query = await self._llm.complete_and_parse(prompt, clean_query, timeout=self.timeout)
+            query = await self._llm.ask(prompt, clean_query)
         except LLMUnavailable as error:
-            return await off_loop(self._fall_back, conversation, str(error))
+            return await self._llm.fall_back(conversation, str(error), "rewrite.llm.fallback")
         if not query:
-            return await off_loop(self._fall_back, conversation, "the answer is not a search query")
+            return await self._llm.fall_back(
+                conversation, "the answer is not a search query", "rewrite.llm.fallback"
+            )
         self._cache[prompt] = query
         logger.debug("rewrite.llm.done", standalone_query=query)
-        return query
-
-    def _fall_back(self, conversation: Conversation, reason: str) -> str:
-        query = self._fallback(conversation)
-        logger.warning("rewrite.llm.fallback", reason=reason, standalone_query=query)
         return query
 
 
@@ -176,16 +195,12 @@ class LLMRewriteAndFilter:
     def __init__(
         self,
         constructor: LLMQueryConstructor,
-        llm: RetrievalLLM,
-        fallback: Fallback,
+        llm: RewriteLLM,
         *,
-        timeout: float = DEFAULT_TIMEOUT_SECONDS,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         self._constructor = constructor
         self._llm = llm
-        self._fallback = fallback
-        self.timeout = timeout
         self._cache: LRUCache[str, tuple[str, StructuredQuery | None]] = LRUCache(
             maxsize=cache_size
         )
@@ -220,22 +235,20 @@ class LLMRewriteAndFilter:
         one call). On failure the heuristic query is returned with no LLM filter.
         """
         if not conversation.history:
-            standalone = await off_loop(self._fallback, conversation)
+            standalone = await self._llm.heuristic(conversation)
             return standalone, await self._constructor.construct(standalone, known_values)
         catalogue, prompt = await off_loop(self._catalogue_and_prompt, conversation, known_values)
         if prompt in self._cache:
             return self._cache[prompt]
         try:
-            structured = await self._llm.complete_and_parse(
-                prompt,
-                functools.partial(self._constructor.parse_answer, catalogue=catalogue),
-                timeout=self.timeout,
+            structured = await self._llm.ask(
+                prompt, functools.partial(self._constructor.parse_answer, catalogue=catalogue)
             )
         except LLMUnavailable as error:
-            return await off_loop(self._fall_back, conversation, str(error))
+            return await self._fall_back(conversation, str(error))
         if structured is None:
-            return await off_loop(self._fall_back, conversation, "unparseable answer")
-        standalone = clean_query(structured.query) or await off_loop(self._fallback, conversation)
+            return await self._fall_back(conversation, "unparseable answer")
+        standalone = clean_query(structured.query) or await self._llm.heuristic(conversation)
         result = (
             standalone,
             StructuredQuery(query=standalone, filter=structured.filter, limit=structured.limit),
@@ -255,10 +268,11 @@ class LLMRewriteAndFilter:
         )
         return catalogue, prompt
 
-    def _fall_back(self, conversation: Conversation, reason: str) -> tuple[str, None]:
-        query = self._fallback(conversation)
-        logger.warning("rewrite.llm_combined.fallback", reason=reason, standalone_query=query)
-        return query, None
+    async def _fall_back(self, conversation: Conversation, reason: str) -> tuple[str, None]:
+        """The heuristic's query and no LLM filter."""
+        return await self._llm.fall_back(
+            conversation, reason, "rewrite.llm_combined.fallback"
+        ), None
 
 
 def _speaker(turn: Turn) -> str:
