@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rasa_context_retrieval.conversation import Conversation
-from rasa_context_retrieval.follow_up import is_complete_question
+from rasa_context_retrieval.follow_up import answers_the_bot, is_complete_question
 from rasa_context_retrieval.rewrite.heuristic import (
     content_words,
     earlier_user_texts,
@@ -176,9 +176,10 @@ def previous_answer(views: tuple[QueryView, ...], conversation: Conversation) ->
     crossing a change of subject): the text whose vector finds the previous answer's document
     (``retrieve.answer_prior``); None otherwise. A question that names its own subject must
     not be pulled back to the document of the answer before."""
-    if is_complete_question(conversation.latest_user_text):
-        return None
     last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
+    latest = conversation.latest_user_text
+    if is_complete_question(latest) and not answers_the_bot(latest, last_bot):
+        return None
     mixed = {part.text for view in views if len(view) > 1 for part in view[1:]}
     return last_bot if last_bot and last_bot in mixed else None
 
@@ -255,12 +256,15 @@ class _FollowUpLead:
 
     @classmethod
     def of(cls, conversation: Conversation) -> _FollowUpLead | None:
-        """None for a first or standalone message."""
+        """None for a first or standalone message. An answer to the bot's clarifying question
+        ("home, storm knocked the fence down" after "Is the claim for your home or your
+        car?") follows up however much it names (``follow_up.answers_the_bot``)."""
         latest = conversation.latest_user_text
         earlier = earlier_user_texts(conversation)
-        if not latest.strip() or not earlier or not looks_like_follow_up(latest):
-            return None
         last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
+        follows = looks_like_follow_up(latest) or answers_the_bot(latest, last_bot)
+        if not latest.strip() or not earlier or not follows:
+            return None
         swapped = swapped_question(latest, earlier[-1], [last_bot])
         restated = None if swapped is not None else swapped_answer(latest, last_bot, [earlier[-1]])
         return cls(earlier, last_bot, swapped, restated)
