@@ -437,6 +437,7 @@ def test_an_answer_to_the_bots_clarifying_question_is_searched_with_the_question
     turns, words = query_views(conversation, standalone_query(conversation))
     assert turns[0].text.startswith(answer) and "claim" in turns[0].text.split()
     assert QueryText(question, 0.1) in turns
+    assert QueryText("Is the claim for your home or your car?", 0.5) in turns
     assert words[0].text.startswith(answer) and "claim" in words[0].text.split()
 
 
