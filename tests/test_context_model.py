@@ -452,3 +452,16 @@ def test_a_question_after_a_closing_offer_is_searched_alone() -> None:
     )
 
     assert query_views(conversation, standalone_query(conversation)) == ((QueryText(latest, 1.0),),)
+
+
+async def test_an_answer_to_the_bots_question_is_explained_in_the_notes(store: ContextRetrieval):
+    """The console shows why the bot's question weighs more: a note names it."""
+    question = "Is that on Android or on iOS?"
+    result = await search(store, "How do I use offline files?", question, "android")
+
+    bot_weights = [p["weight"] for p in result.metadata["query_texts"] if p["text"] == question]
+    assert bot_weights == [0.5]
+    assert any(
+        "answers the bot's question" in note and question in note
+        for note in result.metadata["notes"]
+    )
