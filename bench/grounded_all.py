@@ -53,13 +53,24 @@ from rasa_context_retrieval.evaluation.runner import (  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data"
-SET_NAMES = ("example", "bank", "energy", "telecom", "airline", "insurance")
+SET_NAMES = (
+    "example",
+    "bank",
+    "energy",
+    "telecom",
+    "airline",
+    "insurance",
+    "transport",
+    "accounting",
+)
 GROUNDED_FOLDERS = {
     "bank": "grounded",
     "energy": "grounded-energy",
     "telecom": "grounded-telecom",
     "airline": "grounded-airline",
     "insurance": "grounded-insurance",
+    "transport": "grounded-transport",
+    "accounting": "grounded-accounting",
 }
 """The help-centre sets under bench/data, each with a dev.yml and a test.yml half."""
 

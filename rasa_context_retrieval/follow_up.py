@@ -23,6 +23,12 @@ rewrite ("same" points back) and not for carried filters (it names "business" an
 "true", and does not open with a continuation word). :func:`decisions` returns both answers so that
 such messages can be found and a later change can choose one reading for every stage.
 
+Both readings first set aside what says nothing about the subject: an opening acknowledgement
+("ok.", "got it.") is not read, and a message that announces a new subject ("separate thing,
+...", "different question: ...") never follows up; "also" is read by what follows it. An answer
+to the bot's clarifying question ("home, storm knocked the fence down" after "Is the claim for
+your home or your car?") follows up however much it names (``answers_the_bot``).
+
 Tokenisation is a regular expression plus scikit-learn's English stop words: no tagger or parser
 is loaded.
 """
@@ -181,7 +187,7 @@ WORD_PATTERN = re.compile(r"[^\W_](?:[\w-]*[^\W_])?")
 
 # The carried filters' reading (see the module docstring).
 CONTINUATIONS = re.compile(
-    r"^\s*(?:and|or|but|also|so|then|same|what\s+about|how\s+about|what\s+if)\b", re.IGNORECASE
+    r"^\s*(?:and|or|but|so|then|same|what\s+about|how\s+about|what\s+if)\b", re.IGNORECASE
 )
 POINTING_BACK = frozenset(
     ["it", "its", "they", "them", "their", "there", "that", "this", "those", "these", "one"]
@@ -189,11 +195,100 @@ POINTING_BACK = frozenset(
 WORDS = re.compile(r"[a-z0-9][a-z0-9'-]*", re.IGNORECASE)
 
 
+# An opening that only acknowledges the answer before ("ok.", "got it.", "thanks, ..."): it
+# closes the previous exchange and says nothing about the next message's subject.
+ACKNOWLEDGEMENT = re.compile(
+    r"^\s*(?:(?:ok(?:ay)?|thanks|thank\s+you|thx|ty|got\s+it|right|cool|great|perfect|done"
+    r"|alright|understood|nvm|fine)\b[\s,.!:;-]*)+",
+    re.IGNORECASE,
+)
+FIRST_SENTENCE = re.compile(r"^[^.!?]*[.!]\s+(?=\S)")
+# An announcement of a new subject ("separate thing, ...", "different question: ...", "another
+# question - ..."): the opposite of a follow-up, whatever words come after it.
+NEW_SUBJECT = re.compile(
+    r"^\s*(?:also\W+)?(?:a\s+)?(?:separate|seperate|different|another|other|new|unrelated)\s+"
+    r"(?:thing|question|q|topic|subject|issue|query|matter)\b"
+    r"|^\s*(?:on\s+)?another\s+note\b|^\s*(?:changing|to\s+change)\s+the\s+subject\b",
+    re.IGNORECASE,
+)
+# "also" opens a new question as often as it continues one ("also how many bags can I check
+# on a Classic fare"): unlike "and", it is read by what follows it.
+ALSO_OPENING = re.compile(r"^\s*also\b[\s,]*", re.IGNORECASE)
+
+
 def follows_up(message: str, stage: Stage) -> bool:
-    """Whether ``message`` leans on earlier turns, as ``stage`` reads it (module docstring)."""
+    """Whether ``message`` leans on earlier turns, as ``stage`` reads it (module docstring).
+
+    An opening acknowledgement ("ok.", "got it.") is not read ("got it. what order do you board
+    in" points at nothing), and a message that announces a new subject ("separate thing, my
+    surname is misspelled by one letter") never follows up.
+    """
+    if announces_new_subject(message):
+        return False
+    question = without_acknowledgement(message)
     if stage is Stage.REWRITE:
-        return _leans_on_earlier_turns(message)
-    return not is_complete_question(message)
+        return _leans_on_earlier_turns(question)
+    return not is_complete_question(question)
+
+
+# A bot question that only offers more help ("Anything else I can help with?"): the user's next
+# message opens a subject of its own, it does not answer a question about the last one.
+CLOSING_OFFER = re.compile(
+    r"\b(?:anything|something)\s+else\b|\bcan\s+i\s+(?:help|do)\b|\bhelp\s+you\s+with\b",
+    re.IGNORECASE,
+)
+# A user message that asks rather than answers: it opens with a question word or an auxiliary.
+QUESTION_OPENING = re.compile(
+    r"^\s*(?:what|whats|what's|how|when|where|why|who|which|can|could|do|does|did|is|are|am"
+    r"|will|would|should|may|has|have|any)\b",
+    re.IGNORECASE,
+)
+
+
+def clarifying_question(bot_text: str) -> str | None:
+    """The question ``bot_text`` ends with when it asks the user something about their last
+    question ("Is that for home or car insurance?"), not when it offers more help ("Anything
+    else I can help with?"); None otherwise."""
+    sentences = [part.strip() for part in SENTENCE_PATTERN.findall(bot_text) if part.strip()]
+    if not sentences or not sentences[-1].endswith("?") or CLOSING_OFFER.search(sentences[-1]):
+        return None
+    return sentences[-1]
+
+
+def answers_the_bot(message: str, last_bot: str) -> bool:
+    """Whether ``message`` answers the bot's clarifying question (``clarifying_question``):
+    a reply that neither asks a question of its own nor announces a new subject ("car",
+    "home, storm knocked the fence down", "new york to lisbon via lindmoor").
+
+    Such a reply follows up however much it names: it qualifies the question the user asked
+    before, and alone it would be searched as a statement.
+    """
+    if clarifying_question(last_bot) is None or announces_new_subject(message):
+        return False
+    reply = without_acknowledgement(message)
+    return "?" not in reply and not QUESTION_OPENING.match(reply)
+
+
+def follows_up_after(message: str, last_bot: str, stage: Stage) -> bool:
+    """``follows_up``, and also true for an answer to the bot's clarifying question."""
+    return answers_the_bot(message, last_bot) or follows_up(message, stage)
+
+
+def without_acknowledgement(message: str) -> str:
+    """``message`` without an opening that acknowledges the answer before: the acknowledgement
+    words ("ok and how often ...": "and how often ..."), or the whole first sentence when it
+    opens with one and another sentence follows ("ok i'll ring. how do i book ..."). A message
+    that is only an acknowledgement comes back unchanged."""
+    first = FIRST_SENTENCE.match(message)
+    if first is None or not ACKNOWLEDGEMENT.match(message):
+        return message
+    return message[first.end() :]
+
+
+def announces_new_subject(message: str) -> bool:
+    """Whether ``message`` (after an acknowledgement) says it opens a new subject ("separate
+    question, ...", "different q: ...", "another thing, ...")."""
+    return bool(NEW_SUBJECT.match(without_acknowledgement(message)))
 
 
 def is_complete_question(message: str) -> bool:
@@ -205,6 +300,7 @@ def is_complete_question(message: str) -> bool:
     VAT?" names three things), so it finds complete questions the carried filters' reading
     called thin; an opening like "what if ..." still continues the subject.
     """
+    message = ALSO_OPENING.sub("", message, count=1)
     if CONTINUATIONS.match(message):
         return False
     return not (_leans_on_earlier_turns(message) and _continues_the_subject(message))
@@ -251,6 +347,7 @@ def is_content_word(lowered: str) -> bool:
 
 def _leans_on_earlier_turns(message: str) -> bool:
     """The rewrite's reading: a pronoun, an elided subject, or too short."""
+    message = ALSO_OPENING.sub("", message, count=1)
     lowered = message.lower().strip()
     if pointing_words(message) or lowered.startswith(ELLIPSIS_OPENINGS):
         return True

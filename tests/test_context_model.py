@@ -401,6 +401,9 @@ def test_a_greeting_gives_the_question_after_it_no_context(greeting: str) -> Non
         "my dad is on a home dialysis machine, how does he sign up for the priority register?",
         "how much is it to ring my mum in poland from home",
         "is there a fee to close my savings account early?",
+        "ok. separate thing, how do i book a smart meter install",
+        "also how many bags can i check on a classic fare",
+        "got it. what order do you board in, im on a flex ticket",
     ],
 )
 def test_a_new_question_that_names_its_own_subject_is_searched_alone(switch: str) -> None:
@@ -416,3 +419,49 @@ def test_a_new_question_that_names_its_own_subject_is_searched_alone(switch: str
 
     assert standalone_query(conversation) == switch
     assert query_views(conversation, switch) == ((QueryText(switch, 1.0),),)
+
+
+def test_an_answer_to_the_bots_clarifying_question_is_searched_with_the_question() -> None:
+    """ "home, storm knocked the fence down" names four things, yet it answers "Is the claim for
+    your home or your car?": the user's question before it leads the turns view with it."""
+    question = "how long have i got to make a claim"
+    answer = "home, storm knocked the fence down"
+    conversation = Conversation(
+        turns=(
+            Turn("user", question),
+            Turn("bot", "Is the claim for your home or your car?"),
+            Turn("user", answer),
+        )
+    )
+
+    turns, words = query_views(conversation, standalone_query(conversation))
+    assert turns[0].text.startswith(answer) and "claim" in turns[0].text.split()
+    assert QueryText(question, 0.1) in turns
+    assert QueryText("Is the claim for your home or your car?", 0.5) in turns
+    assert words[0].text.startswith(answer) and "claim" in words[0].text.split()
+
+
+def test_a_question_after_a_closing_offer_is_searched_alone() -> None:
+    latest = "when do u send the renewal quote out"
+    conversation = Conversation(
+        turns=(
+            Turn("user", "can i remove contents cover"),
+            Turn("bot", "Yes, you can. Is there anything else I can help with?"),
+            Turn("user", latest),
+        )
+    )
+
+    assert query_views(conversation, standalone_query(conversation)) == ((QueryText(latest, 1.0),),)
+
+
+async def test_an_answer_to_the_bots_question_is_explained_in_the_notes(store: ContextRetrieval):
+    """The console shows why the bot's question weighs more: a note names it."""
+    question = "Is that on Android or on iOS?"
+    result = await search(store, "How do I use offline files?", question, "android")
+
+    bot_weights = [p["weight"] for p in result.metadata["query_texts"] if p["text"] == question]
+    assert bot_weights == [0.5]
+    assert any(
+        "answers the bot's question" in note and question in note
+        for note in result.metadata["notes"]
+    )

@@ -74,3 +74,43 @@ def test_known_disagreement_the_business_tier_follow_up() -> None:
 )
 def test_only_words_that_point_at_an_earlier_turn_count(message: str, pointing: list[str]) -> None:
     assert pointing_words(message) == pointing
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "ok. seperate thing, my surname is misspelled on the ticket by one letter",
+        "separate q, on home premier do you pay for somewhere to stay if the house floods",
+        "different question, can i take my guitar in the cabin",
+        "another question - im gold, do my bags come out first?",
+        "got it. what order do you board in, im on a flex ticket",
+        "also how many bags can i check on a classic fare",
+    ],
+)
+def test_a_message_that_opens_a_new_subject_is_no_follow_up(message: str) -> None:
+    assert not follows_up(message, Stage.REWRITE)
+    assert not follows_up(message, Stage.CARRIED_FILTERS)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "ok and how often do you pay out",
+        "ok how do i stop it doing that again next year",
+        "also, is it encrypted?",
+        "Okay, that's the biggest. What is the smallest?",
+    ],
+)
+def test_an_acknowledgement_before_a_follow_up_keeps_it_a_follow_up(message: str) -> None:
+    assert follows_up(message, Stage.REWRITE)
+
+
+def test_a_new_subject_after_a_switch_announcement_gets_no_earlier_words() -> None:
+    conversation = Conversation(
+        turns=(
+            Turn("user", "can i bring my assistance dog"),
+            Turn("bot", "Yes, trained assistance dogs fly free in the cabin."),
+            Turn("user", "ok. seperate thing, my surname is misspelled on my ticket by one letter"),
+        )
+    )
+    assert standalone_query(conversation) == conversation.latest_user_text

@@ -228,3 +228,27 @@ def test_without_knowledge_base_statistics_the_first_words_are_carried() -> None
     conversation = chat("What does it cost to use my current account abroad?", "...", "and?")
 
     assert standalone_query(conversation, rarity=lambda word: 0.0) == standalone_query(conversation)
+
+
+CLAIM_QUESTION = "Is the claim for your home or your car?"
+
+
+def test_an_answer_to_the_bots_question_follows_up_however_much_it_names() -> None:
+    conversation = chat(
+        "how long have i got to make a claim",
+        CLAIM_QUESTION,
+        "home, storm knocked the fence down",
+    )
+    query = standalone_query(conversation)
+    assert query.startswith("home, storm knocked the fence down")
+    assert "long" in query.split() and "claim" in query.split()
+    assert "car" not in query.split()
+
+
+def test_a_closing_offer_is_no_question_to_answer() -> None:
+    conversation = chat(
+        "how do i turn off auto renew",
+        "Go to Policy settings and switch Auto-renewal off. Anything else I can help with?",
+        "lost my car keys on a night out, am i covered on car premier",
+    )
+    assert standalone_query(conversation) == conversation.latest_user_text

@@ -36,6 +36,7 @@ from rasa_context_retrieval.rewrite.context import (
     ContextWeights,
     QueryText,
     QueryView,
+    answered_question,
     previous_answer,
     query_views,
     restated_answer,
@@ -277,6 +278,13 @@ class Planner:
                 *notes,
                 "the message swaps a facet the last bot message named: the turns view is led "
                 f"by that answer restated ({restated})",
+            )
+        question = answered_question(conversation) if len(views[0]) > 1 else None
+        if question is not None:
+            notes = (
+                *notes,
+                "the message answers the bot's question: it is searched with the question "
+                f"before it, and the bot's question weighs more in the turns view ({question})",
             )
         return replace(
             plan,

@@ -45,6 +45,7 @@ from rasa_context_retrieval.follow_up import (
     MIN_STANDALONE_CONTENT_WORDS,
     WORD_PATTERN,
     Stage,
+    answers_the_bot,
     content_words,
     follows_up,
     is_content_word,
@@ -101,14 +102,18 @@ def standalone_query(
 ) -> str:
     """A search query for the latest user message that makes sense without the conversation.
 
-    A standalone question comes back unchanged; a follow-up comes back as typed, followed by
+    A standalone question comes back unchanged; a follow-up, or an answer to the bot's
+    clarifying question (``follow_up.answers_the_bot``), comes back as typed, followed by
     words from earlier turns: the ``MAX_CARRIED_WORDS`` most distinctive by ``rarity`` (the
     knowledge base's own statistics, ``retrieve.lexical``), or the first ones without it.
     Never raises; an empty conversation gives ``""``.
     """
     latest = conversation.latest_user_text
     earlier_user = earlier_user_texts(conversation)
-    if mode is RewriteMode.LATEST or not earlier_user or not looks_like_follow_up(latest):
+    last_bot = _last_bot_text(conversation.history)
+    if mode is RewriteMode.LATEST or not earlier_user:
+        return latest
+    if not (looks_like_follow_up(latest) or answers_the_bot(latest, last_bot)):
         return latest
     if mode is RewriteMode.PREVIOUS_WORDS:
         context = content_words(earlier_user[-1])
@@ -116,7 +121,6 @@ def standalone_query(
         context = content_words(" ".join(unique_words([earlier_user[0], earlier_user[-1]])))
     else:
         context = _chained_context(earlier_user, latest, rarity)
-    last_bot = _last_bot_text(conversation.history)
     contrasted = swapped_facets(latest, [earlier_user[-1], last_bot])
     carried = [word for word in _new_words(context, latest) if word.lower() not in contrasted]
     carried = most_distinctive(carried, MAX_CARRIED_WORDS, rarity)
