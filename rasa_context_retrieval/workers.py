@@ -15,6 +15,7 @@ worker processes instead (``in_worker_processes``), one per core.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import multiprocessing
@@ -249,6 +250,18 @@ def _process_pool(
                 multiprocessing.util.Finalize(None, _shut_down_pools, exitpriority=100)
             pool = _process_pools[workers] = _new_process_pool(workers, module)
         return pool
+
+
+@contextlib.contextmanager
+def processes_for_one_job(workers: int, module: str) -> Iterator[ProcessPoolExecutor]:
+    """``workers`` processes that have imported ``module``, shut down when the job ends: for
+    work whose workers hold much memory (a model), which a kept pool would hold on to while the
+    assistant serves."""
+    pool = _new_process_pool(workers, module)
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _shut_down_pools() -> None:

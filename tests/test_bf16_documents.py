@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 import pytest
 import structlog
-import torch
 
 from rasa_context_retrieval.config import StoreConfig
 from rasa_context_retrieval.engine.live_index import index_settings
 from rasa_context_retrieval.knowledge.embedding import embed_texts
 from rasa_context_retrieval.query_embedding import bf16
+from rasa_context_retrieval.query_embedding.bf16 import bf16_encoder
 from rasa_context_retrieval.query_embedding.documents import embed_documents
 from rasa_context_retrieval.query_embedding.embedder import checked_fp32_encoder
 
@@ -39,16 +40,23 @@ def small_builds_count(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture()
 def model_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Texts embedded by each path's model calls."""
+    """Texts the build hands to the bfloat16 encoder (the check's sample is not among them)."""
     calls = {"bf16": 0}
-    run = bf16.Bf16Encoder._run
+    encode = bf16.Bf16Encoder.encode
 
-    def counted(self: bf16.Bf16Encoder, encodings: Any) -> np.ndarray:
-        calls["bf16"] += len(encodings)
-        return run(self, encodings)
+    def counted(self: bf16.Bf16Encoder, texts: Any, *args: Any, **kwargs: Any) -> np.ndarray:
+        calls["bf16"] += len(texts)
+        return encode(self, texts, *args, **kwargs)
 
-    monkeypatch.setattr(bf16.Bf16Encoder, "_run", counted)
+    monkeypatch.setattr(bf16.Bf16Encoder, "encode", counted)
     return calls
+
+
+def worker_processes() -> set[int]:
+    """The pool workers of this process: the children of its fork server (a kept server started
+    by the first pool is not one)."""
+    servers = psutil.Process().children()
+    return {worker.pid for server in servers for worker in server.children(recursive=True)}
 
 
 def rasa_vectors(client: Any) -> np.ndarray:
@@ -59,15 +67,15 @@ def rasa_vectors(client: Any) -> np.ndarray:
 def test_a_large_build_embeds_in_bf16_with_rasas_vectors(
     embedder, query_model_cache: Path, small_builds_count, model_calls
 ):
-    threads = torch.get_num_threads()
+    before = worker_processes()
     with structlog.testing.capture_logs() as logs:
         vectors = embed_documents(embedder, TEXTS, 16, query_model_cache, progress=False)
-    assert model_calls["bf16"] == bf16.SAMPLE + len(TEXTS)  # the check's sample, then every chunk
+    assert model_calls["bf16"] == len(TEXTS)
     assert [log["event"] for log in logs if "bf16" in log["event"]] == ["knowledge.embedding.bf16"]
     cosines = np.sum(vectors * rasa_vectors(embedder), axis=1)
     assert float(cosines.min()) >= 0.9999
     assert float(cosines.min()) < 0.9999999  # reduced precision really ran
-    assert torch.get_num_threads() == threads  # one thread per call only while it ran
+    assert worker_processes() <= before  # the model's processes stopped with the build
 
 
 @native
@@ -77,7 +85,7 @@ def test_a_check_that_fails_keeps_the_build_on_float32(
     monkeypatch.setattr(bf16, "MIN_COSINE", 1.000001)  # no bfloat16 vector is that close
     with structlog.testing.capture_logs() as logs:
         vectors = embed_documents(embedder, TEXTS, 16, query_model_cache, progress=False)
-    assert model_calls["bf16"] == bf16.SAMPLE  # the check, nothing more
+    assert model_calls["bf16"] == 0  # the check, nothing more
     unused = [log for log in logs if log["event"] == "knowledge.embedding.bf16_unused"]
     assert len(unused) == 1 and "differ from float32" in unused[0]["reason"]
     full = embed_documents(embedder, TEXTS, 16, query_model_cache, bf16=False, progress=False)
@@ -85,19 +93,13 @@ def test_a_check_that_fails_keeps_the_build_on_float32(
 
 
 @native
-def test_a_bf16_failure_half_way_hands_the_chunks_to_float32(
+def test_a_bf16_failure_after_the_check_hands_the_chunks_to_float32(
     embedder, query_model_cache: Path, small_builds_count, monkeypatch
 ):
-    run = bf16.Bf16Encoder._run
-    calls = []
+    def fails(self: bf16.Bf16Encoder, *args: Any, **kwargs: Any) -> np.ndarray:
+        raise RuntimeError("a worker process died")
 
-    def fails_after_the_check(self: bf16.Bf16Encoder, encodings: Any) -> np.ndarray:
-        calls.append(len(encodings))
-        if sum(calls) > bf16.SAMPLE:
-            raise RuntimeError("oneDNN: out of memory")
-        return run(self, encodings)
-
-    monkeypatch.setattr(bf16.Bf16Encoder, "_run", fails_after_the_check)
+    monkeypatch.setattr(bf16.Bf16Encoder, "encode", fails)
     with structlog.testing.capture_logs() as logs:
         vectors = embed_documents(embedder, TEXTS, 16, query_model_cache, progress=False)
     assert "knowledge.embedding.bf16_failed" in [log["event"] for log in logs]
@@ -108,13 +110,12 @@ def test_a_bf16_failure_half_way_hands_the_chunks_to_float32(
 def test_small_builds_and_fp32_never_load_the_bf16_model(
     embedder, query_model_cache: Path, monkeypatch
 ):
-    def never(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("the bfloat16 model was loaded")
-
-    monkeypatch.setattr(bf16.Bf16Encoder, "__init__", never)
+    started: list[int] = []
+    monkeypatch.setattr(bf16, "processes_for_one_job", lambda *args: started.append(1))
     small = embed_documents(embedder, TEXTS, 16, query_model_cache, progress=False)
     monkeypatch.setattr(bf16, "FROM_CHUNKS", 1)
     full = embed_documents(embedder, TEXTS, 16, query_model_cache, bf16=False, progress=False)
+    assert started == []
     assert np.array_equal(small, full)
 
 
@@ -123,7 +124,8 @@ def test_a_cpu_without_native_bf16_stays_on_float32(embedder, query_model_cache,
     monkeypatch.setattr(bf16, "native_bf16", lambda: False)
     fp32 = checked_fp32_encoder(embedder, query_model_cache)
     assert fp32 is not None
-    assert bf16.checked_bf16_encoder(fp32, TEXTS) is None
+    with bf16_encoder(fp32, TEXTS) as encoder:
+        assert encoder is None
 
 
 def test_document_precision_fp32_reaches_the_build(tmp_path: Path):
@@ -134,14 +136,3 @@ def test_document_precision_fp32_reaches_the_build(tmp_path: Path):
     assert not index_settings(fp32).bf16
     with pytest.raises(ValueError, match="document_precision"):
         StoreConfig.model_validate({**settings, "document_precision": "fp16"})
-
-
-@pytest.mark.parametrize("count, cores", [(0, 2), (1, 2), (5, 2), (64, 2), (65, 1), (200, 4)])
-def test_calls_of_equal_size_hold_every_text_once_shortest_first(count: int, cores: int):
-    lengths = [(n * 37) % 101 for n in range(count)]
-    calls = bf16.calls_of_equal_size(lengths, cores=cores)
-    flat = [index for call in calls for index in call]
-    assert sorted(flat) == list(range(count))
-    assert [lengths[i] for i in flat] == sorted(lengths)
-    assert all(len(call) <= bf16.TEXTS_PER_CALL for call in calls)
-    assert len(calls) >= min(count, cores)

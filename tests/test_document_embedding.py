@@ -111,7 +111,7 @@ def test_grouping_embeds_each_chunk_once_with_the_ungrouped_vectors(
     assert len(calls) > 1
     calls.clear()
     prepared = [text.replace("\n", " ") if text.strip() else "." for text in texts]
-    ungrouped = normalise(np.vstack([run([encoder.tokenizer.encode(t.strip())]) for t in prepared]))
+    ungrouped = normalise(np.vstack([run(encoder.tokens([t])) for t in prepared]))
     assert np.abs(grouped - ungrouped).max() <= 1e-5
 
 

@@ -25,7 +25,7 @@ import shutil
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -205,12 +205,34 @@ def quantize_int8_here(source: Path, target: Path) -> None:
     quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8)
 
 
+class ModelTokens:
+    """The model folder's own fast tokenizer, with the model's maximum length and truncation,
+    preparing each text as sentence-transformers does (stripped, lower case where the model
+    says so)."""
+
+    def __init__(self, model: LocalModel) -> None:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(model.directory / "tokenizer.json"))
+        tokenizer.enable_truncation(max_length=model.max_seq_length)
+        tokenizer.no_padding()  # each call's texts are padded to its longest (``model_feed``)
+        self.tokenizer = tokenizer
+        self.lower_case = model.do_lower_case
+
+    def __call__(self, texts: Sequence[str]) -> list[Any]:
+        prepared = [text.strip() for text in texts]  # sentence-transformers strips each text
+        if self.lower_case:
+            prepared = [text.lower() for text in prepared]
+        # One text at a time: ``encode_batch`` hands even two texts to the tokenizer's own thread
+        # pool, and under load its threads wait for a core behind the model calls.
+        return [self.tokenizer.encode(text) for text in prepared]
+
+
 class OnnxQueryEncoder:
     """Tokenizer + onnxruntime session: texts in, unnormalised mean-pooled vectors out."""
 
     def __init__(self, model: LocalModel, onnx_path: Path) -> None:
         import onnxruntime
-        from tokenizers import Tokenizer
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = INTRA_OP_THREADS
@@ -220,53 +242,30 @@ class OnnxQueryEncoder:
         self.session = onnxruntime.InferenceSession(
             str(onnx_path), options, providers=["CPUExecutionProvider"]
         )
-        tokenizer = Tokenizer.from_file(str(model.directory / "tokenizer.json"))
-        tokenizer.enable_truncation(max_length=model.max_seq_length)
-        tokenizer.no_padding()  # each group of similar lengths is padded below, to its longest
-        self.tokenizer = tokenizer
+        self.tokens = ModelTokens(model)
         self.model = model
         self.path = onnx_path
 
     def encode(self, texts: Sequence[str], cores: int = 1) -> np.ndarray:
         """Unnormalised vectors of ``texts``; ``cores``: the cores free for this call."""
-        return encode_in_groups(self, texts, length_groups, cores, self._run)
-
-    def tokens(self, texts: Sequence[str]) -> list[Any]:
-        """The model's tokens of each text, as sentence-transformers prepares it (stripped, lower
-        case where the model says so)."""
-        prepared = [text.strip() for text in texts]  # sentence-transformers strips each text
-        if self.model.do_lower_case:
-            prepared = [text.lower() for text in prepared]
-        # One text at a time: ``encode_batch`` hands even two texts to the tokenizer's own thread
-        # pool, and under load its threads wait for a core behind the model calls.
-        return [self.tokenizer.encode(text) for text in prepared]
+        encodings = self.tokens(texts)
+        groups = length_groups([len(e.ids) for e in encodings], cores=cores)
+        if not groups:
+            return np.empty((0, 0), dtype=np.float32)
+        # The groups are independent model calls, and onnxruntime releases the GIL.
+        results = side_by_side(
+            [functools.partial(self._run, [encodings[i] for i in group]) for group in groups]
+        )
+        vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(encodings)
+        for group, found in zip(groups, results, strict=True):
+            for index, vector in zip(group, found, strict=True):
+                vectors[index] = vector
+        return np.stack(vectors)
 
     def _run(self, encodings: Sequence[Any]) -> np.ndarray:
         """One model call; padding (id 0, masked out) to the group's longest text."""
         (vectors,) = self.session.run([OUTPUT_NAME], model_feed(encodings))
         return np.asarray(vectors, dtype=np.float32)
-
-
-def encode_in_groups(
-    encoder: OnnxQueryEncoder,
-    texts: Sequence[str],
-    grouping: Callable[..., list[list[int]]],
-    cores: int,
-    run: Callable[[Sequence[Any]], np.ndarray],
-) -> np.ndarray:
-    """``run`` over ``encoder``'s tokens of ``texts`` in the groups ``grouping`` makes of their
-    token counts, the groups side by side on ``cores``; the vectors back in the texts' order."""
-    encodings = encoder.tokens(texts)
-    groups = grouping([len(e.ids) for e in encodings], cores=cores)
-    if not groups:
-        return np.empty((0, 0), dtype=np.float32)
-    # The groups are independent model calls, and onnxruntime and torch release the GIL.
-    results = side_by_side([functools.partial(run, [encodings[i] for i in g]) for g in groups])
-    vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(encodings)
-    for group, found in zip(groups, results, strict=True):
-        for index, vector in zip(group, found, strict=True):
-            vectors[index] = vector
-    return np.stack(vectors)
 
 
 def model_feed(encodings: Sequence[Any], width_step: int = 1) -> dict[str, np.ndarray]:
