@@ -30,6 +30,7 @@ TEXTS = [f"Part {n}. " + TOPICS[n % len(TOPICS)] * (1 + n % 4) for n in range(48
 """Distinct chunks from a few words to about a hundred tokens."""
 
 native = pytest.mark.skipif(not bf16.native_bf16(), reason="this CPU has no native bfloat16")
+slow = pytest.mark.slow  # starts a worker process that loads torch and the model
 
 
 @pytest.fixture()
@@ -63,6 +64,7 @@ def rasa_vectors(client: Any) -> np.ndarray:
     return embed_texts(client, TEXTS, batch_size=len(TEXTS), progress=False)
 
 
+@slow
 @native
 def test_a_large_build_embeds_in_bf16_with_rasas_vectors(
     embedder, query_model_cache: Path, small_builds_count, model_calls
@@ -78,6 +80,7 @@ def test_a_large_build_embeds_in_bf16_with_rasas_vectors(
     assert worker_processes() <= before  # the model's processes stopped with the build
 
 
+@slow
 @native
 def test_a_check_that_fails_keeps_the_build_on_float32(
     embedder, query_model_cache: Path, small_builds_count, model_calls, monkeypatch
@@ -92,6 +95,7 @@ def test_a_check_that_fails_keeps_the_build_on_float32(
     assert np.array_equal(vectors, full)
 
 
+@slow
 @native
 def test_a_bf16_failure_after_the_check_hands_the_chunks_to_float32(
     embedder, query_model_cache: Path, small_builds_count, monkeypatch
