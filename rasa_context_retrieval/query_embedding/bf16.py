@@ -44,7 +44,7 @@ logger = structlog.get_logger()
 
 FROM_CHUNKS = 1000
 """Builds with fewer new chunks stay on float32: at the example's 133 chunks the float32 export
-is already twice Rasa's build (bench/results/build_speed_quiet.md), and loading the model and
+is already 1.9 times Rasa's build (bench/results/build_speed_quiet.md), and loading the model and
 the check would be a large share of the time."""
 MIN_COSINE = 0.99995
 """The smallest cosine to float32 the sample may show: above the 0.9999 promise by a margin, so
