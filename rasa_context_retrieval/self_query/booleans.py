@@ -83,33 +83,29 @@ class BooleanPhrases:
         self._described_any = any(len(field.described_all) > 1 for field in self._fields)
 
     def without_described_values(self, text: str, found: list[Constraint]) -> list[Constraint]:
-        """``found`` without the values said as a yes/no field's subject ("100% renewable
-        electricity", see ``qualifies_as_described``)."""
+        """``found`` without the values said as a yes/no field's subject: a value whose word and
+        the word right before it are both content words of one boolean field's description
+        ("100% renewable electricity" for "Whether all the electricity on the tariff comes from
+        renewable sources" speaks of the yes/no property, not of a value "electricity")."""
+
+        def described(end: int) -> bool:
+            said = _PHRASES.LAST_TWO_WORDS.search(text, max(0, end - 2 * LOOKBEHIND_CHARS), end)
+            stems = set(STEMMER.stemWords([said[1].lower(), said[2].lower()]) if said else [])
+            return len(stems) == 2 and any(stems <= field.described_all for field in self._fields)
+
         if not self._described_any:
             return found
-        return [
-            c
-            for c in found
-            if not (isinstance(c.value, str) and self.qualifies_as_described(text, c.end))
-        ]
-
-    def qualifies_as_described(self, text: str, end: int) -> bool:
-        """Whether the word ending at ``text[end]`` and the word right before it are both
-        content words of one boolean field's description: "100% renewable electricity" for
-        "Whether all the electricity on the tariff comes from renewable sources" speaks of the
-        yes/no property, so "electricity" there is no value of another field."""
-        said = _PHRASES.LAST_TWO_WORDS.search(text, max(0, end - 2 * LOOKBEHIND_CHARS), end)
-        if said is None:
-            return False
-        stems = set(STEMMER.stemWords([said[1].lower(), said[2].lower()]))
-        return len(stems) == 2 and any(stems <= field.described_all for field in self._fields)
+        return [c for c in found if not (isinstance(c.value, str) and described(c.end))]
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
         """Boolean conditions; ``taken`` are the conditions found so far (values included)."""
         found: list[Constraint] = []
         words: list[tuple[str, int, int]] | None = None
         for field in self._fields:
-            constraint = self._said(text, field, taken + found)
+            said = (
+                said_value(text, p, taken + found, self.describes_documents) for p in field.phrases
+            )
+            constraint = next((c for c in said if c is not None), None)
             hint = self._described_hint
             if constraint is None and field.described and hint and hint.search(text):
                 words = _stemmed_words(text) if words is None else words
@@ -139,13 +135,6 @@ class BooleanPhrases:
                 return Constraint(
                     field.name, Comparator.EQ, not negated, start, end, negated=negated
                 )
-        return None
-
-    def _said(self, text: str, field: _BooleanField, taken: list[Constraint]) -> Constraint | None:
-        for phrase in field.phrases:
-            said = said_value(text, phrase, taken, self.describes_documents)
-            if said is not None:
-                return said
         return None
 
     def describes_documents(
@@ -180,14 +169,10 @@ def _compile(field: MetadataField, item_stems: frozenset[str]) -> _BooleanField:
     denied = None
     if len(name_words) > 1 and name_words[0] == "in":
         rest = r"[\s-]+".join(map(re.escape, name_words[1:]))
-        denied = re.compile(rf"(?<!\w)out[\s-]+of[\s-]+{rest}(?!\w)", re.IGNORECASE)
+        denied = english.pattern("booleans", "OUT_OF", REST=rest)
     if len(name_words) == 2 and name_words[1] in REQUIRED:
-        thing = re.escape(name_words[0])
-        denied = re.compile(
-            rf"(?<!\w)(?:(?:without|with\s+no)\s+(?:an?\s+)?{thing}|{thing}[\s-]+free"
-            rf"|no\s+{thing}[\s-]+(?:{'|'.join(sorted(REQUIRED))}))(?!\w)",
-            re.IGNORECASE,
-        )
+        thing, required = re.escape(name_words[0]), "|".join(sorted(REQUIRED))
+        denied = english.pattern("booleans", "NOT_REQUIRED", THING=thing, REQUIRED=required)
     rows = [
         ValuePhrase(field.name, value, pattern, single=single, denial=not value, skip=skip)
         for value, pattern, single, skip in (

@@ -110,6 +110,7 @@ class ValueSense:
 
 @dataclass
 class _Candidate:
+    text: str
     start: int
     end: int
     senses: tuple[ValueSense, ...]
@@ -119,13 +120,24 @@ class _Candidate:
     elsewhere: bool = False
     """It names something other than the documents ("my dog"): no neighbour makes it a filter."""
 
+    @property
+    def written(self) -> str:
+        return self.text[self.start : self.end]
+
+    @property
+    def before(self) -> str:
+        """The text just before the value, where "not on the" or "plan:" is said."""
+        return self.text[max(0, self.start - LOOKBEHIND_CHARS) : self.start]
+
+    @property
+    def mid_sentence(self) -> bool:
+        return not _PHRASES.SENTENCE_END.search(self.text[: self.start].rstrip())
+
 
 def fold_accents(text: str) -> str:
     """``text`` with accents dropped letter by letter ("rosé" -> "rose", "Müller" -> "Muller"),
     of the same length, so that positions found in the folded text hold in the original."""
-    if text.isascii():
-        return text
-    return "".join(_FOLDED.get(char, char) if ord(char) > ASCII_END else char for char in text)
+    return text if text.isascii() else text.translate(_FOLDED)
 
 
 def _folded(char: str) -> str:
@@ -133,7 +145,7 @@ def _folded(char: str) -> str:
     return bare if len(bare) == 1 else char
 
 
-_FOLDED = {chr(code): _folded(chr(code)) for code in range(ASCII_END + 1, LATIN_END)}
+_FOLDED = str.maketrans({chr(code): _folded(chr(code)) for code in range(ASCII_END + 1, LATIN_END)})
 
 
 def surface_key(text: str) -> str:
@@ -164,6 +176,38 @@ def surface_forms(value: str) -> set[str]:
     return forms
 
 
+def _other_forms(
+    value: str, words: list[str], strictness: Strictness
+) -> Iterator[tuple[set[str], Strictness]]:
+    """The other word forms and short forms of a value (``words``: its surface key), each kept
+    only where it names no other value: a singular ("a sneaker" for "sneakers": an ordinary
+    word, so never free), the first part of a capitalised name ("Mercedes" for
+    "Mercedes-Benz"), its one model code ("H100" for "NVIDIA H100", "PS5" for "Sony PS5"),
+    capitalised as a name, and its initials in capitals ("ML" for "machine learning")."""
+    singular = inflection.singularize(words[-1])
+    if len(singular) >= MIN_SINGULAR_CHARS and singular != words[-1]:
+        loose = Strictness.CUED if strictness is Strictness.FREE else strictness
+        yield {" ".join([*words[:-1], singular])}, loose
+    parts, first = value.split("-"), surface_key(value.split("-")[0])
+    if (
+        len(parts) > 1
+        and all(part[:1].isupper() for part in parts)
+        and len(first) >= MIN_SURNAME_CHARS
+        and first.isalpha()
+    ):
+        yield {first}, Strictness.NAME
+    codes = [
+        word
+        for word in words
+        if word.isalnum() and any(map(str.isdigit, word)) and any(map(str.isalpha, word))
+    ]
+    if len(words) > 1 and len(codes) == 1:
+        yield set(codes), Strictness.NAME
+    if len(words) > 1 and all(word.isalpha() for word in words):
+        initials = "".join(word[0] for word in words)
+        yield {initials, initials + "s"}, Strictness.INITIALS
+
+
 def _in_title_case(text: str) -> bool:
     words = _PHRASES.LONG_WORD.findall(text)
     return len(words) >= MIN_TITLE_WORDS and all(word[0].isupper() for word in words)
@@ -178,16 +222,6 @@ def _is_matchable(value: object) -> bool:
     if _PHRASES.RELEASE_NUMBER.fullmatch(key):
         return True
     return any(char.isalpha() for char in key) and len(key.split(" ")) <= MAX_VALUE_WORDS
-
-
-def _is_model_code(word: str) -> bool:
-    """Whether one word of a value is a model code: letters and digits only, both ("H100", "T4",
-    "PS5"), so no word of English."""
-    return (
-        word.isalnum()
-        and any(char.isdigit() for char in word)
-        and any(char.isalpha() for char in word)
-    )
 
 
 def _surname(value: str) -> str | None:
@@ -238,26 +272,23 @@ def _named_as_topic(field: MetadataField) -> bool:
     return len(words) == 1 or bool(_description_words(field) & TOPIC_FIELD_WORDS)
 
 
-def _description_head(field: MetadataField) -> set[str]:
-    """The noun a description's first phrase is about ("Travel class of the fare" -> "class",
-    "Triage priority" -> "priority", "Kind of insurance cover" -> "insurance", "cover"): said
-    after a value ("first class", "low priority", "home insurance"), it names the value's field
-    as its name does."""
+def _anchor_words(field: MetadataField) -> set[str]:
+    """The words that name the field next to a value: its name, the noun its description's first
+    phrase is about ("Travel class of the fare" -> "class", "Kind of insurance cover" ->
+    "insurance", "cover": "first class", "home insurance"), and for a topic field "category" or
+    "articles"."""
     described = field.description.strip().lower()
     kind_of = _PHRASES.KIND_OF.match(described)
-    if kind_of:
-        # "Kind of insurance cover": the nouns of what it is a kind of ("home insurance")
-        phrase = _PHRASES.DESCRIPTION_PHRASE_END.split(described[kind_of.end() :], maxsplit=1)[0]
-        heads = [word for word in phrase.split() if word != "or"]
-    else:
-        phrase = _PHRASES.DESCRIPTION_PHRASE_END.split(described, maxsplit=1)[0]
-        heads = phrase.split()[-1:]
+    phrase = _PHRASES.DESCRIPTION_PHRASE_END.split(described[kind_of.end() if kind_of else 0 :])[0]
+    # "Kind of insurance cover": the nouns of what it is a kind of ("home insurance")
+    heads = [word for word in phrase.split() if word != "or"] if kind_of else phrase.split()[-1:]
     kept = {
         head
         for head in heads
         if len(head) >= MIN_HEAD_CHARS and head.isalpha() and head not in CUE_STOPWORDS
     }
-    return kept | {inflection.pluralize(head) for head in kept}
+    words = _field_words(field) | kept | {inflection.pluralize(head) for head in kept}
+    return words | set(TOPIC_ANCHOR_WORDS) if _named_as_topic(field) else words
 
 
 def _negated_as_described(field: MetadataField) -> re.Pattern[str] | None:
@@ -271,10 +302,12 @@ def _negated_as_described(field: MetadataField) -> re.Pattern[str] | None:
     }
     if not words:
         return None
-    return re.compile(
-        rf"\b(?:{NEGATORS})\s+(?:{alternation(words)})\s+(?:{PREPOSITIONS})\s+"
-        r"(?:(?:the|a|an|any)\s+)?$",
-        re.IGNORECASE,
+    return english.pattern(
+        "vocabulary",
+        "NEGATED_AS_DESCRIBED",
+        NEGATORS=NEGATORS,
+        WORDS=alternation(words),
+        PREPOSITIONS=PREPOSITIONS,
     )
 
 
@@ -305,11 +338,10 @@ class ValueVocabulary:
             if _named_as_topic(field) or _description_words(field) & TOPIC_FIELD_WORDS
         )
         for field in string_fields:
-            anchors = self._anchor_words(field)
+            anchors = _anchor_words(field)
             self._own_field_after[field.name] = noun_after(anchors)
-            self._own_field_before[field.name] = re.compile(
-                rf"(?<!\w)(?:{alternation(anchors)})\s*(?:[:=]\s*|is\s+|of\s+)?$",
-                re.IGNORECASE,
+            self._own_field_before[field.name] = english.pattern(
+                "vocabulary", "FIELD_NAMED_BEFORE", ANCHORS=alternation(anchors)
             )
             self._negated_as_described[field.name] = _negated_as_described(field)
             aliases = field.alias_map
@@ -322,9 +354,10 @@ class ValueVocabulary:
                 ((attribute, value), strictness), *_ = owners.items()
                 self._senses[form] = [ValueSense(attribute, value, strictness)]
         self._scope_after = noun_after(SCOPE_NOUNS | string_field_words | set(item_nouns))
-        items = alternation(item_nouns) or r"(?!x)x"
         self._item_after = noun_after(item_nouns)
-        self._item_on_before = re.compile(rf"(?<!\w)(?:{items})\s+(?:on|about)\s+$", re.IGNORECASE)
+        self._item_on_before = english.pattern(
+            "vocabulary", "ITEM_ON_BEFORE", ITEMS=alternation(item_nouns) or r"(?!x)x"
+        )
         self._plurals = frozenset(
             form for form in self._senses if inflection.singularize(form) != form
         )
@@ -345,13 +378,6 @@ class ValueVocabulary:
         """Whether ``written`` is a value in the plural ("thrillers", "laptops", "headphones")."""
         return surface_key(written) in self._plurals
 
-    @staticmethod
-    def _anchor_words(field: MetadataField) -> set[str]:
-        words = _field_words(field) | _description_head(field)
-        if _named_as_topic(field):
-            words |= set(TOPIC_ANCHOR_WORDS)
-        return words
-
     def _add_value(
         self,
         field: MetadataField,
@@ -363,46 +389,22 @@ class ValueVocabulary:
             return
         assert isinstance(value, str)
         for written in (value, *aliases):
-            if not _is_matchable(written):
-                continue
-            forms = surface_forms(written)
-            self._add_forms(field, value, forms, self._strictness(field, forms, field_name_words))
+            if _is_matchable(written):
+                forms = surface_forms(written)
+                strictness = self._strictness(field, forms, field_name_words)
+                self._add_forms(field, value, forms, strictness)
         surname = _surname(value)
         if surname and not _named_as_topic(field):
             self._add_forms(field, value, {surname}, Strictness.NAME)
         words = surface_key(value).split(" ")
         strictness = self._strictness(field, {surface_key(value)}, field_name_words)
-        singular = inflection.singularize(words[-1])
-        if len(singular) >= MIN_SINGULAR_CHARS and singular != words[-1]:
-            # "a sneaker" for "sneakers": an ordinary word, so never free.
-            single = " ".join([*words[:-1], singular])
-            loose = Strictness.CUED if strictness is Strictness.FREE else strictness
-            self._add_short(field, value, {single}, loose)
-        parts = value.split("-")
-        if len(parts) > 1 and all(part[:1].isupper() for part in parts):
-            # "Mercedes" for "Mercedes-Benz", "Harley" for "Harley-Davidson": capitalised.
-            first = surface_key(parts[0])
-            if len(first) >= MIN_SURNAME_CHARS and first.isalpha():
-                self._add_short(field, value, {first}, Strictness.NAME)
-        codes = [word for word in words if _is_model_code(word)]
-        if len(words) > 1 and len(codes) == 1:
-            # "H100" for "NVIDIA H100", "PS5" for "Sony PS5": a code of letters and digits is
-            # the name's distinctive part; capitalised, as a name.
-            self._add_short(field, value, set(codes), Strictness.NAME)
+        for forms, form_strictness in _other_forms(value, words, strictness):
+            for form in forms:
+                self._short_forms.setdefault(form, {})[(field.name, value)] = form_strictness
         if len(words) > 1 and all(word.isalpha() for word in words):
-            # "ML" for "machine learning", "AI" for "artificial intelligence": in capitals only.
-            initials = "".join(word[0] for word in words)
-            self._add_short(field, value, {initials, initials + "s"}, Strictness.INITIALS)
             self._multiword.setdefault(words[0][:CLIP_KEY_CHARS], []).append(
                 (tuple(words), ValueSense(field.name, value, strictness))
             )
-
-    def _add_short(
-        self, field: MetadataField, value: str, forms: set[str], strictness: Strictness
-    ) -> None:
-        """A short form or other word form of a value, kept only if it names no other value."""
-        for form in forms:
-            self._short_forms.setdefault(form, {})[(field.name, value)] = strictness
 
     def _add_forms(
         self, field: MetadataField, value: str, forms: set[str], strictness: Strictness
@@ -436,22 +438,21 @@ class ValueVocabulary:
             candidates = self._with_short_forms(text, candidates, taken)
         candidates = self._with_shared_heads(text, candidates, taken)
         for candidate in candidates:
-            candidate.elsewhere = self._names_another_thing(text, candidate, candidates)
+            candidate.elsewhere = self._names_another_thing(candidate, candidates)
             if not candidate.elsewhere:
-                candidate.chosen = self._resolve(text, candidate, candidates)
-            before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
-            candidate.negated = bool(NEGATION_BEFORE_VALUE.search(before))
+                candidate.chosen = self._resolve(candidate, candidates)
+            candidate.negated = bool(NEGATION_BEFORE_VALUE.search(candidate.before))
             if candidate.chosen and not candidate.negated:
                 described = self._negated_as_described[candidate.chosen.attribute]
-                candidate.negated = bool(described and described.search(before))
-        self._accept_beside(text, candidates)
+                candidate.negated = bool(described and described.search(candidate.before))
+        self._accept_beside(candidates)
         for group in _runs(
             candidates, lambda a, b: bool(COORDINATION.fullmatch(text, a.end, b.start))
         ):
-            self._share_within(group)
-        self._mark_each(text, candidates)
+            _share_within(group)
+        self._mark_each(candidates)
         return [
-            self._constraint(text, candidate)
+            _constraint(candidate)
             for candidate in candidates
             if candidate.chosen and not CONCEPT_QUESTION_BEFORE.search(text, 0, candidate.start)
         ]
@@ -462,7 +463,7 @@ class ValueVocabulary:
         senses = self._senses.get(surface_key(match[0]))
         if not senses or _PHRASES.LONGER_NUMBER_AFTER.match(match.string, match.end()):
             return None  # "4.1.1" inside "4.1.1.2"
-        return _Candidate(match.start(), match.end(), tuple(senses))
+        return _Candidate(match.string, match.start(), match.end(), tuple(senses))
 
     def _with_short_forms(
         self, text: str, candidates: list[_Candidate], taken: list[Constraint]
@@ -482,7 +483,7 @@ class ValueVocabulary:
                 said = words[position : position + size]
                 if len(said) < size or not all(
                     _PHRASES.SHORT_FORM_GAP.fullmatch(text, a.end(), b.start())
-                    for a, b in zip(said, said[1:], strict=False)
+                    for a, b in pairwise(said)
                 ):
                     continue
                 start, end = said[0].start(), said[-1].end()
@@ -490,7 +491,7 @@ class ValueVocabulary:
                     continue
                 senses = self._shortened(tuple(surface_key(word[0]) for word in said))
                 if senses:
-                    found.append(_Candidate(start, end, senses))
+                    found.append(_Candidate(text, start, end, senses))
                     break
         return sorted(found, key=lambda candidate: candidate.start)
 
@@ -503,7 +504,7 @@ class ValueVocabulary:
         field. Nothing is guessed: the phrase must be a surface form of a declared value."""
         found = list(candidates)
         for candidate in candidates:
-            written = text[candidate.start : candidate.end].split()
+            written = candidate.written.split()
             if len(written) < 2:
                 continue
             rest, start = " ".join(written[1:]), candidate.start
@@ -518,7 +519,7 @@ class ValueVocabulary:
                 )
                 if not senses or overlaps_any(joined.start(), joined.end("word"), [*taken, *found]):
                     break
-                found.append(_Candidate(joined.start(), joined.end("word"), senses))
+                found.append(_Candidate(text, joined.start(), joined.end("word"), senses))
                 start = joined.start()
         return sorted(found, key=lambda candidate: candidate.start)
 
@@ -529,94 +530,64 @@ class ValueVocabulary:
                 senses.setdefault(sense.attribute, []).append(sense)
         return tuple(listed[0] for listed in senses.values() if len(listed) == 1)
 
-    def _resolve(
-        self, text: str, candidate: _Candidate, candidates: list[_Candidate]
-    ) -> ValueSense | None:
-        anchored = [
-            sense
-            for sense in candidate.senses
-            if self._has_own_field(text, candidate, sense, candidates)
-        ]
-        if len(anchored) == 1:
-            return anchored[0]
+    def _resolve(self, candidate: _Candidate, candidates: list[_Candidate]) -> ValueSense | None:
+        """The one sense its field's name said next to it gives, else the one sense whose
+        strictness the words around it satisfy; none when two are left."""
+        anchored = [s for s in candidate.senses if self._has_own_field(candidate, s, candidates)]
         if anchored:
-            return None
-        cued = self._is_cued(text, candidate)
-        capitalised = text[candidate.start].isupper()
-        accepted = [
-            sense
-            for sense in candidate.senses
-            if sense.strictness is Strictness.FREE
-            or (sense.strictness is Strictness.CUED and cued)
-            or (sense.strictness is Strictness.NAME and capitalised)
-            or (sense.strictness is Strictness.INITIALS and self._initials_said(text, candidate))
-            or (sense.strictness is Strictness.TOPIC and self._asks_for_kind(text, candidate))
-        ]
+            return anchored[0] if len(anchored) == 1 else None
+        said: dict[Strictness, Callable[[], bool]] = {
+            Strictness.FREE: lambda: True,
+            Strictness.CUED: lambda: self._is_cued(candidate),
+            Strictness.NAME: lambda: candidate.written[0].isupper(),
+            Strictness.INITIALS: lambda: self._initials_said(candidate),
+            Strictness.TOPIC: lambda: self._asks_for_kind(candidate),
+        }
+        accepted = [s for s in candidate.senses if s.strictness in said and said[s.strictness]()]
         return accepted[0] if len(accepted) == 1 else None
 
-    def _names_another_thing(
-        self, text: str, candidate: _Candidate, candidates: list[_Candidate]
-    ) -> bool:
+    def _names_another_thing(self, candidate: _Candidate, candidates: list[_Candidate]) -> bool:
         """Whether the value, where it is said, names something other than the documents:
         someone's own of a kind ("my dog"), a name in lowercase where a verb goes ("can we
         split the bill" for ``Split``), a possessor ("a cat's blink") or part of a longer name
         ("Cincinnati Reds", "Electric Pump-Fed" for ``electric``), or the subject of a question
         about a thing the documents have ("Is parking free?")."""
-        before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
-        if _PHRASES.OWNER_BEFORE.search(self._phrase_before(text, candidate, candidates)) and all(
-            sense.attribute in self._kind_fields for sense in candidate.senses
+        text, written, senses = candidate.text, candidate.written, candidate.senses
+        if _PHRASES.OWNER_BEFORE.search(_phrase_before(candidate, candidates)) and all(
+            sense.attribute in self._kind_fields for sense in senses
         ):
             return True
-        written = text[candidate.start : candidate.end]
-        if (
-            written.islower()
-            and all(sense.value[:1].isupper() for sense in candidate.senses)
-            and _PHRASES.VERB_SLOT_BEFORE.search(before)
+        if written.islower() and (
+            all(sense.value[:1].isupper() for sense in senses)
+            and _PHRASES.VERB_SLOT_BEFORE.search(candidate.before)
+            or _PHRASES.POSSESSIVE_AFTER.match(text, candidate.end)
         ):
             return True
-        if _PHRASES.POSSESSIVE_AFTER.match(text, candidate.end) and written.islower():
-            return True
         if (
-            all(sense.attribute in self._list_fields for sense in candidate.senses)
+            all(sense.attribute in self._list_fields for sense in senses)
             and _PHRASES.QUESTION_SUBJECT_BEFORE.search(text, 0, candidate.start)
             and not self._scoped_after(text, candidate.end)
         ):
             return True  # "Is parking free for guests?": about parking, not hotels with it
+        if not written[:1].isupper() or _in_title_case(text):
+            return False
         if (
-            written[:1].isupper()
-            and all(sense.value.islower() for sense in candidate.senses)
+            all(sense.value.islower() for sense in senses)
             and _PHRASES.CAPITALISED_WORD_AFTER.match(text, candidate.end)
-            and not _PHRASES.SENTENCE_END.search(text[: candidate.start].rstrip())
-            and not _in_title_case(text)
+            and candidate.mid_sentence
         ):
             return True  # "Electric Pump-Fed engines": a lowercase value inside a name
         name_before = _PHRASES.CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start)
-        if (
-            written[:1].isupper()
-            and name_before
-            and name_before["word"].lower() not in CUE_STOPWORDS
-            and not _in_title_case(text)
-        ):
+        if name_before and name_before["word"].lower() not in CUE_STOPWORDS:
             previous = [c for c in candidates if c.end <= candidate.start]
-            if not previous or text[previous[-1].end : candidate.start].strip():
-                return True
+            return not previous or bool(text[previous[-1].end : candidate.start].strip())
         return False
 
-    @staticmethod
-    def _phrase_before(text: str, candidate: _Candidate, candidates: list[_Candidate]) -> str:
-        """The text before the values said right before ``candidate`` ("my [Tamron zoom]")."""
-        start = candidate.start
-        for previous in reversed([c for c in candidates if c.end <= candidate.start]):
-            if text[previous.end : start].strip():
-                break
-            start = previous.start
-        return text[max(0, start - LOOKBEHIND_CHARS) : start]
-
-    def _initials_said(self, text: str, candidate: _Candidate) -> bool:
+    def _initials_said(self, candidate: _Candidate) -> bool:
         """Initials ("ML") in capitals that name what is wanted: "ML talks", "a ML course",
         "talks on ML"; never a capitalised word on its own ("OK, thanks")."""
-        said = text[candidate.start : candidate.end]
-        if text.isupper() or not said.removesuffix("s").isupper():
+        said = candidate.written
+        if candidate.text.isupper() or not said.removesuffix("s").isupper():
             return False
         if said.endswith("S") and any(
             len(sense.value.split()) == len(said) - 1
@@ -624,95 +595,85 @@ class ValueVocabulary:
             if sense.strictness is Strictness.INITIALS
         ):
             return False  # a plural of initials is written "MLs"; "SOS" is a word of its own
-        before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
         return bool(
-            self._scoped_after(text, candidate.end)
-            or DETERMINERS_BEFORE_TOPIC.search(before)
-            or _PHRASES.INITIALS_PREPOSITION_BEFORE.search(before)
+            self._scoped_after(candidate.text, candidate.end)
+            or DETERMINERS_BEFORE_TOPIC.search(candidate.before)
+            or _PHRASES.INITIALS_PREPOSITION_BEFORE.search(candidate.before)
         )
 
-    def _asks_for_kind(self, text: str, candidate: _Candidate) -> bool:
-        """Whether a topic value names the kind of thing wanted ("laptops", "a thriller")."""
-        if self.is_plural_value(text[candidate.start : candidate.end]):
-            return True  # "laptops", "comedies", "headphones"
-        if self._item_after.match(text, candidate.end):
-            return True
-        before = text[max(0, candidate.start - LOOKBEHIND_CHARS) : candidate.start]
-        if _PHRASES.KIND_EXCLUDED_BEFORE.search(before):
-            return True  # "anything except spin": kinds set apart are kinds
-        if _PHRASES.MESSAGE_OPENING.fullmatch(before) and _PHRASES.KIND_QUERY_AFTER.match(
-            text, candidate.end
-        ):
-            return True  # "zumba for mixed ability groups": a search-box query for a kind
-        return bool(DETERMINERS_BEFORE_TOPIC.search(before) or self._item_on_before.search(before))
+    def _asks_for_kind(self, candidate: _Candidate) -> bool:
+        """Whether a topic value names the kind of thing wanted: "laptops", "python articles",
+        "a thriller", "articles on python", "anything except spin" (kinds set apart are kinds),
+        or, opening the message, "zumba for mixed ability groups" (a search-box query)."""
+        before = candidate.before
+        return bool(
+            self.is_plural_value(candidate.written)
+            or self._item_after.match(candidate.text, candidate.end)
+            or _PHRASES.KIND_EXCLUDED_BEFORE.search(before)
+            or _PHRASES.MESSAGE_OPENING.fullmatch(before)
+            and _PHRASES.KIND_QUERY_AFTER.match(candidate.text, candidate.end)
+            or DETERMINERS_BEFORE_TOPIC.search(before)
+            or self._item_on_before.search(before)
+        )
 
-    def _accept_beside(self, text: str, candidates: list[_Candidate]) -> None:
+    def _accept_beside(self, candidates: list[_Candidate]) -> None:
         """A value right beside a chosen value of another field takes its one sense of a kind:
         a topic value after it ("a Samsung tablet"), an everyday value before it that a noun for
-        the documents follows ("basic car policies", "cheap summer tents")."""
-        for candidate, attribute, _ in _beside_chosen(text, candidates, after=True):
-            candidate.chosen = _sole_sense(candidate, Strictness.TOPIC, attribute)
-        for candidate, attribute, end in _beside_chosen(text, candidates, after=False):
-            if self._scoped_after(text, end):
-                candidate.chosen = _sole_sense(candidate, Strictness.CUED, attribute)
+        the documents follows ("basic car policies", "cheap summer tents"); read as it goes, so
+        a value chosen here counts next. A compound names one thing: never a guess among two."""
+        for after in (True, False):
+            for first, second in pairwise(candidates):
+                candidate, neighbour = (second, first) if after else (first, second)
+                if (
+                    candidate.chosen is not None
+                    or candidate.elsewhere
+                    or neighbour.chosen is None
+                    or first.text[first.end : second.start].strip()
+                    or not (after or self._scoped_after(first.text, second.end))
+                ):
+                    continue
+                strictness = Strictness.TOPIC if after else Strictness.CUED
+                senses = [
+                    sense
+                    for sense in candidate.senses
+                    if sense.strictness is strictness
+                    and sense.attribute != neighbour.chosen.attribute
+                ]
+                candidate.chosen = senses[0] if len(senses) == 1 else None
 
     def _has_own_field(
-        self,
-        text: str,
-        candidate: _Candidate,
-        sense: ValueSense,
-        candidates: Sequence[_Candidate] = (),
+        self, candidate: _Candidate, sense: ValueSense, candidates: Sequence[_Candidate]
     ) -> bool:
         """Whether the field's name is said next to the value ("category: plans", "gold tier").
         A word of the name inside another value said there ("Child Benefit payment" for a field
         ``benefit``) is that value's own word, not the field named."""
-        window_start = max(0, candidate.start - LOOKBEHIND_CHARS)
-        after = self._own_field_after[sense.attribute].match(text, candidate.end)
-        before = self._own_field_before[sense.attribute].search(text, window_start, candidate.start)
-        return any(
-            said is not None
-            and not overlaps_any(
-                said.start(), said.end(), [other for other in candidates if other is not candidate]
-            )
-            for said in (after, before)
+        text, start = candidate.text, candidate.start
+        others = [other for other in candidates if other is not candidate]
+        said = (
+            self._own_field_after[sense.attribute].match(text, candidate.end),
+            self._own_field_before[sense.attribute].search(
+                text, max(0, start - LOOKBEHIND_CHARS), start
+            ),
         )
+        return any(m is not None and not overlaps_any(m.start(), m.end(), others) for m in said)
 
     def _scoped_after(self, text: str, end: int) -> bool:
         """Whether a noun for the documents or a scope word comes right after ``text[:end]``
         ("free [plan]", "US [customers]", "python [articles]")."""
         return bool(self._scope_after.match(text, end))
 
-    def _is_cued(self, text: str, candidate: _Candidate) -> bool:
-        if self._scoped_after(text, candidate.end):
+    def _is_cued(self, candidate: _Candidate) -> bool:
+        """An everyday value is a filter with a scope noun after it, or written with a capital
+        where no sentence starts ("on Plus"), or as a short acronym ("US")."""
+        if self._scoped_after(candidate.text, candidate.end):
             return True
-        written = text[candidate.start : candidate.end]
-        if text.isupper() or not any(char.isupper() for char in written):
+        written = candidate.written
+        if candidate.text.isupper() or not any(char.isupper() for char in written):
             return False
-        if written.isupper() and len(written) <= ACRONYM_MAX_CHARS:
-            return True
-        return not _PHRASES.SENTENCE_END.search(text[: candidate.start].rstrip())
+        acronym = written.isupper() and len(written) <= ACRONYM_MAX_CHARS
+        return acronym or candidate.mid_sentence
 
-    @staticmethod
-    def _share_within(group: list[_Candidate]) -> None:
-        """Members of "free, plus or premium plans" share the field one of them was given,
-        "except android and ios" shares its negation and "my guitar and piano" its owner."""
-        if group[0].elsewhere:
-            for candidate in group:
-                candidate.elsewhere, candidate.chosen = True, None
-            return
-        if group[0].negated:
-            for candidate in group:
-                candidate.negated = True
-        attributes = {candidate.chosen.attribute for candidate in group if candidate.chosen}
-        if len(attributes) != 1:
-            return
-        (attribute,) = attributes
-        for candidate in group:
-            if candidate.chosen is None and not candidate.elsewhere:
-                same_field = [sense for sense in candidate.senses if sense.attribute == attribute]
-                candidate.chosen = same_field[0] if same_field else None
-
-    def _mark_each(self, text: str, candidates: list[_Candidate]) -> None:
+    def _mark_each(self, candidates: list[_Candidate]) -> None:
         """Values of a list field had by the documents, joined by "and" ("with a balcony and a
         dishwasher", "has a pool, a spa and a gym") or said with "both", must each be there: a
         document lists several. Joined by "or", or not said as things had ("on android and
@@ -724,76 +685,75 @@ class ValueVocabulary:
                 and candidate.chosen is not None
                 and previous.chosen.attribute == candidate.chosen.attribute
                 and candidate.chosen.attribute in self._list_fields
-                and bool(
-                    _PHRASES.EACH_JOINER.fullmatch(text, previous.end, candidate.start)
-                    or _PHRASES.LIST_COMMA.fullmatch(text, previous.end, candidate.start)
+                and any(
+                    joiner.fullmatch(candidate.text, previous.end, candidate.start)
+                    for joiner in (_PHRASES.EACH_JOINER, _PHRASES.LIST_COMMA)
                 )
             )
 
         for chain in _runs(candidates, joined):
-            before = text[max(0, chain[0].start - LOOKBEHIND_CHARS) : chain[0].start]
             if (
                 len(chain) > 1
-                and _PHRASES.EACH_JOINER.fullmatch(text, chain[-2].end, chain[-1].start)
-                and (_PHRASES.HAD_BEFORE.search(before) or _PHRASES.BOTH_BEFORE.search(before))
+                and _PHRASES.EACH_JOINER.fullmatch(chain[0].text, chain[-2].end, chain[-1].start)
+                and _PHRASES.EACH_BEFORE.search(chain[0].before)
             ):
                 for candidate in chain:
                     candidate.each = True
 
-    def _constraint(self, text: str, candidate: _Candidate) -> Constraint:
-        assert candidate.chosen is not None
-        window_start = max(0, candidate.start - LOOKBEHIND_CHARS)
-        cue = CUE_BEFORE_VALUE.search(text[window_start : candidate.start])
-        start = window_start + cue.start() if cue else candidate.start
-        return Constraint(
-            attribute=candidate.chosen.attribute,
-            comparator=Comparator.NE if candidate.negated else Comparator.EQ,
-            value=candidate.chosen.value,
-            start=start,
-            end=candidate.end,
-            each=candidate.each and not candidate.negated,
-            negated=candidate.negated,
-        )
+
+def _phrase_before(candidate: _Candidate, candidates: list[_Candidate]) -> str:
+    """The text before the values said right before ``candidate`` ("my [Tamron zoom]")."""
+    start = candidate.start
+    for previous in reversed([c for c in candidates if c.end <= candidate.start]):
+        if candidate.text[previous.end : start].strip():
+            break
+        start = previous.start
+    return candidate.text[max(0, start - LOOKBEHIND_CHARS) : start]
+
+
+def _share_within(group: list[_Candidate]) -> None:
+    """Members of "free, plus or premium plans" share the field one of them was given,
+    "except android and ios" shares its negation and "my guitar and piano" its owner."""
+    if group[0].elsewhere:
+        for candidate in group:
+            candidate.elsewhere, candidate.chosen = True, None
+        return
+    for candidate in group:
+        candidate.negated = candidate.negated or group[0].negated
+    attributes = {candidate.chosen.attribute for candidate in group if candidate.chosen}
+    if len(attributes) != 1:
+        return
+    (attribute,) = attributes
+    for candidate in group:
+        if candidate.chosen is None and not candidate.elsewhere:
+            same_field = [sense for sense in candidate.senses if sense.attribute == attribute]
+            candidate.chosen = same_field[0] if same_field else None
+
+
+def _constraint(candidate: _Candidate) -> Constraint:
+    assert candidate.chosen is not None
+    cue = CUE_BEFORE_VALUE.search(candidate.before)
+    start = candidate.start - len(candidate.before) + cue.start() if cue else candidate.start
+    return Constraint(
+        attribute=candidate.chosen.attribute,
+        comparator=Comparator.NE if candidate.negated else Comparator.EQ,
+        value=candidate.chosen.value,
+        start=start,
+        end=candidate.end,
+        each=candidate.each and not candidate.negated,
+        negated=candidate.negated,
+    )
 
 
 def _runs(
     candidates: list[_Candidate], joined: Callable[[_Candidate, _Candidate], bool]
-) -> Iterator[list[_Candidate]]:
+) -> list[list[_Candidate]]:
     """The candidates in runs of neighbours ``joined`` to the one before ("free, plus or
     premium"); a candidate joined to none is a run of its own."""
-    run: list[_Candidate] = []
+    runs: list[list[_Candidate]] = []
     for candidate in candidates:
-        if run and joined(run[-1], candidate):
-            run.append(candidate)
-            continue
-        if run:
-            yield run
-        run = [candidate]
-    if run:
-        yield run
-
-
-def _beside_chosen(
-    text: str, candidates: list[_Candidate], *, after: bool
-) -> Iterator[tuple[_Candidate, str, int]]:
-    """Each unchosen candidate said right after (or before) a chosen value, with that value's
-    field and where the two end; read as it goes, so a candidate chosen here counts next."""
-    for first, second in pairwise(candidates):
-        candidate, neighbour = (second, first) if after else (first, second)
-        if candidate.chosen is not None or candidate.elsewhere or neighbour.chosen is None:
-            continue
-        if not text[first.end : second.start].strip():
-            yield candidate, neighbour.chosen.attribute, second.end
-
-
-def _sole_sense(
-    candidate: _Candidate, strictness: Strictness, other_attribute: str
-) -> ValueSense | None:
-    """The candidate's one sense of this strictness on a field other than its neighbour's, or
-    None when it has none or several (a compound names one thing, never a guess among two)."""
-    senses = [
-        sense
-        for sense in candidate.senses
-        if sense.strictness is strictness and sense.attribute != other_attribute
-    ]
-    return senses[0] if len(senses) == 1 else None
+        if runs and joined(runs[-1][-1], candidate):
+            runs[-1].append(candidate)
+        else:
+            runs.append([candidate])
+    return runs
