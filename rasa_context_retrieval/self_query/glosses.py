@@ -1,24 +1,19 @@
 """Values a field's description explains in words: "(0 for a direct flight)", "(false = manual)".
 
-A schema often says what a number or a yes/no means for its documents: "Number of stops on the
-way (0 for a direct flight)", "Number of bedrooms (0 for a studio)", "Minimum age to get in (0
-for all ages)", "Automatic transmission (false = manual)", "False while the issue is still open,
-true once the fix is confirmed", "Price level from 1 (inexpensive) to 4 (very expensive)",
-"Whether guests can get in without steps (wheelchair accessible)" (the "yes" in brackets). Each
-such gloss is a phrase for one value of the field: "direct flights" is ``stops = 0``, "a
-studio" ``bedrooms = 0``, "manual hybrids" ``automatic = false``, "open VPN tickets"
-``resolved = false``.
+A schema often says what a number or a yes/no means for its documents: "Number of stops (0 for a
+direct flight)", "Automatic transmission (false = manual)", "False while the issue is still
+open", "Price level from 1 (inexpensive) to 4 (very expensive)", "Whether guests can get in
+without steps (wheelchair accessible)" (the "yes" in brackets), "(0 when the tariff has no fixed
+term)" (what the documents have). Each gloss is a phrase for one value: "direct flights" is
+``stops = 0``, "manual hybrids" ``automatic = false``.
 
-A gloss may be a clause of what the documents have: "(0 when the tariff has no fixed term)" is
-"no fixed term". A gloss of two words or more ("all ages", "very expensive", "no fixed term")
-counts wherever it is said, and is read before the values, so that a value inside it ("fixed")
-does not take its words. A single
-word ("direct", "open", "manual") is an everyday word, so it counts, like a one-word boolean
-name (see ``booleans``), only where it describes the documents ("direct flights", "open VPN
-tickets", "tickets that are still open"), said in the plural as the kind of thing wanted
-("studios", but not "Marvel Studios": a capital mid-sentence is part of a name), or negated.
-Negated, a yes/no gloss means the other answer and a number gloss ``ne``. The noun of the
-documents is not part of a gloss ("a direct flight" -> "direct").
+A gloss of two words or more ("all ages", "no fixed term") counts wherever it is said, and is
+read before the values, so that a value inside it ("fixed") does not take its words. One word
+("direct", "open") is an everyday word: like a one-word boolean name (see ``booleans``) it counts
+only where it describes the documents ("direct flights", "tickets that are still open"), in the
+plural as the kind wanted ("studios", not "Marvel Studios"), or negated; negated, a yes/no gloss
+means the other answer and a number gloss ``ne``. The documents' noun is no part of a gloss ("a
+direct flight" -> "direct").
 """
 
 from __future__ import annotations
@@ -41,16 +36,15 @@ MIN_WORD_CHARS = 3
 
 def glosses_of(field: MetadataField, item_nouns: Collection[str]) -> list[ValuePhrase]:
     """The glosses the description of an integer or boolean field declares."""
-    if field.type not in _LISTS.GLOSSED_TYPES:
-        return []
+    described = field.description
     said: list[tuple[bool | int, str]] = []
     if field.type == "integer":
-        for pattern in (_PHRASES.NUMBER_FOR, _PHRASES.NUMBER_BRACKETED):
-            said += [(int(m["value"]), m["phrase"]) for m in pattern.finditer(field.description)]
-    else:
-        for match in _PHRASES.ANSWER_FOR.finditer(field.description):
-            said.append((match["value"].lower() in ("true", "yes"), match["phrase"]))
-        bracketed = _PHRASES.YES_BRACKETED.search(field.description)
+        numbers = (_PHRASES.NUMBER_FOR, _PHRASES.NUMBER_BRACKETED)
+        said = [(int(m["value"]), m["phrase"]) for p in numbers for m in p.finditer(described)]
+    elif field.type == "boolean":
+        answers = _PHRASES.ANSWER_FOR.finditer(described)
+        said = [(m["value"].lower() in ("true", "yes"), m["phrase"]) for m in answers]
+        bracketed = _PHRASES.YES_BRACKETED.search(described)
         if bracketed and not _PHRASES.ANSWER_FOR.search(bracketed["phrase"]):
             said.append((True, bracketed["phrase"]))
     glosses = []
@@ -103,10 +97,9 @@ class GlossPhrases:
         self._describes_documents = describes_documents
 
     def find(self, text: str, taken: list[Constraint], *, phrases: bool) -> list[Constraint]:
-        """One condition per field whose gloss is said, unless its words are taken; ``phrases``:
-        the glosses of several words, which are read before the values, so that a value inside
-        one ("fixed" in "no fixed term") does not take its words; else the one-word glosses,
-        which lean on the values around them."""
+        """One condition per field whose gloss is said over words not taken: the glosses of
+        several words (``phrases``), read before the values, else the one-word glosses, which
+        lean on the values around them."""
         found: list[Constraint] = []
         for gloss in self._phrases if phrases else self._words:
             if any(constraint.attribute == gloss.attribute for constraint in taken + found):

@@ -168,8 +168,6 @@ def _last_negator(
     text: str, start: int, end: int, ordered: Sequence[Constraint]
 ) -> re.Match[str] | None:
     """The last negating word in ``text[start:end]`` that no condition said as its own."""
-    last = None
-    for match in SCOPE_NEGATOR.finditer(text, start, end):
-        if not overlaps_any(match.start(), match.end(), ordered):
-            last = match
-    return last
+    said = SCOPE_NEGATOR.finditer(text, start, end)
+    free = [match for match in said if not overlaps_any(match.start(), match.end(), ordered)]
+    return free[-1] if free else None

@@ -712,14 +712,13 @@ def _phrase_before(candidate: _Candidate, candidates: list[_Candidate]) -> str:
 
 
 def _share_within(group: list[_Candidate]) -> None:
-    """Members of "free, plus or premium plans" share the field one of them was given,
-    "except android and ios" shares its negation and "my guitar and piano" its owner."""
+    """Members of "free, plus or premium plans" share the field one of them was given and "my
+    guitar and piano" its owner ("except android and ios" shares its negation as every joined
+    condition does, see ``negation``)."""
     if group[0].elsewhere:
         for candidate in group:
             candidate.elsewhere, candidate.chosen = True, None
         return
-    for candidate in group:
-        candidate.negated = candidate.negated or group[0].negated
     attributes = {candidate.chosen.attribute for candidate in group if candidate.chosen}
     if len(attributes) != 1:
         return
