@@ -38,9 +38,9 @@ TOP = english.pattern("limits", "TOP", _COUNT=_COUNT)
 # The count and up to four words after it: "5 most recent python articles".
 COUNTED = english.pattern("limits", "COUNTED", _COUNT=_COUNT)
 REQUESTED = english.pattern("limits", "REQUESTED", _COUNT=_COUNT)
-OWNED_BEFORE = _PHRASES.OWNED_BEFORE
 LOOKBEHIND_CHARS = 16
 REQUEST_CHARS = 24
+OWNED_BEFORE = _PHRASES.OWNED_BEFORE
 REQUEST_VERB = any_word(REQUEST_VERBS)
 
 
@@ -66,36 +66,28 @@ class LimitPhrases:
     def _top(self, match: re.Match[str]) -> int | None:
         """ "top 3", "the first two": a rank of the documents, unless the user's own ("my
         first 10")."""
-        text, count = match.string, _count(match["n"])
-        before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
-        if count is None or OWNED_BEFORE.search(before) or not self._ranks_documents(text, match):
-            return None
-        return count
+        owned = OWNED_BEFORE.search(_before(match))
+        return None if owned or not self._ranks_documents(match) else _count(match["n"])
 
     def _counted(self, match: re.Match[str]) -> int | None:
         """ "two movies", "3 options": a count of the documents or the results, not of what the
         user has, is between, or told of in a story ("I watched two movies last week")."""
-        text = match.string
-        before = text[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
+        before = _before(match)
         if OWNED_BEFORE.search(before) or _PHRASES.PREPOSITION_BEFORE.search(before):
             return None
-        if not self._counts_documents(match) or told_as_personal_past(text, match.start()):
-            return None
-        return _count(match["n"])
+        told = told_as_personal_past(match.string, match.start())
+        return None if told or not self._counts_documents(match) else _count(match["n"])
 
-    def _ranks_documents(self, text: str, match: re.Match[str]) -> bool:
+    def _ranks_documents(self, match: re.Match[str]) -> bool:
         """Whether "top 3" / "first two" ranks the documents: not "the first one" (a pronoun for
-        something said before), nor "the first two marriages" (a count of another plural)."""
-        if match["n"].lower() == "one":
+        something said before), "the first 10 km" (a quantity), nor "the first two marriages"
+        (a count of another plural)."""
+        word = _next_word(match)
+        if match["n"].lower() == "one" or word in UNIT_WORDS:
             return False
-        following = _PHRASES.NEXT_WORD.match(text, match.end())
-        if following is None:
+        if word is None or inflection.singularize(word) == word:
             return True
-        word = following["word"].lower()
-        if word in UNIT_WORDS:
-            return False  # "the first 10 km": a quantity, not a number of results
-        plural = inflection.singularize(word) != word
-        return not plural or word in _LISTS.RESULT_NOUNS or self._is_document_word(word)
+        return word in _LISTS.RESULT_NOUNS or self._is_document_word(word)
 
     def _counts_documents(self, match: re.Match[str]) -> bool:
         words = match["words"].lower().split()
@@ -117,15 +109,21 @@ class LimitPhrases:
 def _requested(match: re.Match[str]) -> int | None:
     """ "show me two ...", "give me 3": several asked for with a verb of showing, whatever noun
     follows, unless it is a unit ("show me 5 km routes") or "of"/"more"/"other"."""
-    text = match.string
-    following = _PHRASES.NEXT_WORD.match(text, match.end())
-    said_after = following["word"].lower() if following else None
-    if not _PHRASES.REQUEST_BEFORE.search(
-        text, max(0, match.start() - REQUEST_CHARS), match.start()
-    ) or (said_after in UNIT_WORDS or said_after in ("of", "more", "other")):
-        return None
+    text, start = match.string, match.start()
+    asked = _PHRASES.REQUEST_BEFORE.search(text, max(0, start - REQUEST_CHARS), start)
     count = _count(match["n"])
+    if not asked or _next_word(match) in UNIT_WORDS | {"of", "more", "other"}:
+        return None
     return count if count is not None and count > 1 else None
+
+
+def _before(match: re.Match[str]) -> str:
+    return match.string[max(0, match.start() - LOOKBEHIND_CHARS) : match.start()]
+
+
+def _next_word(match: re.Match[str]) -> str | None:
+    following = _PHRASES.NEXT_WORD.match(match.string, match.end())
+    return following["word"].lower() if following else None
 
 
 def _count(text: str) -> int | None:
