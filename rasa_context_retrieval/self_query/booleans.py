@@ -1,18 +1,16 @@
 """Yes/no attributes said in words: "in stock", "can ship today", "remote jobs", "not vegetarian".
 
-A boolean field is found by the words of its name ("in_stock" -> "in stock") and by the clause
-of its description ("Whether the product can ship today" -> "can ship today", "ship today",
-"ships today"). A phrase of two words or more counts wherever it is said. A one-word name
-("remote", "is_vegetarian" -> "vegetarian", or the adjective that ends the description, "Whether
-the recipe is vegetarian") is an everyday word ("remote control", "free"), so it counts only
-where it describes the documents: right before a noun for them or a value found in the message
-("remote jobs", "vegetarian indian dishes"), after "is"/"are"/"be" ("recipes that are
-vegetarian"), as the thing they come with ("hotels with a pool" for ``has_pool``), or negated
-("not remote", "non-vegetarian", "unmaintained", "without a pool").
+A boolean field is found by the words of its name ("in_stock" -> "in stock") and of its
+description's clause ("Whether the product can ship today" -> "can ship today", "ships today").
+A phrase of two words or more counts wherever it is said. One word ("remote", "is_vegetarian",
+the adjective ending "Whether the recipe is vegetarian") is an everyday word ("remote control"),
+so it counts only where it describes the documents: before a noun for them or a value ("remote
+jobs", "vegetarian indian dishes"), after "is"/"are"/"be" ("recipes that are vegetarian"), as
+what they come with ("hotels with a pool" for ``has_pool``), or negated ("not remote",
+"non-vegetarian", "unmaintained", "without a pool").
 
-Said plainly, the field is ``true``; after a negation ("not in stock", "can't ship today",
-"non-vegetarian", "except remote ones") or as the "out of" of an "in" name ("out of stock"), it
-is ``false``.
+Said plainly, the field is ``true``; negated ("can't ship today", "except remote ones") or as
+the "out of" of an "in" name ("out of stock"), ``false``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """How many results the user asks for: "top 3", "two movies", "show me 5 cheap laptops".
 
-A count is a limit when it follows "top"/"best"/"first" (unless it counts something else: "the
-first two marriages", or is the pronoun of "the first one"), when it is asked for with a verb
-of showing ("show me two ...", "give me 3"), or when it counts the documents or the results
-("two suggestions") themselves: within a few words it is followed by a plural noun for them
-("movies", "articles", see ``items``) or a plural value of one word or several ("thrillers",
-"security fixes"). A count of
-anything else ("3 files", "2 devices"), after "I have" or a preposition ("split between two
-boats") or in the user's own past ("I watched two movies") is no limit, and numbers already
-read as a filter are skipped.
+A count is a limit after "top"/"best"/"first" (unless it counts something else: "the first two
+marriages", or is the pronoun of "the first one"), asked for with a verb of showing ("show me
+two ...", "give me 3"), or counting the documents or the results themselves: a plural noun for
+them ("movies", "suggestions", see ``items``) or a plural value ("thrillers", "security fixes")
+within a few words. A count of anything else ("3 files"), after "I have" or a preposition
+("split between two boats"), in the user's own past ("I watched two movies"), or already read
+as a filter is no limit.
 """
 
 from __future__ import annotations

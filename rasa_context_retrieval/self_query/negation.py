@@ -1,27 +1,22 @@
 """Which conditions a negation governs, and what becomes of one no rule read as negated.
 
-Each extractor reads the negations it was written for ("not on Android", "non-vegetarian",
-"nothing rated below 7") and marks the condition it produced (``Constraint.negated``). A
-negation said in a form no extractor reads ("cards that don't come with travel insurance",
-"routes that don't go along the coast") used to leave its value as a plain ``eq``: the opposite
-filter, which hides exactly the documents the user asked for. ``bind_negations`` is the one
-safety net every kind of condition goes through, after all extractors ran:
+Each extractor reads the negations it was written for ("not on Android", "non-vegetarian") and
+marks its condition (``Constraint.negated``). A negation in a form none reads ("cards that don't
+come with travel insurance") would leave a plain ``eq``: the opposite filter, which hides exactly
+the documents asked for. ``bind_negations`` is the one safety net every condition goes through:
 
-* a negating word in a clause that describes the thing before it ("cards that don't come with
-  travel insurance", "doctors who aren't in Boston") governs a condition when nothing but a
-  verb, a preposition or an article stands between: the condition is negated there (``ne``
-  for a value, the other truth value for a boolean);
-* any other negation before a condition in its clause is not clear: one further away, one
-  with the user as its subject, one outside such a clause ("I'm not sure about comedy", "why
-  can't I find hotels in Rome?", "never been to Rome"), or a negated bound or date range
-  (whose negation is an "or"). That condition gives no filter, never ``eq``;
-* a condition that opens such a clause as the subject of a negated verb ("books that the
-  Central library doesn't stock") is negated: the documents are what it does not have;
-* a negated verb of functioning ("sync is not working on Android") reports a problem on the
-  value, not a wish to exclude it: no negation;
-* a clause ends at punctuation and at a word that starts another clause ("that", "which",
-  "because", a plain "but"), so "cheap but good" and "not a Visa but a Mastercard" stay
-  positive; values joined by "and"/"or" share the scope of the first ("without a pool or a gym").
+* a negation in a clause describing the thing before it ("doctors who aren't in Boston")
+  governs a condition when only a verb, a preposition or an article stands between: it is
+  negated (``ne``, or the other truth value);
+* any other negation before a condition in its clause is not clear (further away, the user as
+  subject, outside such a clause: "I'm not sure about comedy", "why can't I find hotels in
+  Rome?"), nor is a negated bound or date range (its negation is an "or"): no filter, never
+  ``eq``;
+* the subject of a negated verb opening such a clause ("books that the Central library doesn't
+  stock") is negated; a negated verb of functioning ("sync is not working on Android") is not;
+* a clause ends at punctuation and at a word that opens another ("that", "because", a plain
+  "but": "cheap but good" stays positive); values joined by "and"/"or" share the scope of the
+  first ("without a pool or a gym", "except android and ios").
 """
 
 from __future__ import annotations
