@@ -25,7 +25,7 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
-from rasa_context_retrieval.self_query.engine import ValuePhrase, said_value
+from rasa_context_retrieval.self_query.engine import ValuePhrase, first_said
 from rasa_context_retrieval.self_query.items import noun_after
 from rasa_context_retrieval.self_query.negation import negated_before
 from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATORS, STEMMER
@@ -72,6 +72,7 @@ class BooleanPhrases:
     def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
         items = frozenset(STEMMER.stemWords(list(item_nouns)))
         self._fields = [_compile(field, items) for field in fields if field.type == "boolean"]
+        self._phrases = [phrase for field in self._fields for phrase in field.phrases]
         # Stemming every message is the costly part; a word starting like none of the described
         # stems ("remot" -> "rem") spares it.
         starts = {stem[:HINT_CHARS] for field in self._fields for stem in field.described}
@@ -96,20 +97,16 @@ class BooleanPhrases:
         return [c for c in found if not (isinstance(c.value, str) and described(c.end))]
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
-        """Boolean conditions; ``taken`` are the conditions found so far (values included)."""
-        found: list[Constraint] = []
-        words: list[tuple[str, int, int]] | None = None
+        """Boolean conditions: a phrase of the field (``first_said``), else the content words of
+        its description in any order; ``taken`` are the conditions found so far."""
+        found = first_said(text, self._phrases, taken, self.describes_documents)
+        if self._described_hint is None or not self._described_hint.search(text):
+            return found
+        words = _stemmed_words(text)
         for field in self._fields:
-            said = (
-                said_value(text, p, taken + found, self.describes_documents) for p in field.phrases
-            )
-            constraint = next((c for c in said if c is not None), None)
-            hint = self._described_hint
-            if constraint is None and field.described and hint and hint.search(text):
-                words = _stemmed_words(text) if words is None else words
-                constraint = self._described(text, field, words, taken + found)
-            if constraint is not None:
-                found.append(constraint)
+            if field.described and all(c.attribute != field.name for c in taken + found):
+                said = self._described(text, field, words, taken + found)
+                found += [said] if said is not None else []
         return found
 
     @staticmethod

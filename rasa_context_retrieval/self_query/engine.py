@@ -226,3 +226,16 @@ def said_value(
         return Constraint(phrase.attribute, comparator, phrase.value, start, end, negated=negated)
 
     return next((said for _, said in scan(text, [Row(phrase.pattern, read)], taken)), None)
+
+
+def first_said(
+    text: str, phrases: Iterable[ValuePhrase], taken: list[Constraint], describes: Describes
+) -> list[Constraint]:
+    """One condition per attribute no ``taken`` condition has: the first of its ``phrases``
+    (in order) that ``said_value`` finds over words not taken."""
+    found: list[Constraint] = []
+    for phrase in phrases:
+        if all(constraint.attribute != phrase.attribute for constraint in taken + found):
+            said = said_value(text, phrase, taken + found, describes)
+            found += [said] if said is not None else []
+    return found

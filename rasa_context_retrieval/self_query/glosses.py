@@ -26,7 +26,7 @@ import inflection
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint
-from rasa_context_retrieval.self_query.engine import Describes, ValuePhrase, said_value
+from rasa_context_retrieval.self_query.engine import Describes, ValuePhrase, first_said
 
 _LISTS, _PHRASES = english.section("glosses")
 
@@ -100,14 +100,8 @@ class GlossPhrases:
         """One condition per field whose gloss is said over words not taken: the glosses of
         several words (``phrases``), read before the values, else the one-word glosses, which
         lean on the values around them."""
-        found: list[Constraint] = []
-        for gloss in self._phrases if phrases else self._words:
-            if any(constraint.attribute == gloss.attribute for constraint in taken + found):
-                continue
-            constraint = said_value(text, gloss, taken + found, self._describes_documents)
-            if constraint is not None:
-                found.append(constraint)
-        return found
+        glosses = self._phrases if phrases else self._words
+        return first_said(text, glosses, taken, self._describes_documents)
 
 
 def _in_a_name(match: re.Match[str], before: str) -> bool:
