@@ -558,8 +558,10 @@ class ValueVocabulary:
         ):
             return True
         if written.islower() and (
-            all(sense.value[:1].isupper() for sense in senses)
-            and _PHRASES.VERB_SLOT_BEFORE.search(candidate.before)
+            (
+                all(sense.value[:1].isupper() for sense in senses)
+                and _PHRASES.VERB_SLOT_BEFORE.search(candidate.before)
+            )
             or _PHRASES.POSSESSIVE_AFTER.match(text, candidate.end)
         ):
             return True
@@ -610,8 +612,10 @@ class ValueVocabulary:
             self.is_plural_value(candidate.written)
             or self._item_after.match(candidate.text, candidate.end)
             or _PHRASES.KIND_EXCLUDED_BEFORE.search(before)
-            or _PHRASES.MESSAGE_OPENING.fullmatch(before)
-            and _PHRASES.KIND_QUERY_AFTER.match(candidate.text, candidate.end)
+            or (
+                _PHRASES.MESSAGE_OPENING.fullmatch(before)
+                and _PHRASES.KIND_QUERY_AFTER.match(candidate.text, candidate.end)
+            )
             or DETERMINERS_BEFORE_TOPIC.search(before)
             or self._item_on_before.search(before)
         )
