@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import inflection
-from dateutil.relativedelta import relativedelta
+from dateutil.relativedelta import MO, relativedelta
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
@@ -137,6 +137,13 @@ TOLD_LOOKBEHIND_CHARS = 40
 CLAUSE_END = any_word(DATE_CLAUSE_BREAKS, or_any_of=CLAUSE_PUNCTUATION)
 YEAR_IN = re.compile(YEAR)
 DAY_IN = english.pattern("dates", "DAY_IN", _ORDINAL=_ORDINAL)
+# How far back from a day the day, week (from Monday), month or year it falls in starts.
+UNIT_START = {
+    "day": relativedelta(),
+    "week": relativedelta(weekday=MO(-1)),
+    "month": relativedelta(day=1),
+    "year": relativedelta(month=1, day=1),
+}
 
 
 @dataclass(frozen=True)
@@ -159,14 +166,8 @@ class WrittenDate:
         if iso_month:
             return cls(int(iso_month[1]), int(iso_month[2]))
         year = YEAR_IN.search(text)
-        month = next(
-            (
-                MONTHS[word.lower()]
-                for word in _PHRASES.MONTH_IN.findall(text)
-                if word.lower() in MONTHS
-            ),
-            None,
-        )
+        months = [MONTHS[w] for w in _PHRASES.MONTH_IN.findall(text.lower()) if w in MONTHS]
+        month = months[0] if months else None
         day_of_month = DAY_IN.search(YEAR_IN.sub(" ", text)) if month else None
         return cls(
             int(year[0]) if year else None,
@@ -441,15 +442,8 @@ def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[B
     if high_period is None:
         return []
     # "from November to March 2025": the first month borrows the year and may fall before it.
-    hint = high_period[0].year
-    if (
-        low.year is None
-        and low.month is not None
-        and high.month is not None
-        and low.month > high.month
-    ):
-        hint -= 1
-    low_period = low.period(today, year_hint=hint)
+    wraps = low.year is None and (low.month or 0) > (high.month or 13)
+    low_period = low.period(today, year_hint=high_period[0].year - wraps)
     if low_period is None or low_period[0] > high_period[1]:
         return []
     return [(Comparator.GTE, low_period[0]), (Comparator.LTE, high_period[1])]
@@ -458,46 +452,33 @@ def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[B
 def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
     """ "the last 6 months", "last year", "this week" (the whole week, as a named period is);
     "next week" and "the next 3 days"."""
-    unit = match["unit"].lower()
-    which = match["which"].lower()
+    unit, which = match["unit"].lower(), match["which"].lower()
     count = (match["count"] or "").lower()
-    amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
     word = date_word(match["word"])
     one = relativedelta(**{unit + "s": 1})
+    ahead = which in ("next", "coming", "upcoming")
     if which in ("this", "current"):
+        start = today + UNIT_START[unit]
         if word == WITHIN:  # the whole period, as "in 2025" or "in June" is
             return period_bounds(word, *_unit_period(today, unit))
-        start = _unit_start(today, unit)
         return (
             [(Comparator.GTE, start)] if word == FROM_START else period_bounds(word, start, today)
         )
-    if which in ("next", "coming", "upcoming"):
-        if count:
-            try:
-                return [(Comparator.GTE, today), (Comparator.LTE, today + amount * one)]
-            except (ValueError, OverflowError):
-                return []
-        return period_bounds(word, *_unit_period(today + one, unit))
-    if not count and match["the"] is None and which in ("last", "previous"):
-        # "last year" is the previous calendar year; "the last year" the past twelve months.
-        return period_bounds(word, *_unit_period(today - one, unit))
+    # "last year" is the previous calendar year; "the last year" the past twelve months.
+    if not count and (ahead or (match["the"] is None and which in ("last", "previous"))):
+        return period_bounds(word, *_unit_period(today + (one if ahead else -one), unit))
+    span = (int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)) * one
     try:
-        return [(Comparator.GTE, today - relativedelta(**{unit + "s": amount}))]
+        return (
+            [(Comparator.GTE, today), (Comparator.LTE, today + span)]
+            if ahead
+            else [(Comparator.GTE, today - span)]
+        )
     except (ValueError, OverflowError):  # "the last 999 years" before year 1
         return []
 
 
-def _unit_start(day: dt.date, unit: str) -> dt.date:
-    if unit == "year":
-        return day.replace(month=1, day=1)
-    if unit == "month":
-        return day.replace(day=1)
-    if unit == "week":
-        return day - dt.timedelta(days=day.weekday())
-    return day
-
-
 def _unit_period(day: dt.date, unit: str) -> Period:
-    """The first and the last day of the week, month or year that ``day`` falls in."""
-    start = _unit_start(day, unit)
-    return start, _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)
+    """The first and the last day of the day, week, month or year that ``day`` falls in."""
+    start = day + UNIT_START[unit]
+    return start, start + relativedelta(**{unit + "s": 1}) - dt.timedelta(days=1)

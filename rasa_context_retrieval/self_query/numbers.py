@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 
 import inflection
 from langchain_core.structured_query import Comparator
@@ -43,7 +44,6 @@ from rasa_context_retrieval.self_query.phrases import (
     PHRASE_OPENERS,
     SMALL_NUMBER_WORDS,
     STEMMER,
-    SUBUNIT,
     SUBUNIT_WORDS,
     TIME_UNIT_SECONDS,
     TIME_UNIT_WORDS,
@@ -129,10 +129,14 @@ RATE_AFTER = english.pattern("numbers", "RATE_AFTER", _PERIOD=_PERIOD)
 UNIT_AFTER = english.pattern("numbers", "UNIT_AFTER", _UNITS=_UNITS)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
 DECLARED_UNIT = english.pattern("numbers", "DECLARED_UNIT", _UNITS=_UNITS)
-_MEASURES = alternation(
-    {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS}
-)
-MEASURE_AFTER = english.pattern("numbers", "MEASURE_AFTER", _MEASURES=_MEASURES)
+# Every spelling of a unit besides time to the kind of unit it is ("kilometres" -> "km").
+UNIT_KINDS = {
+    **{unit: unit for unit in MEASURE_ABBREVIATIONS.values()},
+    **SUBUNIT_WORDS,
+    **DATA_SIZES,
+    **MEASURE_ABBREVIATIONS,
+}
+MEASURE_AFTER = english.pattern("numbers", "MEASURE_AFTER", _MEASURES=alternation(UNIT_KINDS))
 OPPOSITE = {
     Comparator.EQ: Comparator.NE,
     Comparator.LT: Comparator.GTE,
@@ -144,6 +148,8 @@ OPPOSITE = {
 ANY_NUMBER = re.compile(
     rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)}|an?\s+(?:{_UNITS}))(?!\w)", re.IGNORECASE
 )
+# A number said in words, and "an" or "half an" before a unit of time ("more than an hour").
+NUMBER_WORDS = {**SMALL_NUMBER_WORDS, "a": 1, "an": 1, "half a": 0.5, "half an": 0.5}
 MONEY_NOUNS = frozenset(_LISTS.MONEY_NOUNS)
 # Words that open another phrase: what follows names something else ("between 40 and 60p with
 # a unit rate of at most 24.5p": "unit rate" is the second comparison's).
@@ -346,13 +352,13 @@ class NumberPhrases:
         if self._count_of_field is not None:
             self._table.append(Row(self._count_of_field, _count_not_owned))
         # A money field's name words without a currency ("exit_fee_gbp" -> exit, fee).
-        self._charges = {
-            field.name: (field.integer, words)
+        self._charges = [
+            (field, words)
             for field in self._fields
             if field.monetary and (words := field.name_words - set(CURRENCY_WORDS))
-        }
+        ]
         # Every word a charge may be named by, in the singular and the plural, to its singular.
-        named_by = {word for _, words in self._charges.values() for word in words} | MONEY_NOUNS
+        named_by = {word for _, words in self._charges for word in words} | MONEY_NOUNS
         self._charge_forms = {
             form: word for word in named_by for form in (word, inflection.pluralize(word))
         }
@@ -384,24 +390,23 @@ class NumberPhrases:
         ("no foreign transaction fees" is no monthly fee)."""
         found: list[Constraint] = []
         for match in _PHRASES.NO_CHARGE.finditer(text):
-            said = []
-            for word in match["words"].split():
-                if word.lower() not in self._charge_forms:
-                    break  # no word past one that names no charge is part of its name
-                said.append(self._charge_forms[word.lower()])
+            words = match["words"].split()
+            # No word past one that names no charge is part of its name.
+            said = [
+                self._charge_forms[word.lower()]
+                for word in takewhile(lambda word: word.lower() in self._charge_forms, words)
+            ]
             for size in range(len(said), 0, -1):
-                named = [
-                    name
-                    for name, (_, words) in self._charges.items()
-                    if _names_charge(said[:size], words)
-                ]
+                named = [field for field, name in self._charges if _names_charge(said[:size], name)]
                 if not named:
                     continue
-                end = match.start("words") + len(" ".join(match["words"].split()[:size]))
+                end = match.start("words") + len(" ".join(words[:size]))
                 if len(named) == 1 and not overlaps_any(match.start(), end, taken):
-                    zero = 0 if self._charges[named[0]][0] else 0.0
+                    zero = 0 if named[0].integer else 0.0
                     found.append(
-                        Constraint(named[0], Comparator.EQ, zero, match.start(), end, negated=True)
+                        Constraint(
+                            named[0].name, Comparator.EQ, zero, match.start(), end, negated=True
+                        )
                     )
                 break
         return found
@@ -433,9 +438,7 @@ class NumberPhrases:
             if factor is None:
                 return None
             values = [round(value * factor, 9) for value in values]
-        if not all(math.isfinite(value) for value in values):
-            return None
-        if field.integer and any(value != int(value) for value in values):
+        if any(not math.isfinite(value) or field.integer and value % 1 for value in values):
             return None
         comparators = [comparator for comparator, _ in said.bounds]
         if said.party and field.minimum:
@@ -549,10 +552,8 @@ def _names_charge(said: Sequence[str], name_words: frozenset[str]) -> bool:
 
 def _kinds(words: Sequence[str], description: str, *, monetary: bool) -> frozenset[str]:
     """The units besides time a field is kept in, from the words of its name and description."""
-    kinds = {MEASURE_ABBREVIATIONS.get(word, DATA_SIZES.get(word, word)) for word in words}
-    kinds &= {*MEASURE_ABBREVIATIONS.values(), *DATA_SIZES.values()}
-    if SUBUNIT_WORDS.keys() & (set(words) - {"p"}):
-        kinds.add(SUBUNIT)
+    # A lone "p" among a field's words says no pence.
+    kinds = {UNIT_KINDS[word] for word in words if word in UNIT_KINDS and word != "p"}
     if monetary:
         kinds.add(_LISTS.MONEY)
     # "rate" is a percentage unless the field says it is kept in another unit ("Unit rate in
@@ -579,8 +580,7 @@ def _said_kind(text: str, said: _Said, end: int) -> str | None:
     measure = MEASURE_AFTER.match(text, number_end)
     if measure is None:
         return None
-    word = measure["unit"].lower()
-    return MEASURE_ABBREVIATIONS.get(word, DATA_SIZES.get(word, SUBUNIT_WORDS.get(word, word)))
+    return UNIT_KINDS[measure["unit"].lower()]
 
 
 def _last_number_end(text: str, said: _Said) -> int:
@@ -637,10 +637,8 @@ def _parse_number(text: str) -> float:
     """A number as the amount patterns match it: digits with thousands commas and a multiplier,
     a number word, or "an"/"half an" before a unit."""
     lowered = " ".join(text.lower().split())
-    if lowered in SMALL_NUMBER_WORDS:
-        return float(SMALL_NUMBER_WORDS[lowered])
-    if lowered in ("a", "an", "half a", "half an"):
-        return 0.5 if lowered.startswith("half") else 1.0
+    if lowered in NUMBER_WORDS:
+        return float(NUMBER_WORDS[lowered])
     parts = _PHRASES.NUMBER_PARTS.fullmatch(lowered.replace(",", ""))
     if parts is None:
         return math.nan
@@ -667,17 +665,13 @@ def _declared_unit(field: MetadataField) -> str | None:
 
 
 def _conversion(said: str, kept: str | None) -> float | None:
-    """The factor from a said unit of time to the field's; None when they do not convert."""
-    if kept is None:
-        return None
-    if said == kept:
-        return 1.0
-    said_seconds, kept_seconds = TIME_UNIT_SECONDS[said], TIME_UNIT_SECONDS[kept]
-    if said in MONTHS_IN and kept in MONTHS_IN:
-        return MONTHS_IN[said] / MONTHS_IN[kept]
-    if said_seconds is None or kept_seconds is None:
-        return None
-    return said_seconds / kept_seconds
+    """The factor from a said unit of time to the field's; None when they do not convert (a
+    month has no fixed number of days, but is a twelfth of a year)."""
+    for scale in (MONTHS_IN, TIME_UNIT_SECONDS):
+        said_size, kept_size = scale.get(said), scale.get(kept or "")
+        if said_size and kept_size:
+            return float(said_size / kept_size)
+    return None
 
 
 def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
