@@ -95,15 +95,11 @@ def _amount(tag: str) -> str:
 
 
 RANGE = range_pattern(_amount)
+# "under $20", "at least an hour"; "above price level 2", "at least level 3": a comparison with
+# the field's name between it and the number.
 PREFIX = re.compile(
-    rf"(?<!\w)(?P<comparator>{phrase_alternation(PREFIX_COMPARATORS)})\s*(?:an?\s+)?{_amount('n')}",
-    re.IGNORECASE,
-)
-# "above price level 2", "at least level 3": a comparison with the field's name between it and
-# the number.
-NAMED_PREFIX = re.compile(
-    rf"(?<!\w)(?P<comparator>{phrase_alternation(PREFIX_COMPARATORS)})\s+"
-    rf"(?P<named>[a-z]+(?:[\s_-]+[a-z]+)?)\s+{_amount('n')}",
+    rf"(?<!\w)(?P<comparator>{phrase_alternation(PREFIX_COMPARATORS)})"
+    rf"(?:\s*(?:an?\s+)?|\s+(?P<named>[a-z]+(?:[\s_-]+[a-z]+)?)\s+){_amount('n')}",
     re.IGNORECASE,
 )
 POSTFIX = english.pattern("numbers", "POSTFIX", _AMOUNT=_amount("n"))
@@ -287,7 +283,7 @@ def _prefixed(match: re.Match[str]) -> _Said:
     """ "under $20", "at least 3"; "above price level 2" names its field between."""
     phrase = " ".join(match["comparator"].lower().split())
     bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
-    if "named" in match.re.groupindex:
+    if match["named"]:
         named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
         return _Said(bounds, *_span(match), False, counted=named, named=True)
     cue = _LISTS.COMPARATOR_CUES.get(phrase)
@@ -326,7 +322,6 @@ TABLE: tuple[Row[_Said | None], ...] = (
     Row(HOLDING_VERB, _party),
     Row(RANGE, _ranged),
     Row(PREFIX, _prefixed),
-    Row(NAMED_PREFIX, _prefixed),
     Row(POSTFIX, _postfixed),
     Row(FOR_PARTY, _party),
     Row(AGED_PERSON, _party),
@@ -452,15 +447,9 @@ class NumberPhrases:
             if len(comparators) > 1:
                 return None  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
             comparators = [OPPOSITE[comparator] for comparator in comparators]
+        number = int if field.integer else float
         return [
-            Constraint(
-                field.name,
-                comparator,
-                int(value) if field.integer else value,
-                said.start,
-                end,
-                negated=negated,
-            )
+            Constraint(field.name, comparator, number(value), said.start, end, negated=negated)
             for comparator, value in zip(comparators, sorted(values), strict=True)
         ]
 
