@@ -155,16 +155,11 @@ class WrittenDate:
     day: int | None = None
 
     @classmethod
-    def read(cls, text: str) -> WrittenDate | None:
-        if _PHRASES.ISO_DAY.fullmatch(text):
-            try:
-                day = dt.date.fromisoformat(text)
-            except ValueError:
-                return None
-            return cls(day.year, day.month, day.day)
-        iso_month = _PHRASES.ISO_MONTH.fullmatch(text)
-        if iso_month:
-            return cls(int(iso_month[1]), int(iso_month[2]))
+    def read(cls, text: str) -> WrittenDate:
+        """What ``text`` says; whether it is a day at all is for ``period`` to tell."""
+        iso = _PHRASES.ISO_DATE.fullmatch(text)
+        if iso:
+            return cls(*(int(part) if part else None for part in iso.groups()))
         year = YEAR_IN.search(text)
         months = [MONTHS[w] for w in _PHRASES.MONTH_IN.findall(text.lower()) if w in MONTHS]
         month = months[0] if months else None
@@ -345,14 +340,10 @@ class DatePhrases:
         def single(match: re.Match[str]) -> list[Bound] | None:
             said_word = " ".join((match.groupdict().get("word") or "").lower().split())
             which = WHICH_ONE.get(" ".join((match["which"] or "").lower().split()))
-            if not said_word and not which:
-                day = WrittenDate.read(match["a"])
-                if day is None or day.day is None:
-                    return None  # a bare year or month ("2019", "March") needs a word that says how
-            if which is not None:
-                ahead_here = which == COMING
-            else:
-                ahead_here = said_word != "since" and told(match)
+            # A bare year or month ("2019", "March") needs a word that says how.
+            if not said_word and not which and WrittenDate.read(match["a"]).day is None:
+                return None
+            ahead_here = which == COMING if which else said_word != "since" and told(match)
             # "from" is "during" for a period of a record ("films from 2020", "the episode from
             # 10 June": that day) but "from then on" for a date of things that take place or
             # open ("boats available from July", "from July 1st").
@@ -424,20 +415,17 @@ def _only_a_year(text: str) -> bool:
     return (
         bool(YEAR_IN.search(text))
         and not ANY_MONTH.search(text)
-        and not _PHRASES.ISO_MONTH.search(text)
+        and not _PHRASES.ISO_DATE.search(text)
     )
 
 
 def _period(text: str, today: dt.date, ahead: bool) -> Period | None:
     """The days a written date covers (``WrittenDate.period``), if it is a date at all."""
-    written = WrittenDate.read(text)
-    return written.period(today, ahead=ahead) if written else None
+    return WrittenDate.read(text).period(today, ahead=ahead)
 
 
 def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[Bound]:
     low, high = WrittenDate.read(low_text), WrittenDate.read(high_text)
-    if low is None or high is None:
-        return []
     high_period = high.period(today, ahead=ahead)
     if high_period is None:
         return []

@@ -166,8 +166,10 @@ STOP_KEYS = frozenset(cue_key(word) for word in CUE_STOPWORDS)
 PEOPLE_KEYS = frozenset(cue_key(word) for word in PEOPLE_WORDS)
 
 
-def _cue_words(text: str) -> set[str]:
-    return {cue_key(word) for word in _PHRASES.WORD.findall(text.lower())} - STOP_KEYS
+def _cue_words(text: str) -> list[str]:
+    """The cue words of ``text``, in the order said."""
+    keys = (cue_key(word) for word in _PHRASES.WORD.findall(text.lower()))
+    return [key for key in keys if key not in STOP_KEYS]
 
 
 @dataclass(frozen=True)
@@ -195,8 +197,8 @@ class NumericField:
     ) -> NumericField:
         """``item_keys``: words that point to no one field: the documents' nouns and the words
         that several descriptions share ("Weight of the bike", "Model year of the bike")."""
-        name_words = _cue_words(field.name.replace("_", " "))
-        description_words = _cue_words(field.description) - item_keys
+        name_words = set(_cue_words(field.name.replace("_", " ")))
+        description_words = set(_cue_words(field.description)) - item_keys
         cues = dict.fromkeys(description_words, DESCRIPTION_CUE_WEIGHT)
         cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
         said = _PHRASES.WORD.findall(said_of(field).lower())
@@ -261,22 +263,18 @@ class _Said:
     required takes it."""
 
 
-def _span(match: re.Match[str]) -> tuple[int, int]:
-    return match.start(), match.end()
-
-
 def _party(match: re.Match[str]) -> _Said:
     """ "for 10 people", "sleeps 6", "for 8 year olds", "a 16 year old": a party that must fit,
     counted in the noun said (people when none) or, said with an age, in years of age."""
     aged = match.groupdict().get("aged")
     counted = _LISTS.AGE_CUE if aged else cue_key((match["noun"] or _LISTS.PEOPLE).lower())
-    return _Said(((Comparator.GTE, match["n"]),), *_span(match), False, counted=counted, party=True)
+    return _Said(((Comparator.GTE, match["n"]),), *match.span(), False, counted=counted, party=True)
 
 
 def _ranged(match: re.Match[str]) -> _Said:
     low, high = endpoint_groups(match)
     bounds = ((Comparator.GTE, match[low]), (Comparator.LTE, match[high]))
-    return _Said(bounds, *_span(match), _has_currency(match, low, high))
+    return _Said(bounds, *match.span(), _has_currency(match, low, high))
 
 
 def _prefixed(match: re.Match[str]) -> _Said:
@@ -285,10 +283,10 @@ def _prefixed(match: re.Match[str]) -> _Said:
     bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
     if match["named"]:
         named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
-        return _Said(bounds, *_span(match), False, counted=named, named=True)
+        return _Said(bounds, *match.span(), False, counted=named, named=True)
     cue = _LISTS.COMPARATOR_CUES.get(phrase)
     plain = phrase in _LISTS.PLAIN_AMOUNT_COMPARATORS
-    return _Said(bounds, *_span(match), _has_currency(match, "n"), cue, plain)
+    return _Said(bounds, *match.span(), _has_currency(match, "n"), cue, plain)
 
 
 def _postfixed(match: re.Match[str]) -> _Said:
@@ -297,7 +295,7 @@ def _postfixed(match: re.Match[str]) -> _Said:
     unit = TIME_UNIT_WORDS.get(noun)
     counted = cue_key(noun) if noun and unit is None else None
     currency = _has_currency(match, "n")
-    return _Said(((comparator, match["n"]),), *_span(match), currency, counted=counted, unit=unit)
+    return _Said(((comparator, match["n"]),), *match.span(), currency, counted=counted, unit=unit)
 
 
 def _compound(match: re.Match[str]) -> _Said:
@@ -306,7 +304,7 @@ def _compound(match: re.Match[str]) -> _Said:
     found = match.groupdict()
     noun = found.get("noun2") or found.get("noun3") or match["noun"]
     counted = inflection.singularize(noun.lower())
-    return _Said(((Comparator.EQ, match["n"]),), *_span(match), False, counted=counted, named=True)
+    return _Said(((Comparator.EQ, match["n"]),), *match.span(), False, counted=counted, named=True)
 
 
 def _count_not_owned(match: re.Match[str]) -> _Said | None:
@@ -582,8 +580,8 @@ def _last_number_end(text: str, said: _Said) -> int:
 def _shared_words(fields: Sequence[MetadataField], item_nouns: Collection[str]) -> frozenset[str]:
     """The cue words of the documents' nouns and of two or more fields' descriptions, minus the
     words of any field's name."""
-    counts = Counter(word for field in fields for word in _cue_words(field.description))
-    named = set().union(*(_cue_words(field.name.replace("_", " ")) for field in fields))
+    counts = Counter(word for field in fields for word in set(_cue_words(field.description)))
+    named = {word for field in fields for word in _cue_words(field.name.replace("_", " "))}
     shared = {word for word, count in counts.items() if count > 1}
     return frozenset(({cue_key(noun) for noun in item_nouns} | shared) - named)
 
@@ -614,11 +612,7 @@ def _clause_words(text: str, *, first: bool) -> list[str]:
         if len(opened) == 1:
             return []
         clause = opened[-1]
-    words = [
-        cue_key(word)
-        for word in _PHRASES.WORD.findall(_PHRASES.CONTRACTION.sub("", clause.lower()))
-    ]
-    words = [word for word in words if word not in STOP_KEYS]
+    words = _cue_words(_PHRASES.CONTRACTION.sub("", clause.lower()))
     return words[:CONTEXT_WORDS] if first else words[-CONTEXT_WORDS:]
 
 
