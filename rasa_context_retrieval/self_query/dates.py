@@ -17,6 +17,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
@@ -222,16 +223,9 @@ def time_scope(field_names: Sequence[str], extra_words: Collection[str] = ()) ->
     """Words that make a year or date in a message a wish about documents: "changed", "released",
     the time field's name by its first letters ("publish" for ``published``), the documents'
     nouns ("articles")."""
-    name_words = {
-        re.escape(word[:NAME_PREFIX_CHARS])
-        for name in field_names
-        for word in name.lower().split("_")
-        if word
-    }
-    words = "|".join(
-        re.escape(word) for word in sorted({*DATE_SCOPE_WORDS, *extra_words}, key=len, reverse=True)
-    )
-    prefixes = "|".join(sorted(name_words, key=len, reverse=True)) or words
+    words = alternation({*DATE_SCOPE_WORDS, *extra_words})
+    names = [word[:NAME_PREFIX_CHARS] for name in field_names for word in name.lower().split("_")]
+    prefixes = alternation(filter(None, names)) or words
     return re.compile(rf"(?<!\w)(?:(?:{words})(?!\w)|{prefixes})", re.IGNORECASE)
 
 
@@ -387,10 +381,10 @@ def _own_description_words(
         }
         for field in fields
     }
+    counts = Counter(word for said in words.values() for word in said)
     owned = {}
     for name, own in words.items():
-        others = set().union(*(other for key, other in words.items() if key != name))
-        kept = own - others
+        kept = {word for word in own if counts[word] == 1}
         nouns = {word for word in kept if not word.endswith(("ed", "es", "s"))}
         forms = {inflection.pluralize(word) for word in nouns}
         forms |= {inflection.singularize(word) for word in kept if word.endswith("s")}

@@ -340,10 +340,9 @@ class NumberPhrases:
         items = alternation(item_nouns) or r"(?!x)x"
         self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
         self._item_after = re.compile(rf"[\s-]+(?:{items})(?!\w)", re.IGNORECASE)
-        self._count_of_field = _count_of_field(numeric)
         self._table: list[Row[_Said | None]] = [*TABLE, Row(self._compound, _compound)]
-        if self._count_of_field is not None:
-            self._table.append(Row(self._count_of_field, _count_not_owned))
+        if (count_of_field := _count_of_field(numeric)) is not None:
+            self._table.append(Row(count_of_field, _count_not_owned))
         # A money field's name words without a currency ("exit_fee_gbp" -> exit, fee).
         self._charges = [
             (field, words)
@@ -416,10 +415,9 @@ class NumberPhrases:
         aged = said.party and said.counted == _LISTS.AGE_CUE
         if aged and self._ages_a_thing(text, said, value_conditions):
             return None
-        if said.named:
-            field, end, unit = self._named(said)
-        else:
-            field, end, unit = self._field_of(text, said, value_conditions)
+        field, end, unit = (
+            self._named(said) if said.named else self._field_of(text, said, value_conditions)
+        )
         if field is None or (said.party and not (field.maximum or field.minimum)):
             return None
         values = [_parse_number(number) for _, number in said.bounds]
@@ -531,10 +529,9 @@ class NumberPhrases:
 def _names_charge(said: Sequence[str], name_words: frozenset[str]) -> bool:
     """Whether the words ``said`` after "no" name the money field of ``name_words``."""
     said_set = set(said)
-    nouns = said_set & MONEY_NOUNS
     if not said_set <= name_words | MONEY_NOUNS or not name_words - MONEY_NOUNS <= said_set:
         return False
-    return bool(nouns) or said_set == name_words
+    return bool(said_set & MONEY_NOUNS) or said_set == name_words
 
 
 def _kinds(words: Sequence[str], description: str, *, monetary: bool) -> frozenset[str]:
@@ -565,9 +562,7 @@ def _said_kind(text: str, said: _Said, end: int) -> str | None:
     if _PHRASES.PERCENT_AFTER.match(text, number_end):
         return _LISTS.PERCENT
     measure = MEASURE_AFTER.match(text, number_end)
-    if measure is None:
-        return None
-    return UNIT_KINDS[measure["unit"].lower()]
+    return UNIT_KINDS[measure["unit"].lower()] if measure else None
 
 
 def _last_number_end(text: str, said: _Said) -> int:

@@ -102,13 +102,7 @@ COMPARED_TABLE: tuple[Row[list[Bound] | None], ...] = (
     Row(COMPARED, _single),
 )
 # Every year phrase, in a message about the documents.
-TABLE: tuple[Row[list[Bound] | None], ...] = (
-    Row(RANGE, _range),
-    Row(DECADE, _decade),
-    LATER,
-    EARLIER,
-    Row(SINGLE, _single),
-)
+TABLE = (Row(RANGE, _range), Row(DECADE, _decade), *COMPARED_TABLE, Row(SINGLE, _single))
 
 
 def is_year_field(field: MetadataField) -> bool:
@@ -116,10 +110,7 @@ def is_year_field(field: MetadataField) -> bool:
     or "Years of experience" keep a duration or an age, not a year."""
     return (
         field.type == "integer"
-        and bool(
-            _PHRASES.YEAR_WORD.search(field.name.replace("_", " "))
-            or _PHRASES.YEAR_WORD.search(field.description)
-        )
+        and bool(_PHRASES.YEAR_WORD.search(said_of(field)))
         and not _PHRASES.DURATION_IN_YEARS.search(said_of(field))
     )
 
