@@ -249,9 +249,7 @@ class DatePhrases:
         self._today = today
         # The verb a date field's description uses ("When the ticket was opened") names it too.
         self._verbs = {
-            field.name: frozenset(
-                word.lower() for word in _PHRASES.PARTICIPLE.findall(field.description)
-            )
+            field.name: frozenset(_PHRASES.PARTICIPLE.findall(field.description.lower()))
             for field in dated
         }
         self._described = _own_description_words(dated, item_nouns)
@@ -397,11 +395,7 @@ def told_ahead(text: str, start: int, ahead: bool) -> bool:
     clause before it tells ("since", "took effect", "will"), else as its field looks."""
     before = text[max(0, start - TOLD_LOOKBEHIND_CHARS) : start]
     clause = CLAUSE_END.split(before)[-1]
-    if TOLD_GONE.search(clause):
-        return False
-    if _PHRASES.TOLD_COMING.search(clause):
-        return True
-    return ahead
+    return not TOLD_GONE.search(clause) and (bool(_PHRASES.TOLD_COMING.search(clause)) or ahead)
 
 
 def _only_a_year(text: str) -> bool:

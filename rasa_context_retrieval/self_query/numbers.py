@@ -105,11 +105,12 @@ PREFIX = re.compile(
 POSTFIX = english.pattern("numbers", "POSTFIX", _AMOUNT=_amount("n"))
 # "4-star hotels", "a 3 bedroom flat": a number and a word of a field's name (as written, not a
 # form of it: "top 3 rated movies" is no rating) before a noun for the documents is that field's
-# value (the item nouns are added per schema). After "top"/"best"/"first" it is a limit.
+# value (the item nouns are added per schema).
+# Where a count of a field may start: after "top"/"best"/"first" it is a limit.
+_COUNT_START = r"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)"
 COMPOUND = (
-    r"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d+(?:\.\d+)?|"
-    + COUNT_WORDS
-    + r")[\s-](?P<noun>[a-z]+)(?=[\s-]+(?:{items})(?!\w))"
+    rf"{_COUNT_START}(?P<n>\d+(?:\.\d+)?|{COUNT_WORDS})[\s-](?P<noun>[a-z]+)"
+    r"(?=[\s-]+(?:{items})(?!\w))"
 )
 # "for 10 people", "can take 120 people", "a 16 year old": a party that must fit, a lower bound
 # on a field of the most allowed ("Most people allowed on board", ``max_players``,
@@ -658,24 +659,19 @@ def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
     singular joined to the count or used as a modifier of a noun after it, is that field's
     value, whatever noun follows ("with 1 change" alone is the grammatical singular of any
     count, not a name). After "top"/"best"/"first" it is a limit."""
-    plurals = sorted(
-        {
-            field.name.lower()
-            for field in fields
-            if field.type == "integer"
-            and field.name.isalpha()
-            and inflection.singularize(field.name.lower()) != field.name.lower()
-        },
-        key=len,
-        reverse=True,
-    )
+    plurals = [
+        name
+        for field in fields
+        if field.type == "integer"
+        and (name := field.name.lower()).isalpha()
+        and inflection.singularize(name) != name
+    ]
     if not plurals:
         return None
-    alternatives = "|".join(re.escape(inflection.singularize(name)) for name in plurals)
+    singulars = alternation(map(inflection.singularize, plurals))
     return re.compile(
-        rf"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d{{1,3}}|{COUNT_WORDS})"
-        rf"(?:\s+(?P<noun>{'|'.join(map(re.escape, plurals))})"
-        rf"|-(?P<noun2>{alternatives})"
-        rf"|\s+(?P<noun3>{alternatives})(?=\s+{_LISTS.NOUN_AFTER_MODIFIER}))(?![\w-])",
+        rf"{_COUNT_START}(?P<n>\d{{1,3}}|{COUNT_WORDS})(?:\s+(?P<noun>{alternation(plurals)})"
+        rf"|-(?P<noun2>{singulars})"
+        rf"|\s+(?P<noun3>{singulars})(?=\s+{_LISTS.NOUN_AFTER_MODIFIER}))(?![\w-])",
         re.IGNORECASE,
     )

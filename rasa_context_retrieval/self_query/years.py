@@ -21,9 +21,7 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint
-from rasa_context_retrieval.self_query.dates import (
-    time_scope,
-)
+from rasa_context_retrieval.self_query.dates import time_scope
 from rasa_context_retrieval.self_query.engine import (
     Bound,
     Row,
