@@ -332,15 +332,16 @@ class DatePhrases:
         def single(match: re.Match[str]) -> list[Bound] | None:
             said_word = " ".join((match.groupdict().get("word") or "").lower().split())
             which = WHICH_ONE.get(" ".join((match["which"] or "").lower().split()))
+            written = WrittenDate.read(match["a"])
             # A bare year or month ("2019", "March") needs a word that says how.
-            if not said_word and not which and WrittenDate.read(match["a"]).day is None:
+            if not said_word and not which and written.day is None:
                 return None
             ahead_here = which == COMING if which else said_word != "since" and told(match)
             # "from" is "during" for a period of a record ("films from 2020", "the episode from
             # 10 June": that day) but "from then on" for a date of things that take place or
             # open ("boats available from July", "from July 1st").
             word = FROM_START if said_word == "from" and ahead_here else None
-            return said_period(match, _period(match["a"], today, ahead_here), word)
+            return said_period(match, written.period(today, ahead=ahead_here), word)
 
         def end_of(match: re.Match[str]) -> list[Bound]:
             unit = match["unit"].lower()
@@ -356,7 +357,10 @@ class DatePhrases:
             Row(DAY_SPAN, day_span),
             Row(SINGLE, single),
             *([Row(BARE, single)] if ANY_MONTH.search(text) else []),
-            *open_end_rows(DATE_TEXT, lambda match: _period(match["a"], today, told(match))),
+            *open_end_rows(
+                DATE_TEXT,
+                lambda match: WrittenDate.read(match["a"]).period(today, ahead=told(match)),
+            ),
             Row(RELATIVE, lambda match: _relative(match, today)),
             Row(_PHRASES.END_OF, end_of),
             Row(NAMED_DAY, named_day),
@@ -405,11 +409,6 @@ def _only_a_year(text: str) -> bool:
         and not ANY_MONTH.search(text)
         and not _PHRASES.ISO_DATE.search(text)
     )
-
-
-def _period(text: str, today: dt.date, ahead: bool) -> Period | None:
-    """The days a written date covers (``WrittenDate.period``), if it is a date at all."""
-    return WrittenDate.read(text).period(today, ahead=ahead)
 
 
 def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[Bound]:
