@@ -79,10 +79,8 @@ def _range(match: re.Match[str]) -> list[Bound]:
 def _decade(match: re.Match[str]) -> list[Bound]:
     """ "in the 90s", "after the 2010s", "the 1960s": the ten years, the century guessed."""
     digit = int(match["decade"])
-    if match["century"]:
-        first = int(match["century"]) * 100 + digit * 10
-    else:
-        first = (1900 if digit >= LAST_CENTURY_FROM_DECADE else 2000) + digit * 10
+    century = match["century"] or (19 if digit >= LAST_CENTURY_FROM_DECADE else 20)
+    first = int(century) * 100 + digit * 10
     return said_period(match, (first, first + 9))
 
 
