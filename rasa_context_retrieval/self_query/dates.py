@@ -264,7 +264,9 @@ class DatePhrases:
         unless a date field is named too."""
         if not self._date_fields or not (scoped or self._scope.search(text)):
             return []
-        attribute = self._attribute(text, only_if_named=year_field_named)
+        named = self._named(text)
+        lone = self._date_fields[0] if len(self._date_fields) == 1 else None
+        attribute = named or (None if year_field_named else lone)
         if attribute is None:
             return []
         today = self._today()
@@ -275,7 +277,7 @@ class DatePhrases:
         about_records = not ahead and not self._scope.search(text)
         # A year with no month ("before 2021") is what an integer year field holds; a date
         # field takes it only when the message names that date field.
-        years_elsewhere = self._year_field and self._attribute(text, only_if_named=True) is None
+        years_elsewhere = self._year_field and named is None
         said = []
         for reading in self._conditions(text, today, ahead):
             if about_records and not YEAR_IN.search(text, reading.start, reading.end):
@@ -287,9 +289,8 @@ class DatePhrases:
         # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
         return claim(said, (), conditions_on(attribute, as_value=date_value))
 
-    def _attribute(self, text: str, *, only_if_named: bool = False) -> str | None:
-        if len(self._date_fields) == 1 and not only_if_named:
-            return self._date_fields[0]
+    def _named(self, text: str) -> str | None:
+        """The one date field ``text`` names, if it names one."""
         lowered = text.lower()
         said = set(_PHRASES.WORD.findall(lowered))
         # The first of these that names one field decides; a date said in a message naming none
