@@ -184,7 +184,6 @@ class NumericField:
     """The unit of time the field is kept in ("minute" for "Total cooking time in minutes")."""
     name_words: frozenset[str] = frozenset()
     """The words of its name in the singular ("star" for ``stars``)."""
-    monetary: bool = False
     maximum: bool = False
     """It keeps the most of something allowed ("Most people allowed on board")."""
     minimum: bool = False
@@ -225,7 +224,6 @@ class NumericField:
             cues,
             unit,
             singular,
-            monetary,
             maximum,
             minimum,
             kinds,
@@ -336,7 +334,7 @@ class NumberPhrases:
         self._fields = [NumericField.from_field(field, shared) for field in numeric]
         # Every word that points to a field, or to none: the words a comparison may be said with.
         self._known = STOP_KEYS.union(*(field.cues for field in self._fields))
-        monetary = [field for field in self._fields if field.monetary]
+        monetary = [field for field in self._fields if _LISTS.MONEY in field.kinds]
         self._only_monetary = monetary[0] if len(monetary) == 1 else None
         items = alternation(item_nouns) or r"(?!x)x"
         self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
@@ -348,7 +346,7 @@ class NumberPhrases:
         self._charges = [
             (field, words)
             for field in self._fields
-            if field.monetary and (words := field.name_words - set(CURRENCY_WORDS))
+            if _LISTS.MONEY in field.kinds and (words := field.name_words - set(CURRENCY_WORDS))
         ]
         # Every word a charge may be named by, in the singular and the plural, to its singular.
         named_by = {word for _, words in self._charges for word in words} | MONEY_NOUNS
