@@ -414,9 +414,7 @@ class NumberPhrases:
         aged = said.party and said.counted == _LISTS.AGE_CUE
         if aged and self._ages_a_thing(text, said, value_conditions):
             return None
-        field, end, unit = (
-            self._named(said) if said.named else self._field_of(text, said, value_conditions)
-        )
+        field, end, unit = self._field_of(text, said, value_conditions)
         if field is None or (said.party and not (field.maximum or field.minimum)):
             return None
         values = [_parse_number(number) for _, number in said.bounds]
@@ -452,8 +450,13 @@ class NumberPhrases:
         self, text: str, said: _Said, values: Sequence[Constraint]
     ) -> tuple[NumericField | None, int, str | None]:
         """The field the words around a comparison point to, where its words end, and the unit
-        of time said with it."""
+        of time said with it; a phrase that names its field ("4-star hotels", "above price level
+        2") is of the one field whose name holds its words."""
         end = said.end
+        if said.named:
+            words = set((said.counted or "").split())
+            named = [field for field in self._fields if words and words <= field.name_words]
+            return (named[0] if len(named) == 1 else None), end, None
         cues = set() if said.comparator_cue is None else {cue_key(said.comparator_cue)}
         if said.currency:
             cues.add(cue_key("currency"))
@@ -501,12 +504,6 @@ class NumberPhrases:
         ):
             return self._only_monetary, end, None
         return self._best_field(cues, unit, kind), end, unit
-
-    def _named(self, said: _Said) -> tuple[NumericField | None, int, None]:
-        """ "4-star hotels", "above price level 2": the one field whose name holds the words."""
-        words = set((said.counted or "").split())
-        named = [field for field in self._fields if words and words <= field.name_words]
-        return (named[0] if len(named) == 1 else None), said.end, None
 
     def _best_field(
         self, cues: set[str], unit: str | None = None, kind: str | None = None
