@@ -185,18 +185,13 @@ class WrittenDate:
                 year = today.year if said <= now else today.year - 1
         if year is None:
             return None
-        try:
-            if self.month is None:
-                return dt.date(year, 1, 1), dt.date(year, 12, 31)
-            if not 1 <= self.month <= 12:
-                return None
-            if self.day is not None:
-                day = dt.date(year, self.month, self.day)
-                return day, day
-            first = dt.date(year, self.month, 1)
+        try:  # "2024-13", "February 30": no day
+            first = dt.date(year, self.month or 1, self.day or 1)
         except ValueError:
             return None
-        return first, first + relativedelta(day=31)
+        if self.day is not None:
+            return first, first
+        return first, first + relativedelta(month=self.month or 12, day=31)
 
 
 def looks_ahead(field: MetadataField) -> bool:
