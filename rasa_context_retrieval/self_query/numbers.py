@@ -466,15 +466,14 @@ class NumberPhrases:
             if self._known.isdisjoint(counted):
                 return None, end, None
             cues |= counted
-        unit = said.unit
+        # "$20 a month" is a rate, "20 minutes" a unit of time said after the number.
         rate = RATE_AFTER.match(text, end)
-        said_unit = None if rate or unit else UNIT_AFTER.match(text, end)
+        said_unit = None if rate or said.unit else UNIT_AFTER.match(text, end)
+        unit = TIME_UNIT_WORDS[said_unit["unit"].lower()] if said_unit else said.unit
         if rate:
             cues.add(cue_key((rate["period"] or rate["adverb"]).lower()))
-            end = rate.end()
-        elif said_unit:
-            unit = TIME_UNIT_WORDS[said_unit["unit"].lower()]
-            end = said_unit.end()
+        if said_after := rate or said_unit:
+            end = said_after.end()
         if unit is not None:
             cues.add(_LISTS.DURATION_CUE)
         kind = _said_kind(text, said, end)
