@@ -426,7 +426,7 @@ class NumberPhrases:
             if factor is None:
                 return None
             values = [round(value * factor, 9) for value in values]
-        if any(not math.isfinite(value) or field.integer and value % 1 for value in values):
+        if any(not math.isfinite(value) or (field.integer and value % 1) for value in values):
             return None
         comparators = [comparator for comparator, _ in said.bounds]
         if said.party and field.minimum:
