@@ -17,11 +17,12 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import inflection
-from dateutil.relativedelta import relativedelta
+from dateutil.relativedelta import MO, relativedelta
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
@@ -137,6 +138,13 @@ TOLD_LOOKBEHIND_CHARS = 40
 CLAUSE_END = any_word(DATE_CLAUSE_BREAKS, or_any_of=CLAUSE_PUNCTUATION)
 YEAR_IN = re.compile(YEAR)
 DAY_IN = english.pattern("dates", "DAY_IN", _ORDINAL=_ORDINAL)
+# How far back from a day the day, week (from Monday), month or year it falls in starts.
+UNIT_START = {
+    "day": relativedelta(),
+    "week": relativedelta(weekday=MO(-1)),
+    "month": relativedelta(day=1),
+    "year": relativedelta(month=1, day=1),
+}
 
 
 @dataclass(frozen=True)
@@ -148,25 +156,14 @@ class WrittenDate:
     day: int | None = None
 
     @classmethod
-    def read(cls, text: str) -> WrittenDate | None:
-        if _PHRASES.ISO_DAY.fullmatch(text):
-            try:
-                day = dt.date.fromisoformat(text)
-            except ValueError:
-                return None
-            return cls(day.year, day.month, day.day)
-        iso_month = _PHRASES.ISO_MONTH.fullmatch(text)
-        if iso_month:
-            return cls(int(iso_month[1]), int(iso_month[2]))
+    def read(cls, text: str) -> WrittenDate:
+        """What ``text`` says; whether it is a day at all is for ``period`` to tell."""
+        iso = _PHRASES.ISO_DATE.fullmatch(text)
+        if iso:
+            return cls(*(int(part) if part else None for part in iso.groups()))
         year = YEAR_IN.search(text)
-        month = next(
-            (
-                MONTHS[word.lower()]
-                for word in _PHRASES.MONTH_IN.findall(text)
-                if word.lower() in MONTHS
-            ),
-            None,
-        )
+        months = [MONTHS[w] for w in _PHRASES.MONTH_IN.findall(text.lower()) if w in MONTHS]
+        month = months[0] if months else None
         day_of_month = DAY_IN.search(YEAR_IN.sub(" ", text)) if month else None
         return cls(
             int(year[0]) if year else None,
@@ -188,18 +185,13 @@ class WrittenDate:
                 year = today.year if said <= now else today.year - 1
         if year is None:
             return None
-        try:
-            if self.month is None:
-                return dt.date(year, 1, 1), dt.date(year, 12, 31)
-            if not 1 <= self.month <= 12:
-                return None
-            if self.day is not None:
-                day = dt.date(year, self.month, self.day)
-                return day, day
-            first = dt.date(year, self.month, 1)
+        try:  # "2024-13", "February 30": no day
+            first = dt.date(year, self.month or 1, self.day or 1)
         except ValueError:
             return None
-        return first, first + relativedelta(day=31)
+        if self.day is not None:
+            return first, first
+        return first, first + relativedelta(month=self.month or 12, day=31)
 
 
 def looks_ahead(field: MetadataField) -> bool:
@@ -226,16 +218,9 @@ def time_scope(field_names: Sequence[str], extra_words: Collection[str] = ()) ->
     """Words that make a year or date in a message a wish about documents: "changed", "released",
     the time field's name by its first letters ("publish" for ``published``), the documents'
     nouns ("articles")."""
-    name_words = {
-        re.escape(word[:NAME_PREFIX_CHARS])
-        for name in field_names
-        for word in name.lower().split("_")
-        if word
-    }
-    words = "|".join(
-        re.escape(word) for word in sorted({*DATE_SCOPE_WORDS, *extra_words}, key=len, reverse=True)
-    )
-    prefixes = "|".join(sorted(name_words, key=len, reverse=True)) or words
+    words = alternation({*DATE_SCOPE_WORDS, *extra_words})
+    names = [word[:NAME_PREFIX_CHARS] for name in field_names for word in name.lower().split("_")]
+    prefixes = alternation(filter(None, names)) or words
     return re.compile(rf"(?<!\w)(?:(?:{words})(?!\w)|{prefixes})", re.IGNORECASE)
 
 
@@ -259,9 +244,7 @@ class DatePhrases:
         self._today = today
         # The verb a date field's description uses ("When the ticket was opened") names it too.
         self._verbs = {
-            field.name: frozenset(
-                word.lower() for word in _PHRASES.PARTICIPLE.findall(field.description)
-            )
+            field.name: frozenset(_PHRASES.PARTICIPLE.findall(field.description.lower()))
             for field in dated
         }
         self._described = _own_description_words(dated, item_nouns)
@@ -276,7 +259,9 @@ class DatePhrases:
         unless a date field is named too."""
         if not self._date_fields or not (scoped or self._scope.search(text)):
             return []
-        attribute = self._attribute(text, only_if_named=year_field_named)
+        named = self._named(text)
+        lone = self._date_fields[0] if len(self._date_fields) == 1 else None
+        attribute = named or (None if year_field_named else lone)
         if attribute is None:
             return []
         today = self._today()
@@ -287,7 +272,7 @@ class DatePhrases:
         about_records = not ahead and not self._scope.search(text)
         # A year with no month ("before 2021") is what an integer year field holds; a date
         # field takes it only when the message names that date field.
-        years_elsewhere = self._year_field and self._attribute(text, only_if_named=True) is None
+        years_elsewhere = self._year_field and named is None
         said = []
         for reading in self._conditions(text, today, ahead):
             if about_records and not YEAR_IN.search(text, reading.start, reading.end):
@@ -299,9 +284,8 @@ class DatePhrases:
         # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
         return claim(said, (), conditions_on(attribute, as_value=date_value))
 
-    def _attribute(self, text: str, *, only_if_named: bool = False) -> str | None:
-        if len(self._date_fields) == 1 and not only_if_named:
-            return self._date_fields[0]
+    def _named(self, text: str) -> str | None:
+        """The one date field ``text`` names, if it names one."""
         lowered = text.lower()
         said = set(_PHRASES.WORD.findall(lowered))
         # The first of these that names one field decides; a date said in a message naming none
@@ -344,19 +328,16 @@ class DatePhrases:
         def single(match: re.Match[str]) -> list[Bound] | None:
             said_word = " ".join((match.groupdict().get("word") or "").lower().split())
             which = WHICH_ONE.get(" ".join((match["which"] or "").lower().split()))
-            if not said_word and not which:
-                day = WrittenDate.read(match["a"])
-                if day is None or day.day is None:
-                    return None  # a bare year or month ("2019", "March") needs a word that says how
-            if which is not None:
-                ahead_here = which == COMING
-            else:
-                ahead_here = said_word != "since" and told(match)
+            written = WrittenDate.read(match["a"])
+            # A bare year or month ("2019", "March") needs a word that says how.
+            if not said_word and not which and written.day is None:
+                return None
+            ahead_here = which == COMING if which else said_word != "since" and told(match)
             # "from" is "during" for a period of a record ("films from 2020", "the episode from
             # 10 June": that day) but "from then on" for a date of things that take place or
             # open ("boats available from July", "from July 1st").
             word = FROM_START if said_word == "from" and ahead_here else None
-            return said_period(match, _period(match["a"], today, ahead_here), word)
+            return said_period(match, written.period(today, ahead=ahead_here), word)
 
         def end_of(match: re.Match[str]) -> list[Bound]:
             unit = match["unit"].lower()
@@ -372,7 +353,10 @@ class DatePhrases:
             Row(DAY_SPAN, day_span),
             Row(SINGLE, single),
             *([Row(BARE, single)] if ANY_MONTH.search(text) else []),
-            *open_end_rows(DATE_TEXT, lambda match: _period(match["a"], today, told(match))),
+            *open_end_rows(
+                DATE_TEXT,
+                lambda match: WrittenDate.read(match["a"]).period(today, ahead=told(match)),
+            ),
             Row(RELATIVE, lambda match: _relative(match, today)),
             Row(_PHRASES.END_OF, end_of),
             Row(NAMED_DAY, named_day),
@@ -395,10 +379,10 @@ def _own_description_words(
         }
         for field in fields
     }
+    counts = Counter(word for said in words.values() for word in said)
     owned = {}
     for name, own in words.items():
-        others = set().union(*(other for key, other in words.items() if key != name))
-        kept = own - others
+        kept = {word for word in own if counts[word] == 1}
         nouns = {word for word in kept if not word.endswith(("ed", "es", "s"))}
         forms = {inflection.pluralize(word) for word in nouns}
         forms |= {inflection.singularize(word) for word in kept if word.endswith("s")}
@@ -411,11 +395,7 @@ def told_ahead(text: str, start: int, ahead: bool) -> bool:
     clause before it tells ("since", "took effect", "will"), else as its field looks."""
     before = text[max(0, start - TOLD_LOOKBEHIND_CHARS) : start]
     clause = CLAUSE_END.split(before)[-1]
-    if TOLD_GONE.search(clause):
-        return False
-    if _PHRASES.TOLD_COMING.search(clause):
-        return True
-    return ahead
+    return not TOLD_GONE.search(clause) and (bool(_PHRASES.TOLD_COMING.search(clause)) or ahead)
 
 
 def _only_a_year(text: str) -> bool:
@@ -423,33 +403,18 @@ def _only_a_year(text: str) -> bool:
     return (
         bool(YEAR_IN.search(text))
         and not ANY_MONTH.search(text)
-        and not _PHRASES.ISO_MONTH.search(text)
+        and not _PHRASES.ISO_DATE.search(text)
     )
-
-
-def _period(text: str, today: dt.date, ahead: bool) -> Period | None:
-    """The days a written date covers (``WrittenDate.period``), if it is a date at all."""
-    written = WrittenDate.read(text)
-    return written.period(today, ahead=ahead) if written else None
 
 
 def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[Bound]:
     low, high = WrittenDate.read(low_text), WrittenDate.read(high_text)
-    if low is None or high is None:
-        return []
     high_period = high.period(today, ahead=ahead)
     if high_period is None:
         return []
     # "from November to March 2025": the first month borrows the year and may fall before it.
-    hint = high_period[0].year
-    if (
-        low.year is None
-        and low.month is not None
-        and high.month is not None
-        and low.month > high.month
-    ):
-        hint -= 1
-    low_period = low.period(today, year_hint=hint)
+    wraps = low.year is None and (low.month or 0) > (high.month or 13)
+    low_period = low.period(today, year_hint=high_period[0].year - wraps)
     if low_period is None or low_period[0] > high_period[1]:
         return []
     return [(Comparator.GTE, low_period[0]), (Comparator.LTE, high_period[1])]
@@ -458,46 +423,33 @@ def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[B
 def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
     """ "the last 6 months", "last year", "this week" (the whole week, as a named period is);
     "next week" and "the next 3 days"."""
-    unit = match["unit"].lower()
-    which = match["which"].lower()
+    unit, which = match["unit"].lower(), match["which"].lower()
     count = (match["count"] or "").lower()
-    amount = int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)
     word = date_word(match["word"])
     one = relativedelta(**{unit + "s": 1})
+    ahead = which in ("next", "coming", "upcoming")
     if which in ("this", "current"):
+        start = today + UNIT_START[unit]
         if word == WITHIN:  # the whole period, as "in 2025" or "in June" is
             return period_bounds(word, *_unit_period(today, unit))
-        start = _unit_start(today, unit)
         return (
             [(Comparator.GTE, start)] if word == FROM_START else period_bounds(word, start, today)
         )
-    if which in ("next", "coming", "upcoming"):
-        if count:
-            try:
-                return [(Comparator.GTE, today), (Comparator.LTE, today + amount * one)]
-            except (ValueError, OverflowError):
-                return []
-        return period_bounds(word, *_unit_period(today + one, unit))
-    if not count and match["the"] is None and which in ("last", "previous"):
-        # "last year" is the previous calendar year; "the last year" the past twelve months.
-        return period_bounds(word, *_unit_period(today - one, unit))
+    # "last year" is the previous calendar year; "the last year" the past twelve months.
+    if not count and (ahead or (match["the"] is None and which in ("last", "previous"))):
+        return period_bounds(word, *_unit_period(today + (one if ahead else -one), unit))
+    span = (int(count) if count.isdigit() else SMALL_NUMBER_WORDS.get(count, 1)) * one
     try:
-        return [(Comparator.GTE, today - relativedelta(**{unit + "s": amount}))]
+        return (
+            [(Comparator.GTE, today), (Comparator.LTE, today + span)]
+            if ahead
+            else [(Comparator.GTE, today - span)]
+        )
     except (ValueError, OverflowError):  # "the last 999 years" before year 1
         return []
 
 
-def _unit_start(day: dt.date, unit: str) -> dt.date:
-    if unit == "year":
-        return day.replace(month=1, day=1)
-    if unit == "month":
-        return day.replace(day=1)
-    if unit == "week":
-        return day - dt.timedelta(days=day.weekday())
-    return day
-
-
 def _unit_period(day: dt.date, unit: str) -> Period:
-    """The first and the last day of the week, month or year that ``day`` falls in."""
-    start = _unit_start(day, unit)
-    return start, _unit_start(start + relativedelta(**{unit + "s": 1}), unit) - dt.timedelta(days=1)
+    """The first and the last day of the day, week, month or year that ``day`` falls in."""
+    start = day + UNIT_START[unit]
+    return start, start + relativedelta(**{unit + "s": 1}) - dt.timedelta(days=1)

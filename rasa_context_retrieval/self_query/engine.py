@@ -35,12 +35,13 @@ from rasa_context_retrieval.self_query.negation import negated_before
 from rasa_context_retrieval.self_query.ranges import (
     AFTER_END,
     BEFORE_START,
+    EARLIER_WORDS,
     FROM_START,
+    LATER_WORDS,
     NEGATED_BEFORE_PERIOD,
     UNTIL_END,
     WITHIN,
     date_word,
-    open_ended,
 )
 
 # How far before a phrase its negation ("not", "non-", "without") is looked for.
@@ -171,12 +172,15 @@ def open_end_rows(
     """The rows of a period left open at one end ("2010 or later", "March 2024 onwards", "2015
     or earlier"): from its start, or up to its end. ``value`` writes the period in group ``a``
     and ``period`` reads it; ``before`` guards its start."""
-    later, earlier = open_ended(value, before)
 
-    def bounds(word: str) -> Callable[[re.Match[str]], list[Bound]]:
-        return lambda match: [] if (said := period(match)) is None else period_bounds(word, *said)
+    def row(words: str, word: str) -> Row[list[Bound]]:
+        pattern = re.compile(rf"{before}(?P<a>{value})\s+{words}(?!\w)", re.IGNORECASE)
+        return Row(
+            pattern,
+            lambda match: [] if (said := period(match)) is None else period_bounds(word, *said),
+        )
 
-    return Row(later, bounds(FROM_START)), Row(earlier, bounds(UNTIL_END))
+    return row(LATER_WORDS, FROM_START), row(EARLIER_WORDS, UNTIL_END)
 
 
 Describes = Callable[[str, str, int, list[Constraint]], bool]

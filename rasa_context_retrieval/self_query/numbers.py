@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 
 import inflection
 from langchain_core.structured_query import Comparator
@@ -43,7 +44,6 @@ from rasa_context_retrieval.self_query.phrases import (
     PHRASE_OPENERS,
     SMALL_NUMBER_WORDS,
     STEMMER,
-    SUBUNIT,
     SUBUNIT_WORDS,
     TIME_UNIT_SECONDS,
     TIME_UNIT_WORDS,
@@ -95,25 +95,22 @@ def _amount(tag: str) -> str:
 
 
 RANGE = range_pattern(_amount)
+# "under $20", "at least an hour"; "above price level 2", "at least level 3": a comparison with
+# the field's name between it and the number.
 PREFIX = re.compile(
-    rf"(?<!\w)(?P<comparator>{phrase_alternation(PREFIX_COMPARATORS)})\s*(?:an?\s+)?{_amount('n')}",
-    re.IGNORECASE,
-)
-# "above price level 2", "at least level 3": a comparison with the field's name between it and
-# the number.
-NAMED_PREFIX = re.compile(
-    rf"(?<!\w)(?P<comparator>{phrase_alternation(PREFIX_COMPARATORS)})\s+"
-    rf"(?P<named>[a-z]+(?:[\s_-]+[a-z]+)?)\s+{_amount('n')}",
+    rf"(?<!\w)(?P<comparator>{phrase_alternation(PREFIX_COMPARATORS)})"
+    rf"(?:\s*(?:an?\s+)?|\s+(?P<named>[a-z]+(?:[\s_-]+[a-z]+)?)\s+){_amount('n')}",
     re.IGNORECASE,
 )
 POSTFIX = english.pattern("numbers", "POSTFIX", _AMOUNT=_amount("n"))
 # "4-star hotels", "a 3 bedroom flat": a number and a word of a field's name (as written, not a
 # form of it: "top 3 rated movies" is no rating) before a noun for the documents is that field's
-# value (the item nouns are added per schema). After "top"/"best"/"first" it is a limit.
+# value (the item nouns are added per schema).
+# Where a count of a field may start: after "top"/"best"/"first" it is a limit.
+_COUNT_START = r"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)"
 COMPOUND = (
-    r"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d+(?:\.\d+)?|"
-    + COUNT_WORDS
-    + r")[\s-](?P<noun>[a-z]+)(?=[\s-]+(?:{items})(?!\w))"
+    rf"{_COUNT_START}(?P<n>\d+(?:\.\d+)?|{COUNT_WORDS})[\s-](?P<noun>[a-z]+)"
+    r"(?=[\s-]+(?:{items})(?!\w))"
 )
 # "for 10 people", "can take 120 people", "a 16 year old": a party that must fit, a lower bound
 # on a field of the most allowed ("Most people allowed on board", ``max_players``,
@@ -129,10 +126,14 @@ RATE_AFTER = english.pattern("numbers", "RATE_AFTER", _PERIOD=_PERIOD)
 UNIT_AFTER = english.pattern("numbers", "UNIT_AFTER", _UNITS=_UNITS)
 # "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
 DECLARED_UNIT = english.pattern("numbers", "DECLARED_UNIT", _UNITS=_UNITS)
-_MEASURES = alternation(
-    {*MEASURE_ABBREVIATIONS, *MEASURE_ABBREVIATIONS.values(), *DATA_SIZES, *SUBUNIT_WORDS}
-)
-MEASURE_AFTER = english.pattern("numbers", "MEASURE_AFTER", _MEASURES=_MEASURES)
+# Every spelling of a unit besides time to the kind of unit it is ("kilometres" -> "km").
+UNIT_KINDS = {
+    **{unit: unit for unit in MEASURE_ABBREVIATIONS.values()},
+    **SUBUNIT_WORDS,
+    **DATA_SIZES,
+    **MEASURE_ABBREVIATIONS,
+}
+MEASURE_AFTER = english.pattern("numbers", "MEASURE_AFTER", _MEASURES=alternation(UNIT_KINDS))
 OPPOSITE = {
     Comparator.EQ: Comparator.NE,
     Comparator.LT: Comparator.GTE,
@@ -144,6 +145,8 @@ OPPOSITE = {
 ANY_NUMBER = re.compile(
     rf"\d|(?<!\w)(?:{'|'.join(SMALL_NUMBER_WORDS)}|an?\s+(?:{_UNITS}))(?!\w)", re.IGNORECASE
 )
+# A number said in words, and "an" or "half an" before a unit of time ("more than an hour").
+NUMBER_WORDS = {**SMALL_NUMBER_WORDS, "a": 1, "an": 1, "half a": 0.5, "half an": 0.5}
 MONEY_NOUNS = frozenset(_LISTS.MONEY_NOUNS)
 # Words that open another phrase: what follows names something else ("between 40 and 60p with
 # a unit rate of at most 24.5p": "unit rate" is the second comparison's).
@@ -164,8 +167,10 @@ STOP_KEYS = frozenset(cue_key(word) for word in CUE_STOPWORDS)
 PEOPLE_KEYS = frozenset(cue_key(word) for word in PEOPLE_WORDS)
 
 
-def _cue_words(text: str) -> set[str]:
-    return {cue_key(word) for word in _PHRASES.WORD.findall(text.lower())} - STOP_KEYS
+def _cue_words(text: str) -> list[str]:
+    """The cue words of ``text``, in the order said."""
+    keys = (cue_key(word) for word in _PHRASES.WORD.findall(text.lower()))
+    return [key for key in keys if key not in STOP_KEYS]
 
 
 @dataclass(frozen=True)
@@ -179,7 +184,6 @@ class NumericField:
     """The unit of time the field is kept in ("minute" for "Total cooking time in minutes")."""
     name_words: frozenset[str] = frozenset()
     """The words of its name in the singular ("star" for ``stars``)."""
-    monetary: bool = False
     maximum: bool = False
     """It keeps the most of something allowed ("Most people allowed on board")."""
     minimum: bool = False
@@ -193,8 +197,8 @@ class NumericField:
     ) -> NumericField:
         """``item_keys``: words that point to no one field: the documents' nouns and the words
         that several descriptions share ("Weight of the bike", "Model year of the bike")."""
-        name_words = _cue_words(field.name.replace("_", " "))
-        description_words = _cue_words(field.description) - item_keys
+        name_words = set(_cue_words(field.name.replace("_", " ")))
+        description_words = set(_cue_words(field.description)) - item_keys
         cues = dict.fromkeys(description_words, DESCRIPTION_CUE_WEIGHT)
         cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
         said = _PHRASES.WORD.findall(said_of(field).lower())
@@ -220,7 +224,6 @@ class NumericField:
             cues,
             unit,
             singular,
-            monetary,
             maximum,
             minimum,
             kinds,
@@ -259,34 +262,30 @@ class _Said:
     required takes it."""
 
 
-def _span(match: re.Match[str]) -> tuple[int, int]:
-    return match.start(), match.end()
-
-
 def _party(match: re.Match[str]) -> _Said:
     """ "for 10 people", "sleeps 6", "for 8 year olds", "a 16 year old": a party that must fit,
     counted in the noun said (people when none) or, said with an age, in years of age."""
     aged = match.groupdict().get("aged")
     counted = _LISTS.AGE_CUE if aged else cue_key((match["noun"] or _LISTS.PEOPLE).lower())
-    return _Said(((Comparator.GTE, match["n"]),), *_span(match), False, counted=counted, party=True)
+    return _Said(((Comparator.GTE, match["n"]),), *match.span(), False, counted=counted, party=True)
 
 
 def _ranged(match: re.Match[str]) -> _Said:
     low, high = endpoint_groups(match)
     bounds = ((Comparator.GTE, match[low]), (Comparator.LTE, match[high]))
-    return _Said(bounds, *_span(match), _has_currency(match, low, high))
+    return _Said(bounds, *match.span(), _has_currency(match, low, high))
 
 
 def _prefixed(match: re.Match[str]) -> _Said:
     """ "under $20", "at least 3"; "above price level 2" names its field between."""
     phrase = " ".join(match["comparator"].lower().split())
     bounds = ((PREFIX_COMPARATORS[phrase], match["n"]),)
-    if "named" in match.re.groupindex:
+    if match["named"]:
         named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
-        return _Said(bounds, *_span(match), False, counted=named, named=True)
+        return _Said(bounds, *match.span(), False, counted=named, named=True)
     cue = _LISTS.COMPARATOR_CUES.get(phrase)
     plain = phrase in _LISTS.PLAIN_AMOUNT_COMPARATORS
-    return _Said(bounds, *_span(match), _has_currency(match, "n"), cue, plain)
+    return _Said(bounds, *match.span(), _has_currency(match, "n"), cue, plain)
 
 
 def _postfixed(match: re.Match[str]) -> _Said:
@@ -295,7 +294,7 @@ def _postfixed(match: re.Match[str]) -> _Said:
     unit = TIME_UNIT_WORDS.get(noun)
     counted = cue_key(noun) if noun and unit is None else None
     currency = _has_currency(match, "n")
-    return _Said(((comparator, match["n"]),), *_span(match), currency, counted=counted, unit=unit)
+    return _Said(((comparator, match["n"]),), *match.span(), currency, counted=counted, unit=unit)
 
 
 def _compound(match: re.Match[str]) -> _Said:
@@ -304,7 +303,7 @@ def _compound(match: re.Match[str]) -> _Said:
     found = match.groupdict()
     noun = found.get("noun2") or found.get("noun3") or match["noun"]
     counted = inflection.singularize(noun.lower())
-    return _Said(((Comparator.EQ, match["n"]),), *_span(match), False, counted=counted, named=True)
+    return _Said(((Comparator.EQ, match["n"]),), *match.span(), False, counted=counted, named=True)
 
 
 def _count_not_owned(match: re.Match[str]) -> _Said | None:
@@ -320,7 +319,6 @@ TABLE: tuple[Row[_Said | None], ...] = (
     Row(HOLDING_VERB, _party),
     Row(RANGE, _ranged),
     Row(PREFIX, _prefixed),
-    Row(NAMED_PREFIX, _prefixed),
     Row(POSTFIX, _postfixed),
     Row(FOR_PARTY, _party),
     Row(AGED_PERSON, _party),
@@ -336,23 +334,22 @@ class NumberPhrases:
         self._fields = [NumericField.from_field(field, shared) for field in numeric]
         # Every word that points to a field, or to none: the words a comparison may be said with.
         self._known = STOP_KEYS.union(*(field.cues for field in self._fields))
-        monetary = [field for field in self._fields if field.monetary]
+        monetary = [field for field in self._fields if _LISTS.MONEY in field.kinds]
         self._only_monetary = monetary[0] if len(monetary) == 1 else None
         items = alternation(item_nouns) or r"(?!x)x"
         self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
         self._item_after = re.compile(rf"[\s-]+(?:{items})(?!\w)", re.IGNORECASE)
-        self._count_of_field = _count_of_field(numeric)
         self._table: list[Row[_Said | None]] = [*TABLE, Row(self._compound, _compound)]
-        if self._count_of_field is not None:
-            self._table.append(Row(self._count_of_field, _count_not_owned))
+        if (count_of_field := _count_of_field(numeric)) is not None:
+            self._table.append(Row(count_of_field, _count_not_owned))
         # A money field's name words without a currency ("exit_fee_gbp" -> exit, fee).
-        self._charges = {
-            field.name: (field.integer, words)
+        self._charges = [
+            (field, words)
             for field in self._fields
-            if field.monetary and (words := field.name_words - set(CURRENCY_WORDS))
-        }
+            if _LISTS.MONEY in field.kinds and (words := field.name_words - set(CURRENCY_WORDS))
+        ]
         # Every word a charge may be named by, in the singular and the plural, to its singular.
-        named_by = {word for _, words in self._charges.values() for word in words} | MONEY_NOUNS
+        named_by = {word for _, words in self._charges for word in words} | MONEY_NOUNS
         self._charge_forms = {
             form: word for word in named_by for form in (word, inflection.pluralize(word))
         }
@@ -384,24 +381,23 @@ class NumberPhrases:
         ("no foreign transaction fees" is no monthly fee)."""
         found: list[Constraint] = []
         for match in _PHRASES.NO_CHARGE.finditer(text):
-            said = []
-            for word in match["words"].split():
-                if word.lower() not in self._charge_forms:
-                    break  # no word past one that names no charge is part of its name
-                said.append(self._charge_forms[word.lower()])
+            words = match["words"].split()
+            # No word past one that names no charge is part of its name.
+            said = [
+                self._charge_forms[word.lower()]
+                for word in takewhile(lambda word: word.lower() in self._charge_forms, words)
+            ]
             for size in range(len(said), 0, -1):
-                named = [
-                    name
-                    for name, (_, words) in self._charges.items()
-                    if _names_charge(said[:size], words)
-                ]
+                named = [field for field, name in self._charges if _names_charge(said[:size], name)]
                 if not named:
                     continue
-                end = match.start("words") + len(" ".join(match["words"].split()[:size]))
+                end = match.start("words") + len(" ".join(words[:size]))
                 if len(named) == 1 and not overlaps_any(match.start(), end, taken):
-                    zero = 0 if self._charges[named[0]][0] else 0.0
+                    zero = 0 if named[0].integer else 0.0
                     found.append(
-                        Constraint(named[0], Comparator.EQ, zero, match.start(), end, negated=True)
+                        Constraint(
+                            named[0].name, Comparator.EQ, zero, match.start(), end, negated=True
+                        )
                     )
                 break
         return found
@@ -418,10 +414,7 @@ class NumberPhrases:
         aged = said.party and said.counted == _LISTS.AGE_CUE
         if aged and self._ages_a_thing(text, said, value_conditions):
             return None
-        if said.named:
-            field, end, unit = self._named(said)
-        else:
-            field, end, unit = self._field_of(text, said, value_conditions)
+        field, end, unit = self._field_of(text, said, value_conditions)
         if field is None or (said.party and not (field.maximum or field.minimum)):
             return None
         values = [_parse_number(number) for _, number in said.bounds]
@@ -433,9 +426,7 @@ class NumberPhrases:
             if factor is None:
                 return None
             values = [round(value * factor, 9) for value in values]
-        if not all(math.isfinite(value) for value in values):
-            return None
-        if field.integer and any(value != int(value) for value in values):
+        if any(not math.isfinite(value) or (field.integer and value % 1) for value in values):
             return None
         comparators = [comparator for comparator, _ in said.bounds]
         if said.party and field.minimum:
@@ -449,15 +440,9 @@ class NumberPhrases:
             if len(comparators) > 1:
                 return None  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
             comparators = [OPPOSITE[comparator] for comparator in comparators]
+        number = int if field.integer else float
         return [
-            Constraint(
-                field.name,
-                comparator,
-                int(value) if field.integer else value,
-                said.start,
-                end,
-                negated=negated,
-            )
+            Constraint(field.name, comparator, number(value), said.start, end, negated=negated)
             for comparator, value in zip(comparators, sorted(values), strict=True)
         ]
 
@@ -465,8 +450,13 @@ class NumberPhrases:
         self, text: str, said: _Said, values: Sequence[Constraint]
     ) -> tuple[NumericField | None, int, str | None]:
         """The field the words around a comparison point to, where its words end, and the unit
-        of time said with it."""
+        of time said with it; a phrase that names its field ("4-star hotels", "above price level
+        2") is of the one field whose name holds its words."""
         end = said.end
+        if said.named:
+            words = set((said.counted or "").split())
+            named = [field for field in self._fields if words and words <= field.name_words]
+            return (named[0] if len(named) == 1 else None), end, None
         cues = set() if said.comparator_cue is None else {cue_key(said.comparator_cue)}
         if said.currency:
             cues.add(cue_key("currency"))
@@ -476,15 +466,14 @@ class NumberPhrases:
             if self._known.isdisjoint(counted):
                 return None, end, None
             cues |= counted
-        unit = said.unit
+        # "$20 a month" is a rate, "20 minutes" a unit of time said after the number.
         rate = RATE_AFTER.match(text, end)
-        said_unit = None if rate or unit else UNIT_AFTER.match(text, end)
+        said_unit = None if rate or said.unit else UNIT_AFTER.match(text, end)
+        unit = TIME_UNIT_WORDS[said_unit["unit"].lower()] if said_unit else said.unit
         if rate:
             cues.add(cue_key((rate["period"] or rate["adverb"]).lower()))
-            end = rate.end()
-        elif said_unit:
-            unit = TIME_UNIT_WORDS[said_unit["unit"].lower()]
-            end = said_unit.end()
+        if said_after := rate or said_unit:
+            end = said_after.end()
         if unit is not None:
             cues.add(_LISTS.DURATION_CUE)
         kind = _said_kind(text, said, end)
@@ -515,12 +504,6 @@ class NumberPhrases:
             return self._only_monetary, end, None
         return self._best_field(cues, unit, kind), end, unit
 
-    def _named(self, said: _Said) -> tuple[NumericField | None, int, None]:
-        """ "4-star hotels", "above price level 2": the one field whose name holds the words."""
-        words = set((said.counted or "").split())
-        named = [field for field in self._fields if words and words <= field.name_words]
-        return (named[0] if len(named) == 1 else None), said.end, None
-
     def _best_field(
         self, cues: set[str], unit: str | None = None, kind: str | None = None
     ) -> NumericField | None:
@@ -541,18 +524,15 @@ class NumberPhrases:
 def _names_charge(said: Sequence[str], name_words: frozenset[str]) -> bool:
     """Whether the words ``said`` after "no" name the money field of ``name_words``."""
     said_set = set(said)
-    nouns = said_set & MONEY_NOUNS
     if not said_set <= name_words | MONEY_NOUNS or not name_words - MONEY_NOUNS <= said_set:
         return False
-    return bool(nouns) or said_set == name_words
+    return bool(said_set & MONEY_NOUNS) or said_set == name_words
 
 
 def _kinds(words: Sequence[str], description: str, *, monetary: bool) -> frozenset[str]:
     """The units besides time a field is kept in, from the words of its name and description."""
-    kinds = {MEASURE_ABBREVIATIONS.get(word, DATA_SIZES.get(word, word)) for word in words}
-    kinds &= {*MEASURE_ABBREVIATIONS.values(), *DATA_SIZES.values()}
-    if SUBUNIT_WORDS.keys() & (set(words) - {"p"}):
-        kinds.add(SUBUNIT)
+    # A lone "p" among a field's words says no pence.
+    kinds = {UNIT_KINDS[word] for word in words if word in UNIT_KINDS and word != "p"}
     if monetary:
         kinds.add(_LISTS.MONEY)
     # "rate" is a percentage unless the field says it is kept in another unit ("Unit rate in
@@ -577,10 +557,7 @@ def _said_kind(text: str, said: _Said, end: int) -> str | None:
     if _PHRASES.PERCENT_AFTER.match(text, number_end):
         return _LISTS.PERCENT
     measure = MEASURE_AFTER.match(text, number_end)
-    if measure is None:
-        return None
-    word = measure["unit"].lower()
-    return MEASURE_ABBREVIATIONS.get(word, DATA_SIZES.get(word, SUBUNIT_WORDS.get(word, word)))
+    return UNIT_KINDS[measure["unit"].lower()] if measure else None
 
 
 def _last_number_end(text: str, said: _Said) -> int:
@@ -593,8 +570,8 @@ def _last_number_end(text: str, said: _Said) -> int:
 def _shared_words(fields: Sequence[MetadataField], item_nouns: Collection[str]) -> frozenset[str]:
     """The cue words of the documents' nouns and of two or more fields' descriptions, minus the
     words of any field's name."""
-    counts = Counter(word for field in fields for word in _cue_words(field.description))
-    named = set().union(*(_cue_words(field.name.replace("_", " ")) for field in fields))
+    counts = Counter(word for field in fields for word in set(_cue_words(field.description)))
+    named = {word for field in fields for word in _cue_words(field.name.replace("_", " "))}
     shared = {word for word, count in counts.items() if count > 1}
     return frozenset(({cue_key(noun) for noun in item_nouns} | shared) - named)
 
@@ -625,11 +602,7 @@ def _clause_words(text: str, *, first: bool) -> list[str]:
         if len(opened) == 1:
             return []
         clause = opened[-1]
-    words = [
-        cue_key(word)
-        for word in _PHRASES.WORD.findall(_PHRASES.CONTRACTION.sub("", clause.lower()))
-    ]
-    words = [word for word in words if word not in STOP_KEYS]
+    words = _cue_words(_PHRASES.CONTRACTION.sub("", clause.lower()))
     return words[:CONTEXT_WORDS] if first else words[-CONTEXT_WORDS:]
 
 
@@ -637,10 +610,8 @@ def _parse_number(text: str) -> float:
     """A number as the amount patterns match it: digits with thousands commas and a multiplier,
     a number word, or "an"/"half an" before a unit."""
     lowered = " ".join(text.lower().split())
-    if lowered in SMALL_NUMBER_WORDS:
-        return float(SMALL_NUMBER_WORDS[lowered])
-    if lowered in ("a", "an", "half a", "half an"):
-        return 0.5 if lowered.startswith("half") else 1.0
+    if lowered in NUMBER_WORDS:
+        return float(NUMBER_WORDS[lowered])
     parts = _PHRASES.NUMBER_PARTS.fullmatch(lowered.replace(",", ""))
     if parts is None:
         return math.nan
@@ -667,17 +638,13 @@ def _declared_unit(field: MetadataField) -> str | None:
 
 
 def _conversion(said: str, kept: str | None) -> float | None:
-    """The factor from a said unit of time to the field's; None when they do not convert."""
-    if kept is None:
-        return None
-    if said == kept:
-        return 1.0
-    said_seconds, kept_seconds = TIME_UNIT_SECONDS[said], TIME_UNIT_SECONDS[kept]
-    if said in MONTHS_IN and kept in MONTHS_IN:
-        return MONTHS_IN[said] / MONTHS_IN[kept]
-    if said_seconds is None or kept_seconds is None:
-        return None
-    return said_seconds / kept_seconds
+    """The factor from a said unit of time to the field's; None when they do not convert (a
+    month has no fixed number of days, but is a twelfth of a year)."""
+    for scale in (MONTHS_IN, TIME_UNIT_SECONDS):
+        said_size, kept_size = scale.get(said), scale.get(kept or "")
+        if said_size and kept_size:
+            return float(said_size / kept_size)
+    return None
 
 
 def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
@@ -686,24 +653,19 @@ def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
     singular joined to the count or used as a modifier of a noun after it, is that field's
     value, whatever noun follows ("with 1 change" alone is the grammatical singular of any
     count, not a name). After "top"/"best"/"first" it is a limit."""
-    plurals = sorted(
-        {
-            field.name.lower()
-            for field in fields
-            if field.type == "integer"
-            and field.name.isalpha()
-            and inflection.singularize(field.name.lower()) != field.name.lower()
-        },
-        key=len,
-        reverse=True,
-    )
+    plurals = [
+        name
+        for field in fields
+        if field.type == "integer"
+        and (name := field.name.lower()).isalpha()
+        and inflection.singularize(name) != name
+    ]
     if not plurals:
         return None
-    alternatives = "|".join(re.escape(inflection.singularize(name)) for name in plurals)
+    singulars = alternation(map(inflection.singularize, plurals))
     return re.compile(
-        rf"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)(?P<n>\d{{1,3}}|{COUNT_WORDS})"
-        rf"(?:\s+(?P<noun>{'|'.join(map(re.escape, plurals))})"
-        rf"|-(?P<noun2>{alternatives})"
-        rf"|\s+(?P<noun3>{alternatives})(?=\s+{_LISTS.NOUN_AFTER_MODIFIER}))(?![\w-])",
+        rf"{_COUNT_START}(?P<n>\d{{1,3}}|{COUNT_WORDS})(?:\s+(?P<noun>{alternation(plurals)})"
+        rf"|-(?P<noun2>{singulars})"
+        rf"|\s+(?P<noun3>{singulars})(?=\s+{_LISTS.NOUN_AFTER_MODIFIER}))(?![\w-])",
         re.IGNORECASE,
     )

@@ -9,7 +9,8 @@ matched; which words open, join or close a range are data of this module:
 * a span: an opener (``SPAN_OPENERS``), an optional filler ("the", "year"), an endpoint, a joiner
   (``SPAN_JOINERS``), and the other endpoint: "between 10 and 20", "from the year 1990 to 1995";
 * a compact range: two endpoints joined by ``COMPACT_JOINERS`` ("10-20", "1990 to 1995");
-* an open end: an endpoint followed by ``LATER_WORDS`` or ``EARLIER_WORDS`` ("2010 or later");
+* an open end: an endpoint followed by ``LATER_WORDS`` or ``EARLIER_WORDS`` ("2010 or later",
+  read by ``engine.open_end_rows``);
 * a one-sided bound: a word before one value. Amounts and periods read these words differently
   ("older than 40" is more years, "older than 2010" an earlier year), so there are two tables:
   ``PREFIX_COMPARATORS`` for amounts ("under", "over", "at least") and ``DATE_WORDS`` for dates
@@ -91,11 +92,3 @@ def range_pattern(
 def endpoint_groups(match: re.Match[str]) -> tuple[str, str]:
     """The group names of the two endpoints a :func:`range_pattern` match found, as written."""
     return next(groups for groups in _GROUPS if match[groups[0]] is not None)
-
-
-def open_ended(value: str, before: str = "") -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """ "<value> or later" / "onwards" and "<value> or earlier", the value in group ``a``;
-    ``before`` guards the start of the value."""
-    later = re.compile(rf"{before}(?P<a>{value})\s+{LATER_WORDS}(?!\w)", re.IGNORECASE)
-    earlier = re.compile(rf"{before}(?P<a>{value})\s+{EARLIER_WORDS}(?!\w)", re.IGNORECASE)
-    return later, earlier

@@ -21,9 +21,7 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint
-from rasa_context_retrieval.self_query.dates import (
-    time_scope,
-)
+from rasa_context_retrieval.self_query.dates import time_scope
 from rasa_context_retrieval.self_query.engine import (
     Bound,
     Row,
@@ -81,10 +79,8 @@ def _range(match: re.Match[str]) -> list[Bound]:
 def _decade(match: re.Match[str]) -> list[Bound]:
     """ "in the 90s", "after the 2010s", "the 1960s": the ten years, the century guessed."""
     digit = int(match["decade"])
-    if match["century"]:
-        first = int(match["century"]) * 100 + digit * 10
-    else:
-        first = (1900 if digit >= LAST_CENTURY_FROM_DECADE else 2000) + digit * 10
+    century = match["century"] or (19 if digit >= LAST_CENTURY_FROM_DECADE else 20)
+    first = int(century) * 100 + digit * 10
     return said_period(match, (first, first + 9))
 
 
@@ -102,13 +98,7 @@ COMPARED_TABLE: tuple[Row[list[Bound] | None], ...] = (
     Row(COMPARED, _single),
 )
 # Every year phrase, in a message about the documents.
-TABLE: tuple[Row[list[Bound] | None], ...] = (
-    Row(RANGE, _range),
-    Row(DECADE, _decade),
-    LATER,
-    EARLIER,
-    Row(SINGLE, _single),
-)
+TABLE = (Row(RANGE, _range), Row(DECADE, _decade), *COMPARED_TABLE, Row(SINGLE, _single))
 
 
 def is_year_field(field: MetadataField) -> bool:
@@ -116,10 +106,7 @@ def is_year_field(field: MetadataField) -> bool:
     or "Years of experience" keep a duration or an age, not a year."""
     return (
         field.type == "integer"
-        and bool(
-            _PHRASES.YEAR_WORD.search(field.name.replace("_", " "))
-            or _PHRASES.YEAR_WORD.search(field.description)
-        )
+        and bool(_PHRASES.YEAR_WORD.search(said_of(field)))
         and not _PHRASES.DURATION_IN_YEARS.search(said_of(field))
     )
 
@@ -131,13 +118,22 @@ class YearPhrases:
         year_fields = [field for field in fields if is_year_field(field)]
         self._attribute = year_fields[0].name if len(year_fields) == 1 else None
         # "Model year of the car": "model" and "car(s)" say a year is the documents' one.
-        own_words = set(item_nouns)
-        for field in year_fields:
-            said = said_of(field).lower()
-            nouns = {word for word in _PHRASES.NOUN.findall(said) if word not in NOT_OWN_WORDS}
-            own_words |= nouns | {inflection.pluralize(noun) for noun in nouns}
+        nouns = {
+            word
+            for field in year_fields
+            for word in _PHRASES.NOUN.findall(said_of(field).lower())
+            if word not in NOT_OWN_WORDS
+        }
+        own_words = {*item_nouns, *nouns, *map(inflection.pluralize, nouns)}
         self._scope = time_scope([field.name for field in year_fields], own_words)
-        self._distinct = _distinct_words(year_fields, fields, item_nouns)
+        # Words of the one year field that no date field and no document noun shares.
+        dated = " ".join(said_of(field).lower() for field in fields if field.type == "date")
+        shared = {*_PHRASES.NOUN.findall(dated), *item_nouns}
+        self._distinct = frozenset(
+            word
+            for word in nouns
+            if self._attribute and len(word) >= MIN_DISTINCT_CHARS and word not in shared
+        )
         self._year_before = re.compile(
             rf"(?<![\w$€£.,/-])(?P<a>{YEAR})(?=(?P<chain>(?:\s*(?:,|/|\bor\b|\band\b)\s*{YEAR})*)"
             rf"[\s-]+(?P<next>(?:{alternation(own_words)})(?!\w))?)",
@@ -153,9 +149,7 @@ class YearPhrases:
         """Whether ``text`` says a word only the year field's name or description has ("took
         effect" for "Year the current version of the policy took effect"): a year said with it
         is this field's, not a date field's."""
-        return bool(self._distinct) and not self._distinct.isdisjoint(
-            _PHRASES.NOUN.findall(text.lower())
-        )
+        return not self._distinct.isdisjoint(_PHRASES.NOUN.findall(text.lower()))
 
     def find(
         self,
@@ -189,18 +183,3 @@ class YearPhrases:
             return None
 
         return Row(self._year_before, read)
-
-
-def _distinct_words(
-    year_fields: Sequence[MetadataField],
-    fields: Sequence[MetadataField],
-    item_nouns: Collection[str],
-) -> frozenset[str]:
-    """Words of the one year field that no date field and no document noun shares."""
-    if len(year_fields) != 1:
-        return frozenset()
-    (year_field,) = year_fields
-    dates = " ".join(said_of(field).lower() for field in fields if field.type == "date")
-    own = _PHRASES.NOUN.findall(said_of(year_field).lower())
-    shared = set(_PHRASES.NOUN.findall(dates)) | set(item_nouns) | NOT_OWN_WORDS
-    return frozenset(word for word in own if len(word) >= MIN_DISTINCT_CHARS and word not in shared)
