@@ -99,6 +99,28 @@ def embedder(model_path: Path, query_model_cache: Path) -> Any:
 
 
 @pytest.fixture(scope="session")
+def seed_query_export(embedder: Any, model_path: Path, query_model_cache: Path) -> Any:
+    """``seed(index_path)``: links the checked query export into an index folder, as a store
+    of this process would, for a store the test opens in another process (the console, a second
+    assistant). That process then loads the export instead of making its own (an export child
+    process, about 9 s of a core, which the process also waits for at exit)."""
+    from rasa_context_retrieval.query_embedding.onnx import (
+        EXPORT_FOLDER,
+        LocalModel,
+        cached_export,
+        export_file,
+    )
+
+    model = LocalModel.describe(model_path)
+    checked = export_file(query_model_cache, model.fingerprint(), int8=False)
+
+    def seed(index_path: Path) -> None:
+        cached_export(model, index_path / EXPORT_FOLDER, source=checked)
+
+    return seed
+
+
+@pytest.fixture(scope="session")
 def query_model_cache(request: pytest.FixtureRequest) -> Path:
     """The folder of the bundled model's ONNX query export, kept between runs in pytest's cache
     folder like ``example_index_path`` (the export is keyed by a fingerprint of the model files
