@@ -12,6 +12,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
+from unittest import mock  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -89,12 +90,18 @@ def embedder(model_path: Path, query_model_cache: Path) -> Any:
     """
     from rasa.shared.utils.llm import embedder_factory
 
+    from rasa_context_retrieval.query_embedding import onnx
     from rasa_context_retrieval.query_embedding.embedder import open_query_embedder
 
     client = embedder_factory(
         {"provider": "huggingface_local", "model": str(model_path), "show_progress": False}, {}
     )
-    open_query_embedder("auto", client, query_model_cache, background=False)
+    # The first run on a machine (a fresh clone) exports here, in this process, which has
+    # imported torch already: 2 s of a core instead of 8 s for a child process that imports it
+    # again, while the other workers wait for the export. (A store exports in a child process
+    # to keep its event loop's core; tests/test_query_export_process.py tests that path.)
+    with mock.patch.object(onnx, "export_onnx", onnx.export_onnx_here):
+        open_query_embedder("auto", client, query_model_cache, background=False)
     return client
 
 
