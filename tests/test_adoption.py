@@ -18,6 +18,7 @@ import sys
 import textwrap
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,6 +143,8 @@ def _write_second_assistant(folder: Path, model_path: Path) -> None:
         "  type: rasa_context_retrieval.ContextRetrieval\n"
         "  docs: knowledge\n"
         "  index_path: .index\n"
+        # the first search waits for the first build, however loaded the machine is
+        "  startup_wait_seconds: 600\n"
         "  top_k: 3\n"
         "  slot_filters:\n"
         "    diet: diet\n"
@@ -150,10 +153,11 @@ def _write_second_assistant(folder: Path, model_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def second_assistant_answers(
-    tmp_path_factory: pytest.TempPathFactory, model_path: Path
+    tmp_path_factory: pytest.TempPathFactory, model_path: Path, seed_query_export: Any
 ) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("bakery")
     _write_second_assistant(folder, model_path)
+    seed_query_export(folder / ".index")
     environment = {key: value for key, value in os.environ.items() if key not in {"PYTHONPATH"}}
     environment.update(HF_HUB_OFFLINE="1", LITELLM_LOCAL_MODEL_COST_MAP="True")
     completed = subprocess.run(

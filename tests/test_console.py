@@ -22,9 +22,13 @@ LOG_MARKERS = ("[debug", "[info", "mapped yet", "Loading weights")
 
 
 @pytest.fixture(scope="module")
-def assistant(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> Path:
-    """A small assistant folder: config.yml (the policy's embeddings) and endpoints.yml."""
+def assistant(
+    tmp_path_factory: pytest.TempPathFactory, model_path: Path, seed_query_export: Any
+) -> Path:
+    """A small assistant folder: config.yml (the policy's embeddings) and endpoints.yml, and the
+    query export the tests already made in its index folder."""
     folder = tmp_path_factory.mktemp("assistant")
+    seed_query_export(folder / "index")
     docs = write_knowledge_base(folder)
     policy = {
         "name": "EnterpriseSearchPolicy",

@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -95,17 +96,32 @@ def _build_in_child(docs: str, delay: float, tally: str | None) -> None:
     ensure_index(settings_for(Path(docs)), HashingEmbedder(delay, tally), progress=False)
 
 
+def _wait_until(condition: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
+    """Poll ``condition`` until it holds; fail after ``timeout`` seconds (a loaded machine may
+    take many seconds to start a process, never minutes)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen within {timeout:g} s")
+        time.sleep(0.02)
+
+
 def test_a_build_killed_mid_way_leaves_the_previous_index_usable(tmp_path):
     docs = make_docs(tmp_path, 4)
     first = ensure_index(settings_for(docs), HashingEmbedder(), progress=False)
     make_docs(tmp_path, 40, version="v2")
+    tally = tmp_path / "embedded.txt"
     context = multiprocessing.get_context("spawn")
-    child = context.Process(target=_build_in_child, args=(str(docs), 0.2, None))
+    child = context.Process(target=_build_in_child, args=(str(docs), 0.2, str(tally)))
     child.start()
-    time.sleep(3.0)  # the child is embedding now (40 texts x 0.2 s)
+    # The first batch of 4 is embedded: parsing is over and 9 batches (7 s of embedding) remain.
+    _wait_until(tally.exists, "the child's first embedded batch")
     parse_workers = psutil.Process(child.pid).children(recursive=True)
+    assert child.is_alive(), "the build is still embedding when it is killed"
     os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
     child.join()
+    assert child.exitcode == -signal.SIGKILL
+    assert len(tally.read_text(encoding="utf-8").splitlines()) < 10, "killed before the end"
     assert parse_workers, "40 files are parsed in worker processes"
     _, alive = psutil.wait_procs(parse_workers, timeout=30)
     assert alive == [], "the killed build's parse workers and fork server exit with it"

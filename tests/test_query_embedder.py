@@ -50,11 +50,15 @@ QUESTIONS = [
 
 
 @pytest.fixture(scope="session")
-def export_dir(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> Path:
-    """A cache folder holding the fp32 export, made once per test run."""
-    folder = tmp_path_factory.mktemp("query-model")
-    cached_export(LocalModel.describe(model_path), folder)
-    return folder
+def export_dir(
+    tmp_path_factory: pytest.TempPathFactory, model_path: Path, seed_query_export: Any
+) -> Path:
+    """A cache folder holding the fp32 export: a link to the one the run checked at start-up
+    (``tests/conftest.py``). The tests below that export (two at once, a user's saved model,
+    int8) make exports of their own."""
+    folder = tmp_path_factory.mktemp("index")
+    seed_query_export(folder)
+    return folder / QUERY_MODEL_FOLDER
 
 
 @pytest.fixture(scope="session")
@@ -98,6 +102,7 @@ def test_a_corrupted_export_is_reported_once_and_rasas_client_is_used(
 def test_int8_is_opt_in_and_an_export_with_other_vectors_fails_the_self_check(
     export_dir: Path, model_path: Path, embedder: Any, tmp_path: Path
 ):
+    shutil.copytree(export_dir, tmp_path / "int8")  # int8 quantizes the fp32 export it finds
     int8 = open_query_embedder("int8", embedder, tmp_path / "int8", background=False)
     assert isinstance(int8, OnnxQueryEmbedder) and int8.encoder.path.name.endswith("-int8.onnx")
     # the int8 file in place of the fp32 one: it loads, but its vectors are not Rasa's

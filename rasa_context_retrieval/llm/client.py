@@ -38,7 +38,7 @@ import structlog
 
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.llm.capped_body import capped_litellm_handler, capped_openai_client
-from rasa_context_retrieval.llm.llm_loop import on_llm_loop
+from rasa_context_retrieval.llm.llm_loop import llm_loop, on_llm_loop
 from rasa_context_retrieval.workers import off_loop
 
 if TYPE_CHECKING:
@@ -201,6 +201,7 @@ class RetrievalLLM:
         """Seconds a step waits for a place among the calls in flight; 0: it falls back at once.
         The store passes the configured ``llm_queue_wait_seconds``."""
         self._call_arguments = _capped_call_arguments(client)
+        self._closed = False
 
     @classmethod
     def from_config(
@@ -304,6 +305,19 @@ class RetrievalLLM:
     ) -> Parsed:
         answer = await self.complete(prompt, timeout=timeout)
         return await off_loop(parse, answer)
+
+    def close(self) -> None:
+        """Close the HTTP client built for this LLM's calls (its pool of connections); returns
+        at once.
+
+        The client sent its requests on the LLM loop, so it is closed there. A call made after
+        this fails like a connection error, and its step falls back as it does for one.
+        """
+        client = self._call_arguments.get("client")
+        if client is None or self._closed:
+            return
+        self._closed = True
+        asyncio.run_coroutine_threadsafe(client.close(), llm_loop())
 
     def budget_text(self) -> str:
         return f"{self._budget.places} LLM calls"

@@ -8,6 +8,7 @@ whenever the LLM is slow, failing or talking nonsense.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -66,13 +67,60 @@ class LLMQueryPlanner:
         return await paraphrases(self._llm, standalone, count, timeout=self._timeout)
 
 
-def build_llm_planner(config: StoreConfig) -> LLMQueryPlanner:
-    """Build the planner; raises ``LLMConfigError`` (a ValueError) for a bad ``llm:`` block."""
-    llm_config = config.llm.client_config() if config.llm else {}
-    llm = RetrievalLLM.from_config(llm_config, queue_wait=config.llm_queue_wait_seconds)
+def build_llm_planner(config: StoreConfig, llm: RetrievalLLM | None = None) -> LLMQueryPlanner:
+    """Build the planner on ``llm``, or on a new one for ``config``'s ``llm:`` block; raises
+    ``LLMConfigError`` (a ValueError) for a bad block."""
+    llm_config = _client_config(config)
+    if llm is None:
+        llm = RetrievalLLM.from_config(llm_config, queue_wait=config.llm_queue_wait_seconds)
     timeout = time_budget(llm_config)
     constructor = LLMQueryConstructor(llm, config.metadata_fields, timeout=timeout)
     return LLMQueryPlanner(llm, constructor, timeout=timeout)
+
+
+class KeptLLM:
+    """A store's one ``RetrievalLLM``, kept for as long as its ``llm:`` block stays the same.
+
+    Rasa calls ``connect()`` before every search, and a connect after a failed open (an
+    unreachable embedding service or Milvus: every search, until it opens) or with a changed
+    ``vector_store:`` block plans afresh. Building the LLM builds an HTTP client (a TLS context,
+    about 30 ms of CPU, and a pool of connections), so a new one is built only when the
+    ``llm:`` block or the queue wait changes, and the one it replaces is closed then.
+    """
+
+    def __init__(self) -> None:
+        self._llm: RetrievalLLM | None = None
+        self._key: str | None = None
+
+    def planner(self, config: StoreConfig) -> LLMQueryPlanner | None:
+        """The planner for ``config`` on the kept LLM; None without an ``llm:`` block.
+
+        Raises:
+            LLMConfigError: the ``llm:`` block cannot be built (the kept LLM stays).
+        """
+        if not config.llm:
+            self.close()
+            return None
+        key = json.dumps(
+            [_client_config(config), config.llm_queue_wait_seconds], sort_keys=True, default=str
+        )
+        if self._llm is None or key != self._key:
+            fresh = RetrievalLLM.from_config(
+                _client_config(config), queue_wait=config.llm_queue_wait_seconds
+            )
+            self.close()
+            self._llm, self._key = fresh, key
+        return build_llm_planner(config, self._llm)
+
+    def close(self) -> None:
+        """Close the kept LLM's HTTP client, if there is one."""
+        if self._llm is not None:
+            self._llm.close()
+        self._llm, self._key = None, None
+
+
+def _client_config(config: StoreConfig) -> dict[str, Any]:
+    return config.llm.client_config() if config.llm else {}
 
 
 def time_budget(llm_config: Mapping[str, Any]) -> float:

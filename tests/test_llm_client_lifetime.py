@@ -1,0 +1,125 @@
+"""A store builds the HTTP client of its LLM once per ``llm:`` block, not per search or connect.
+
+Rasa calls ``connect()`` before every search. While the index cannot be opened (an unreachable
+embedding service), every such connect tries again; each attempt used to build a new LLM, with
+a new HTTP client (a TLS context, about 30 ms of CPU, and a pool of connections that was never
+closed). These tests count the clients built and check that a replaced one is closed.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from rasa.core.information_retrieval import InformationRetrievalException
+
+from rasa_context_retrieval.llm import client as llm_client
+from rasa_context_retrieval.llm.client import LLMUnavailable, RetrievalLLM
+from rasa_context_retrieval.store import ContextRetrieval
+from tests.fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
+from tests.test_index_persistence import HashingEmbedder, make_docs
+from tests.test_startup import endpoint, state
+
+# One event loop for all LLM tests, as in an application: litellm caches HTTP clients per loop.
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+SEARCHES = 5
+CLOSE_WAIT_SECONDS = 10.0
+"""How long a test waits for a client to be closed on the LLM loop (it takes milliseconds)."""
+
+
+class UnreachableEmbedder(HashingEmbedder):
+    """An embedding service that is down until ``up`` is set."""
+
+    up = False
+
+    def embed(self, texts: list[str]) -> SimpleNamespace:
+        if not self.up:
+            raise ConnectionError("embedding service unreachable")
+        return super().embed(texts)
+
+
+@pytest.fixture
+def built_clients(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every capped HTTP client the LLMs build, in order."""
+    built: list[Any] = []
+    real = llm_client.capped_openai_client
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        built.append(real(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(llm_client, "capped_openai_client", counted)
+    return built
+
+
+def llm_endpoint(docs: Path, fake: FakeOpenAI, **llm: Any) -> Any:
+    return endpoint(docs, rewrite="llm", llm=fake.llm_config(**llm))
+
+
+def wait_until_closed(client: Any) -> bool:
+    deadline = time.monotonic() + CLOSE_WAIT_SECONDS
+    while not client.is_closed() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return client.is_closed()
+
+
+async def test_searches_while_the_index_cannot_open_build_one_llm_client(
+    tmp_path: Path, fake_openai: FakeOpenAI, built_clients: list[Any]
+) -> None:
+    embedder = UnreachableEmbedder()
+    docs = make_docs(tmp_path, 3)
+    store = ContextRetrieval(embeddings=embedder)
+    for _ in range(SEARCHES):
+        store.connect(llm_endpoint(docs, fake_openai))  # as Rasa does before every search
+        with pytest.raises(InformationRetrievalException):
+            await store.search("", state("Question 1 v1?"), 0.0)
+
+    embedder.up = True
+    store.connect(llm_endpoint(docs, fake_openai))
+    fake_openai.reply("Question 1 v1")
+    conversation = state("and the answer?")
+    conversation["events"].insert(0, {"event": "user", "text": "Question 1 v1?"})
+    for _ in range(SEARCHES):
+        store.connect(llm_endpoint(docs, fake_openai))
+        result = await store.search("", conversation, 0.0)
+        assert result.results
+
+    assert fake_openai.call_count >= 1, "the follow-up was rewritten by the LLM"
+    assert len(built_clients) == 1
+    assert not built_clients[0].is_closed()
+
+
+async def test_a_new_llm_block_closes_the_client_of_the_one_it_replaces(
+    tmp_path: Path, fake_openai: FakeOpenAI, built_clients: list[Any]
+) -> None:
+    embedder = UnreachableEmbedder()
+    embedder.up = True
+    docs = make_docs(tmp_path, 3)
+    store = ContextRetrieval(embeddings=embedder)
+    store.connect(llm_endpoint(docs, fake_openai))
+    store.connect(llm_endpoint(docs, fake_openai, timeout=5))
+
+    assert len(built_clients) == 2
+    assert wait_until_closed(built_clients[0]), "the replaced block's connections are closed"
+    assert not built_clients[1].is_closed()
+
+    store.connect(endpoint(docs))  # no llm: block any more
+    assert wait_until_closed(built_clients[1])
+
+
+async def test_a_closed_llm_falls_back_instead_of_sending(
+    fake_openai: FakeOpenAI, built_clients: list[Any]
+) -> None:
+    llm = RetrievalLLM.from_config(fake_openai.llm_config())
+    fake_openai.reply("ok")
+    assert await llm.complete("hi", timeout=5) == "ok"
+    llm.close()
+    assert wait_until_closed(built_clients[0])
+
+    with pytest.raises(LLMUnavailable):
+        await llm.complete("hi again", timeout=5)
+    assert fake_openai.call_count == 1
