@@ -63,6 +63,8 @@ SET_NAMES = (
     "insurance",
     "transport",
     "accounting",
+    "shop",
+    "lettings",
 )
 GROUNDED_FOLDERS = {
     "bank": "grounded",
@@ -72,6 +74,8 @@ GROUNDED_FOLDERS = {
     "insurance": "grounded-insurance",
     "transport": "grounded-transport",
     "accounting": "grounded-accounting",
+    "shop": "grounded-shop",
+    "lettings": "grounded-lettings",
 }
 """The help-centre sets under bench/data, each with a dev.yml and a test.yml half."""
 
