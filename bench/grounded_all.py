@@ -16,8 +16,9 @@ Usage (from the repository root)::
 
 ``--half dev`` scores the dev halves instead (for choosing an ingredient, never for reporting;
 the example eval has no halves and is scored whole); ``--sets`` picks sets by their short name;
-``--output -`` only prints. Only the part of the output file between the ``results`` markers is
-replaced.
+``--output -`` only prints; ``--case-log FILE`` appends every case's ranks and the plugin's
+query, to compare two versions case by case. Only the part of the output file between the
+``results`` markers is replaced.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ SET_NAMES = (
     "insurance",
     "transport",
     "accounting",
+    "shop",
+    "lettings",
 )
 GROUNDED_FOLDERS = {
     "bank": "grounded",
@@ -71,6 +74,8 @@ GROUNDED_FOLDERS = {
     "insurance": "grounded-insurance",
     "transport": "grounded-transport",
     "accounting": "grounded-accounting",
+    "shop": "grounded-shop",
+    "lettings": "grounded-lettings",
 }
 """The help-centre sets under bench/data, each with a dev.yml and a test.yml half."""
 
@@ -170,10 +175,29 @@ def against_latest(results: Sequence[CaseResult]) -> str:
     )
 
 
-def grounded_sections(half: str = "test", names: Sequence[str] = SET_NAMES) -> list[str]:
+def case_lines(title: str, results: Sequence[CaseResult]) -> list[str]:
+    """One line per case: its set, name and kind, each row's rank, and the plugin's query."""
+    lines = []
+    for result in results:
+        ranks = " ".join(
+            f"{row}={result.rankings[row].first_right_rank or '-'}"
+            for row in ROWS
+            if row in result.rankings
+        )
+        query = result.rankings[CONTEXT_MODEL].query
+        lines.append(f"{title}\t{result.case.name}\t{result.case.kind}\t{ranks}\t{query}")
+    return lines
+
+
+def grounded_sections(
+    half: str = "test", names: Sequence[str] = SET_NAMES, case_log: Path | None = None
+) -> list[str]:
     sections = []
     for title, cases_file, assistant in grounded_sets(half, names):
         results, report, top_k = score_set(cases_file, assistant)
+        if case_log is not None:
+            with case_log.open("a", encoding="utf-8") as log:
+                log.writelines(line + "\n" for line in case_lines(title, results))
         latency = report["latency_ms"]
         text = (
             f"### {title}\n\n{report['answerable']} answerable cases, plugin p50 "
@@ -217,6 +241,9 @@ def main() -> None:
     parser.add_argument("--output", default=str(DEFAULT_OUTPUT), help="a file, or - to print only")
     parser.add_argument("--half", choices=["test", "dev"], default="test")
     parser.add_argument("--sets", nargs="*", choices=SET_NAMES, default=list(SET_NAMES))
+    parser.add_argument(
+        "--case-log", type=Path, help="append one line per case (ranks, plugin query) to a file"
+    )
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
     sections = [
@@ -225,7 +252,7 @@ def main() -> None:
         "Grounded sets: the eval command's engine, the repository's config.yml, each set's "
         "endpoints.yml (the plugin's default configuration), threshold 0."
     ]
-    sections += grounded_sections(args.half, args.sets)
+    sections += grounded_sections(args.half, args.sets, args.case_log)
     if not args.skip_cast:
         sections += cast_sections()
     if args.output != "-":

@@ -29,8 +29,10 @@ Both readings first set aside what says nothing about the subject: an opening ac
 to the bot's clarifying question ("home, storm knocked the fence down" after "Is the claim for
 your home or your car?") follows up however much it names (``answers_the_bot``).
 
-Tokenisation is a regular expression plus scikit-learn's English stop words: no tagger or parser
-is loaded.
+The English (pointing words, openings, acknowledgements, announcements of a new subject) is
+phrase data in ``follow_up.yaml``, read once by ``phrase_data``; this module holds only the
+logic. Tokenisation is a regular expression plus scikit-learn's English stop words: no tagger
+or parser is loaded.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from enum import StrEnum
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
+from rasa_context_retrieval import phrase_data
+
 
 class Stage(StrEnum):
     """A stage that needs to know whether the latest message is a follow-up."""
@@ -52,168 +56,16 @@ class Stage(StrEnum):
     """Whether conditions said in earlier turns still scope the search."""
 
 
-# Words that carry the conversation, not the subject ("wow", "tell me more").
-DIALOGUE_WORDS = frozenset(
-    {
-        "wow",
-        "cool",
-        "ok",
-        "okay",
-        "really",
-        "thanks",
-        "thank",
-        "great",
-        "interesting",
-        "tell",
-        "know",
-        "want",
-        "like",
-        "let",
-        "let's",
-        "talk",
-        "learn",
-        "hmm",
-        "oh",
-        "yes",
-        "sure",
-        "good",
-        "nice",
-        "just",
-        "did",
-        "does",
-        "explain",
-        "about",
-        "more",
-        "mean",
-        "don",
-        "doesn",
-        "didn",
-        "isn",
-        "aren",
-        "wasn",
-        "ll",
-        "ve",
-        "re",
-    }
-)
-# A user turn of only these (and dialogue words) greets: it opens a conversation, names no
-# subject, and is not context for the question after it (``is_greeting``).
-GREETINGS = frozenset({"hi", "hello", "hey", "hiya", "howdy", "morning", "afternoon", "evening"})
-STOP_WORDS = ENGLISH_STOP_WORDS | DIALOGUE_WORDS
-
-# Words that point back at something said earlier.
-ANAPHORA = frozenset(
-    {
-        "it",
-        "its",
-        "itself",
-        "they",
-        "them",
-        "their",
-        "theirs",
-        "themselves",
-        "this",
-        "that",
-        "these",
-        "those",
-        "he",
-        "him",
-        "his",
-        "she",
-        "her",
-        "hers",
-        "there",
-        "such",
-        "one",
-        "ones",
-        "other",
-        "others",
-        "same",
-        "former",
-        "latter",
-    }
-)
-# Pointing words that can point at something the message names itself, before them ("my dad
-# ... how does he sign up", "my old iphone ... use it"): after a first-person possessive noun
-# ("my dad", "our router") they are read as pointing there, not at an earlier turn.
-OWN_REFERENT_PRONOUNS = frozenset(
-    {"it", "its", "itself", "he", "him", "his", "she", "her", "hers", "they", "them", "their"}
-)
-OWN_REFERENT_OPENING = re.compile(r"\b(?:my|our)\s+[^\W\d_]", re.IGNORECASE)
-# Uses of a pointing word that point at nothing: "is there a fee", "there's", "how much is it to
-# ring Poland", "how long does it take to move". The message's content words then decide.
-NON_POINTING_USES = re.compile(
-    r"\b(?:is|are|was|were)\s+there\s+(?=[^\W_])|\bthere\s+(?:is|are|was|were)\b"
-    r"|\bthere[’']?s\s+(?=[^\W_])"
-    r"|\b(?:is|was|be|does|did|will|would)\s+it\s+(?!going\b)(?:[a-z]+\s+)?to\s+[a-z]",
-    re.IGNORECASE,
-)
-
-RELATIVE_THAT = "that"
-AUXILIARIES = frozenset(
-    [
-        "can",
-        "could",
-        "will",
-        "would",
-        "may",
-        "might",
-        "should",
-        "must",
-        "shall",
-        "is",
-        "are",
-        "was",
-        "were",
-        "has",
-        "have",
-        "had",
-        "does",
-        "do",
-        "did",
-    ]
-)
-SENTENCE_PATTERN = re.compile(r"[^.!?]+[.!?]*")
-
-# Openings of an elliptical follow-up ("and for Android?", "what about the price?").
-ELLIPSIS_OPENINGS = ("and ", "or ", "what about ", "how about ", "also ", "but ", "so ")
+WORDS = phrase_data.words("follow_up")
+"""The word lists of ``follow_up.yaml`` (pointing words, dialogue words, greetings, ...)."""
+OPENINGS = phrase_data.openings("follow_up")
+PATTERNS = phrase_data.patterns("follow_up")
+STOP_WORDS = ENGLISH_STOP_WORDS | WORDS.DIALOGUE_WORDS
+"""Words that name no subject: scikit-learn's English stop words and the dialogue words."""
 
 # A message with fewer content words than this is too thin to stand alone.
 MIN_STANDALONE_CONTENT_WORDS = 3
 """Both readings use the same threshold today."""
-
-# Letters/digits, hyphenated compounds kept whole; apostrophes split ("Brazil's" -> "Brazil", "s").
-WORD_PATTERN = re.compile(r"[^\W_](?:[\w-]*[^\W_])?")
-
-# The carried filters' reading (see the module docstring).
-CONTINUATIONS = re.compile(
-    r"^\s*(?:and|or|but|so|then|same|what\s+about|how\s+about|what\s+if)\b", re.IGNORECASE
-)
-POINTING_BACK = frozenset(
-    ["it", "its", "they", "them", "their", "there", "that", "this", "those", "these", "one"]
-)
-WORDS = re.compile(r"[a-z0-9][a-z0-9'-]*", re.IGNORECASE)
-
-
-# An opening that only acknowledges the answer before ("ok.", "got it.", "thanks, ..."): it
-# closes the previous exchange and says nothing about the next message's subject.
-ACKNOWLEDGEMENT = re.compile(
-    r"^\s*(?:(?:ok(?:ay)?|thanks|thank\s+you|thx|ty|got\s+it|right|cool|great|perfect|done"
-    r"|alright|understood|nvm|fine)\b[\s,.!:;-]*)+",
-    re.IGNORECASE,
-)
-FIRST_SENTENCE = re.compile(r"^[^.!?]*[.!]\s+(?=\S)")
-# An announcement of a new subject ("separate thing, ...", "different question: ...", "another
-# question - ..."): the opposite of a follow-up, whatever words come after it.
-NEW_SUBJECT = re.compile(
-    r"^\s*(?:also\W+)?(?:a\s+)?(?:separate|seperate|different|another|other|new|unrelated)\s+"
-    r"(?:thing|question|q|topic|subject|issue|query|matter)\b"
-    r"|^\s*(?:on\s+)?another\s+note\b|^\s*(?:changing|to\s+change)\s+the\s+subject\b",
-    re.IGNORECASE,
-)
-# "also" opens a new question as often as it continues one ("also how many bags can I check
-# on a Classic fare"): unlike "and", it is read by what follows it.
-ALSO_OPENING = re.compile(r"^\s*also\b[\s,]*", re.IGNORECASE)
 
 
 def follows_up(message: str, stage: Stage) -> bool:
@@ -231,28 +83,14 @@ def follows_up(message: str, stage: Stage) -> bool:
     return not is_complete_question(question)
 
 
-# A bot question that only offers more help ("Anything else I can help with?"): the user's next
-# message opens a subject of its own, it does not answer a question about the last one.
-CLOSING_OFFER = re.compile(
-    r"\b(?:anything|something)\s+else\b|\bcan\s+i\s+(?:help|do)\b|\bhelp\s+you\s+with\b",
-    re.IGNORECASE,
-)
-# A user message that asks rather than answers: it opens with a question word or an auxiliary.
-QUESTION_OPENING = re.compile(
-    r"^\s*(?:what|whats|what's|how|when|where|why|who|which|can|could|do|does|did|is|are|am"
-    r"|will|would|should|may|has|have|any)\b",
-    re.IGNORECASE,
-)
-
-
 def clarifying_question(bot_text: str) -> str | None:
     """The question ``bot_text`` ends with when it asks the user something about their last
     question ("Is that for home or car insurance?"), not when it offers more help ("Anything
     else I can help with?"); None otherwise."""
-    sentences = [part.strip() for part in SENTENCE_PATTERN.findall(bot_text) if part.strip()]
-    if not sentences or not sentences[-1].endswith("?") or CLOSING_OFFER.search(sentences[-1]):
+    said = sentences(bot_text)
+    if not said or not said[-1].endswith("?") or PATTERNS.CLOSING_OFFER.search(said[-1]):
         return None
-    return sentences[-1]
+    return said[-1]
 
 
 def answers_the_bot(message: str, last_bot: str) -> bool:
@@ -266,7 +104,7 @@ def answers_the_bot(message: str, last_bot: str) -> bool:
     if clarifying_question(last_bot) is None or announces_new_subject(message):
         return False
     reply = without_acknowledgement(message)
-    return "?" not in reply and not QUESTION_OPENING.match(reply)
+    return "?" not in reply and not PATTERNS.QUESTION_OPENING.match(reply)
 
 
 def follows_up_after(message: str, last_bot: str, stage: Stage) -> bool:
@@ -279,8 +117,8 @@ def without_acknowledgement(message: str) -> str:
     words ("ok and how often ...": "and how often ..."), or the whole first sentence when it
     opens with one and another sentence follows ("ok i'll ring. how do i book ..."). A message
     that is only an acknowledgement comes back unchanged."""
-    first = FIRST_SENTENCE.match(message)
-    if first is None or not ACKNOWLEDGEMENT.match(message):
+    first = PATTERNS.FIRST_SENTENCE.match(message)
+    if first is None or not PATTERNS.ACKNOWLEDGEMENT.match(message):
         return message
     return message[first.end() :]
 
@@ -288,7 +126,7 @@ def without_acknowledgement(message: str) -> str:
 def announces_new_subject(message: str) -> bool:
     """Whether ``message`` (after an acknowledgement) says it opens a new subject ("separate
     question, ...", "different q: ...", "another thing, ...")."""
-    return bool(NEW_SUBJECT.match(without_acknowledgement(message)))
+    return bool(PATTERNS.NEW_SUBJECT.match(without_acknowledgement(message)))
 
 
 def is_complete_question(message: str) -> bool:
@@ -300,8 +138,8 @@ def is_complete_question(message: str) -> bool:
     VAT?" names three things), so it finds complete questions the carried filters' reading
     called thin; an opening like "what if ..." still continues the subject.
     """
-    message = ALSO_OPENING.sub("", message, count=1)
-    if CONTINUATIONS.match(message):
+    message = PATTERNS.ALSO_OPENING.sub("", message, count=1)
+    if PATTERNS.CONTINUATIONS.match(message):
         return False
     return not (_leans_on_earlier_turns(message) and _continues_the_subject(message))
 
@@ -326,30 +164,48 @@ def decisions(message: str) -> FollowUpDecisions:
 
 def content_words(text: str) -> list[str]:
     """Words that carry the subject, in order, first spelling kept, duplicates dropped."""
-    words = (word for word in WORD_PATTERN.findall(text) if is_content_word(word.lower()))
+    words = (word for word in PATTERNS.WORD.findall(text) if is_content_word(word.lower()))
     return unique_words(words)
 
 
 def is_greeting(message: str) -> bool:
     """Whether ``message`` only greets ("hi", "hello there", "good morning")."""
-    words = {word.lower() for word in WORD_PATTERN.findall(message)}
-    return bool(GREETINGS & words) and not any(is_content_word(word) for word in words - GREETINGS)
+    words = {word.lower() for word in PATTERNS.WORD.findall(message)}
+    return bool(WORDS.GREETINGS & words) and not any(
+        is_content_word(word) for word in words - WORDS.GREETINGS
+    )
 
 
 def is_content_word(lowered: str) -> bool:
     """Not a stop word, dialogue word or pointing word, and more than one letter (or a digit)."""
     return (
         lowered not in STOP_WORDS
-        and lowered not in ANAPHORA
+        and lowered not in WORDS.ANAPHORA
         and (len(lowered) > 1 or lowered.isdigit())
     )
 
 
+def opens_elliptically(message: str) -> bool:
+    """Whether ``message`` opens like an elliptical follow-up ("and for Android?", "what about
+    the price?"; ``ELLIPSIS_OPENINGS`` in ``follow_up.yaml``)."""
+    return message.lower().strip().startswith(OPENINGS.ELLIPSIS_OPENINGS)
+
+
+def word_tokens(text: str) -> list[str]:
+    """The words of ``text`` as typed: letters and digits, hyphenated compounds whole,
+    apostrophes splitting ("Brazil's": "Brazil", "s")."""
+    return PATTERNS.WORD.findall(text)  # type: ignore[no-any-return]
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``, each with its closing punctuation, spaces stripped."""
+    return [part.strip() for part in PATTERNS.SENTENCE.findall(text) if part.strip()]
+
+
 def _leans_on_earlier_turns(message: str) -> bool:
     """The rewrite's reading: a pronoun, an elided subject, or too short."""
-    message = ALSO_OPENING.sub("", message, count=1)
-    lowered = message.lower().strip()
-    if pointing_words(message) or lowered.startswith(ELLIPSIS_OPENINGS):
+    message = PATTERNS.ALSO_OPENING.sub("", message, count=1)
+    if pointing_words(message) or opens_elliptically(message):
         return True
     return len(content_words(message)) < MIN_STANDALONE_CONTENT_WORDS
 
@@ -358,22 +214,26 @@ def pointing_words(message: str) -> list[str]:
     """The words of ``message`` that point back at an earlier turn ("it", "same", "there").
 
     Not counted: a pointing word in a use that points at nothing ("is there a fee", "how much
-    is it to ring Poland", ``NON_POINTING_USES``); "that" between a noun and a verb (a relative
-    pronoun: "a grant that can help"); and a pronoun after a first-person possessive noun of
-    the same sentence ("my dad is on dialysis, how does he sign up",
-    ``OWN_REFERENT_PRONOUNS``): the message names what it points at.
+    is it to ring Poland", ``NON_POINTING_USES`` in ``follow_up.yaml``); "that" between a noun
+    and a verb (a relative pronoun: "a grant that can help"); and a pronoun after a
+    first-person possessive noun of the same sentence ("my dad is on dialysis, how does he sign up",
+    ``OWN_REFERENT_PRONOUNS`` in ``follow_up.yaml``): the message names what it points at.
     """
     pointing = []
-    for sentence in SENTENCE_PATTERN.findall(NON_POINTING_USES.sub(" ", message)):
-        own = OWN_REFERENT_OPENING.search(sentence)
-        words = [match for match in WORD_PATTERN.finditer(sentence)]
+    for sentence in PATTERNS.SENTENCE.findall(PATTERNS.NON_POINTING_USES.sub(" ", message)):
+        own = PATTERNS.OWN_REFERENT_OPENING.search(sentence)
+        words = [match for match in PATTERNS.WORD.finditer(sentence)]
         for number, match in enumerate(words):
             word = match.group(0).lower()
-            if word not in ANAPHORA:
+            if word not in WORDS.ANAPHORA:
                 continue
-            if own is not None and match.start() > own.start() and word in OWN_REFERENT_PRONOUNS:
+            if (
+                own is not None
+                and match.start() > own.start()
+                and word in WORDS.OWN_REFERENT_PRONOUNS
+            ):
                 continue
-            if word == RELATIVE_THAT and _between_noun_and_verb(words, number):
+            if word == WORDS.RELATIVE_THAT and _between_noun_and_verb(words, number):
                 continue
             pointing.append(word)
     return pointing
@@ -384,13 +244,13 @@ def _between_noun_and_verb(words: list[re.Match[str]], number: int) -> bool:
     if number == 0 or number + 1 >= len(words):
         return False
     before, after = words[number - 1].group(0).lower(), words[number + 1].group(0).lower()
-    return is_content_word(before) and after in AUXILIARIES
+    return is_content_word(before) and after in WORDS.AUXILIARIES
 
 
 def _continues_the_subject(message: str) -> bool:
     """The carried filters' reading: a continuation opening, a pointer back, or too short."""
-    words = [word.lower() for word in WORDS.findall(message)]
-    if CONTINUATIONS.match(message) or POINTING_BACK.intersection(words):
+    words = [word.lower() for word in PATTERNS.FILTER_WORD.findall(message)]
+    if PATTERNS.CONTINUATIONS.match(message) or WORDS.POINTING_BACK.intersection(words):
         return True
     content = {word for word in words if word not in ENGLISH_STOP_WORDS and len(word) > 2}
     return len(content) < MIN_STANDALONE_CONTENT_WORDS

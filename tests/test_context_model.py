@@ -454,6 +454,25 @@ def test_a_question_after_a_closing_offer_is_searched_alone() -> None:
     assert query_views(conversation, standalone_query(conversation)) == ((QueryText(latest, 1.0),),)
 
 
+def test_a_follow_up_after_an_offer_of_more_help_leads_its_turns_as_typed() -> None:
+    """An offer ("Is there anything else I can help with?") asks nothing about the question
+    before: "can my wife make a complaint for me" after it is led by itself, not by the earlier
+    subject's words ("repair take"), which searched it as the previous question."""
+    latest = "can my wife make a complaint for me, shes better at this stuff"
+    offer = "Repairs usually take 5 to 10 working days. Is there anything else I can help with?"
+    conversation = Conversation(
+        turns=(
+            Turn("user", "how long does a repair take"),
+            Turn("bot", offer),
+            Turn("user", latest),
+        )
+    )
+
+    turns, _ = query_views(conversation, standalone_query(conversation))
+    assert turns[0] == QueryText(latest, 1.0)
+    assert QueryText(offer, 0.1) in turns
+
+
 async def test_an_answer_to_the_bots_question_is_explained_in_the_notes(store: ContextRetrieval):
     """The console shows why the bot's question weighs more: a note names it."""
     question = "Is that on Android or on iOS?"

@@ -45,7 +45,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rasa_context_retrieval.conversation import Conversation
-from rasa_context_retrieval.follow_up import answers_the_bot, is_complete_question
+from rasa_context_retrieval.follow_up import (
+    answers_the_bot,
+    clarifying_question,
+    is_complete_question,
+)
 from rasa_context_retrieval.rewrite.heuristic import (
     content_words,
     earlier_user_texts,
@@ -206,9 +210,17 @@ def is_elliptical(text: str) -> bool:
 
 
 def asks_a_question(bot_text: str) -> bool:
-    """A bot message that ends by asking something: a flow's clarifying question ("Is this
-    for a personal or a business account?"), so the user's next follow-up answers it."""
-    return bot_text.rstrip().endswith("?")
+    """A bot message that ends by asking something about the user's question: a flow's
+    clarifying question ("Is this for a personal or a business account?"), so the user's next
+    follow-up answers it (``follow_up.clarifying_question``).
+
+    An offer of more help ("Is there anything else I can help with?") asks nothing about the
+    question: the message after it is led by itself as typed, like after any answer. Led by
+    the earlier subject's words instead, "can my wife make a complaint for me" after such an
+    offer was searched as the previous question (dev halves of ten help centres: two better,
+    none worse; bench/results/grounded_all.md).
+    """
+    return clarifying_question(bot_text) is not None
 
 
 def weighted_query_texts(

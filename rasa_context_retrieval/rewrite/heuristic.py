@@ -29,7 +29,9 @@ most often on 2021 alone; ``CHAINED_AND_BOT_WORDS`` finds it in the top 5 most o
 selectable with ``rewrite_heuristic``.
 
 Tokenisation is a regular expression plus scikit-learn's English stop words (and a few dialogue
-words such as "wow", "okay"): content words need no tagger or parser, so none is loaded.
+words such as "wow", "okay"): content words need no tagger or parser, so none is loaded. The
+English words are phrase data in ``follow_up.yaml`` (section ``rewrite``), beside the follow-up
+decision's.
 """
 
 from __future__ import annotations
@@ -39,18 +41,20 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
 
+from rasa_context_retrieval import phrase_data
 from rasa_context_retrieval.conversation import Conversation, Turn
 from rasa_context_retrieval.follow_up import (
-    ELLIPSIS_OPENINGS,
     MIN_STANDALONE_CONTENT_WORDS,
-    WORD_PATTERN,
     Stage,
     answers_the_bot,
     content_words,
     follows_up,
     is_content_word,
     is_greeting,
+    opens_elliptically,
+    sentences,
     unique_words,
+    word_tokens,
 )
 
 
@@ -90,9 +94,8 @@ MAX_CARRIED_WORDS = 4
 MAX_BOT_WORDS = 2
 MIN_BOT_WORD_REPEATS = 2
 
-# A statement about the user opens with one of these ("I live in Germany", "My plan is Free").
-FIRST_PERSON_OPENINGS = frozenset({"i", "i'm", "im", "i've", "my", "we", "we're", "our"})
-SENTENCE_PATTERN = re.compile(r"[^.!?]+[.!?]*")
+WORDS = phrase_data.words("rewrite")
+"""The rewrite's word lists in ``follow_up.yaml`` (the openings of a statement about the user)."""
 
 
 def standalone_query(
@@ -160,9 +163,9 @@ def without_scope_statements(message: str) -> str:
     first-person sentence without a question mark and with few content words; a long one usually
     names a subject ("I remember Glasgow hosting COP26 last year ...") and stays.
     """
-    sentences = [part.strip() for part in SENTENCE_PATTERN.findall(message) if part.strip()]
-    kept = [part for part in sentences if not _is_statement_about_user(part)]
-    return message if len(kept) == len(sentences) else " ".join(kept)
+    said = sentences(message)
+    kept = [part for part in said if not _is_statement_about_user(part)]
+    return message if len(kept) == len(said) else " ".join(kept)
 
 
 def _is_statement_about_user(sentence: str) -> bool:
@@ -171,7 +174,7 @@ def _is_statement_about_user(sentence: str) -> bool:
         return False
     opening = words[0].lower().strip(",;:")
     return (
-        opening in FIRST_PERSON_OPENINGS
+        opening in WORDS.FIRST_PERSON_OPENINGS
         and len(content_words(sentence)) < MIN_STANDALONE_CONTENT_WORDS
     )
 
@@ -220,8 +223,7 @@ def most_distinctive(words: Sequence[str], count: int, rarity: WordRarity | None
 
 def swaps_a_facet(message: str) -> bool:
     """An ellipsis that names one thing in place of an earlier one ("and on iOS?")."""
-    opens_elliptically = message.lower().strip().startswith(ELLIPSIS_OPENINGS)
-    return opens_elliptically and len(content_words(message)) <= 1
+    return opens_elliptically(message) and len(content_words(message)) <= 1
 
 
 def swapped_facets(message: str, earlier: Sequence[str]) -> dict[str, str]:
@@ -235,12 +237,12 @@ def swapped_facets(message: str, earlier: Sequence[str]) -> dict[str, str]:
     from. Only messages that open like a swap ("and ...", "what about ...") count; any other
     gives ``{}``.
     """
-    if not message.lower().strip().startswith(ELLIPSIS_OPENINGS):
+    if not opens_elliptically(message):
         return {}
     if len(content_words(message)) > SWAP_MAX_CONTENT_WORDS:
         return {}
     own = {head: modifier for modifier, head in _modifier_pairs(message)}
-    mentioned = {_stem(word) for word in WORD_PATTERN.findall(message)}
+    mentioned = {_stem(word) for word in word_tokens(message)}
     return {
         modifier.lower(): own[head]
         for text in earlier
@@ -274,8 +276,7 @@ def swapped_answer(message: str, answer: str, earlier: Sequence[str]) -> str | N
     if not swaps:
         return None
     pattern = re.compile(r"\b(" + "|".join(re.escape(word) for word in swaps) + r")\b", re.I)
-    sentences = [part.strip() for part in SENTENCE_PATTERN.findall(answer) if part.strip()]
-    named = [part for part in sentences if pattern.search(part)]
+    named = [part for part in sentences(answer) if pattern.search(part)]
     if not named:
         return None
     swap = lambda match: swaps[match.group(0).lower()]  # noqa: E731
@@ -288,7 +289,7 @@ def _modifier_pairs(text: str) -> list[tuple[str, str]]:
     Both must be words, not numbers: in "files 7" or "iOS 17" the number names no facet, and
     read as a head it would pair any two texts that share a number.
     """
-    words = WORD_PATTERN.findall(text)
+    words = word_tokens(text)
     return [
         (first, _stem(second))
         for first, second in zip(words, words[1:], strict=False)
@@ -310,7 +311,7 @@ def _repeated_words(text: str) -> list[str]:
     """Content words ``text`` repeats, most repeated first, ties by first appearance."""
     counts: dict[str, int] = {}
     spelling: dict[str, str] = {}
-    for word in WORD_PATTERN.findall(text):
+    for word in word_tokens(text):
         key = word.lower()
         if is_content_word(key):
             counts[key] = counts.get(key, 0) + 1
@@ -326,5 +327,5 @@ def _last_bot_text(history: Sequence[Turn]) -> str:
 
 def _new_words(words: Iterable[str], message: str) -> list[str]:
     """``words`` not already in ``message`` (case-insensitive), duplicates dropped."""
-    present = {word.lower() for word in WORD_PATTERN.findall(message)}
+    present = {word.lower() for word in word_tokens(message)}
     return [word for word in unique_words(words) if word.lower() not in present]
