@@ -1,0 +1,136 @@
+"""Tables in chunks: a table split over several chunks keeps its header row in each, a heading
+or caption stays with the table (or text) it introduces, and a table of contents is not indexed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from rasa_context_retrieval.knowledge.chunking import chunk_documents
+from rasa_context_retrieval.knowledge.loader import Document, load_knowledge_base
+from rasa_context_retrieval.knowledge.models import Chunk
+
+fpdf = pytest.importorskip("fpdf")
+pytest.importorskip("pypdf")
+
+PDF = (".pdf",)
+HEADER = "| Service | Fee |"
+FEE_ROWS = [f"| Service number {n} | {n}.50 EUR |" for n in range(1, 31)]
+
+
+def library_pdf(path: Path, *, contents: bool = True) -> None:
+    """A library's price list: a contents page, an introduction, and a fee table of 30 rows
+    under a heading and a caption."""
+    document = fpdf.FPDF()
+    document.set_font("Helvetica", size=11)
+    if contents:
+        document.add_page()
+        document.multi_cell(0, 6, "Contents")
+        document.ln(4)
+        for number, (title, page) in enumerate((("Introduction", 2), ("Fees", 3)), start=1):
+            document.cell(150, 6, f"{number} {title} " + "." * 60)
+            document.cell(0, 6, str(page), new_x="LMARGIN", new_y="NEXT")
+    document.add_page()
+    document.multi_cell(0, 6, "1 Introduction\n\nThe town library lends books to everyone.")
+    document.add_page()
+    document.multi_cell(0, 6, "2 Fees")
+    document.ln(4)
+    document.multi_cell(0, 6, "Table 3: Fees for each service")
+    document.ln(2)
+    with document.table(col_widths=(90, 60)) as table:
+        table.row(("Service", "Fee"))
+        for number in range(1, 31):
+            table.row((f"Service number {number}", f"{number}.50 EUR"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document.output(str(path))
+
+
+def pdf_chunks(folder: Path, chunk_size: int = 400) -> list[Chunk]:
+    knowledge = load_knowledge_base(folder, extra_suffixes=PDF)
+    assert knowledge.problems == []
+    return chunk_documents(knowledge.documents, chunk_size, chunk_size // 10)
+
+
+def table_chunks(chunks: list[Chunk]) -> list[Chunk]:
+    return [chunk for chunk in chunks if "| Service number" in chunk.text]
+
+
+def test_every_chunk_of_a_split_table_starts_its_rows_with_the_header_row(tmp_path: Path):
+    library_pdf(tmp_path / "library.pdf")
+    pieces = table_chunks(pdf_chunks(tmp_path))
+
+    assert len(pieces) == 3  # 30 rows do not fit in one chunk of 400 characters
+    for chunk in pieces:
+        lines = chunk.text.splitlines()
+        start = lines.index(HEADER)
+        assert lines[start + 1] == "| --- | --- |"
+        assert all(line.startswith("| Service number") for line in lines[start + 2 :])
+        assert len(chunk.text) <= 400  # the repeated header counts in the size
+        assert chunk.metadata["answer"] == chunk.text
+    rows = [line for c in pieces for line in c.text.splitlines() if "Service number" in line]
+    assert rows == FEE_ROWS  # every row once, in order
+
+
+def test_a_fee_in_a_later_chunk_is_read_with_its_column_names(tmp_path: Path):
+    library_pdf(tmp_path / "library.pdf")
+    (chunk,) = [c for c in pdf_chunks(tmp_path) if "| Service number 25 |" in c.text]
+
+    assert chunk.text.startswith(f"{HEADER}\n| --- | --- |\n")
+    assert chunk.metadata["source"] == "library.pdf#page=3"
+
+
+def test_the_heading_and_caption_stay_with_the_table_they_introduce(tmp_path: Path):
+    library_pdf(tmp_path / "library.pdf")
+    chunks = pdf_chunks(tmp_path)
+    first = table_chunks(chunks)[0]
+
+    assert first.text.startswith(f"2 Fees\n\nTable 3: Fees for each service\n\n{HEADER}\n")
+    assert not any(c.text.strip() in ("2 Fees", "Table 3: Fees for each service") for c in chunks)
+    assert sum("Table 3: Fees" in c.text for c in chunks) == 1
+
+
+def test_a_contents_page_is_left_out_with_the_reason_in_the_log(tmp_path: Path):
+    library_pdf(tmp_path / "library.pdf")
+    with capture_logs() as logs:
+        chunks = pdf_chunks(tmp_path)
+
+    assert [c.metadata["page"] for c in chunks if "Introduction" in c.text] == [2]
+    assert not any("Contents" in c.text for c in chunks)
+    (left_out,) = [log for log in logs if log["event"] == "knowledge.chunking.contents_left_out"]
+    assert left_out["log_level"] == "debug"
+    assert left_out["source"] == "library.pdf#page=1"
+    assert left_out["entries"] == 2
+
+
+def test_a_table_with_numbers_under_another_heading_is_indexed():
+    # a PDF table without a header row: its first row is read as the header
+    table = "| Monday | 9 |\n| --- | --- |\n| Tuesday | 9 |\n| Wednesday | 10 |\n| Friday | 12 |"
+    hours = chunk_documents([Document("hours.md", f"Opening hours\n\n{table}")], 1000, 100)
+    contents = chunk_documents([Document("toc.md", f"Contents\n\n{table}")], 1000, 100)
+
+    assert [c.text for c in hours] == [f"Opening hours\n\n{table}"]
+    assert contents == []  # the same numbers under a Contents heading are page numbers
+
+
+def test_a_caption_after_prose_moves_to_the_chunk_of_its_table():
+    prose = "Members borrow up to ten books at a time. " * 8  # 336 characters
+    table = "| Item | Loan |\n| --- | --- |\n" + "\n".join(
+        f"| Item {n} | {n} weeks |" for n in range(6)
+    )
+    text = f"{prose.strip()}\n\nTable 1: Loan periods\n\n{table}"
+
+    chunks = chunk_documents([Document("loans.md", text)], 400, 40)
+
+    assert [c.text for c in chunks] == [prose.strip(), f"Table 1: Loan periods\n\n{table}"]
+
+
+def test_a_heading_above_a_long_paragraph_stays_in_its_first_chunk():
+    paragraph = " ".join(f"Rule {n} says that late returns cost a small fee." for n in range(20))
+    chunks = chunk_documents([Document("rules.md", f"Late returns\n\n{paragraph}")], 300, 30)
+
+    assert chunks[0].text.startswith("Late returns\n\nRule 0 says")
+    assert all(len(c.text) <= 300 for c in chunks)
+    assert all(c.text != "Late returns" for c in chunks)
