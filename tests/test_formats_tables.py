@@ -15,6 +15,7 @@ from rasa_context_retrieval.knowledge.models import Chunk
 
 fpdf = pytest.importorskip("fpdf")
 pytest.importorskip("pypdf")
+docx = pytest.importorskip("docx")
 
 PDF = (".pdf",)
 HEADER = "| Service | Fee |"
@@ -134,3 +135,47 @@ def test_a_heading_above_a_long_paragraph_stays_in_its_first_chunk():
     assert chunks[0].text.startswith("Late returns\n\nRule 0 says")
     assert all(len(c.text) <= 300 for c in chunks)
     assert all(c.text != "Late returns" for c in chunks)
+
+
+def library_docx(path: Path) -> None:
+    """A Word price list: a heading followed at once by its first subsection, and a long table
+    under a caption."""
+    document = docx.Document()
+    document.add_heading("Fees", 1)
+    document.add_heading("Library card", 2)
+    document.add_paragraph("A library card is free for everyone who lives in the county.")
+    document.add_heading("Services", 2)
+    document.add_paragraph("Table 3: Fees for each service")
+    table = document.add_table(rows=31, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "Service", "Fee"
+    for number in range(1, 31):
+        table.cell(number, 0).text = f"Service number {number}"
+        table.cell(number, 1).text = f"{number}.50 EUR"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document.save(str(path))
+
+
+def word_chunks(folder: Path) -> list[Chunk]:
+    knowledge = load_knowledge_base(folder, extra_suffixes=(".docx",))
+    assert knowledge.problems == []
+    return chunk_documents(knowledge.documents, 400, 40)
+
+
+def test_a_long_word_table_keeps_its_header_and_caption(tmp_path: Path):
+    library_docx(tmp_path / "fees.docx")
+    pieces = table_chunks(word_chunks(tmp_path))
+
+    assert len(pieces) == 3
+    assert pieces[0].text.startswith(f"## Services\n\nTable 3: Fees for each service\n\n{HEADER}")
+    assert all(p.text.startswith(f"{HEADER}\n| --- | --- |\n") for p in pieces[1:])
+    assert {p.metadata["section"] for p in pieces} == {"Fees > Services"}
+
+
+def test_a_heading_followed_at_once_by_its_subsection_is_not_a_chunk_of_its_own(tmp_path: Path):
+    library_docx(tmp_path / "fees.docx")
+    chunks = word_chunks(tmp_path)
+
+    assert "# Fees" not in [c.text for c in chunks]
+    (card,) = [c for c in chunks if "library card is free" in c.text]
+    assert card.text.startswith("# Fees\n\n## Library card\n\nA library card")
+    assert card.metadata["section"] == "Fees > Library card"

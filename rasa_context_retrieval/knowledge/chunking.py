@@ -99,7 +99,7 @@ class _Prose:
             lead = _trailing_leads(run) if not is_lead(block) else []
             table = table_parts(block)
             if table is not None and is_contents(lead, table):
-                del run[len(run) - len(lead) :]
+                run.pop()  # its "Contents" heading; a line above that is the document's own
                 logger.debug(
                     "knowledge.chunking.contents_left_out",
                     source=self.source,
