@@ -179,3 +179,13 @@ def test_a_heading_followed_at_once_by_its_subsection_is_not_a_chunk_of_its_own(
     (card,) = [c for c in chunks if "library card is free" in c.text]
     assert card.text.startswith("# Fees\n\n## Library card\n\nA library card")
     assert card.metadata["section"] == "Fees > Library card"
+
+
+def test_a_row_too_long_for_a_chunk_is_cut_like_prose_and_no_chunk_is_larger():
+    long_cell = "Renewal can be done at the desk, by phone or online at any time. " * 3
+    table = f"| Service | Fee |\n| --- | --- |\n| Renewal | {long_cell.strip()} |\n| Card | 2 EUR |"
+    chunks = chunk_documents([Document("fees.md", table)], 120, 10)
+
+    assert all(len(c.text) <= 120 for c in chunks)
+    assert chunks[-1].text == "| Service | Fee |\n| --- | --- |\n| Card | 2 EUR |"
+    assert "at any time." in " ".join(c.text for c in chunks)
