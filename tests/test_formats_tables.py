@@ -4,14 +4,22 @@ or caption stays with the table (or text) it introduces, and a table of contents
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from langchain_text_splitters import RecursiveCharacterTextSplitter
 from structlog.testing import capture_logs
 
+from rasa_context_retrieval.faiss.builder import ensure_index
+from rasa_context_retrieval.ingestion import build
+from rasa_context_retrieval.ingestion import settings as index_settings
+from rasa_context_retrieval.knowledge import chunking
 from rasa_context_retrieval.knowledge.chunking import chunk_documents
 from rasa_context_retrieval.knowledge.loader import Document, load_knowledge_base
 from rasa_context_retrieval.knowledge.models import Chunk
+from tests.test_index_persistence import HashingEmbedder, settings_for
 
 fpdf = pytest.importorskip("fpdf")
 pytest.importorskip("pypdf")
@@ -189,3 +197,40 @@ def test_a_row_too_long_for_a_chunk_is_cut_like_prose_and_no_chunk_is_larger():
     assert all(len(c.text) <= 120 for c in chunks)
     assert chunks[-1].text == "| Service | Fee |\n| --- | --- |\n| Card | 2 EUR |"
     assert "at any time." in " ".join(c.text for c in chunks)
+
+
+def size_only_chunks(documents: Iterable[Document], size: int, overlap: int) -> list[Chunk]:
+    """Chunks as the previous chunker (version 5) cut prose: by size only."""
+    splitter = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap)
+    return [
+        Chunk(
+            chunking._chunk_id(document.source, ordinal, piece),
+            piece,
+            {**document.metadata, "source": document.source, "answer": piece},
+        )
+        for document in documents
+        for ordinal, piece in enumerate(splitter.split_text(document.text))
+    ]
+
+
+def test_an_index_stored_by_the_previous_chunker_is_rebuilt_reusing_unchanged_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    docs = tmp_path / "docs"
+    library_pdf(docs / "library.pdf", contents=False)
+    settings = replace(settings_for(docs), extra_suffixes=PDF, chunk_size=400, chunk_overlap=40)
+    tally = tmp_path / "embedded.txt"
+    with monkeypatch.context() as previous_release:
+        previous_release.setattr(index_settings, "CHUNKER_VERSION", chunking.CHUNKER_VERSION - 1)
+        previous_release.setattr(build, "chunk_documents", size_only_chunks)
+        stored = ensure_index(settings, HashingEmbedder(), progress=False)
+    assert not all(HEADER in c.text for c in table_chunks(list(stored.knowledge.chunks)))
+
+    upgraded = ensure_index(settings, HashingEmbedder(tally=str(tally)), progress=False)
+
+    pieces = table_chunks(list(upgraded.knowledge.chunks))
+    assert all(c.text.startswith(("2 Fees", HEADER)) for c in pieces)
+    old_texts = {c.text for c in stored.knowledge.chunks}
+    changed = [c for c in upgraded.knowledge.chunks if c.text not in old_texts]
+    embedded = sum(int(line.split()[1]) for line in tally.read_text().splitlines())
+    assert 0 < embedded == len(changed) < len(upgraded.knowledge.chunks)
