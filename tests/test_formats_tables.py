@@ -234,3 +234,14 @@ def test_an_index_stored_by_the_previous_chunker_is_rebuilt_reusing_unchanged_ch
     changed = [c for c in upgraded.knowledge.chunks if c.text not in old_texts]
     embedded = sum(int(line.split()[1]) for line in tally.read_text().splitlines())
     assert 0 < embedded == len(changed) < len(upgraded.knowledge.chunks)
+
+
+def test_a_list_before_a_long_table_stays_a_list_and_the_table_starts_at_its_header():
+    rows = "\n".join(f"| Service number {n} | {n}.50 EUR |" for n in range(1, 31))
+    text = (
+        f"Bring to the desk:\n\n- your library card\n\n- a pen\n\n{HEADER}\n| --- | --- |\n{rows}"
+    )
+    chunks = chunk_documents([Document("desk.md", text)], 400, 40)
+
+    assert chunks[0].text == "Bring to the desk:\n\n- your library card\n\n- a pen"
+    assert all(c.text.startswith(HEADER) for c in chunks[1:])

@@ -44,6 +44,7 @@ CONTENTS_TITLES = frozenset(
 """Headings a table of contents is printed under, compared without case or ``#`` marks."""
 _PAGE_NUMBER = re.compile(r"^\d{1,4}$")
 _HEADING_MARK = re.compile(r"^#{1,6}\s+")
+_LIST_ITEM = re.compile(r"^([-*+]\s|\d{1,3}[.)]\s)")
 
 
 def is_lead(block: str) -> bool:
@@ -51,6 +52,8 @@ def is_lead(block: str) -> bool:
     short line that does not end a sentence. It introduces the block after it."""
     text = block.strip()
     if "\n" in text or not text or len(text) > LEAD_LETTERS or text.startswith("|"):
+        return False
+    if _LIST_ITEM.match(text):  # an item of a list introduces nothing
         return False
     return text.startswith("#") or not _SENTENCE_END.search(text)
 
