@@ -101,6 +101,7 @@ def main() -> None:
         "lone heading/caption chunks | contents chunks |"
     )
     print("|---|---|---|---|---|---|---|---|")
+    ranked: list[str] = []
     for name, arm in arms.items():
         texts = arm(documents.documents)
         found = ranks(texts, model)
@@ -115,7 +116,9 @@ def main() -> None:
             f"| {name} | {len(texts)} | {np.mean([1 / r for r in found]):.3f} | {hits} "
             f"| {headless}/{len(pieces)} | {lone} | {contents} |"
         )
-        print(f"<!-- ranks {name}: {found} -->")
+        ranked.append(f"- {name}: {found}")
+    print("\nRanks per question, in the order of `QUESTIONS`:\n")
+    print("\n".join(ranked))
 
 
 if __name__ == "__main__":
