@@ -144,7 +144,15 @@ def test_the_manual_reads_as_printed_without_running_lines(chunks):
     assert "to the best of our knowledge." in text  # TeX's hyphenation undone
     assert "After a current cutoff limit" in text  # ligatures as letters
     assert "\n- Use insulated tools only.\n" in text
-    assert "| 3.3 | Load output | 5 |" in text and ". . ." not in text  # contents, no leaders
+    assert "Load output | 5 |" not in text and ". . ." not in text  # no contents page
+
+
+def test_the_manual_s_contents_page_is_read_but_not_indexed(documents, chunks):
+    (contents,) = [d for d in of(documents, MANUAL) if d.text.startswith("Contents")]
+
+    assert "| 3.3 | Load output | 5 |" in contents.text  # read without its dot leaders
+    assert contents.source == f"{MANUAL}#page=2"
+    assert not [c for c in manual_chunks(chunks) if c.metadata["page"] == 2]
 
 
 def test_the_paragraph_cut_by_a_page_break_is_one_chunk_citing_both_pages(chunks):
@@ -167,4 +175,19 @@ def test_the_specifications_table_over_three_pages_is_one_markdown_table(documen
     assert (
         "| Power and function | EN/IEC 62509, EN/IEC 62093 | Tested in non-certified lab only |"
         in (table.text)
+    )
+
+
+def test_each_chunk_of_the_specifications_table_has_its_column_names(chunks):
+    pieces = [c for c in manual_chunks(chunks) if "| Feature | Value | Comment |" in c.text]
+
+    assert len(pieces) == 3
+    assert pieces[0].text.startswith(
+        "5 Specifications\n\nTable 1: Overview of specifications\n\n| Feature | Value | Comment |"
+    )
+    assert all(p.text.startswith("| Feature | Value | Comment |\n| --- |") for p in pieces[1:])
+    assert "| Maximum current | 2.0 A | total for both ports |" in pieces[0].text
+    assert "| Protection class | IP 20 | with housing (3D files available) |" in pieces[1].text
+    assert not any(
+        c.text == "5 Specifications\n\nTable 1: Overview of specifications" for c in chunks
     )

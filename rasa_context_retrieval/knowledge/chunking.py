@@ -6,6 +6,11 @@ blank line, the format Rasa's own FAQ parser reads) must become exactly one chun
 holds the answer. A prose chunk's answer is its own text: without one, a prose chunk ranked first
 would make the policy reply with its internal-error pattern. Every chunk keeps its document's
 metadata unchanged, plus ``source`` and ``answer``.
+
+Prose is cut by LangChain's recursive splitter, block by block (blocks are separated by blank
+lines), with three rules of its own (``knowledge.table_chunks``): a heading or caption line stays
+in the chunk of the block it introduces, a table too long for one chunk is cut between rows with
+its header row repeated in every piece, and a table of contents is left out.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import hashlib
 import re
 from collections.abc import Iterable
 
+import structlog
+
 # Imported with the module, not on the first build: the import takes about a second (LangChain's
 # runnables), and made on the build thread it held the import machinery while the event loop
 # served searches (a 1.3 s stall in bench/cold_start.py). A process that serves imports this
@@ -21,9 +28,19 @@ from collections.abc import Iterable
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from rasa_context_retrieval.knowledge.loader import Document
+from rasa_context_retrieval.knowledge.markdown_table import table_parts
 from rasa_context_retrieval.knowledge.models import Chunk
+from rasa_context_retrieval.knowledge.table_chunks import (
+    BLOCK_SEPARATOR,
+    LEAD_BLOCKS,
+    is_contents,
+    is_lead,
+    table_pieces,
+)
 
-CHUNKER_VERSION = 5
+logger = structlog.get_logger()
+
+CHUNKER_VERSION = 6
 """Part of the index fingerprint: bump it whenever chunk texts or chunk metadata change."""
 
 _ENTRY_SEPARATOR = re.compile(r"\n\s*\n")
@@ -39,35 +56,100 @@ def chunk_documents(
     for document in documents:
         base = {**document.metadata}
         base.setdefault("source", document.source)
-        for ordinal, (text, extra) in enumerate(_pieces(document.text, splitter)):
+        prose = _Prose(splitter, chunk_size, document.source)
+        for ordinal, (text, extra) in enumerate(_pieces(document.text, prose)):
             chunks.append(Chunk(_chunk_id(document.source, ordinal, text), text, {**base, **extra}))
     return chunks
 
 
-def _pieces(
-    text: str, splitter: RecursiveCharacterTextSplitter
-) -> Iterable[tuple[str, dict[str, str]]]:
-    prose: list[str] = []
+def _pieces(text: str, prose: _Prose) -> Iterable[tuple[str, dict[str, str]]]:
+    blocks: list[str] = []
     for entry in _ENTRY_SEPARATOR.split(text.strip()):
         match = _QA_ENTRY.match(entry.strip())
         if match is None:
-            prose.append(entry)
+            blocks.append(entry)
             continue
-        yield from _prose_pieces(prose, splitter)
-        prose = []
+        yield from prose.pieces(blocks)
+        blocks = []
         question = " ".join(match["question"].split())
         answer = match["answer"].strip()
         yield f"Q: {question}\nA: {answer}", {"question": question, "answer": answer}
-    yield from _prose_pieces(prose, splitter)
+    yield from prose.pieces(blocks)
 
 
-def _prose_pieces(
-    entries: list[str], splitter: RecursiveCharacterTextSplitter
-) -> Iterable[tuple[str, dict[str, str]]]:
-    text = "\n\n".join(entries).strip()
-    if text:
-        for piece in splitter.split_text(text):
-            yield piece, {"answer": piece}
+KEPT_TOGETHER = "\n\x1f\n"
+"""Joins a heading or caption to the block it introduces inside the text handed to the
+splitter: the splitter cuts first at blank lines and this is none, so the two land in one chunk
+(the blank line is put back after splitting). Only a pair that fits in one chunk is joined."""
+
+
+class _Prose:
+    """Prose blocks of one document → chunk texts, each its own answer."""
+
+    def __init__(
+        self, splitter: RecursiveCharacterTextSplitter, chunk_size: int, source: str
+    ) -> None:
+        self.splitter = splitter
+        self.chunk_size = chunk_size
+        self.source = source
+
+    def pieces(self, blocks: list[str]) -> Iterable[tuple[str, dict[str, str]]]:
+        run: list[str] = []
+        for block in blocks:
+            lead = _trailing_leads(run) if not is_lead(block) else []
+            table = table_parts(block)
+            if table is not None and is_contents(lead, table):
+                run.pop()  # its "Contents" heading; a line above that is the document's own
+                logger.debug(
+                    "knowledge.chunking.contents_left_out",
+                    source=self.source,
+                    entries=len(table.rows) + 1,
+                    event_info="a table of contents says nothing a user asks about",
+                )
+                continue
+            unit = KEPT_TOGETHER.join([*lead, block])
+            if len(unit) <= self.chunk_size or (table is None and not lead):
+                run[len(run) - len(lead) :] = [unit]
+                continue
+            del run[len(run) - len(lead) :]
+            yield from self._split(run)
+            run = []
+            if table is not None:
+                texts = table_pieces(lead, table, self.chunk_size, self.splitter.split_text)
+            else:
+                texts = self._led(lead, block)
+            yield from ((text, {"answer": text}) for text in texts)
+        yield from self._split(run)
+
+    def _split(self, run: list[str]) -> Iterable[tuple[str, dict[str, str]]]:
+        text = BLOCK_SEPARATOR.join(run).strip()
+        if text:
+            for piece in self.splitter.split_text(text):
+                piece = piece.replace(KEPT_TOGETHER, BLOCK_SEPARATOR)
+                yield piece, {"answer": piece}
+
+    def _led(self, lead: list[str], block: str) -> list[str]:
+        """A block too long for one chunk, cut by the splitter, with its heading or caption in
+        its first piece (cut shorter to make room)."""
+        opening = BLOCK_SEPARATOR.join(lead)
+        room = self.chunk_size - len(opening) - len(BLOCK_SEPARATOR)
+        pieces = self.splitter.split_text(block)
+        if room < 1:  # a chunk size too small for the heading: it stays a chunk of its own
+            return [opening, *pieces]
+        if len(pieces[0]) > room:
+            first = RecursiveCharacterTextSplitter(chunk_size=room, chunk_overlap=0)
+            start = first.split_text(block)[0]
+            rest = block.strip()[len(start) :]
+            pieces = [start, *self.splitter.split_text(rest)]
+        return [f"{opening}{BLOCK_SEPARATOR}{pieces[0]}", *pieces[1:]]
+
+
+def _trailing_leads(run: list[str]) -> list[str]:
+    """The headings and captions at the end of ``run`` (at most ``LEAD_BLOCKS``)."""
+    count = 0
+    while count < min(LEAD_BLOCKS, len(run)) and is_lead(run[len(run) - 1 - count]):
+        count += 1
+    return run[len(run) - count :]
 
 
 def _chunk_id(source: str, ordinal: int, text: str) -> str:

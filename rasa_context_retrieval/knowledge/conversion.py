@@ -21,8 +21,9 @@ from rasa_context_retrieval.knowledge.faq_table import (
     spreadsheet_rows,
 )
 from rasa_context_retrieval.knowledge.pdf import PDF_SUFFIX, PdfUnreadable, pdf_parts
-from rasa_context_retrieval.knowledge.sections import SECTION, split_at_headings
+from rasa_context_retrieval.knowledge.sections import SECTION, SEPARATOR, split_at_headings
 from rasa_context_retrieval.knowledge.slides import PPTX_SUFFIX, SlidesUnreadable, deck_slides
+from rasa_context_retrieval.knowledge.table_chunks import BLOCK_SEPARATOR, is_lead
 from rasa_context_retrieval.knowledge.web_page import HTML_SUFFIXES, PageUnreadable, page_sections
 from rasa_context_retrieval.knowledge.word import DOCX_SUFFIX, WordUnreadable, word_text
 
@@ -73,7 +74,7 @@ def converted_parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[Conver
         ConversionRefused: the converter's reason (encrypted, no text layer, zip bomb, ...).
     """
     try:
-        return _parts(suffix, raw, columns)
+        parts = _parts(suffix, raw, columns)
     except (
         PdfUnreadable,
         WordUnreadable,
@@ -82,6 +83,37 @@ def converted_parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[Conver
         SlidesUnreadable,
     ) as unreadable:
         raise ConversionRefused(str(unreadable)) from None
+    return _headings_joined(parts) if suffix in HEADED_SUFFIXES else parts
+
+
+HEADED_SUFFIXES = (PDF_SUFFIX, DOCX_SUFFIX, *HTML_SUFFIXES)
+"""Formats whose parts are sections under headings (slides and table rows are not)."""
+
+
+def _headings_joined(parts: list[ConvertedPart]) -> list[ConvertedPart]:
+    """The parts, with a part that is only its heading (``Information Gathered``, followed at
+    once by its first subsection) joined to the start of that subsection: alone, it would be a
+    chunk that matches a question well and answers nothing. The joined part keeps the
+    subsection's place and section."""
+    joined: list[ConvertedPart] = []
+    for part in parts:
+        above = joined[-1] if joined else None
+        if above is not None and _introduces(above, part):
+            text = f"{above.text}{BLOCK_SEPARATOR}{part.text}"
+            joined[-1] = ConvertedPart(part.where, text, part.metadata, part.row)
+        else:
+            joined.append(part)
+    return joined
+
+
+def _introduces(heading: ConvertedPart, part: ConvertedPart) -> bool:
+    """Whether ``heading`` is only the heading of a section that ``part`` is a subsection of."""
+    section = heading.metadata.get(SECTION)
+    return (
+        bool(section)
+        and str(part.metadata.get(SECTION, "")).startswith(f"{section}{SEPARATOR}")
+        and all(is_lead(block) for block in heading.text.split(BLOCK_SEPARATOR))
+    )
 
 
 def _parts(suffix: str, raw: bytes, columns: FaqColumns) -> list[ConvertedPart]:
