@@ -471,7 +471,7 @@ class NumberPhrases:
             end = said_after.end()
         if unit is not None:
             cues.add(_LISTS.DURATION_CUE)
-        kind = _said_kind(text, said, end)
+        kind = _said_kind(text, said)
         next_word = _PHRASES.WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
         if (
             next_word
@@ -544,22 +544,18 @@ def _kind_cue(kind: str) -> str:
     return f"<{kind}>"
 
 
-def _said_kind(text: str, said: _Said, end: int) -> str | None:
-    """The unit besides time a number is said in: a currency, "%", "GB", "km" after it."""
+def _said_kind(text: str, said: _Said) -> str | None:
+    """The unit besides time a number is said in: a currency, or "%", "GB", "km" right after the
+    comparison's last number ("more than 4[%]", "between 5 and 10[GB]", "8[km] or less")."""
     if said.currency:
         return _LISTS.MONEY
-    number_end = end if said.named else _last_number_end(text, said)
+    number = said.bounds[-1][1]
+    found = text.rfind(number, said.start, said.end)
+    number_end = said.end if found < 0 else found + len(number)
     if _PHRASES.PERCENT_AFTER.match(text, number_end):
         return _LISTS.PERCENT
     measure = MEASURE_AFTER.match(text, number_end)
     return UNIT_KINDS[measure["unit"].lower()] if measure else None
-
-
-def _last_number_end(text: str, said: _Said) -> int:
-    """Where the last number of a comparison ends ("more than 4[%]", "between 5 and 10[GB]")."""
-    number = said.bounds[-1][1]
-    found = text.rfind(number, said.start, said.end)
-    return said.end if found < 0 else found + len(number)
 
 
 def _shared_words(fields: Sequence[MetadataField], item_nouns: Collection[str]) -> frozenset[str]:
