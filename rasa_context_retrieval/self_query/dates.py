@@ -44,12 +44,13 @@ from rasa_context_retrieval.self_query.phrases import (
     CLAUSE_PUNCTUATION,
     CUE_STOPWORDS,
     DATE_CLAUSE_BREAKS,
-    DATE_SCOPE_WORDS,
+    NAME_PREFIX_CHARS,
     SMALL_NUMBER_WORDS,
     TOLD_GONE_WORDS,
     alternation,
     any_word,
     phrase_alternation,
+    time_scope,
 )
 from rasa_context_retrieval.self_query.ranges import (
     DATE_WORDS,
@@ -64,6 +65,7 @@ from rasa_context_retrieval.self_query.ranges import (
     endpoint_groups,
     range_pattern,
 )
+from rasa_context_retrieval.self_query.years import YearPhrases
 
 _LISTS, _PHRASES = english.section("dates")
 
@@ -72,8 +74,6 @@ Clock = Callable[[], dt.date]
 MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
 MONTHS["sept"] = 9
-# A field name word matches a user's word by its first letters: "updated", "updates", "update".
-NAME_PREFIX_CHARS = 5
 MIN_DESCRIBED_WORDS = 2
 
 _ANY_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
@@ -214,32 +214,16 @@ def date_value(day: dt.date) -> dict[str, str]:
     return {"date": day.isoformat(), "type": "date"}
 
 
-def time_scope(field_names: Sequence[str], extra_words: Collection[str] = ()) -> re.Pattern[str]:
-    """Words that make a year or date in a message a wish about documents: "changed", "released",
-    the time field's name by its first letters ("publish" for ``published``), the documents'
-    nouns ("articles")."""
-    words = alternation({*DATE_SCOPE_WORDS, *extra_words})
-    names = [word[:NAME_PREFIX_CHARS] for name in field_names for word in name.lower().split("_")]
-    prefixes = alternation(filter(None, names)) or words
-    return re.compile(rf"(?<!\w)(?:(?:{words})(?!\w)|{prefixes})", re.IGNORECASE)
-
-
 class DatePhrases:
-    """Finds date conditions and assigns them to the schema's date field."""
+    """Finds date and year conditions and assigns each to the schema's one time field it is
+    about: a date field or an integer field of calendar years."""
 
     def __init__(
-        self,
-        fields: Sequence[MetadataField],
-        today: Clock,
-        item_nouns: Collection[str] = (),
-        *,
-        year_field: bool = False,
+        self, fields: Sequence[MetadataField], today: Clock, item_nouns: Collection[str] = ()
     ) -> None:
-        """``year_field``: the schema also has an integer field of calendar years, which a year
-        said alone belongs to unless a date field is named."""
         dated = [field for field in fields if field.type == "date"]
         self._date_fields = [field.name for field in dated]
-        self._year_field = year_field
+        self._years = YearPhrases(fields, item_nouns)
         self._ahead = frozenset(field.name for field in dated if looks_ahead(field))
         self._today = today
         # The verb a date field's description uses ("When the ticket was opened") names it too.
@@ -252,16 +236,21 @@ class DatePhrases:
         self._scope = time_scope(self._date_fields, {*item_nouns, *participles})
 
     def find(
-        self, text: str, *, scoped: bool = False, year_field_named: bool = False
+        self, text: str, *, scoped: bool = False, values: Sequence[Constraint] = ()
     ) -> list[Constraint]:
-        """Date conditions; ``scoped``: the message is already a filtering one (it names values);
-        ``year_field_named``: it says a word of an integer year field, which then takes a year
-        unless a date field is named too."""
+        """Date and year conditions; ``scoped``: the message is already a filtering one (it names
+        values, ``values``: a year right before one is that year, "a 2015 Bordeaux")."""
+        found = self._dates(text, scoped=scoped)
+        return found + self._years.find(text, found, scoped=scoped, values=values)
+
+    def _dates(self, text: str, *, scoped: bool) -> list[Constraint]:
+        """Date conditions: on the date field named, else on the one date field unless the
+        message says a word of the year field, which then takes a year."""
         if not self._date_fields or not (scoped or self._scope.search(text)):
             return []
         named = self._named(text)
         lone = self._date_fields[0] if len(self._date_fields) == 1 else None
-        attribute = named or (None if year_field_named else lone)
+        attribute = named or (None if self._years.is_named(text) else lone)
         if attribute is None:
             return []
         today = self._today()
@@ -272,7 +261,7 @@ class DatePhrases:
         about_records = not ahead and not self._scope.search(text)
         # A year with no month ("before 2021") is what an integer year field holds; a date
         # field takes it only when the message names that date field.
-        years_elsewhere = self._year_field and named is None
+        years_elsewhere = self._years.has_field and named is None
         said = []
         for reading in self._conditions(text, today, ahead):
             if about_records and not YEAR_IN.search(text, reading.start, reading.end):

@@ -148,6 +148,11 @@ ANY_NUMBER = re.compile(
 # A number said in words, and "an" or "half an" before a unit of time ("more than an hour").
 NUMBER_WORDS = {**SMALL_NUMBER_WORDS, "a": 1, "an": 1, "half a": 0.5, "half an": 0.5}
 MONEY_NOUNS = frozenset(_LISTS.MONEY_NOUNS)
+# The bound a party that must fit sets on a field of the most allowed, else of the least required.
+PARTY_BOUNDS = (
+    (Comparator.GTE, frozenset(_LISTS.MAXIMUM_WORDS)),
+    (Comparator.LTE, frozenset(_LISTS.MINIMUM_WORDS)),
+)
 # Words that open another phrase: what follows names something else ("between 40 and 60p with
 # a unit rate of at most 24.5p": "unit rate" is the second comparison's).
 PHRASE_OPENER = any_word(PHRASE_OPENERS)
@@ -184,10 +189,10 @@ class NumericField:
     """The unit of time the field is kept in ("minute" for "Total cooking time in minutes")."""
     name_words: frozenset[str] = frozenset()
     """The words of its name in the singular ("star" for ``stars``)."""
-    maximum: bool = False
-    """It keeps the most of something allowed ("Most people allowed on board")."""
-    minimum: bool = False
-    """It keeps the least of something required ("Youngest recommended age")."""
+    party: Comparator | None = None
+    """How a party that must fit ("for 10 people") bounds it: ``gte`` the most of something
+    allowed ("Most people allowed on board"), ``lte`` the least required ("Youngest recommended
+    age")."""
     kinds: frozenset[str] = frozenset()
     """The units besides time it is kept in (``PERCENT``, ``MONEY``, "km", "gb")."""
 
@@ -214,20 +219,10 @@ class NumericField:
         if unit is not None:
             cues[_LISTS.DURATION_CUE] = NAME_CUE_WEIGHT
         singular = frozenset(map(inflection.singularize, _PHRASES.WORD.findall(field.name.lower())))
-        maximum = any(word in _LISTS.MAXIMUM_WORDS for word in said)
-        minimum = any(word in _LISTS.MINIMUM_WORDS for word in said) and not maximum
+        party = next((bound for bound, words in PARTY_BOUNDS if not words.isdisjoint(said)), None)
         kinds = _kinds(said, field.description, monetary=monetary)
         cues.update(dict.fromkeys(map(_kind_cue, kinds), NAME_CUE_WEIGHT))
-        return cls(
-            field.name,
-            field.type == "integer",
-            cues,
-            unit,
-            singular,
-            maximum,
-            minimum,
-            kinds,
-        )
+        return cls(field.name, field.type == "integer", cues, unit, singular, party, kinds)
 
     def takes(self, kind: str | None) -> bool:
         """Whether a number said in ``kind`` may be this field's: one kept in that unit, or in
@@ -387,10 +382,9 @@ class NumberPhrases:
                 self._charge_forms[word.lower()]
                 for word in takewhile(lambda word: word.lower() in self._charge_forms, words)
             ]
+            # The longest run of words that names a charge decides; naming two, it says neither.
             for size in range(len(said), 0, -1):
                 named = [field for field, name in self._charges if _names_charge(said[:size], name)]
-                if not named:
-                    continue
                 end = match.start("words") + len(" ".join(words[:size]))
                 if len(named) == 1 and not overlaps_any(match.start(), end, taken):
                     zero = 0 if named[0].integer else 0.0
@@ -399,7 +393,8 @@ class NumberPhrases:
                             named[0].name, Comparator.EQ, zero, match.start(), end, negated=True
                         )
                     )
-                break
+                if named:
+                    break
         return found
 
     def _said(self, text: str) -> list[_Said]:
@@ -415,7 +410,7 @@ class NumberPhrases:
         if aged and self._ages_a_thing(text, said, value_conditions):
             return None
         field, end, unit = self._field_of(text, said, value_conditions)
-        if field is None or (said.party and not (field.maximum or field.minimum)):
+        if field is None or (said.party and field.party is None):
             return None
         values = [_parse_number(number) for _, number in said.bounds]
         if unit is not None:
@@ -429,10 +424,10 @@ class NumberPhrases:
         if any(not math.isfinite(value) or (field.integer and value % 1) for value in values):
             return None
         comparators = [comparator for comparator, _ in said.bounds]
-        if said.party and field.minimum:
-            if said.counted != _LISTS.AGE_CUE and _LISTS.AGE_CUE in field.cues:
+        if said.party and field.party:
+            if field.party == Comparator.LTE and not aged and _LISTS.AGE_CUE in field.cues:
                 return None  # "for 12 climbers" counts people, not the youngest climber's age
-            comparators = [Comparator.LTE]  # "for 8 year olds": a youngest age of 8 or less
+            comparators = [field.party]  # "for 8 year olds": a youngest age of 8 or less
         negated = bool(
             _PHRASES.NEGATED_BEFORE.search(text[max(0, said.start - CONTEXT_CHARS) : said.start])
         )
@@ -476,7 +471,7 @@ class NumberPhrases:
             end = said_after.end()
         if unit is not None:
             cues.add(_LISTS.DURATION_CUE)
-        kind = _said_kind(text, said, end)
+        kind = _said_kind(text, said)
         next_word = _PHRASES.WORD.match(text[end : end + CONTEXT_CHARS].lower().lstrip())
         if (
             next_word
@@ -549,22 +544,18 @@ def _kind_cue(kind: str) -> str:
     return f"<{kind}>"
 
 
-def _said_kind(text: str, said: _Said, end: int) -> str | None:
-    """The unit besides time a number is said in: a currency, "%", "GB", "km" after it."""
+def _said_kind(text: str, said: _Said) -> str | None:
+    """The unit besides time a number is said in: a currency, or "%", "GB", "km" right after the
+    comparison's last number ("more than 4[%]", "between 5 and 10[GB]", "8[km] or less")."""
     if said.currency:
         return _LISTS.MONEY
-    number_end = end if said.named else _last_number_end(text, said)
+    number = said.bounds[-1][1]
+    found = text.rfind(number, said.start, said.end)
+    number_end = said.end if found < 0 else found + len(number)
     if _PHRASES.PERCENT_AFTER.match(text, number_end):
         return _LISTS.PERCENT
     measure = MEASURE_AFTER.match(text, number_end)
     return UNIT_KINDS[measure["unit"].lower()] if measure else None
-
-
-def _last_number_end(text: str, said: _Said) -> int:
-    """Where the last number of a comparison ends ("more than 4[%]", "between 5 and 10[GB]")."""
-    number = said.bounds[-1][1]
-    found = text.rfind(number, said.start, said.end)
-    return said.end if found < 0 else found + len(number)
 
 
 def _shared_words(fields: Sequence[MetadataField], item_nouns: Collection[str]) -> frozenset[str]:

@@ -11,7 +11,7 @@ builds the patterns that combine several of them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import Stemmer
 
@@ -99,6 +99,8 @@ CUE_STOPWORDS = frozenset(_LISTS.CUE_STOPWORDS)
 SMALL_NUMBER_WORDS = _LISTS.SMALL_NUMBER_WORDS
 
 DATE_SCOPE_WORDS = tuple(_LISTS.DATE_SCOPE_WORDS)
+# A field name word matches a user's word by its first letters: "updated", "updates", "update".
+NAME_PREFIX_CHARS = 5
 
 
 def alternation(words: Iterable[str]) -> str:
@@ -121,6 +123,16 @@ def any_word(words: Sequence[str], *, or_any_of: str = "") -> re.Pattern[str]:
     its list and never a new expression."""
     said = rf"\b(?:{'|'.join(words)})\b"
     return re.compile(rf"[{or_any_of}]|{said}" if or_any_of else said, re.IGNORECASE)
+
+
+def time_scope(field_names: Sequence[str], extra_words: Collection[str] = ()) -> re.Pattern[str]:
+    """Words that make a year or date in a message a wish about documents: "changed", "released",
+    the time field's name by its first letters ("publish" for ``published``), the documents'
+    nouns ("articles")."""
+    words = alternation({*DATE_SCOPE_WORDS, *extra_words})
+    names = [word[:NAME_PREFIX_CHARS] for name in field_names for word in name.lower().split("_")]
+    prefixes = alternation(filter(None, names)) or words
+    return re.compile(rf"(?<!\w)(?:(?:{words})(?!\w)|{prefixes})", re.IGNORECASE)
 
 
 TOLD_GONE_WORDS: list[str] = _LISTS.TOLD_GONE_WORDS

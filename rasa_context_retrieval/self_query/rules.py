@@ -47,7 +47,6 @@ from rasa_context_retrieval.self_query.negation import bind_negations
 from rasa_context_retrieval.self_query.numbers import NumberPhrases
 from rasa_context_retrieval.self_query.phrases import COORDINATION
 from rasa_context_retrieval.self_query.vocabulary import ValueVocabulary
-from rasa_context_retrieval.self_query.years import YearPhrases
 
 _PHRASES = english.patterns("rules")
 
@@ -100,8 +99,7 @@ class RuleQueryConstructor:
         self.strip_filter_words = strip_filter_words
         self._field_order = {field.name: position for position, field in enumerate(fields)}
         items = item_nouns(fields)
-        self._years = YearPhrases(fields, items)
-        self._dates = DatePhrases(fields, today, items, year_field=self._years.has_field)
+        self._dates = DatePhrases(fields, today, items)
         self._numbers = NumberPhrases(fields, items)
         self._booleans = BooleanPhrases(fields, items)
         self._glosses = GlossPhrases(fields, items, self._booleans.describes_documents)
@@ -136,10 +134,8 @@ class RuleQueryConstructor:
         # A gloss of several words is the schema's own phrase: its words are no value's.
         glossed = self._glosses.find(scanned, [], phrases=True)
         values = self._values.find(scanned, glossed)
-        year_named = self._years.is_named(scanned)
         scoped = bool(values) or bool(_PHRASES.ASKED_FOR_FIRST.match(scanned))
-        found = self._dates.find(scanned, scoped=scoped, year_field_named=year_named)
-        found += self._years.find(scanned, found, scoped=scoped, values=values)
+        found = self._dates.find(scanned, scoped=scoped, values=values)
         found += self._numbers.find(scanned, found + glossed, values)
         # Values are read again only around what the other kinds took; else the first reading holds.
         found += self._values.find(scanned, found + glossed) if found else values

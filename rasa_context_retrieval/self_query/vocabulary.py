@@ -434,9 +434,9 @@ class ValueVocabulary:
             return []
         text = fold_accents(text)
         candidates = [said for _, said in scan(text, [Row(self._pattern, self._said)], taken)]
-        if self._multiword:
-            candidates = self._with_short_forms(text, candidates, taken)
-        candidates = self._with_shared_heads(text, candidates, taken)
+        candidates = _with_added(candidates, taken, self._said_shortened(text), chained=False)
+        heads = (self._shared_heads(text, candidate) for candidate in candidates)
+        candidates = _with_added(candidates, taken, heads, chained=True)
         for candidate in candidates:
             candidate.elsewhere = self._names_another_thing(candidate, candidates)
             if not candidate.elsewhere:
@@ -465,65 +465,46 @@ class ValueVocabulary:
             return None  # "4.1.1" inside "4.1.1.2"
         return _Candidate(match.string, match.start(), match.end(), tuple(senses))
 
-    def _with_short_forms(
-        self, text: str, candidates: list[_Candidate], taken: list[Constraint]
-    ) -> list[_Candidate]:
-        """Add the values said shortened: every word clipped ("sci-fi" for "science fiction",
+    def _said_shortened(self, text: str) -> Iterator[Iterator[_Candidate]]:
+        """The values said shortened: every word clipped ("sci-fi" for "science fiction",
         "Sauv Blanc") or the first words of a longer one ("Jack Russells" for "Jack Russell
         Terrier"); two words at least, since one ("German", "Napa") is too often a word of its
         own. A short form that fits two values of one field says neither."""
-        found = list(candidates)
-        if not self._short_start.search(text):
-            return found
+        if not self._multiword or not self._short_start.search(text):
+            return
         words = list(_PHRASES.SHORT_FORM_WORD.finditer(text))
         for position, first in enumerate(words):
-            if surface_key(first[0])[:CLIP_KEY_CHARS] not in self._multiword:
-                continue
-            for size in range(MAX_VALUE_WORDS, 1, -1):
-                said = words[position : position + size]
-                if len(said) < size or not all(
-                    _PHRASES.SHORT_FORM_GAP.fullmatch(text, a.end(), b.start())
-                    for a, b in pairwise(said)
-                ):
-                    continue
-                start, end = said[0].start(), said[-1].end()
-                if overlaps_any(start, end, [*taken, *found]):
-                    continue
-                senses = self._shortened(tuple(surface_key(word[0]) for word in said))
-                if senses:
-                    found.append(_Candidate(text, start, end, senses))
-                    break
-        return sorted(found, key=lambda candidate: candidate.start)
+            if surface_key(first[0])[:CLIP_KEY_CHARS] in self._multiword:
+                yield (
+                    _Candidate(text, said[0].start(), said[-1].end(), self._shortened(said))
+                    for size in range(MAX_VALUE_WORDS, 1, -1)
+                    if len(said := words[position : position + size]) == size
+                    and all(
+                        _PHRASES.SHORT_FORM_GAP.fullmatch(text, a.end(), b.start())
+                        for a, b in pairwise(said)
+                    )
+                )
 
-    def _with_shared_heads(
-        self, text: str, candidates: list[_Candidate], taken: list[Constraint]
-    ) -> list[_Candidate]:
-        """Add the values said with the head noun of a later one ("weekly or monthly passes"
-        for ``weekly pass`` and ``monthly pass``): a word joined by "or", "and" or a comma to a
+    def _shared_heads(self, text: str, candidate: _Candidate) -> Iterator[_Candidate]:
+        """The values said with the head noun of a later one ("weekly or monthly passes" for
+        ``weekly pass`` and ``monthly pass``): a word joined by "or", "and" or a comma to a
         value of several words, when it and the value's other words are a value of the same
         field. Nothing is guessed: the phrase must be a surface form of a declared value."""
-        found = list(candidates)
-        for candidate in candidates:
-            written = candidate.written.split()
-            if len(written) < 2:
-                continue
-            rest, start = " ".join(written[1:]), candidate.start
-            attributes = {sense.attribute for sense in candidate.senses}
-            while joined := _PHRASES.ELLIPTIC_WORD_BEFORE.search(
+        head = " ".join(candidate.written.split()[1:])
+        attributes = {sense.attribute for sense in candidate.senses}
+        start = candidate.start
+        while head and (
+            joined := _PHRASES.ELLIPTIC_WORD_BEFORE.search(
                 text, max(0, start - LOOKBEHIND_CHARS), start
-            ):
-                senses = tuple(
-                    sense
-                    for sense in self._senses.get(surface_key(f"{joined['word']} {rest}"), ())
-                    if sense.attribute in attributes
-                )
-                if not senses or overlaps_any(joined.start(), joined.end("word"), [*taken, *found]):
-                    break
-                found.append(_Candidate(text, joined.start(), joined.end("word"), senses))
-                start = joined.start()
-        return sorted(found, key=lambda candidate: candidate.start)
+            )
+        ):
+            senses = self._senses.get(surface_key(f"{joined['word']} {head}"), ())
+            owned = tuple(sense for sense in senses if sense.attribute in attributes)
+            yield _Candidate(text, joined.start(), joined.end("word"), owned)
+            start = joined.start()
 
-    def _shortened(self, said: tuple[str, ...]) -> tuple[ValueSense, ...]:
+    def _shortened(self, words_said: Sequence[re.Match[str]]) -> tuple[ValueSense, ...]:
+        said = tuple(surface_key(word[0]) for word in words_said)
         senses: dict[str, list[ValueSense]] = {}
         for words, sense in self._multiword.get(said[0][:CLIP_KEY_CHARS], ()):
             if _is_short_form(said, words):
@@ -703,6 +684,28 @@ class ValueVocabulary:
             ):
                 for candidate in chain:
                     candidate.each = True
+
+
+def _with_added(
+    candidates: list[_Candidate],
+    taken: list[Constraint],
+    tries: Iterator[Iterator[_Candidate]],
+    *,
+    chained: bool,
+) -> list[_Candidate]:
+    """Add the tries that name a value on words no other reading has. A run of tries stops at its
+    first fit or, ``chained`` ("weekly, monthly or annual passes" read backwards), first miss."""
+    found = list(candidates)
+    for run in tries:
+        for candidate in run:
+            fits = bool(candidate.senses) and not overlaps_any(
+                candidate.start, candidate.end, [*taken, *found]
+            )
+            if fits:
+                found.append(candidate)
+            if fits != chained:
+                break
+    return sorted(found, key=lambda candidate: candidate.start)
 
 
 def _phrase_before(candidate: _Candidate, candidates: list[_Candidate]) -> str:

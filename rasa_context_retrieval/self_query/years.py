@@ -6,7 +6,7 @@ date (``ranges.DATE_WORDS``: "after", "since", "before", "until", "in", "from"),
 the year itself: "after 2005" is ``gt 2005``, "from 1979" is ``eq 1979``, "in the 90s" is
 ``gte 1990`` and ``lte 1999``. A field is a year field when its name or description says
 "year"; with two such fields, none is guessed. Only 1900-2099 counts as a year, and only in a
-message about the documents at all (see ``dates.time_scope``), so "I was born in 1985" on its
+message about the documents at all (see ``phrases.time_scope``), so "I was born in 1985" on its
 own filters nothing.
 """
 
@@ -21,7 +21,6 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint
-from rasa_context_retrieval.self_query.dates import time_scope
 from rasa_context_retrieval.self_query.engine import (
     Bound,
     Row,
@@ -31,7 +30,12 @@ from rasa_context_retrieval.self_query.engine import (
     readings,
     said_period,
 )
-from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, alternation, said_of
+from rasa_context_retrieval.self_query.phrases import (
+    CUE_STOPWORDS,
+    alternation,
+    said_of,
+    time_scope,
+)
 from rasa_context_retrieval.self_query.ranges import (
     DATE_WORDS,
     OPEN_ENDED_AFTER,
