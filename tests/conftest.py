@@ -15,6 +15,13 @@ from typing import Any  # noqa: E402
 from unittest import mock  # noqa: E402
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+# Property tests have no per-example deadline: hypothesis's default (200 ms) is a wall-clock
+# assert, and a loaded machine broke it on correct runs. A test that needs other settings still
+# sets them with its own ``@settings``.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
