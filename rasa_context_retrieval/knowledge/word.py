@@ -82,8 +82,4 @@ def _numbered(paragraph: Any) -> bool:
 
 
 def _markdown_table(table: Any) -> str:
-    rows = [
-        [" ".join(cell.text.split()).replace("|", "\\|") for cell in row.cells]
-        for row in table.rows
-    ]
-    return markdown_table(rows)
+    return markdown_table([[cell.text for cell in row.cells] for row in table.rows])
