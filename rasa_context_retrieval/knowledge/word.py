@@ -1,7 +1,10 @@
 """Word (.docx) documents → Markdown text: heading styles become ``#`` headings, list styles
 (or numbered paragraphs) stay ``- `` items, tables become Markdown tables, the core-property
 title fills ``title``, and a ``Q:`` paragraph with its ``A:`` paragraph is one entry
-(``knowledge.qa_entries``).
+(``knowledge.qa_entries``). Text inside content controls (``w:sdt``: the fields of forms and
+templates, around paragraphs, inside table cells or inline in a sentence) is read where it
+stands; python-docx's own iteration (``iter_inner_content``, ``Paragraph.text``,
+``_Cell.text``) steps over them.
 
 ``python-docx`` (MIT) reads styles and core properties directly (``documentation/formats.md``);
 its XML parser does not resolve entities, so XXE in a document is never followed. A .docx is a
@@ -13,6 +16,7 @@ so a zip bomb is refused, not unpacked (``knowledge.office_zip``). It is an opti
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
@@ -21,6 +25,9 @@ from rasa_context_retrieval.knowledge.office_zip import office_library
 from rasa_context_retrieval.knowledge.qa_entries import entries_joined
 
 DOCX_SUFFIX = ".docx"
+CONTENTS_GALLERY = "Table of Contents"
+"""The building-block gallery of the content control Word inserts a table of contents in
+(``w:docPartGallery``; the same in every language of Word)."""
 
 
 class WordUnreadable(ContextRetrievalError, ValueError):
@@ -48,19 +55,63 @@ def word_text(raw: bytes) -> tuple[str, dict[str, Any]]:
     return text, ({"title": title.strip()} if title and title.strip() else {})
 
 
-def _blocks(document: Any) -> Any:
+def _blocks(document: Any) -> Iterator[str]:
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
-    for item in document.iter_inner_content():
-        if isinstance(item, Table):
-            yield _markdown_table(item)
-        elif isinstance(item, Paragraph):
-            yield _markdown_paragraph(item)
+    for element in _block_elements(document.element.body):
+        if element.tag == _qn("w:tbl"):
+            yield _markdown_table(Table(element, document))
+        else:
+            yield _markdown_paragraph(Paragraph(element, document))
+
+
+def _block_elements(container: Any) -> Iterator[Any]:
+    """The paragraphs and tables of a body or table cell, in document order, those inside
+    content controls included."""
+    for child in container.iterchildren():
+        if child.tag in (_qn("w:p"), _qn("w:tbl")):
+            yield child
+        elif (content := _control_content(child)) is not None:
+            yield from _block_elements(content)
+
+
+def _inline_text(container: Any) -> str:
+    """A paragraph's text: its runs and links, and those inside inline content controls."""
+    parts = []
+    for child in container.iterchildren():
+        if child.tag in (_qn("w:r"), _qn("w:hyperlink")):
+            parts.append(child.text)
+        elif (content := _control_content(child)) is not None:
+            parts.append(_inline_text(content))
+    return "".join(parts)
+
+
+def _control_content(element: Any) -> Any:
+    """What a content control (``w:sdt``) shows, its ``w:sdtContent``; None for any other
+    element, for a control still showing its placeholder ("Click or tap here to enter text.",
+    a field nobody filled in), and for the control Word puts a table of contents in (titles
+    and page numbers that say nothing a user asks about)."""
+    if element.tag != _qn("w:sdt"):
+        return None
+    properties = element.find(_qn("w:sdtPr"))
+    if properties is not None:
+        if properties.find(_qn("w:showingPlcHdr")) is not None:
+            return None
+        gallery = properties.find(f"{_qn('w:docPartObj')}/{_qn('w:docPartGallery')}")
+        if gallery is not None and gallery.get(_qn("w:val")) == CONTENTS_GALLERY:
+            return None
+    return element.find(_qn("w:sdtContent"))
+
+
+def _qn(tag: str) -> str:
+    from docx.oxml.ns import qn
+
+    return str(qn(tag))
 
 
 def _markdown_paragraph(paragraph: Any) -> str:
-    text = paragraph.text.strip()
+    text = _inline_text(paragraph._p).strip()
     style = (paragraph.style.name if paragraph.style is not None else "") or ""
     if not text:
         return ""
@@ -82,4 +133,9 @@ def _numbered(paragraph: Any) -> bool:
 
 
 def _markdown_table(table: Any) -> str:
-    return markdown_table([[cell.text for cell in row.cells] for row in table.rows])
+    return markdown_table([[_cell_text(cell) for cell in row.cells] for row in table.rows])
+
+
+def _cell_text(cell: Any) -> str:
+    paragraphs = _block_elements(cell._tc)
+    return "\n".join(_inline_text(p) for p in paragraphs if p.tag == _qn("w:p"))
