@@ -229,3 +229,21 @@ def test_text_in_content_controls_is_indexed_in_document_order(tmp_path: Path):
     assert "Contents" not in text
     assert "Click or tap" not in text
     assert [text.index(line) for line in expected] == sorted(text.index(line) for line in expected)
+
+
+def test_a_contents_table_printed_over_two_pages_is_left_out(tmp_path: Path):
+    """A .docx has no pages: a contents table is one table under its heading, however many
+    pages it is printed on, and Word's own table of contents is one content control."""
+    document = docx.Document()
+    document.add_heading("Contents", 1)
+    entries = [f"Entry about topic {letter}" for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"] * 2
+    table = document.add_table(rows=len(entries), cols=2)
+    for row, title in enumerate(entries):
+        table.cell(row, 0).text, table.cell(row, 1).text = title, str(row + 3)
+    document.add_heading("Lending", 1)
+    document.add_paragraph("Books are lent for three weeks.")
+    document.save(str(tmp_path / "manual.docx"))
+
+    chunks = chunk_documents(load_knowledge_base(tmp_path, extra_suffixes=WORD).documents, 500, 50)
+
+    assert [chunk.text for chunk in chunks] == ["# Lending\n\nBooks are lent for three weeks."]
