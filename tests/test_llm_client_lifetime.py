@@ -9,6 +9,7 @@ closed). These tests count the clients built and check that a replaced one is cl
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 from rasa.core.information_retrieval import InformationRetrievalException
 
+from rasa_context_retrieval.conversation import Conversation
 from rasa_context_retrieval.llm import client as llm_client
 from rasa_context_retrieval.llm.client import LLMUnavailable, RetrievalLLM
 from rasa_context_retrieval.store import ContextRetrieval
@@ -168,4 +170,39 @@ async def test_a_search_keeps_the_replaced_llm_for_every_call_of_its_plan(
     assert result.metadata["standalone_query"] == "Question 2 v1"
     assert result.metadata["paraphrases"] == ["refund rules"], "asked after the block changed"
     assert fake_openai.call_count == 2
+    assert wait_until_closed(built_clients[0])
+
+
+async def test_a_search_that_started_before_the_block_changed_plans_on_its_own_llm(
+    tmp_path: Path,
+    fake_openai: FakeOpenAI,
+    built_clients: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The block changes while the search still reads its tracker, before any LLM call."""
+    docs = make_docs(tmp_path, 3)
+    store = ContextRetrieval(embeddings=HashingEmbedder())
+    store.connect(llm_endpoint(docs, fake_openai))
+    await store.search("", state("Question 1 v1?"), 0.0)  # the index is open
+    fake_openai.reset()
+    fake_openai.reply("Question 2 v1")
+    reading, resume = threading.Event(), threading.Event()
+    read_tracker = Conversation.from_tracker_state
+
+    def paused(*args: Any, **kwargs: Any) -> Conversation:
+        reading.set()
+        resume.wait(CLOSE_WAIT_SECONDS)
+        return read_tracker(*args, **kwargs)
+
+    monkeypatch.setattr(Conversation, "from_tracker_state", paused)
+    conversation = state("and the answer?")
+    conversation["events"].insert(0, {"event": "user", "text": "Question 1 v1?"})
+
+    in_flight = asyncio.create_task(store.search("", conversation, 0.0))
+    assert await asyncio.to_thread(reading.wait, CLOSE_WAIT_SECONDS)
+    store.connect(llm_endpoint(docs, fake_openai, timeout=5))
+    resume.set()
+    result = await in_flight
+
+    assert result.metadata["standalone_query"] == "Question 2 v1", "the LLM's answer was used"
     assert wait_until_closed(built_clients[0])
