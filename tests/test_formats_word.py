@@ -188,8 +188,10 @@ def content_control(
 
 def test_text_in_content_controls_is_indexed_in_document_order(tmp_path: Path):
     """Forms and templates wrap their fields in content controls: around a paragraph, inside
-    a table cell, or inline in a sentence. Their text is the document's text; the control Word
-    puts its table of contents in is left out."""
+    a table cell, around table rows or cells, or inline in a sentence. Their text is the
+    document's text; the control Word puts its table of contents in is left out."""
+    from docx.oxml.ns import qn
+
     document = docx.Document()
     contents = document.add_paragraph("Placeholder")
     contents._p.addnext(
@@ -207,6 +209,15 @@ def test_text_in_content_controls_is_indexed_in_document_order(tmp_path: Path):
     days = table.cell(1, 1)
     days._tc.remove(days.paragraphs[0]._p)
     days._tc.append(content_control("30", block=True))
+    late = table.add_row()  # a repeating section: a row in a control, a cell in another
+    late.cells[0].text, late.cells[1].text = "Basic", "14"
+    section = content_control(block=True)
+    section.find(qn("w:sdtContent")).append(late._tr)
+    table._tbl.append(section)
+    cell = late._tr.tc_lst[1]
+    wrapped = content_control(block=True)
+    cell.addprevious(wrapped)
+    wrapped.find(qn("w:sdtContent")).append(cell)
     signed = document.add_paragraph("Signed by ")
     signed._p.append(content_control("the account owner", block=False))
     signed.add_run(" on arrival.")
@@ -223,6 +234,7 @@ def test_text_in_content_controls_is_indexed_in_document_order(tmp_path: Path):
         "Applicant: Jane Example",
         "Born in Lyon",
         "| Premium | 30 |",
+        "| Basic | 14 |",
         "Signed by the account owner on arrival.",
     ]
     assert all(line in text for line in expected), text
@@ -247,3 +259,24 @@ def test_a_contents_table_printed_over_two_pages_is_left_out(tmp_path: Path):
     chunks = chunk_documents(load_knowledge_base(tmp_path, extra_suffixes=WORD).documents, 500, 50)
 
     assert [chunk.text for chunk in chunks] == ["# Lending\n\nBooks are lent for three weeks."]
+
+
+def test_merged_table_cells_fill_every_column_and_row_they_cover(tmp_path: Path):
+    document = docx.Document()
+    table = document.add_table(rows=3, cols=3)
+    for row, cells in enumerate([["Plan", "Storage", "Price"], ["Free", "5 GB", "0"]]):
+        for column, text in enumerate(cells):
+            table.cell(row, column).text = text
+    table.cell(2, 0).text = "Plus and Pro"
+    table.cell(1, 0).merge(table.cell(2, 0))  # down: "Free" covers both rows
+    table.cell(2, 1).merge(table.cell(2, 2)).text = "ask us"  # across
+    document.save(str(tmp_path / "plans.docx"))
+
+    (page,) = load_knowledge_base(tmp_path, extra_suffixes=WORD).documents
+
+    assert page.text.splitlines() == [
+        "| Plan | Storage | Price |",
+        "| --- | --- | --- |",
+        "| Free Plus and Pro | 5 GB | 0 |",
+        "| Free Plus and Pro | ask us | ask us |",
+    ]

@@ -2,9 +2,9 @@
 (or numbered paragraphs) stay ``- `` items, tables become Markdown tables, the core-property
 title fills ``title``, and a ``Q:`` paragraph with its ``A:`` paragraph is one entry
 (``knowledge.qa_entries``). Text inside content controls (``w:sdt``: the fields of forms and
-templates, around paragraphs, inside table cells or inline in a sentence) is read where it
+templates, around paragraphs, table rows or cells, or inline in a sentence) is read where it
 stands; python-docx's own iteration (``iter_inner_content``, ``Paragraph.text``,
-``_Cell.text``) steps over them.
+``Table.rows``, ``_Row.cells``, ``_Cell.text``) steps over them, so the document is walked here.
 
 ``python-docx`` (MIT) reads styles and core properties directly (``documentation/formats.md``);
 its XML parser does not resolve entities, so XXE in a document is never followed. A .docx is a
@@ -56,35 +56,30 @@ def word_text(raw: bytes) -> tuple[str, dict[str, Any]]:
 
 
 def _blocks(document: Any) -> Iterator[str]:
-    from docx.table import Table
     from docx.text.paragraph import Paragraph
 
-    for element in _block_elements(document.element.body):
+    for element in _content(document.element.body, "w:p", "w:tbl"):
         if element.tag == _qn("w:tbl"):
-            yield _markdown_table(Table(element, document))
+            yield _markdown_table(element)
         else:
             yield _markdown_paragraph(Paragraph(element, document))
 
 
-def _block_elements(container: Any) -> Iterator[Any]:
-    """The paragraphs and tables of a body or table cell, in document order, those inside
+def _content(container: Any, *tags: str) -> Iterator[Any]:
+    """The children of ``container`` with one of ``tags`` (paragraphs and tables of a body,
+    rows of a table, cells of a row, runs of a paragraph), in document order, those inside
     content controls included."""
+    wanted = {_qn(tag) for tag in tags}
     for child in container.iterchildren():
-        if child.tag in (_qn("w:p"), _qn("w:tbl")):
+        if child.tag in wanted:
             yield child
         elif (content := _control_content(child)) is not None:
-            yield from _block_elements(content)
+            yield from _content(content, *tags)
 
 
-def _inline_text(container: Any) -> str:
-    """A paragraph's text: its runs and links, and those inside inline content controls."""
-    parts = []
-    for child in container.iterchildren():
-        if child.tag in (_qn("w:r"), _qn("w:hyperlink")):
-            parts.append(child.text)
-        elif (content := _control_content(child)) is not None:
-            parts.append(_inline_text(content))
-    return "".join(parts)
+def _inline_text(paragraph: Any) -> str:
+    """A paragraph's text: its runs and links (python-docx's ``text`` of each)."""
+    return "".join(element.text for element in _content(paragraph, "w:r", "w:hyperlink"))
 
 
 def _control_content(element: Any) -> Any:
@@ -133,9 +128,22 @@ def _numbered(paragraph: Any) -> bool:
 
 
 def _markdown_table(table: Any) -> str:
-    return markdown_table([[_cell_text(cell) for cell in row.cells] for row in table.rows])
+    """The table's rows, rows and cells in content controls (a form's repeating section)
+    included. As python-docx's ``_Row.cells`` gives them: a cell spanning columns fills each,
+    and a cell merged with the one above repeats its text."""
+    rows: list[list[str]] = []
+    above: dict[int, str] = {}  # the text at each column of the row before
+    for row in _content(table, "w:tr"):
+        cells: list[str] = []
+        column = row.grid_before
+        for cell in _content(row, "w:tc"):
+            text = above.get(column, "") if cell.vMerge == "continue" else _cell_text(cell)
+            cells.extend([text] * cell.grid_span)
+            column += cell.grid_span
+        above = {row.grid_before + index: text for index, text in enumerate(cells)}
+        rows.append(cells)
+    return markdown_table(rows)
 
 
 def _cell_text(cell: Any) -> str:
-    paragraphs = _block_elements(cell._tc)
-    return "\n".join(_inline_text(p) for p in paragraphs if p.tag == _qn("w:p"))
+    return "\n".join(_inline_text(paragraph) for paragraph in _content(cell, "w:p"))
