@@ -3,7 +3,9 @@
 Rasa calls ``connect()`` before every search. While the index cannot be opened (an unreachable
 embedding service), every such connect tries again; each attempt used to build a new LLM, with
 a new HTTP client (a TLS context, about 30 ms of CPU, and a pool of connections that was never
-closed). These tests count the clients built and check that a replaced one is closed.
+closed). These tests count the clients built and check that a replaced one is closed, but
+only once the searches that started on it (other conversations, run concurrently) are done:
+they complete with its answers instead of falling back.
 """
 
 from __future__ import annotations
