@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import structlog
@@ -50,6 +51,8 @@ class ContextRetrieval(InformationRetrieval):
         self._connecting = threading.Lock()
         self._kept_llm: Any = None
         """The ``planning.llm_planner.KeptLLM`` once a block has an ``llm:`` (imported lazily)."""
+        self._llm_planner_in_use: Any = None
+        """The LLM planner of the search last connected; None without one."""
 
     def connect(self, config: EndpointConfig | None) -> None:
         """Validate the configuration and start opening the index; returns at once.
@@ -73,6 +76,7 @@ class ContextRetrieval(InformationRetrieval):
             store_config = StoreConfig.from_kwargs(kwargs)
             llm = self._llm_planner(store_config)
             self._opening = OpeningSearch(lambda: _open(store_config, self.embeddings, llm))
+            self._llm_planner_in_use = llm
             self._config, self._connected_with = store_config, _block_key(kwargs)
             self._connected_block = json.loads(self._connected_with)
 
@@ -110,6 +114,19 @@ class ContextRetrieval(InformationRetrieval):
         accepted and ignored (see :mod:`rasa_context_retrieval.call_options`).
         """
         options = read_call_options(kwargs)
+        with self._llm_held():
+            return await self._search(query, tracker_state, threshold, options.top_k)
+
+    def _llm_held(self) -> AbstractContextManager[None]:
+        """Hold the LLM of the search about to run for all of it: another conversation's
+        ``connect()`` may change the ``llm:`` block meanwhile, and the client it replaces is
+        closed only once the searches that started on it are done."""
+        planner = self._llm_planner_in_use
+        return planner.in_use() if planner is not None else nullcontext()
+
+    async def _search(
+        self, query: str, tracker_state: dict[str, Any], threshold: float, top_k: int | None
+    ) -> SearchResultList:
         search = await self._open_search()
         if search is None:
             return SearchResultList(results=[], metadata={})
@@ -125,7 +142,7 @@ class ContextRetrieval(InformationRetrieval):
             logger.error("context_retrieval.search.bad_threshold", error=str(error))
             raise InformationRetrievalException() from error
         try:
-            outcome = await search.search(conversation, relevance_threshold, top_k=options.top_k)
+            outcome = await search.search(conversation, relevance_threshold, top_k=top_k)
         except Exception as error:
             logger.error("context_retrieval.search.failed", error=str(error))
             raise InformationRetrievalException() from error

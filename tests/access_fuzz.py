@@ -20,6 +20,7 @@ import json
 import math
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -265,6 +266,9 @@ class HostileLLM:
 
     async def paraphrases(self, standalone: str, count: int) -> list[str]:
         return []
+
+    def in_use(self) -> AbstractContextManager[None]:
+        return nullcontext()
 
 
 def store_config(docs: Path, **overrides: Any) -> StoreConfig:

@@ -114,6 +114,70 @@ def test_a_contents_page_is_left_out_with_the_reason_in_the_log(tmp_path: Path):
     assert left_out["entries"] == 2
 
 
+SERVICES = ["Lending", "Printing", "Scanning", "Binding", "Reading room", "Archive visits"]
+TOPICS = ("About", "Booking", "Costs", "Hours", "Rules", "Staff", "Tools")
+ENTRIES = [f"{topic} {service}" for service in SERVICES for topic in TOPICS]
+"""42 entries: a contents of a page and a half (each entry a 9 mm line)."""
+
+
+def manual_with_a_long_contents(path: Path, *, after_contents: list[tuple[str, str]]) -> None:
+    """A manual whose contents (entries with dot leaders) fill a page and go on at the top of
+    the next one without a heading; then, on the page after, a table of ``after_contents``
+    rows; then sections."""
+    document = fpdf.FPDF()
+    document.set_font("Helvetica", size=11)
+    document.add_page()
+    document.multi_cell(0, 9, "Contents")
+    document.ln(4)
+    for number, title in enumerate(ENTRIES, start=1):
+        document.cell(150, 9, f"{number} {title} " + "." * 60)
+        document.cell(0, 9, str(number + 3), new_x="LMARGIN", new_y="NEXT")
+    if after_contents:
+        document.add_page()
+        with document.table(col_widths=(90, 60)) as table:
+            for row in after_contents:
+                table.row(row)
+    for title in ENTRIES[:4]:
+        document.add_page()
+        document.multi_cell(0, 6, f"{title}\n\nThis section explains {title.lower()} in full.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document.output(str(path))
+
+
+def test_a_contents_going_on_over_a_second_page_without_its_heading_is_left_out(
+    tmp_path: Path,
+):
+    manual_with_a_long_contents(tmp_path / "manual.pdf", after_contents=[])
+    with capture_logs() as logs:
+        chunks = pdf_chunks(tmp_path)
+
+    assert [c.text.splitlines()[-1] for c in chunks] == [
+        f"This section explains {title.lower()} in full." for title in ENTRIES[:4]
+    ]
+    assert not any("|" in c.text for c in chunks)
+    (left_out,) = [log for log in logs if log["event"] == "knowledge.chunking.contents_left_out"]
+    assert left_out["entries"] == len(ENTRIES)
+
+
+def test_a_price_list_at_the_top_of_the_page_after_the_contents_is_indexed(tmp_path: Path):
+    prices = [
+        ("Service", "Price"),
+        *[(f"{s} per hour", str(50 + 5 * n)) for n, s in enumerate(SERVICES)],
+    ]
+    manual_with_a_long_contents(tmp_path / "manual.pdf", after_contents=prices)
+
+    chunks = pdf_chunks(tmp_path)
+    (price_list,) = [c for c in chunks if "| Service | Price |" in c.text]
+
+    assert price_list.text.splitlines() == [
+        "| Service | Price |",
+        "| --- | --- |",
+        *[f"| {service} | {price} |" for service, price in prices[1:]],
+    ]
+    assert not any(f"| {len(ENTRIES)} {ENTRIES[-1]} |" in c.text for c in chunks)
+    assert not any("| 2 Booking Lending |" in c.text for c in chunks)
+
+
 def test_a_table_with_numbers_under_another_heading_is_indexed():
     # a PDF table without a header row: its first row is read as the header
     table = "| Monday | 9 |\n| --- | --- |\n| Tuesday | 9 |\n| Wednesday | 10 |\n| Friday | 12 |"

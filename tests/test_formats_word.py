@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,3 +157,126 @@ def test_numbered_paragraphs_are_list_items_whatever_their_style(tmp_path: Path)
     assert policy.text == (
         "We log requests in situations such as:\n\n- site testing\n\n- defending against attacks"
     )
+
+
+def content_control(
+    *inner: str, block: bool, gallery: str | None = None, placeholder: bool = False
+) -> Any:
+    """A "Rich text" content control (``w:sdt``) around ``inner``: paragraphs (``block``) or
+    runs (inline, inside a paragraph), as Word writes one in a form or template; with a
+    ``gallery``, a building block such as Word's table of contents; a ``placeholder`` control
+    shows its prompt, nobody filled it in."""
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    kind = (
+        f"<w:docPartObj><w:docPartGallery w:val='{gallery}'/><w:docPartUnique/></w:docPartObj>"
+        if gallery
+        else "<w:richText/>"
+    )
+    if placeholder:
+        kind = "<w:showingPlcHdr/>" + kind
+    runs = "".join(f"<w:r><w:t xml:space='preserve'>{text}</w:t></w:r>" for text in inner)
+    content = (
+        "".join(f"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>" for text in inner) if block else runs
+    )
+    return parse_xml(
+        f"<w:sdt {nsdecls('w')}><w:sdtPr><w:alias w:val='Field'/>{kind}</w:sdtPr>"
+        f"<w:sdtContent>{content}</w:sdtContent></w:sdt>"
+    )
+
+
+def test_text_in_content_controls_is_indexed_in_document_order(tmp_path: Path):
+    """Forms and templates wrap their fields in content controls: around a paragraph, inside
+    a table cell, around table rows or cells, or inline in a sentence. Their text is the
+    document's text; the control Word puts its table of contents in is left out."""
+    from docx.oxml.ns import qn
+
+    document = docx.Document()
+    contents = document.add_paragraph("Placeholder")
+    contents._p.addnext(
+        content_control("Contents", "Application form\t1", block=True, gallery="Table of Contents")
+    )
+    contents._p.getparent().remove(contents._p)
+    document.add_heading("Application form", 1)
+    document.add_paragraph("Fill in every field.")
+    intro = document.add_paragraph("Placeholder")
+    intro._p.addnext(content_control("Applicant: Jane Example", "Born in Lyon", block=True))
+    intro._p.getparent().remove(intro._p)
+    table = document.add_table(rows=2, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "Plan", "Days"
+    table.cell(1, 0).text = "Premium"
+    days = table.cell(1, 1)
+    days._tc.remove(days.paragraphs[0]._p)
+    days._tc.append(content_control("30", block=True))
+    late = table.add_row()  # a repeating section: a row in a control, a cell in another
+    late.cells[0].text, late.cells[1].text = "Basic", "14"
+    section = content_control(block=True)
+    section.find(qn("w:sdtContent")).append(late._tr)
+    table._tbl.append(section)
+    cell = late._tr.tc_lst[1]
+    wrapped = content_control(block=True)
+    cell.addprevious(wrapped)
+    wrapped.find(qn("w:sdtContent")).append(cell)
+    signed = document.add_paragraph("Signed by ")
+    signed._p.append(content_control("the account owner", block=False))
+    signed.add_run(" on arrival.")
+    document.add_paragraph("Remarks: ")._p.append(
+        content_control("Click or tap here to enter text.", block=False, placeholder=True)
+    )
+    document.save(str(tmp_path / "form.docx"))
+
+    chunks = chunk_documents(load_knowledge_base(tmp_path, extra_suffixes=WORD).documents, 500, 50)
+    text = "\n\n".join(chunk.text for chunk in chunks)
+
+    expected = [
+        "Fill in every field.",
+        "Applicant: Jane Example",
+        "Born in Lyon",
+        "| Premium | 30 |",
+        "| Basic | 14 |",
+        "Signed by the account owner on arrival.",
+    ]
+    assert all(line in text for line in expected), text
+    assert "Contents" not in text
+    assert "Click or tap" not in text
+    assert [text.index(line) for line in expected] == sorted(text.index(line) for line in expected)
+
+
+def test_a_contents_table_printed_over_two_pages_is_left_out(tmp_path: Path):
+    """A .docx has no pages: a contents table is one table under its heading, however many
+    pages it is printed on, and Word's own table of contents is one content control."""
+    document = docx.Document()
+    document.add_heading("Contents", 1)
+    entries = [f"Entry about topic {letter}" for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"] * 2
+    table = document.add_table(rows=len(entries), cols=2)
+    for row, title in enumerate(entries):
+        table.cell(row, 0).text, table.cell(row, 1).text = title, str(row + 3)
+    document.add_heading("Lending", 1)
+    document.add_paragraph("Books are lent for three weeks.")
+    document.save(str(tmp_path / "manual.docx"))
+
+    chunks = chunk_documents(load_knowledge_base(tmp_path, extra_suffixes=WORD).documents, 500, 50)
+
+    assert [chunk.text for chunk in chunks] == ["# Lending\n\nBooks are lent for three weeks."]
+
+
+def test_merged_table_cells_fill_every_column_and_row_they_cover(tmp_path: Path):
+    document = docx.Document()
+    table = document.add_table(rows=3, cols=3)
+    for row, cells in enumerate([["Plan", "Storage", "Price"], ["Free", "5 GB", "0"]]):
+        for column, text in enumerate(cells):
+            table.cell(row, column).text = text
+    table.cell(2, 0).text = "Plus and Pro"
+    table.cell(1, 0).merge(table.cell(2, 0))  # down: "Free" covers both rows
+    table.cell(2, 1).merge(table.cell(2, 2)).text = "ask us"  # across
+    document.save(str(tmp_path / "plans.docx"))
+
+    (page,) = load_knowledge_base(tmp_path, extra_suffixes=WORD).documents
+
+    assert page.text.splitlines() == [
+        "| Plan | Storage | Price |",
+        "| --- | --- | --- |",
+        "| Free Plus and Pro | 5 GB | 0 |",
+        "| Free Plus and Pro | ask us | ask us |",
+    ]

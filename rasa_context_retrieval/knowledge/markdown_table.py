@@ -1,8 +1,10 @@
 """A table of cell texts as a Markdown table: what every converted format's tables become.
 
 Word, PowerPoint, HTML and PDF tables all reach the chunker this way, so a table reads the same
-whatever format it came from; rows shorter than the widest are padded with empty cells. The
-chunker reads them back (``table_parts``) to split a long table by rows.
+whatever format it came from; rows shorter than the widest are padded with empty cells. A cell
+is written on one line with its ``|`` escaped (``table_cell``), so that a cell holding ``|`` (a
+"Monthly | Yearly" label, a shell command) stays one cell of its row. The chunker reads tables
+back (``table_parts``) to split a long table by rows.
 """
 
 from __future__ import annotations
@@ -15,14 +17,21 @@ _DELIMITER_ROW = re.compile(r"^\|(\s*:?-{3,}:?\s*\|)+$")
 
 
 def markdown_table(rows: list[list[str]]) -> str:
-    """The rows (the first is the header) as a Markdown table; nothing for no rows."""
+    """The rows of cell texts (the first is the header) as a Markdown table; nothing for no
+    rows. Each cell is written by ``table_cell``."""
     if not rows:
         return ""
     width = max(len(row) for row in rows)
-    rows = [row + [""] * (width - len(row)) for row in rows]
+    rows = [[table_cell(cell) for cell in row] + [""] * (width - len(row)) for row in rows]
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * width]
     lines.extend("| " + " | ".join(row) + " |" for row in rows[1:])
     return "\n".join(lines)
+
+
+def table_cell(text: str) -> str:
+    """A cell's text as a Markdown table cell: one line, spaces collapsed, ``|`` escaped (an
+    unescaped one would end the cell there and shift the rest of its row by a column)."""
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 @dataclass(frozen=True)

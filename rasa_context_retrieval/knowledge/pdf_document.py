@@ -14,8 +14,9 @@ a ``Q:``/``A:`` entry wherever the page ended. Here:
   one page taken in the order of their destinations' heights; an entry whose title is not
   found starts at the top of its page;
 * a paragraph that runs on to the next page (the next page starts in lower case and the last
-  sentence had not ended), a table that goes on with the same header, and a ``Q:`` whose
-  ``A:`` is on the next page are one block, cited by both pages.
+  sentence had not ended), a table that goes on with the same header, a table of contents that
+  goes on without its heading (``table_chunks.continues_contents``: the chunker then leaves it
+  out whole), and a ``Q:`` whose ``A:`` is on the next page are one block, cited by both pages.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from rasa_context_retrieval.knowledge.markdown_table import table_parts
 from rasa_context_retrieval.knowledge.qa_entries import answers
 from rasa_context_retrieval.knowledge.sections import SEPARATOR
+from rasa_context_retrieval.knowledge.table_chunks import continues_contents
 
 RUNNING_SHARE = 0.5
 """A top or bottom line on at least this share of the pages is a running header or footer."""
@@ -177,7 +180,8 @@ def _joined(blocks: list[_Block]) -> list[_Block]:
         if above is not None and answers(above.text, block.text):
             above.text = f"{above.text}\n{block.text}"
         elif above is not None and above.last_on_page and block.first_on_page:
-            text = _across_page_break(above.text, block.text)
+            lead = [joined[-2].text] if len(joined) > 1 else []
+            text = _across_page_break(above.text, block.text, lead)
             if text is None:
                 joined.append(block)
                 continue
@@ -191,13 +195,20 @@ def _joined(blocks: list[_Block]) -> list[_Block]:
     return joined
 
 
-def _across_page_break(above: str, below: str) -> str | None:
-    """``above`` (the end of a page) and ``below`` (the top of the next) as one block, when the
-    page break cut it; ``None`` when ``below`` starts something new."""
+def _across_page_break(above: str, below: str, lead: list[str]) -> str | None:
+    """``above`` (the end of a page, under ``lead``) and ``below`` (the top of the next) as
+    one block, when the page break cut it; ``None`` when ``below`` starts something new."""
     if above.startswith(TABLE_ROW) or below.startswith(TABLE_ROW):
         above_rows, below_rows = above.splitlines(), below.splitlines()
         if above_rows[0] == below_rows[0]:  # the header printed again on the next page
             return "\n".join([*above_rows, *below_rows[2:]])
+        above_table, below_table = table_parts(above), table_parts(below)
+        if (
+            above_table is not None
+            and below_table is not None
+            and continues_contents(lead, above_table, below_table)
+        ):  # its first row is an entry, not a header
+            return "\n".join([*above_rows, below_rows[0], *below_rows[2:]])
         return None
     if above.rstrip().endswith(_SENTENCE_END) or not below[:1].islower():
         return None

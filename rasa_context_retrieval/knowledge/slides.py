@@ -72,8 +72,4 @@ def _shape_blocks(shape: Any) -> Iterator[str]:
 
 
 def _markdown_table(table: Any) -> str:
-    rows = [
-        [" ".join(cell.text.split()).replace("|", "\\|") for cell in row.cells]
-        for row in table.rows
-    ]
-    return markdown_table(rows)
+    return markdown_table([[cell.text for cell in row.cells] for row in table.rows])

@@ -64,11 +64,27 @@ def is_contents(lead: list[str], table: TableLines) -> bool:
     page order."""
     if not lead or _title(lead[-1]) not in CONTENTS_TITLES:
         return False
+    return _page_numbers(table) is not None
+
+
+def continues_contents(lead: list[str], contents: TableLines, table: TableLines) -> bool:
+    """Whether ``table``, printed at the top of the page after the table of contents
+    ``contents`` (under ``lead``), is that table of contents going on without its heading: as
+    many columns, and a page number ending every row, its first too (a table of its own has a
+    header row of words), going on in page order from where ``contents`` stopped."""
+    if not is_contents(lead, contents) or len(table.cells()[0]) != len(contents.cells()[0]):
+        return False
+    before, after = _page_numbers(contents), _page_numbers(table)
+    return before is not None and after is not None and before[-1] <= after[0]
+
+
+def _page_numbers(table: TableLines) -> list[int] | None:
+    """The number ending each row, when every row ends in a page number in page order."""
     pages = [next((cell for cell in reversed(row) if cell), "") for row in table.cells()]
     if not all(_PAGE_NUMBER.match(page) for page in pages):
-        return False
+        return None
     numbers = [int(page) for page in pages]
-    return numbers == sorted(numbers)
+    return numbers if numbers == sorted(numbers) else None
 
 
 def _title(block: str) -> str:

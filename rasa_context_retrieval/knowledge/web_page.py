@@ -282,9 +282,6 @@ def _words(element: Any) -> str:
 
 
 def _markdown_table(table: Any) -> str:
-    rows = [
-        [" ".join(_words(cell).split()).replace("|", "\\|") for cell in row.xpath("./th|./td")]
-        for row in table.xpath(".//tr")
-    ]
+    rows = [[_words(cell) for cell in row.xpath("./th|./td")] for row in table.xpath(".//tr")]
     rows = [row for row in rows if any(row)]
     return markdown_table(rows)

@@ -30,7 +30,8 @@ import asyncio
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -201,7 +202,11 @@ class RetrievalLLM:
         """Seconds a step waits for a place among the calls in flight; 0: it falls back at once.
         The store passes the configured ``llm_queue_wait_seconds``."""
         self._call_arguments = _capped_call_arguments(client)
+        self._users = 0
+        """Searches (and calls) holding this LLM now: ``in_use``."""
+        self._close_wanted = False
         self._closed = False
+        self._users_lock = threading.Lock()
 
     @classmethod
     def from_config(
@@ -242,6 +247,10 @@ class RetrievalLLM:
         Raises:
             LLMUnavailable: no non-empty answer within ``timeout`` seconds of wall time.
         """
+        with self.in_use():
+            return await self._complete(prompt, timeout)
+
+    async def _complete(self, prompt: str, timeout: float) -> str:
         started = time.perf_counter()
         if not await self._budget.take(min(self.queue_wait, timeout)):
             self._log_failure(
@@ -306,17 +315,40 @@ class RetrievalLLM:
         answer = await self.complete(prompt, timeout=timeout)
         return await off_loop(parse, answer)
 
+    @contextmanager
+    def in_use(self) -> Iterator[None]:
+        """Hold the HTTP client open while the block runs (a search's plan, one call).
+
+        Rasa runs conversations concurrently and calls ``connect()`` before every search, so
+        the ``llm:`` block may change (and the store close this LLM) while another search
+        still waits for its answer: ``close`` then waits for the last holder to leave.
+        """
+        with self._users_lock:
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._users_lock:
+                self._users -= 1
+            self._close_if_unused()
+
     def close(self) -> None:
-        """Close the HTTP client built for this LLM's calls (its pool of connections); returns
-        at once.
+        """Close the HTTP client built for this LLM's calls (its pool of connections) once no
+        search holds it (``in_use``); returns at once.
 
         The client sent its requests on the LLM loop, so it is closed there. A call made after
-        this fails like a connection error, and its step falls back as it does for one.
+        it closed fails like a connection error, and its step falls back as it does for one.
         """
+        with self._users_lock:
+            self._close_wanted = True
+        self._close_if_unused()
+
+    def _close_if_unused(self) -> None:
         client = self._call_arguments.get("client")
-        if client is None or self._closed:
-            return
-        self._closed = True
+        with self._users_lock:
+            if self._closed or not self._close_wanted or self._users or client is None:
+                return
+            self._closed = True
         asyncio.run_coroutine_threadsafe(client.close(), llm_loop())
 
     def budget_text(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 from langchain_core.structured_query import StructuredQuery
@@ -66,6 +67,9 @@ class LLMQueryPlanner:
     async def paraphrases(self, standalone: str, count: int) -> list[str]:
         return await paraphrases(self._llm, standalone, count, timeout=self._timeout)
 
+    def in_use(self) -> AbstractContextManager[None]:
+        return self._llm.in_use()
+
 
 def build_llm_planner(config: StoreConfig, llm: RetrievalLLM | None = None) -> LLMQueryPlanner:
     """Build the planner on ``llm``, or on a new one for ``config``'s ``llm:`` block; raises
@@ -85,7 +89,9 @@ class KeptLLM:
     unreachable embedding service or Milvus: every search, until it opens) or with a changed
     ``vector_store:`` block plans afresh. Building the LLM builds an HTTP client (a TLS context,
     about 30 ms of CPU, and a pool of connections), so a new one is built only when the
-    ``llm:`` block or the queue wait changes, and the one it replaces is closed then.
+    ``llm:`` block or the queue wait changes. The one it replaces is closed then, or, while
+    other conversations' searches still wait for its answers, once the last of them is done
+    (``RetrievalLLM.in_use``): their searches were planned on it and complete on it.
     """
 
     def __init__(self) -> None:
@@ -113,7 +119,7 @@ class KeptLLM:
         return build_llm_planner(config, self._llm)
 
     def close(self) -> None:
-        """Close the kept LLM's HTTP client, if there is one."""
+        """Close the kept LLM's HTTP client, if there is one, once no search uses it."""
         if self._llm is not None:
             self._llm.close()
         self._llm, self._key = None, None

@@ -15,6 +15,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -163,6 +164,11 @@ class LLMPlanner(Protocol):
 
     async def paraphrases(self, standalone: str, count: int) -> list[str]: ...
 
+    def in_use(self) -> AbstractContextManager[None]:
+        """Keep the LLM's client open for a whole plan: a changed ``llm:`` block closes the
+        one it replaces only once the plans still running on it are done."""
+        ...
+
 
 class Planner:
     """Turns a conversation into a SearchPlan according to the configuration."""
@@ -198,15 +204,19 @@ class Planner:
         return self._llm is None or not uses_llm
 
     async def plan(self, conversation: Conversation) -> SearchPlan:
-        if self.local:
+        if self.local or self._llm is None:
             return await off_loop(self.plan_here, conversation)
+        with self._llm.in_use():
+            return await self._llm_plan(conversation, self._llm)
+
+    async def _llm_plan(self, conversation: Conversation, llm: LLMPlanner) -> SearchPlan:
         access = self._access(conversation)
         standalone, structured, carried = await self._standalone_and_structured(
             conversation, access
         )
         paraphrases: tuple[str, ...] = ()
-        if self._config.multi_query and self._llm is not None and standalone:
-            paraphrases = tuple(await self._llm.paraphrases(standalone, self._config.multi_query))
+        if self._config.multi_query and standalone:
+            paraphrases = tuple(await llm.paraphrases(standalone, self._config.multi_query))
         return self._assembled(conversation, access, standalone, structured, carried, paraphrases)
 
     def plan_here(self, conversation: Conversation) -> SearchPlan:
