@@ -261,12 +261,13 @@ class DatePhrases:
         about_records = not ahead and not self._scope.search(text)
         # A year with no month ("before 2021") is what an integer year field holds; a date
         # field takes it only when the message names that date field.
-        years_elsewhere = self._years.has_field and named is None
+        years_elsewhere = self._years.attribute is not None and named is None
         said = []
         for reading in self._conditions(text, today, ahead):
             if about_records and not YEAR_IN.search(text, reading.start, reading.end):
                 continue
-            if years_elsewhere and _only_a_year(text[reading.start : reading.end]):
+            written = WrittenDate.read(text[reading.start : reading.end])
+            if years_elsewhere and written.year is not None and written.month is None:
                 reading = Said(reading.start, reading.end, [])
             said.append(reading)
         # A phrase read as a date claims its words even when it makes no condition
@@ -385,15 +386,6 @@ def told_ahead(text: str, start: int, ahead: bool) -> bool:
     before = text[max(0, start - TOLD_LOOKBEHIND_CHARS) : start]
     clause = CLAUSE_END.split(before)[-1]
     return not TOLD_GONE.search(clause) and (bool(_PHRASES.TOLD_COMING.search(clause)) or ahead)
-
-
-def _only_a_year(text: str) -> bool:
-    """Whether a date phrase names years and no month or day ("before 2021", "in 2019")."""
-    return (
-        bool(YEAR_IN.search(text))
-        and not ANY_MONTH.search(text)
-        and not _PHRASES.ISO_DATE.search(text)
-    )
 
 
 def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[Bound]:

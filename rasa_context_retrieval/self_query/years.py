@@ -120,7 +120,7 @@ class YearPhrases:
 
     def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
         year_fields = [field for field in fields if is_year_field(field)]
-        self._attribute = year_fields[0].name if len(year_fields) == 1 else None
+        self.attribute = year_fields[0].name if len(year_fields) == 1 else None
         # "Model year of the car": "model" and "car(s)" say a year is the documents' one.
         nouns = {
             word
@@ -136,18 +136,13 @@ class YearPhrases:
         self._distinct = frozenset(
             word
             for word in nouns
-            if self._attribute and len(word) >= MIN_DISTINCT_CHARS and word not in shared
+            if self.attribute and len(word) >= MIN_DISTINCT_CHARS and word not in shared
         )
         self._year_before = re.compile(
             rf"(?<![\w$€£.,/-])(?P<a>{YEAR})(?=(?P<chain>(?:\s*(?:,|/|\bor\b|\band\b)\s*{YEAR})*)"
             rf"[\s-]+(?P<next>(?:{alternation(own_words)})(?!\w))?)",
             re.IGNORECASE,
         )
-
-    @property
-    def has_field(self) -> bool:
-        """Whether the schema has one integer field of calendar years."""
-        return self._attribute is not None
 
     def is_named(self, text: str) -> bool:
         """Whether ``text`` says a word only the year field's name or description has ("took
@@ -165,14 +160,14 @@ class YearPhrases:
     ) -> list[Constraint]:
         """Year conditions; ``values`` are the value conditions found in ``text``: a year right
         before one is that year ("a 2015 Bordeaux")."""
-        if self._attribute is None:
+        if self.attribute is None:
             return []
         said = readings(text, [self._named_by_year(values)])
         if scoped or said or self._scope.search(text):
             said += readings(text, TABLE)
         elif ANY_YEAR.search(text):
             said += readings(text, COMPARED_TABLE)
-        return claim(said, taken, conditions_on(self._attribute))
+        return claim(said, taken, conditions_on(self.attribute))
 
     def _named_by_year(self, values: Sequence[Constraint]) -> Row[list[Bound] | None]:
         """ "a 2020 model", "2015 cars", "a 2015 Bordeaux", "2015 or 2016 models": a year before
