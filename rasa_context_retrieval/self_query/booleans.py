@@ -25,7 +25,7 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
-from rasa_context_retrieval.self_query.engine import ValuePhrase, first_said
+from rasa_context_retrieval.self_query.engine import LOOKBEHIND_CHARS, ValuePhrase, first_said
 from rasa_context_retrieval.self_query.items import noun_after
 from rasa_context_retrieval.self_query.negation import negated_before
 from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATORS, STEMMER
@@ -33,7 +33,6 @@ from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATORS, S
 _LISTS, _PHRASES = english.section("booleans")
 
 MAX_PHRASE_WORDS = 5
-LOOKBEHIND_CHARS = 32
 # Extra letters a stemmed word may take back: "ship" -> "ships", "remote" -> "remotely".
 INFLECTION_CHARS = 4
 AUXILIARIES = frozenset(_LISTS.AUXILIARIES)
