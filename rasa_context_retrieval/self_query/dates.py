@@ -91,42 +91,33 @@ DATE_TEXT = (
     rf"|{YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
 )
 
-_DATE_WORDS = date_words_pattern(DATE_WORDS)
 RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_LISTS._FILLER)
-DAY_SPAN = english.pattern(
-    "dates",
-    "DAY_SPAN",
-    _ANY_MONTH=_ANY_MONTH,
-    _ORDINAL=_ORDINAL,
-    _SPAN_JOINERS=alternation(SPAN_JOINERS),
-    _SPAN_OPENERS=alternation(SPAN_OPENERS),
-    _YEAR=YEAR,
-)
 # The one of ``WHICH_ONE`` ahead ("next March"); the others are gone ("this past May").
 COMING = "coming"
 WHICH_ONE: dict[str, str] = _LISTS.WHICH_ONE
-_WHICH = rf"(?:(?:this\s+)?(?P<which>{phrase_alternation(WHICH_ONE)})\s+)?"
-SINGLE = english.pattern(
-    "dates",
-    "SINGLE",
-    DATE_TEXT=DATE_TEXT,
-    OPEN_ENDED_AFTER=OPEN_ENDED_AFTER,
-    _DATE_WORDS=_DATE_WORDS,
-    _FILLER=_LISTS._FILLER,
-    _WHICH=_WHICH,
-)
+# What the templates of this section in ``english.yaml`` are built from.
+_FRAGMENTS = {
+    "DATE_TEXT": DATE_TEXT,
+    "OPEN_ENDED_AFTER": OPEN_ENDED_AFTER,
+    "_ANY_MONTH": _ANY_MONTH,
+    "_COUNT": "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS]),
+    "_DATE_WORDS": date_words_pattern(DATE_WORDS),
+    "_FILLER": _LISTS._FILLER,
+    "_NAMED_DAYS": "|".join(_LISTS.NAMED_DAYS),
+    "_ORDINAL": _ORDINAL,
+    "_SPAN_JOINERS": alternation(SPAN_JOINERS),
+    "_SPAN_OPENERS": alternation(SPAN_OPENERS),
+    "_WHICH": rf"(?:(?:this\s+)?(?P<which>{phrase_alternation(WHICH_ONE)})\s+)?",
+    "_YEAR": YEAR,
+}
+DAY_SPAN = english.pattern("dates", "DAY_SPAN", **_FRAGMENTS)
+SINGLE = english.pattern("dates", "SINGLE", **_FRAGMENTS)
 # A date with no word before it: a day ("concerts March 3rd") or "next March". Messages seldom
 # name a month, so one cheap scan spares the pattern.
-BARE = english.pattern(
-    "dates", "BARE", DATE_TEXT=DATE_TEXT, OPEN_ENDED_AFTER=OPEN_ENDED_AFTER, _WHICH=_WHICH
-)
-ANY_MONTH = english.pattern("dates", "ANY_MONTH", _ANY_MONTH=_ANY_MONTH)
-
-_COUNT = "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS])
-RELATIVE = english.pattern("dates", "RELATIVE", _COUNT=_COUNT)
-NAMED_DAY = english.pattern(
-    "dates", "NAMED_DAY", _DATE_WORDS=_DATE_WORDS, _NAMED_DAYS="|".join(_LISTS.NAMED_DAYS)
-)
+BARE = english.pattern("dates", "BARE", **_FRAGMENTS)
+ANY_MONTH = english.pattern("dates", "ANY_MONTH", **_FRAGMENTS)
+RELATIVE = english.pattern("dates", "RELATIVE", **_FRAGMENTS)
+NAMED_DAY = english.pattern("dates", "NAMED_DAY", **_FRAGMENTS)
 # The message may say which way a month or day without a year lies, over the field's direction:
 # "since" or a finite past verb ("took effect on 1 June") tells of a day gone, "will" of one to
 # come; a participle ("concerts scheduled for March") says nothing of when.
@@ -135,7 +126,8 @@ TOLD_GONE = any_word(TOLD_GONE_WORDS)
 TOLD_LOOKBEHIND_CHARS = 40
 CLAUSE_END = any_word(DATE_CLAUSE_BREAKS, or_any_of=CLAUSE_PUNCTUATION)
 YEAR_IN = re.compile(YEAR)
-DAY_IN = english.pattern("dates", "DAY_IN", _ORDINAL=_ORDINAL)
+DAY_IN = english.pattern("dates", "DAY_IN", **_FRAGMENTS)
+
 # How far back from a day the day, week (from Monday), month or year it falls in starts.
 UNIT_START = {
     "day": relativedelta(),

@@ -1,13 +1,10 @@
 """Years said for an integer year field ("after 2005", "from 1979", "in the 90s", "2010 onwards").
 
-A schema may keep the year as a number (LangChain's movie example: ``year: integer``, "The year
-the movie was released") rather than a date. The words around a year mean the same as for a
-date (``ranges.DATE_WORDS``: "after", "since", "before", "until", "in", "from"), only the value is
-the year itself: "after 2005" is ``gt 2005``, "from 1979" is ``eq 1979``, "in the 90s" is
-``gte 1990`` and ``lte 1999``. A field is a year field when its name or description says
-"year"; with two such fields, none is guessed. Only 1900-2099 counts as a year, and only in a
-message about the documents at all (see ``phrases.time_scope``), so "I was born in 1985" on its
-own filters nothing.
+A schema may keep the year as a number ("The year the movie was released"). The words around a
+year mean what they mean before a date (``ranges.DATE_WORDS``), only the value is the year
+itself: "after 2005" is ``gt 2005``, "in the 90s" ``gte 1990`` and ``lte 1999``. With two year
+fields, none is guessed. A year counts only in a message about the documents
+(``phrases.time_scope``): "I was born in 1985" alone filters nothing.
 """
 
 from __future__ import annotations
@@ -52,26 +49,25 @@ NOT_OWN_WORDS = CUE_STOPWORDS | {"year", "years", "when", "was", "were", "releas
 MIN_DISTINCT_CHARS = 4
 # A century is guessed for "the 90s": this decade digit and above are the 1900s.
 LAST_CENTURY_FROM_DECADE = 3
-_WORDS = date_words_pattern([*DATE_WORDS, "of"])
 RANGE = range_pattern(
     lambda group: f"(?P<{group}>{YEAR})",
     filler=_LISTS._FILLER,
     before=r"(?<![\w-])",
     after=r"(?!\w)",
 )
-DECADE = english.pattern("years", "DECADE", _WORDS=_WORDS)
+# What the templates of this section in ``english.yaml`` are built from.
+_FRAGMENTS = {
+    "OPEN_ENDED_AFTER": OPEN_ENDED_AFTER,
+    "_FILLER": _LISTS._FILLER,
+    "_WORDS": date_words_pattern([*DATE_WORDS, "of"]),
+    "_YEAR": YEAR,
+}
+DECADE = english.pattern("years", "DECADE", **_FRAGMENTS)
+SINGLE = english.pattern("years", "SINGLE", **_FRAGMENTS)
+ANY_YEAR = english.pattern("years", "ANY_YEAR", **_FRAGMENTS)
+COMPARED = english.pattern("years", "COMPARED", **_FRAGMENTS)
 # "2010 or later", "2015 or earlier": a year is the period of itself.
 LATER, EARLIER = open_end_rows(YEAR, lambda match: (int(match["a"]), int(match["a"])), r"(?<!\w)")
-SINGLE = english.pattern(
-    "years",
-    "SINGLE",
-    OPEN_ENDED_AFTER=OPEN_ENDED_AFTER,
-    _FILLER=_LISTS._FILLER,
-    _WORDS=_WORDS,
-    _YEAR=YEAR,
-)
-ANY_YEAR = english.pattern("years", "ANY_YEAR", _YEAR=YEAR)
-COMPARED = english.pattern("years", "COMPARED", _FILLER=_LISTS._FILLER, _YEAR=YEAR)
 
 
 def _range(match: re.Match[str]) -> list[Bound]:
