@@ -1,16 +1,11 @@
 """Yes/no attributes said in words: "in stock", "can ship today", "remote jobs", "not vegetarian".
 
-A boolean field is found by the words of its name ("in_stock" -> "in stock") and of its
-description's clause ("Whether the product can ship today" -> "can ship today", "ships today").
-A phrase of two words or more counts wherever it is said. One word ("remote", "is_vegetarian",
-the adjective ending "Whether the recipe is vegetarian") is an everyday word ("remote control"),
-so it counts only where it describes the documents: before a noun for them or a value ("remote
-jobs", "vegetarian indian dishes"), after "is"/"are"/"be" ("recipes that are vegetarian"), as
-what they come with ("hotels with a pool" for ``has_pool``), or negated ("not remote",
-"non-vegetarian", "unmaintained", "without a pool").
-
-Said plainly, the field is ``true``; negated ("can't ship today", "except remote ones") or as
-the "out of" of an "in" name ("out of stock"), ``false``.
+A boolean field is said by the words of its name ("in_stock": "in stock") and of its
+description's clause ("Whether the product can ship today": "ships today"). A phrase of two words
+or more counts wherever it is said. One word ("remote") is an everyday word ("remote control"):
+it counts only where it describes the documents (``describes_documents``: "remote jobs",
+"recipes that are vegetarian", "hotels with a pool"), or negated ("non-vegetarian"). Said
+plainly, the field is ``true``; negated ("can't ship today") or denied ("out of stock"), ``false``.
 """
 
 from __future__ import annotations
@@ -187,10 +182,9 @@ def _said_of_the_user(match: re.Match[str], before: str) -> bool:
 def _described_stems(
     field: MetadataField, item_stems: frozenset[str]
 ) -> tuple[frozenset[str], frozenset[str]]:
-    """The stems of the content words of the description's clause, without the documents' own
-    noun ("Whether a certificate is awarded" -> certif, award; "Whether the job can ..." -> no
-    job): those said in any order to mean the field (two or three, from a clause that does not
-    negate), and all of them."""
+    """The stems of the content words of the description's clause but the documents' noun
+    ("Whether a certificate is awarded": certif, award): those that mean the field said in any
+    order (two or three, from a clause that does not negate), and all of them."""
     words = _PHRASES.WORD.findall(_PHRASES.CLAUSE_END.split(field.description.strip())[0].lower())
     content = [word for word in words if word not in DESCRIPTION_STOPWORDS]
     stems = frozenset(STEMMER.stemWords(content)) - item_stems
@@ -208,13 +202,8 @@ def _stemmed_words(text: str) -> list[tuple[str, int, int]]:
 
 
 def _word_lists(field: MetadataField) -> list[list[str]]:
-    """The field's phrases as word lists: its name, and the clause of its description, and
-    their plain forms: the verb of an "-able" name ("foldable" -> "fold": "folding bikes",
-    "bikes that fold"), the thing of "breakfast_included" ("with breakfast") and its verb
-    before it ("includes breakfast", "allow pets" for ``pets_allowed``), "needs a <thing>"
-    and "<thing> needed" for "<thing>_required", the thing of a name of several words ending
-    in "only" ("self-hosted" for ``self_hosted_only``), "<thing>-friendly"
-    and "fine around <thing>" for "good with <thing>"."""
+    """The field's phrases as word lists: its name, the clause of its description, and the
+    plainer forms of either that say the same."""
     name_words = _PHRASES.WORD.findall(field.name.lower())
     while len(name_words) > 1 and name_words[0] in _LISTS.NAME_LEADS:
         name_words = name_words[1:]
@@ -222,7 +211,7 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
     if len(name_words) > 2 and name_words[-1] in _LISTS.RESTRICTING:
         # "self_hosted_only": "self-hosted servers" says it; one word ("members") is too plain
         word_lists.append(name_words[:-1])
-    if len(name_words) == 1:
+    if len(name_words) == 1:  # "foldable": "folding bikes", "bikes that fold"
         root = _PHRASES.ABLE_SUFFIX.sub("", name_words[0])
         if root != name_words[0] and len(root) >= MIN_ROOT_CHARS:
             word_lists.append([root])
@@ -230,8 +219,9 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
         word_lists.append(name_words[:1])  # "breakfast_included": "hotels with breakfast"
         # "pets_allowed": "that allow pets"; "breakfast_included": "includes breakfast"
         word_lists.append(name_words[::-1])
-    if len(name_words) == 2 and name_words[1] in REQUIRED:
+    if len(name_words) == 2 and name_words[1] in REQUIRED:  # "needs a licence", "licence needed"
         thing = name_words[0]
+
         article = "an" if thing[:1] in "aeiou" else "a"
         word_lists += [[verb, article, thing] for verb in ("need", "require")]
         word_lists += [[thing, word] for word in sorted(REQUIRED)]

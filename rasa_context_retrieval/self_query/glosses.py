@@ -3,17 +3,14 @@
 A schema often says what a number or a yes/no means for its documents: "Number of stops (0 for a
 direct flight)", "Automatic transmission (false = manual)", "False while the issue is still
 open", "Price level from 1 (inexpensive) to 4 (very expensive)", "Whether guests can get in
-without steps (wheelchair accessible)" (the "yes" in brackets), "(0 when the tariff has no fixed
-term)" (what the documents have). Each gloss is a phrase for one value: "direct flights" is
-``stops = 0``, "manual hybrids" ``automatic = false``.
+without steps (wheelchair accessible)". Each gloss is a phrase for one value, without the
+documents' noun: "direct flights" is ``stops = 0``, "manual hybrids" ``automatic = false``.
 
-A gloss of two words or more ("all ages", "no fixed term") counts wherever it is said, and is
-read before the values, so that a value inside it ("fixed") does not take its words. One word
-("direct", "open") is an everyday word: like a one-word boolean name (see ``booleans``) it counts
-only where it describes the documents ("direct flights", "tickets that are still open"), in the
-plural as the kind wanted ("studios", not "Marvel Studios"), or negated; negated, a yes/no gloss
-means the other answer and a number gloss ``ne``. The documents' noun is no part of a gloss ("a
-direct flight" -> "direct").
+A gloss of two words or more ("no fixed term") counts wherever it is said, and is read before the
+values, so that a value inside it ("fixed") does not take its words. One word ("direct") counts
+as a one-word boolean name does (see ``booleans``), or in the plural as the kind wanted
+("studios", not "Marvel Studios"); negated, a yes/no gloss means the other answer, a number ``ne``.
+
 """
 
 from __future__ import annotations
