@@ -148,13 +148,12 @@ class WrittenDate:
     @classmethod
     def read(cls, text: str) -> WrittenDate:
         """What ``text`` says; whether it is a day at all is for ``period`` to tell."""
-        iso = _PHRASES.ISO_DATE.fullmatch(text)
+        iso = _PHRASES.ISO_DATE.search(text)
         if iso:
             return cls(*(int(part) if part else None for part in iso.groups()))
         year = YEAR_IN.search(text)
-        month = next(
-            (MONTHS[w] for w in _PHRASES.MONTH_IN.findall(text.lower()) if w in MONTHS), None
-        )
+        months = [MONTHS[w] for w in _PHRASES.MONTH_IN.findall(text.lower()) if w in MONTHS]
+        month = months[0] if months else None
         day = DAY_IN.search(YEAR_IN.sub(" ", text)) if month else None
         return cls(int(year[0]) if year else None, month, int(day[1]) if day else None)
 

@@ -141,18 +141,13 @@ class YearPhrases:
         )
 
     def is_named(self, text: str) -> bool:
-        """Whether ``text`` says a word only the year field's name or description has ("took
-        effect" for "Year the current version of the policy took effect"): a year said with it
-        is this field's, not a date field's."""
+        """Whether ``text`` says a word only the year field has ("took effect" for "Year the
+        policy took effect"): a year said with it is this field's, not a date field's."""
+
         return not self._distinct.isdisjoint(_PHRASES.NOUN.findall(text.lower()))
 
     def find(
-        self,
-        text: str,
-        taken: list[Constraint],
-        *,
-        scoped: bool = False,
-        values: Sequence[Constraint] = (),
+        self, text: str, taken: list[Constraint], *, scoped: bool, values: Sequence[Constraint]
     ) -> list[Constraint]:
         """Year conditions; ``values`` are the value conditions found in ``text``: a year right
         before one is that year ("a 2015 Bordeaux")."""
