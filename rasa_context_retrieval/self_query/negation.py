@@ -136,11 +136,10 @@ def _scope(text: str, index: int, ordered: Sequence[Constraint], scopes: dict[in
         return Scope.NONE  # the negation went to the condition said right after it
     if FUNCTIONING_VERB.search(between):
         return Scope.NONE
-    if not relative or _PHRASES.USER_SUBJECT.search(text, clause_start, negator.start()):
+    far = len(_PHRASES.WORD.findall(between)) > MAX_WORDS_BETWEEN
+    if far or not relative or _PHRASES.USER_SUBJECT.search(text, clause_start, negator.start()):
         return Scope.UNCLEAR
-    return (
-        Scope.CLEAR if len(_PHRASES.WORD.findall(between)) <= MAX_WORDS_BETWEEN else Scope.UNCLEAR
-    )
+    return Scope.CLEAR
 
 
 def _joined(text: str, previous: Constraint, constraint: Constraint) -> bool:
