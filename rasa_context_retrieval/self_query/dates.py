@@ -76,40 +76,29 @@ MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month
 MONTHS["sept"] = 9
 MIN_DESCRIBED_WORDS = 2
 
-_ANY_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
-# A month without a year must be written in full; "may" only capitalised (it is also a verb).
-_LONE_MONTH = "|".join(
-    [name.lower() for name in calendar.month_name if name and name != "May"] + ["(?-i:May)"]
-)
-_ORDINAL: str = _LISTS._ORDINAL
-DATE_TEXT = (
-    rf"(?<![\w-])(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{4}}-\d{{2}}(?![\d-])"
-    rf"|(?:{_ANY_MONTH})\.?\s+\d{{1,2}}{_ORDINAL},?\s+{YEAR}"
-    rf"|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?,?\s+{YEAR}"
-    rf"|(?:{_ANY_MONTH})\.?,?\s+(?:of\s+)?{YEAR}"
-    rf"|(?:{_LONE_MONTH})\s+\d{{1,2}}{_ORDINAL}(?![\d:.])|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_LONE_MONTH})"
-    rf"|{YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
-)
-
-RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_LISTS._FILLER)
 # The one of ``WHICH_ONE`` ahead ("next March"); the others are gone ("this past May").
 COMING = "coming"
 WHICH_ONE: dict[str, str] = _LISTS.WHICH_ONE
 # What the templates of this section in ``english.yaml`` are built from.
 _FRAGMENTS = {
-    "DATE_TEXT": DATE_TEXT,
     "OPEN_ENDED_AFTER": OPEN_ENDED_AFTER,
-    "_ANY_MONTH": _ANY_MONTH,
+    "_ANY_MONTH": "|".join(sorted(MONTHS, key=len, reverse=True)),
     "_COUNT": "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS]),
     "_DATE_WORDS": date_words_pattern(DATE_WORDS),
     "_FILLER": _LISTS._FILLER,
+    # A month without a year must be written in full; "may" only capitalised (it is also a verb).
+    "_LONE_MONTH": "|".join(
+        [name.lower() for name in calendar.month_name if name and name != "May"] + ["(?-i:May)"]
+    ),
     "_NAMED_DAYS": "|".join(_LISTS.NAMED_DAYS),
-    "_ORDINAL": _ORDINAL,
+    "_ORDINAL": _LISTS._ORDINAL,
     "_SPAN_JOINERS": alternation(SPAN_JOINERS),
     "_SPAN_OPENERS": alternation(SPAN_OPENERS),
     "_WHICH": rf"(?:(?:this\s+)?(?P<which>{phrase_alternation(WHICH_ONE)})\s+)?",
     "_YEAR": YEAR,
 }
+DATE_TEXT = _FRAGMENTS["DATE_TEXT"] = english.pattern("dates", "DATE_TEXT", **_FRAGMENTS).pattern
+RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_LISTS._FILLER)
 DAY_SPAN = english.pattern("dates", "DAY_SPAN", **_FRAGMENTS)
 SINGLE = english.pattern("dates", "SINGLE", **_FRAGMENTS)
 # A date with no word before it: a day ("concerts March 3rd") or "next March". Messages seldom

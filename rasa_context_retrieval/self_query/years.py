@@ -134,11 +134,8 @@ class YearPhrases:
             for word in nouns
             if self.attribute and len(word) >= MIN_DISTINCT_CHARS and word not in shared
         )
-        self._year_before = re.compile(
-            rf"(?<![\w$€£.,/-])(?P<a>{YEAR})(?=(?P<chain>(?:\s*(?:,|/|\bor\b|\band\b)\s*{YEAR})*)"
-            rf"[\s-]+(?P<next>(?:{alternation(own_words)})(?!\w))?)",
-            re.IGNORECASE,
-        )
+        own = alternation(own_words)
+        self._year_before = english.pattern("years", "YEAR_BEFORE", **_FRAGMENTS, _OWN=own)
 
     def is_named(self, text: str) -> bool:
         """Whether ``text`` says a word only the year field has ("took effect" for "Year the
