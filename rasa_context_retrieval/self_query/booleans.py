@@ -22,7 +22,7 @@ from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.engine import LOOKBEHIND_CHARS, ValuePhrase, first_said
 from rasa_context_retrieval.self_query.items import noun_after
-from rasa_context_retrieval.self_query.negation import negated_before
+from rasa_context_retrieval.self_query.negation import negate, negated_before
 from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATORS, STEMMER
 
 _LISTS, _PHRASES = english.section("booleans")
@@ -120,10 +120,10 @@ class BooleanPhrases:
                 ):
                     break
                 before = text[max(0, start - LOOKBEHIND_CHARS) : start]
-                negated = bool(negated_before(before) or NEGATOR.search(text, start, end))
-                return Constraint(
-                    field.name, Comparator.EQ, not negated, start, end, negated=negated
-                )
+                said = Constraint(field.name, Comparator.EQ, True, start, end)
+                if negated_before(before) or NEGATOR.search(text, start, end):
+                    return negate(said)
+                return said
         return None
 
     def describes_documents(
