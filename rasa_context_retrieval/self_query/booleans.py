@@ -22,8 +22,8 @@ from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.engine import LOOKBEHIND_CHARS, ValuePhrase, first_said
 from rasa_context_retrieval.self_query.items import noun_after
-from rasa_context_retrieval.self_query.negation import negate, negated_before
-from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATORS, STEMMER
+from rasa_context_retrieval.self_query.negation import SCOPE_NEGATOR, negate, negated_before
+from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, STEMMER
 
 _LISTS, _PHRASES = english.section("booleans")
 
@@ -42,7 +42,6 @@ SETTING_ADVERBS = frozenset(_LISTS.SETTING_ADVERBS)
 DESCRIPTION_STOPWORDS = (
     CUE_STOPWORDS | AUXILIARIES | SETTING_ADVERBS | {"whether", "if", "when", "true"}
 )
-NEGATOR = english.pattern("booleans", "NEGATOR", NEGATORS=NEGATORS)
 MIN_ROOT_CHARS = 3
 REQUIRED = frozenset(_LISTS.REQUIRED)
 
@@ -121,7 +120,7 @@ class BooleanPhrases:
                     break
                 before = text[max(0, start - LOOKBEHIND_CHARS) : start]
                 said = Constraint(field.name, Comparator.EQ, True, start, end)
-                if negated_before(before) or NEGATOR.search(text, start, end):
+                if negated_before(before) or SCOPE_NEGATOR.search(text, start, end):
                     return negate(said)
                 return said
         return None
