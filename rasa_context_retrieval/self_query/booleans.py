@@ -220,7 +220,6 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
         word_lists.append(name_words[::-1])
     if len(name_words) == 2 and name_words[1] in REQUIRED:  # "needs a licence", "licence needed"
         thing = name_words[0]
-
         article = "an" if thing[:1] in "aeiou" else "a"
         word_lists += [[verb, article, thing] for verb in ("need", "require")]
         word_lists += [[thing, word] for word in sorted(REQUIRED)]

@@ -116,7 +116,6 @@ TOLD_LOOKBEHIND_CHARS = 40
 CLAUSE_END = any_word(DATE_CLAUSE_BREAKS, or_any_of=CLAUSE_PUNCTUATION)
 YEAR_IN = re.compile(YEAR)
 DAY_IN = english.pattern("dates", "DAY_IN", **_FRAGMENTS)
-
 # How far back from a day the day, week (from Monday), month or year it falls in starts.
 UNIT_START = {
     "day": relativedelta(),
@@ -294,7 +293,6 @@ class DatePhrases:
             ahead_here = which == COMING if which else said_word != "since" and told(match)
             # "from" is "during" for a record ("films from 2020") but "from then on" for things
             # that take place ("boats available from July").
-
             word = FROM_START if said_word == "from" and ahead_here else None
             return said_period(match, written.period(today, ahead=ahead_here), word)
 
@@ -381,7 +379,6 @@ def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
     if which in ("this", "current"):  # "in" it is the whole period, as "in June" is
         first, last = _unit_period(today, unit)
         return period_bounds(word, first, last if word == WITHIN else today)
-
     # "last year" is the previous calendar year; "the last year" the past twelve months.
     if not count and (ahead or (match["the"] is None and which in ("last", "previous"))):
         return period_bounds(word, *_unit_period(today + (one if ahead else -one), unit))

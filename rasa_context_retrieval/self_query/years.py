@@ -140,7 +140,6 @@ class YearPhrases:
     def is_named(self, text: str) -> bool:
         """Whether ``text`` says a word only the year field has ("took effect" for "Year the
         policy took effect"): a year said with it is this field's, not a date field's."""
-
         return not self._distinct.isdisjoint(_PHRASES.NOUN.findall(text.lower()))
 
     def find(
