@@ -1,16 +1,11 @@
 """Yes/no attributes said in words: "in stock", "can ship today", "remote jobs", "not vegetarian".
 
-A boolean field is found by the words of its name ("in_stock" -> "in stock") and of its
-description's clause ("Whether the product can ship today" -> "can ship today", "ships today").
-A phrase of two words or more counts wherever it is said. One word ("remote", "is_vegetarian",
-the adjective ending "Whether the recipe is vegetarian") is an everyday word ("remote control"),
-so it counts only where it describes the documents: before a noun for them or a value ("remote
-jobs", "vegetarian indian dishes"), after "is"/"are"/"be" ("recipes that are vegetarian"), as
-what they come with ("hotels with a pool" for ``has_pool``), or negated ("not remote",
-"non-vegetarian", "unmaintained", "without a pool").
-
-Said plainly, the field is ``true``; negated ("can't ship today", "except remote ones") or as
-the "out of" of an "in" name ("out of stock"), ``false``.
+A boolean field is said by the words of its name ("in_stock": "in stock") and of its
+description's clause ("Whether the product can ship today": "ships today"). A phrase of two words
+or more counts wherever it is said. One word ("remote") is an everyday word ("remote control"):
+it counts only where it describes the documents (``describes_documents``: "remote jobs",
+"recipes that are vegetarian", "hotels with a pool"), or negated ("non-vegetarian"). Said
+plainly, the field is ``true``; negated ("can't ship today") or denied ("out of stock"), ``false``.
 """
 
 from __future__ import annotations
@@ -25,15 +20,14 @@ from langchain_core.structured_query import Comparator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
-from rasa_context_retrieval.self_query.engine import ValuePhrase, first_said
+from rasa_context_retrieval.self_query.engine import LOOKBEHIND_CHARS, ValuePhrase, first_said
 from rasa_context_retrieval.self_query.items import noun_after
-from rasa_context_retrieval.self_query.negation import negated_before
-from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, NEGATORS, STEMMER
+from rasa_context_retrieval.self_query.negation import SCOPE_NEGATOR, negate, negated_before
+from rasa_context_retrieval.self_query.phrases import CUE_STOPWORDS, STEMMER
 
 _LISTS, _PHRASES = english.section("booleans")
 
 MAX_PHRASE_WORDS = 5
-LOOKBEHIND_CHARS = 32
 # Extra letters a stemmed word may take back: "ship" -> "ships", "remote" -> "remotely".
 INFLECTION_CHARS = 4
 AUXILIARIES = frozenset(_LISTS.AUXILIARIES)
@@ -48,7 +42,6 @@ SETTING_ADVERBS = frozenset(_LISTS.SETTING_ADVERBS)
 DESCRIPTION_STOPWORDS = (
     CUE_STOPWORDS | AUXILIARIES | SETTING_ADVERBS | {"whether", "if", "when", "true"}
 )
-NEGATOR = english.pattern("booleans", "NEGATOR", NEGATORS=NEGATORS)
 MIN_ROOT_CHARS = 3
 REQUIRED = frozenset(_LISTS.REQUIRED)
 
@@ -126,10 +119,10 @@ class BooleanPhrases:
                 ):
                     break
                 before = text[max(0, start - LOOKBEHIND_CHARS) : start]
-                negated = bool(negated_before(before) or NEGATOR.search(text, start, end))
-                return Constraint(
-                    field.name, Comparator.EQ, not negated, start, end, negated=negated
-                )
+                said = Constraint(field.name, Comparator.EQ, True, start, end)
+                if negated_before(before) or SCOPE_NEGATOR.search(text, start, end):
+                    return negate(said)
+                return said
         return None
 
     def describes_documents(
@@ -188,10 +181,9 @@ def _said_of_the_user(match: re.Match[str], before: str) -> bool:
 def _described_stems(
     field: MetadataField, item_stems: frozenset[str]
 ) -> tuple[frozenset[str], frozenset[str]]:
-    """The stems of the content words of the description's clause, without the documents' own
-    noun ("Whether a certificate is awarded" -> certif, award; "Whether the job can ..." -> no
-    job): those said in any order to mean the field (two or three, from a clause that does not
-    negate), and all of them."""
+    """The stems of the content words of the description's clause but the documents' noun
+    ("Whether a certificate is awarded": certif, award): those that mean the field said in any
+    order (two or three, from a clause that does not negate), and all of them."""
     words = _PHRASES.WORD.findall(_PHRASES.CLAUSE_END.split(field.description.strip())[0].lower())
     content = [word for word in words if word not in DESCRIPTION_STOPWORDS]
     stems = frozenset(STEMMER.stemWords(content)) - item_stems
@@ -209,13 +201,8 @@ def _stemmed_words(text: str) -> list[tuple[str, int, int]]:
 
 
 def _word_lists(field: MetadataField) -> list[list[str]]:
-    """The field's phrases as word lists: its name, and the clause of its description, and
-    their plain forms: the verb of an "-able" name ("foldable" -> "fold": "folding bikes",
-    "bikes that fold"), the thing of "breakfast_included" ("with breakfast") and its verb
-    before it ("includes breakfast", "allow pets" for ``pets_allowed``), "needs a <thing>"
-    and "<thing> needed" for "<thing>_required", the thing of a name of several words ending
-    in "only" ("self-hosted" for ``self_hosted_only``), "<thing>-friendly"
-    and "fine around <thing>" for "good with <thing>"."""
+    """The field's phrases as word lists: its name, the clause of its description, and the
+    plainer forms of either that say the same."""
     name_words = _PHRASES.WORD.findall(field.name.lower())
     while len(name_words) > 1 and name_words[0] in _LISTS.NAME_LEADS:
         name_words = name_words[1:]
@@ -223,7 +210,7 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
     if len(name_words) > 2 and name_words[-1] in _LISTS.RESTRICTING:
         # "self_hosted_only": "self-hosted servers" says it; one word ("members") is too plain
         word_lists.append(name_words[:-1])
-    if len(name_words) == 1:
+    if len(name_words) == 1:  # "foldable": "folding bikes", "bikes that fold"
         root = _PHRASES.ABLE_SUFFIX.sub("", name_words[0])
         if root != name_words[0] and len(root) >= MIN_ROOT_CHARS:
             word_lists.append([root])
@@ -231,7 +218,7 @@ def _word_lists(field: MetadataField) -> list[list[str]]:
         word_lists.append(name_words[:1])  # "breakfast_included": "hotels with breakfast"
         # "pets_allowed": "that allow pets"; "breakfast_included": "includes breakfast"
         word_lists.append(name_words[::-1])
-    if len(name_words) == 2 and name_words[1] in REQUIRED:
+    if len(name_words) == 2 and name_words[1] in REQUIRED:  # "needs a licence", "licence needed"
         thing = name_words[0]
         article = "an" if thing[:1] in "aeiou" else "a"
         word_lists += [[verb, article, thing] for verb in ("need", "require")]

@@ -76,68 +76,46 @@ MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month
 MONTHS["sept"] = 9
 MIN_DESCRIBED_WORDS = 2
 
-_ANY_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
-# A month without a year must be written in full; "may" only capitalised (it is also a verb).
-_LONE_MONTH = "|".join(
-    [name.lower() for name in calendar.month_name if name and name != "May"] + ["(?-i:May)"]
-)
-_ORDINAL: str = _LISTS._ORDINAL
-DATE_TEXT = (
-    rf"(?<![\w-])(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{4}}-\d{{2}}(?![\d-])"
-    rf"|(?:{_ANY_MONTH})\.?\s+\d{{1,2}}{_ORDINAL},?\s+{YEAR}"
-    rf"|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_ANY_MONTH})\.?,?\s+{YEAR}"
-    rf"|(?:{_ANY_MONTH})\.?,?\s+(?:of\s+)?{YEAR}"
-    rf"|(?:{_LONE_MONTH})\s+\d{{1,2}}{_ORDINAL}(?![\d:.])|\d{{1,2}}{_ORDINAL}\s+(?:of\s+)?(?:{_LONE_MONTH})"
-    rf"|{YEAR}|(?:{_LONE_MONTH}))(?![\w-])"
-)
-
-_DATE_WORDS = date_words_pattern(DATE_WORDS)
-RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_LISTS._FILLER)
-DAY_SPAN = english.pattern(
-    "dates",
-    "DAY_SPAN",
-    _ANY_MONTH=_ANY_MONTH,
-    _ORDINAL=_ORDINAL,
-    _SPAN_JOINERS=alternation(SPAN_JOINERS),
-    _SPAN_OPENERS=alternation(SPAN_OPENERS),
-    _YEAR=YEAR,
-)
 # The one of ``WHICH_ONE`` ahead ("next March"); the others are gone ("this past May").
 COMING = "coming"
 WHICH_ONE: dict[str, str] = _LISTS.WHICH_ONE
-_WHICH = rf"(?:(?:this\s+)?(?P<which>{phrase_alternation(WHICH_ONE)})\s+)?"
-SINGLE = english.pattern(
-    "dates",
-    "SINGLE",
-    DATE_TEXT=DATE_TEXT,
-    OPEN_ENDED_AFTER=OPEN_ENDED_AFTER,
-    _DATE_WORDS=_DATE_WORDS,
-    _FILLER=_LISTS._FILLER,
-    _WHICH=_WHICH,
-)
+# What the templates of this section in ``english.yaml`` are built from.
+_FRAGMENTS = {
+    "OPEN_ENDED_AFTER": OPEN_ENDED_AFTER,
+    "_ANY_MONTH": "|".join(sorted(MONTHS, key=len, reverse=True)),
+    "_COUNT": "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS]),
+    "_DATE_WORDS": date_words_pattern(DATE_WORDS),
+    "_FILLER": _LISTS._FILLER,
+    # A month without a year must be written in full; "may" only capitalised (it is also a verb).
+    "_LONE_MONTH": "|".join(
+        [name.lower() for name in calendar.month_name if name and name != "May"] + ["(?-i:May)"]
+    ),
+    "_NAMED_DAYS": "|".join(_LISTS.NAMED_DAYS),
+    "_ORDINAL": _LISTS._ORDINAL,
+    "_SPAN_JOINERS": alternation(SPAN_JOINERS),
+    "_SPAN_OPENERS": alternation(SPAN_OPENERS),
+    "_WHICH": rf"(?:(?:this\s+)?(?P<which>{phrase_alternation(WHICH_ONE)})\s+)?",
+    "_YEAR": YEAR,
+}
+DATE_TEXT = _FRAGMENTS["DATE_TEXT"] = english.pattern("dates", "DATE_TEXT", **_FRAGMENTS).pattern
+RANGE = range_pattern(lambda group: f"(?P<{group}>{DATE_TEXT})", filler=_LISTS._FILLER)
+DAY_SPAN = english.pattern("dates", "DAY_SPAN", **_FRAGMENTS)
+SINGLE = english.pattern("dates", "SINGLE", **_FRAGMENTS)
 # A date with no word before it: a day ("concerts March 3rd") or "next March". Messages seldom
 # name a month, so one cheap scan spares the pattern.
-BARE = english.pattern(
-    "dates", "BARE", DATE_TEXT=DATE_TEXT, OPEN_ENDED_AFTER=OPEN_ENDED_AFTER, _WHICH=_WHICH
-)
-ANY_MONTH = english.pattern("dates", "ANY_MONTH", _ANY_MONTH=_ANY_MONTH)
-
-_COUNT = "|".join([r"\d{1,3}", *SMALL_NUMBER_WORDS])
-RELATIVE = english.pattern("dates", "RELATIVE", _COUNT=_COUNT)
-NAMED_DAY = english.pattern(
-    "dates", "NAMED_DAY", _DATE_WORDS=_DATE_WORDS, _NAMED_DAYS="|".join(_LISTS.NAMED_DAYS)
-)
-# The message itself may say which way a month or day without a year lies, and then it wins
-# over the field's direction: "since" reaches back from today, a finite verb in the past ("took
-# effect on 1 June", "went on sale in April", "was cancelled in March") tells of a day gone,
-# "will" or "going to" of one to come. Regular "-ed" forms are left out: a participle says
-# nothing of when ("concerts scheduled for March").
+BARE = english.pattern("dates", "BARE", **_FRAGMENTS)
+ANY_MONTH = english.pattern("dates", "ANY_MONTH", **_FRAGMENTS)
+RELATIVE = english.pattern("dates", "RELATIVE", **_FRAGMENTS)
+NAMED_DAY = english.pattern("dates", "NAMED_DAY", **_FRAGMENTS)
+# The message may say which way a month or day without a year lies, over the field's direction:
+# "since" or a finite past verb ("took effect on 1 June") tells of a day gone, "will" of one to
+# come; a participle ("concerts scheduled for March") says nothing of when.
 TOLD_GONE = any_word(TOLD_GONE_WORDS)
 # How far back in the clause before a date such a word still speaks of it.
 TOLD_LOOKBEHIND_CHARS = 40
 CLAUSE_END = any_word(DATE_CLAUSE_BREAKS, or_any_of=CLAUSE_PUNCTUATION)
 YEAR_IN = re.compile(YEAR)
-DAY_IN = english.pattern("dates", "DAY_IN", _ORDINAL=_ORDINAL)
+DAY_IN = english.pattern("dates", "DAY_IN", **_FRAGMENTS)
 # How far back from a day the day, week (from Monday), month or year it falls in starts.
 UNIT_START = {
     "day": relativedelta(),
@@ -158,18 +136,14 @@ class WrittenDate:
     @classmethod
     def read(cls, text: str) -> WrittenDate:
         """What ``text`` says; whether it is a day at all is for ``period`` to tell."""
-        iso = _PHRASES.ISO_DATE.fullmatch(text)
+        iso = _PHRASES.ISO_DATE.search(text)
         if iso:
             return cls(*(int(part) if part else None for part in iso.groups()))
         year = YEAR_IN.search(text)
         months = [MONTHS[w] for w in _PHRASES.MONTH_IN.findall(text.lower()) if w in MONTHS]
         month = months[0] if months else None
-        day_of_month = DAY_IN.search(YEAR_IN.sub(" ", text)) if month else None
-        return cls(
-            int(year[0]) if year else None,
-            month,
-            int(day_of_month[1]) if day_of_month else None,
-        )
+        day = DAY_IN.search(YEAR_IN.sub(" ", text)) if month else None
+        return cls(int(year[0]) if year else None, month, int(day[1]) if day else None)
 
     def period(
         self, today: dt.date, year_hint: int | None = None, *, ahead: bool = False
@@ -198,9 +172,8 @@ def looks_ahead(field: MetadataField) -> bool:
     """Whether a date field holds when something takes place ("Day the talk takes place", a
     departure, a deadline) rather than when something was recorded ("Date the article was
     published"): a month said without a year is then the coming one."""
-    name = field.name.replace("_", " ")
     # The name says it first ("offer_ends", "last_updated"); the description when it does not.
-    for said in (name, field.description):
+    for said in (field.name.replace("_", " "), field.description):
         # A finite verb in the past ("Day the type became available") tells of a day gone too.
         ahead = bool(_PHRASES.AHEAD_WORDS.search(said))
         recorded = bool(_PHRASES.RECORDED_WORDS.search(said) or TOLD_GONE.search(said))
@@ -255,39 +228,35 @@ class DatePhrases:
             return []
         today = self._today()
         ahead = attribute in self._ahead
-        # A message that only names a value ("Is the Lake District busy in August?") says a
-        # month about that thing, not about when a record was made: no date of records then,
-        # unless the year is said. A date of things that take place is what such a month asks.
+        # A month in a message that only names a value ("Is the Lake District busy in August?")
+        # is about that thing, not a record's date, unless a year is said.
         about_records = not ahead and not self._scope.search(text)
         # A year with no month ("before 2021") is what an integer year field holds; a date
         # field takes it only when the message names that date field.
-        years_elsewhere = self._years.has_field and named is None
+        years_elsewhere = self._years.attribute is not None and named is None
         said = []
         for reading in self._conditions(text, today, ahead):
             if about_records and not YEAR_IN.search(text, reading.start, reading.end):
                 continue
-            if years_elsewhere and _only_a_year(text[reading.start : reading.end]):
+            written = WrittenDate.read(text[reading.start : reading.end])
+            if years_elsewhere and written.year is not None and written.month is None:
                 reading = Said(reading.start, reading.end, [])
             said.append(reading)
-        # A phrase read as a date claims its words even when it makes no condition
-        # ("from 2025 to 2022", "not in 2023"), so that no shorter reading of it counts.
+        # A date phrase claims its words even with no condition ("from 2025 to 2022").
         return claim(said, (), conditions_on(attribute, as_value=date_value))
 
     def _named(self, text: str) -> str | None:
         """The one date field ``text`` names, if it names one."""
         lowered = text.lower()
         said = set(_PHRASES.WORD.findall(lowered))
-        # The first of these that names one field decides; a date said in a message naming none
-        # or two of them gives no filter.
+        # The first tier that names one field decides; none or two named: no filter.
         tiers: tuple[Callable[[str], object], ...] = (
             # The name said whole ("released") or the description's verb.
             lambda name: set(name.lower().split("_")) <= said or self._verbs[name] & said,
-            # Two words only one description has ("security updates" for "Last day the release
-            # receives security updates"), over a noun that only shares a name's first letters
-            # ("releases" for ``released``).
+            # Two words only one description has ("security updates"), over a noun that only
+            # shares a name's first letters ("releases" for ``released``).
             lambda name: len(self._described[name] & said) >= MIN_DESCRIBED_WORDS,
-            # The name's first letters, or the description's verb ("added" for "Day the stall
-            # was added").
+            # The name's first letters ("publish" for ``published``), or the description's verb.
             lambda name: (
                 any(word[:NAME_PREFIX_CHARS] in lowered for word in name.lower().split("_"))
                 or self._verbs[name] & said
@@ -322,9 +291,8 @@ class DatePhrases:
             if not said_word and not which and written.day is None:
                 return None
             ahead_here = which == COMING if which else said_word != "since" and told(match)
-            # "from" is "during" for a period of a record ("films from 2020", "the episode from
-            # 10 June": that day) but "from then on" for a date of things that take place or
-            # open ("boats available from July", "from July 1st").
+            # "from" is "during" for a record ("films from 2020") but "from then on" for things
+            # that take place ("boats available from July").
             word = FROM_START if said_word == "from" and ahead_here else None
             return said_period(match, written.period(today, ahead=ahead_here), word)
 
@@ -387,15 +355,6 @@ def told_ahead(text: str, start: int, ahead: bool) -> bool:
     return not TOLD_GONE.search(clause) and (bool(_PHRASES.TOLD_COMING.search(clause)) or ahead)
 
 
-def _only_a_year(text: str) -> bool:
-    """Whether a date phrase names years and no month or day ("before 2021", "in 2019")."""
-    return (
-        bool(YEAR_IN.search(text))
-        and not ANY_MONTH.search(text)
-        and not _PHRASES.ISO_DATE.search(text)
-    )
-
-
 def _range(low_text: str, high_text: str, today: dt.date, ahead: bool) -> list[Bound]:
     low, high = WrittenDate.read(low_text), WrittenDate.read(high_text)
     high_period = high.period(today, ahead=ahead)
@@ -417,13 +376,9 @@ def _relative(match: re.Match[str], today: dt.date) -> list[Bound]:
     word = date_word(match["word"])
     one = relativedelta(**{unit + "s": 1})
     ahead = which in ("next", "coming", "upcoming")
-    if which in ("this", "current"):
-        start = today + UNIT_START[unit]
-        if word == WITHIN:  # the whole period, as "in 2025" or "in June" is
-            return period_bounds(word, *_unit_period(today, unit))
-        return (
-            [(Comparator.GTE, start)] if word == FROM_START else period_bounds(word, start, today)
-        )
+    if which in ("this", "current"):  # "in" it is the whole period, as "in June" is
+        first, last = _unit_period(today, unit)
+        return period_bounds(word, first, last if word == WITHIN else today)
     # "last year" is the previous calendar year; "the last year" the past twelve months.
     if not count and (ahead or (match["the"] is None and which in ("last", "previous"))):
         return period_bounds(word, *_unit_period(today + (one if ahead else -one), unit))

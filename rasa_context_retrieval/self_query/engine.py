@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import inflection
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.self_query.constraints import Constraint, Spanned, overlaps_any
-from rasa_context_retrieval.self_query.negation import negated_before
+from rasa_context_retrieval.self_query.negation import negate, negated_before
 from rasa_context_retrieval.self_query.ranges import (
     AFTER_END,
     BEFORE_START,
@@ -223,11 +223,8 @@ def said_value(
         plural = phrase.noun and inflection.singularize(match[0].lower()) != match[0].lower()
         if phrase.single and not (negated or plural or describes(text, before, end, taken)):
             return None
-        if isinstance(phrase.value, bool):
-            value, denied = phrase.value != negated, negated or phrase.denial
-            return Constraint(phrase.attribute, Comparator.EQ, value, start, end, negated=denied)
-        comparator = Comparator.NE if negated else Comparator.EQ
-        return Constraint(phrase.attribute, comparator, phrase.value, start, end, negated=negated)
+        said = Constraint(phrase.attribute, Comparator.EQ, phrase.value, start, end)
+        return negate(said) if negated else replace(said, negated=phrase.denial)
 
     return next((said for _, said in scan(text, [Row(phrase.pattern, read)], taken)), None)
 

@@ -3,17 +3,14 @@
 A schema often says what a number or a yes/no means for its documents: "Number of stops (0 for a
 direct flight)", "Automatic transmission (false = manual)", "False while the issue is still
 open", "Price level from 1 (inexpensive) to 4 (very expensive)", "Whether guests can get in
-without steps (wheelchair accessible)" (the "yes" in brackets), "(0 when the tariff has no fixed
-term)" (what the documents have). Each gloss is a phrase for one value: "direct flights" is
-``stops = 0``, "manual hybrids" ``automatic = false``.
+without steps (wheelchair accessible)". Each gloss is a phrase for one value, without the
+documents' noun: "direct flights" is ``stops = 0``, "manual hybrids" ``automatic = false``.
 
-A gloss of two words or more ("all ages", "no fixed term") counts wherever it is said, and is
-read before the values, so that a value inside it ("fixed") does not take its words. One word
-("direct", "open") is an everyday word: like a one-word boolean name (see ``booleans``) it counts
-only where it describes the documents ("direct flights", "tickets that are still open"), in the
-plural as the kind wanted ("studios", not "Marvel Studios"), or negated; negated, a yes/no gloss
-means the other answer and a number gloss ``ne``. The documents' noun is no part of a gloss ("a
-direct flight" -> "direct").
+A gloss of two words or more ("no fixed term") counts wherever it is said, and is read before the
+values, so that a value inside it ("fixed") does not take its words. One word ("direct") counts
+as a one-word boolean name does (see ``booleans``), or in the plural as the kind wanted
+("studios", not "Marvel Studios"); negated, a yes/no gloss means the other answer, a number ``ne``.
+
 """
 
 from __future__ import annotations
@@ -86,30 +83,23 @@ class GlossPhrases:
     """Finds the values that the schema's descriptions explain in words."""
 
     def __init__(
-        self,
-        fields: Sequence[MetadataField],
-        item_nouns: Collection[str],
-        describes_documents: Describes,
+        self, fields: Sequence[MetadataField], item_nouns: Collection[str], describes: Describes
     ) -> None:
         glosses = [gloss for field in fields for gloss in glosses_of(field, item_nouns)]
-        self._phrases = [gloss for gloss in glosses if not gloss.single]
-        self._words = [gloss for gloss in glosses if gloss.single]
-        self._describes_documents = describes_documents
+        # The glosses of one word (``True``) and of several (``False``).
+        self._glosses = {one: [g for g in glosses if g.single == one] for one in (True, False)}
+        self._describes = describes
 
     def find(self, text: str, taken: list[Constraint], *, phrases: bool) -> list[Constraint]:
         """One condition per field whose gloss is said over words not taken: the glosses of
         several words (``phrases``), read before the values, else the one-word glosses, which
         lean on the values around them."""
-        glosses = self._phrases if phrases else self._words
-        return first_said(text, glosses, taken, self._describes_documents)
+        return first_said(text, self._glosses[not phrases], taken, self._describes)
 
 
 def _in_a_name(match: re.Match[str], before: str) -> bool:
     """Whether the gloss is written as part of a name ("Marvel Studios"): capitalised, not at
     the start of a sentence, in a message not written in capitals."""
     text = match.string
-    return (
-        match[0][:1].isupper()
-        and not text.isupper()
-        and not _PHRASES.SENTENCE_START.search(text, 0, match.start())
-    )
+    sentence_start = _PHRASES.SENTENCE_START.search(text, 0, match.start())
+    return match[0][:1].isupper() and not text.isupper() and not sentence_start

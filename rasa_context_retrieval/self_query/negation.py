@@ -7,16 +7,13 @@ the documents asked for. ``bind_negations`` is the one safety net every conditio
 
 * a negation in a clause describing the thing before it ("doctors who aren't in Boston")
   governs a condition when only a verb, a preposition or an article stands between: it is
-  negated (``ne``, or the other truth value);
-* any other negation before a condition in its clause is not clear (further away, the user as
-  subject, outside such a clause: "I'm not sure about comedy", "why can't I find hotels in
-  Rome?"), nor is a negated bound or date range (its negation is an "or"): no filter, never
-  ``eq``;
-* the subject of a negated verb opening such a clause ("books that the Central library doesn't
-  stock") is negated; a negated verb of functioning ("sync is not working on Android") is not;
-* a clause ends at punctuation and at a word that opens another ("that", "because", a plain
-  "but": "cheap but good" stays positive); values joined by "and"/"or" share the scope of the
-  first ("without a pool or a gym", "except android and ios").
+  negated (``ne``, or the other truth value); so is the subject of a negated verb opening such a
+  clause ("books that the Central library doesn't stock"), but for a verb of functioning;
+* any other negation before a condition in its clause ("I'm not sure about comedy"), or one of
+  a bound or date range (its negation is an "or"), is not clear: no filter, never ``eq``;
+* a clause ends at punctuation and at a word that opens another ("that", a plain "but": "cheap
+  but good" stays positive); values joined by "and"/"or" share the scope of the first.
+
 """
 
 from __future__ import annotations
@@ -139,11 +136,10 @@ def _scope(text: str, index: int, ordered: Sequence[Constraint], scopes: dict[in
         return Scope.NONE  # the negation went to the condition said right after it
     if FUNCTIONING_VERB.search(between):
         return Scope.NONE
-    if not relative or _PHRASES.USER_SUBJECT.search(text, clause_start, negator.start()):
+    far = len(_PHRASES.WORD.findall(between)) > MAX_WORDS_BETWEEN
+    if far or not relative or _PHRASES.USER_SUBJECT.search(text, clause_start, negator.start()):
         return Scope.UNCLEAR
-    return (
-        Scope.CLEAR if len(_PHRASES.WORD.findall(between)) <= MAX_WORDS_BETWEEN else Scope.UNCLEAR
-    )
+    return Scope.CLEAR
 
 
 def _joined(text: str, previous: Constraint, constraint: Constraint) -> bool:

@@ -1,13 +1,10 @@
 """Years said for an integer year field ("after 2005", "from 1979", "in the 90s", "2010 onwards").
 
-A schema may keep the year as a number (LangChain's movie example: ``year: integer``, "The year
-the movie was released") rather than a date. The words around a year mean the same as for a
-date (``ranges.DATE_WORDS``: "after", "since", "before", "until", "in", "from"), only the value is
-the year itself: "after 2005" is ``gt 2005``, "from 1979" is ``eq 1979``, "in the 90s" is
-``gte 1990`` and ``lte 1999``. A field is a year field when its name or description says
-"year"; with two such fields, none is guessed. Only 1900-2099 counts as a year, and only in a
-message about the documents at all (see ``phrases.time_scope``), so "I was born in 1985" on its
-own filters nothing.
+A schema may keep the year as a number ("The year the movie was released"). The words around a
+year mean what they mean before a date (``ranges.DATE_WORDS``), only the value is the year
+itself: "after 2005" is ``gt 2005``, "in the 90s" ``gte 1990`` and ``lte 1999``. With two year
+fields, none is guessed. A year counts only in a message about the documents
+(``phrases.time_scope``): "I was born in 1985" alone filters nothing.
 """
 
 from __future__ import annotations
@@ -52,26 +49,25 @@ NOT_OWN_WORDS = CUE_STOPWORDS | {"year", "years", "when", "was", "were", "releas
 MIN_DISTINCT_CHARS = 4
 # A century is guessed for "the 90s": this decade digit and above are the 1900s.
 LAST_CENTURY_FROM_DECADE = 3
-_WORDS = date_words_pattern([*DATE_WORDS, "of"])
 RANGE = range_pattern(
     lambda group: f"(?P<{group}>{YEAR})",
     filler=_LISTS._FILLER,
     before=r"(?<![\w-])",
     after=r"(?!\w)",
 )
-DECADE = english.pattern("years", "DECADE", _WORDS=_WORDS)
+# What the templates of this section in ``english.yaml`` are built from.
+_FRAGMENTS = {
+    "OPEN_ENDED_AFTER": OPEN_ENDED_AFTER,
+    "_FILLER": _LISTS._FILLER,
+    "_WORDS": date_words_pattern([*DATE_WORDS, "of"]),
+    "_YEAR": YEAR,
+}
+DECADE = english.pattern("years", "DECADE", **_FRAGMENTS)
+SINGLE = english.pattern("years", "SINGLE", **_FRAGMENTS)
+ANY_YEAR = english.pattern("years", "ANY_YEAR", **_FRAGMENTS)
+COMPARED = english.pattern("years", "COMPARED", **_FRAGMENTS)
 # "2010 or later", "2015 or earlier": a year is the period of itself.
 LATER, EARLIER = open_end_rows(YEAR, lambda match: (int(match["a"]), int(match["a"])), r"(?<!\w)")
-SINGLE = english.pattern(
-    "years",
-    "SINGLE",
-    OPEN_ENDED_AFTER=OPEN_ENDED_AFTER,
-    _FILLER=_LISTS._FILLER,
-    _WORDS=_WORDS,
-    _YEAR=YEAR,
-)
-ANY_YEAR = english.pattern("years", "ANY_YEAR", _YEAR=YEAR)
-COMPARED = english.pattern("years", "COMPARED", _FILLER=_LISTS._FILLER, _YEAR=YEAR)
 
 
 def _range(match: re.Match[str]) -> list[Bound]:
@@ -120,7 +116,7 @@ class YearPhrases:
 
     def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
         year_fields = [field for field in fields if is_year_field(field)]
-        self._attribute = year_fields[0].name if len(year_fields) == 1 else None
+        self.attribute = year_fields[0].name if len(year_fields) == 1 else None
         # "Model year of the car": "model" and "car(s)" say a year is the documents' one.
         nouns = {
             word
@@ -136,43 +132,29 @@ class YearPhrases:
         self._distinct = frozenset(
             word
             for word in nouns
-            if self._attribute and len(word) >= MIN_DISTINCT_CHARS and word not in shared
+            if self.attribute and len(word) >= MIN_DISTINCT_CHARS and word not in shared
         )
-        self._year_before = re.compile(
-            rf"(?<![\w$€£.,/-])(?P<a>{YEAR})(?=(?P<chain>(?:\s*(?:,|/|\bor\b|\band\b)\s*{YEAR})*)"
-            rf"[\s-]+(?P<next>(?:{alternation(own_words)})(?!\w))?)",
-            re.IGNORECASE,
-        )
-
-    @property
-    def has_field(self) -> bool:
-        """Whether the schema has one integer field of calendar years."""
-        return self._attribute is not None
+        own = alternation(own_words)
+        self._year_before = english.pattern("years", "YEAR_BEFORE", **_FRAGMENTS, _OWN=own)
 
     def is_named(self, text: str) -> bool:
-        """Whether ``text`` says a word only the year field's name or description has ("took
-        effect" for "Year the current version of the policy took effect"): a year said with it
-        is this field's, not a date field's."""
+        """Whether ``text`` says a word only the year field has ("took effect" for "Year the
+        policy took effect"): a year said with it is this field's, not a date field's."""
         return not self._distinct.isdisjoint(_PHRASES.NOUN.findall(text.lower()))
 
     def find(
-        self,
-        text: str,
-        taken: list[Constraint],
-        *,
-        scoped: bool = False,
-        values: Sequence[Constraint] = (),
+        self, text: str, taken: list[Constraint], *, scoped: bool, values: Sequence[Constraint]
     ) -> list[Constraint]:
         """Year conditions; ``values`` are the value conditions found in ``text``: a year right
         before one is that year ("a 2015 Bordeaux")."""
-        if self._attribute is None:
+        if self.attribute is None:
             return []
         said = readings(text, [self._named_by_year(values)])
         if scoped or said or self._scope.search(text):
             said += readings(text, TABLE)
         elif ANY_YEAR.search(text):
             said += readings(text, COMPARED_TABLE)
-        return claim(said, taken, conditions_on(self._attribute))
+        return claim(said, taken, conditions_on(self.attribute))
 
     def _named_by_year(self, values: Sequence[Constraint]) -> Row[list[Bound] | None]:
         """ "a 2020 model", "2015 cars", "a 2015 Bordeaux", "2015 or 2016 models": a year before
