@@ -2,22 +2,12 @@
 
 Years, dates and numbers are the same machine over different words. Each kind declares a table:
 rows of a phrase pattern (from ``english.yaml``) and the reading of one match, the bounds it says
-(``[(gte, 1990), (lte, 1999)]`` for "in the 90s"). The engine does the rest, once for all kinds:
-
-* ``scan`` runs every row of a table over the text and keeps where each match was said;
-* ``claim`` keeps, from the first and longest, each reading whose words no earlier one took, so
-  that "from 2010 to 2015" is one range and never also "from 2010" and "2015", and reads it
-  into conditions (``conditions_on`` a field, for bounds; amounts find their field first);
-* ``period_bounds`` is the one meaning of the words before a period ("after", "since", "in"),
-  whatever the period is: a year (1990 to 1990), a decade (1990 to 1999) or a month of days.
-
-Yes/no fields and the values a description explains in words are a table too: rows of a
-``ValuePhrase`` ("out of stock" is ``in_stock`` false, "direct flights" ``stops`` 0), which
-``said_value`` reads the same way for both: a negation before the phrase flips a yes/no value
-and makes a number ``ne``, and one everyday word counts only where it describes the documents.
-
-A new phrasing is then a pattern row in ``english.yaml`` (or a word in one of its tables) and a
-labelled row in ``tests/self_query_cases.yaml``; a new kind of value is a new table of rows.
+(``[(gte, 1990), (lte, 1999)]`` for "in the 90s"). The engine scans the rows, claims each span
+once, the first and longest first (so that "from 2010 to 2015" is one range and never also "from
+2010" and "2015"), and gives the words before a period ("after", "since", "in") one meaning,
+whatever the period is. Yes/no phrases and the values a description explains in words are a
+table of ``ValuePhrase`` rows, read the same way for both. A new phrasing is then a pattern row
+in ``english.yaml`` and a labelled row in ``tests/self_query_cases.yaml``.
 """
 
 from __future__ import annotations
@@ -127,25 +117,20 @@ def conditions_on(
 ) -> Callable[[Said], list[Constraint]]:
     """How a reading of bounds reads on ``attribute``: one condition per bound, with the
     reading's span; the bound's value written ``as_value`` (a day as LangChain's date dict)."""
-
-    def read(reading: Said) -> list[Constraint]:
-        return [
-            Constraint(attribute, comparator, as_value(value), reading.start, reading.end)
-            for comparator, value in reading.bounds
-        ]
-
-    return read
+    return lambda reading: [
+        Constraint(attribute, comparator, as_value(value), reading.start, reading.end)
+        for comparator, value in reading.bounds
+    ]
 
 
 def period_bounds(word: str, first: Any, last: Any) -> list[Bound]:
     """The bounds a date word (``ranges.DATE_WORDS``) says of the period ``first``..``last``:
     "after" is past its end, "since" from its start, "before" before its start, "until" up to
     its end, "in" the period itself (``eq`` when it is one value: "in 2010", "on March 3")."""
-    if word == WITHIN:
-        if first == last:
-            return [(Comparator.EQ, first)]
-        return [(Comparator.GTE, first), (Comparator.LTE, last)]
+    if word == WITHIN and first == last:
+        return [(Comparator.EQ, first)]
     return {
+        WITHIN: [(Comparator.GTE, first), (Comparator.LTE, last)],
         AFTER_END: [(Comparator.GT, last)],
         FROM_START: [(Comparator.GTE, first)],
         BEFORE_START: [(Comparator.LT, first)],

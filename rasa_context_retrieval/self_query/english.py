@@ -14,6 +14,8 @@ from typing import Any
 from rasa_context_retrieval.phrase_book import PhraseBook, Table
 
 _BOOK = PhraseBook(__package__, "english.yaml")
+patterns = _BOOK.patterns
+pattern = _BOOK.pattern
 
 
 def words(module: str) -> Table[Any]:
@@ -21,17 +23,6 @@ def words(module: str) -> Table[Any]:
     return _BOOK.table(module, "words")
 
 
-def patterns(module: str) -> Table[re.Pattern[str]]:
-    """The phrase patterns of one extractor module, compiled."""
-    return _BOOK.patterns(module)
-
-
 def section(module: str) -> tuple[Table[Any], Table[re.Pattern[str]]]:
     """The words and the compiled patterns of one extractor module."""
     return words(module), patterns(module)
-
-
-def pattern(module: str, name: str, **fragments: object) -> re.Pattern[str]:
-    """One phrase pattern of a module built from fragments the module gives: ``${NEGATORS}`` in
-    the table is the ``NEGATORS`` fragment."""
-    return _BOOK.pattern(module, name, **fragments)

@@ -1,11 +1,9 @@
 """The English words that turn a mention into a filter, kept in one place to read and extend.
 
-The rule-based self-query constructor decides from the words around a value or a number whether
-the user is narrowing the search ("for Android", "under $20") or just talking ("contact us",
-"error 404"). These lists are that judgement; the extractors only apply them. All entries are
-lower case; every list is matched as whole words. The lists themselves, and why each word is on
-one, are in ``english.yaml`` (section ``phrases``); this module gives them their Python types and
-builds the patterns that combine several of them.
+Whether the user is narrowing the search ("for Android", "under $20") or just talking ("contact
+us", "error 404") is judged by these lists; the extractors only apply them. The lists, and why
+each word is on one, are in ``english.yaml`` (section ``phrases``); this module gives them their
+Python types and builds the patterns that combine several of them.
 """
 
 from __future__ import annotations
@@ -32,13 +30,6 @@ NEGATORS: str = _LISTS.NEGATORS
 NEGATING_PREFIX: str = _LISTS.NEGATING_PREFIX
 
 PREPOSITIONS: str = _LISTS.PREPOSITIONS
-# A negator directly before a value, optionally followed by prepositions and articles, or by a
-# participle and its preposition: "not on Android", "except the enterprise tier", "non-premium",
-# "not directed by Greta Gerwig", "isn't made by Apple", "not under the GPL", "not written in
-# Python", "not available in English", "aren't dramas", "I don't want horror", "outside
-# finance", and "no" right before it ("but no politics"). "never been to Rome" is where the
-# user has been, not a participle that describes documents. Other words in between ("not working
-# on android") break it on purpose: that is a question about Android.
 NEGATION_BEFORE_VALUE = english.pattern(
     "phrases",
     "NEGATION_BEFORE_VALUE",

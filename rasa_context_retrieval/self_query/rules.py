@@ -1,28 +1,17 @@
 """Rule-based self-query: the filters a user says in words, without an LLM.
 
 "Plans under $20 a month for Android, not the business tier, updated since March 2024" carries
-four filters. ``RuleQueryConstructor`` finds them with one extractor per kind of attribute
-(``dates``, ``years`` for an integer year field, ``numbers``, ``booleans``, ``vocabulary`` for
-string values, ``glosses`` for the values a description explains in words: "(0 for a direct
-flight)") and reads the number of results asked for (``limits``). Years, dates, amounts,
-yes/no phrases and glosses are tables of phrase rows that one engine (``engine``) reads; the
-words of every table are in ``english.yaml``. It merges the conditions into
-LangChain's filter IR (``langchain_core.structured_query``) over the declared fields only, and
-returns it as a ``StructuredQuery`` together with the search text. The IR is the same one slot
-filters and the LLM constructor produce, so one translator runs them all.
+four filters. ``RuleQueryConstructor`` finds them with one extractor per kind of attribute, reads
+the number of results asked for (``limits``), and merges the conditions into LangChain's filter
+IR over the declared fields only: the IR slot filters and the LLM constructor produce, so one
+translator runs them all.
 
 Precision beats recall: a missing filter only costs some ranking, a wrong one hides the answer.
 So every extractor asks for a clear comparison or scope word, and an ambiguous mention (a number
-that fits two fields, a word that is a value of two fields) gives no filter.
-
-Every rule reads the schema (names, descriptions, values, aliases), not phrases of one
-knowledge base. Dates and years go first (a year is a date, not an amount), then numbers,
-values and booleans (a one-word boolean leans on the values next to it: "vegetarian indian
-dishes"); a span of text feeds one condition only, and nothing said in the user's own past
-story ("I cooked a thai curry last week") is a condition. A year or date needs a message
-about the documents: one naming them ("films", "articles"), a word of change or release, the
-time field's name, or a value of the schema. Everything is compiled at construction;
-``construct`` does a handful of regex scans and never raises.
+that fits two fields, a word that is a value of two fields) gives no filter. Every rule reads
+the schema (names, descriptions, values, aliases), not phrases of one knowledge base. Dates and
+years go first (a year is a date, not an amount); a span of text feeds one condition only, and
+nothing said in the user's own past story ("I cooked a thai curry last week") is a condition.
 """
 
 from __future__ import annotations
@@ -56,22 +45,8 @@ logger = structlog.get_logger(__name__)
 DEFAULT_STRIP_FILTER_WORDS = False
 # Messages are short; a pasted log file is not scanned beyond this for filters.
 MAX_SCANNED_CHARS = 1_000
-# Order of comparisons on one attribute in the filter tree: values first, then lower bounds.
-COMPARATOR_ORDER = {
-    comparator: rank
-    for rank, comparator in enumerate(
-        [
-            Comparator.EQ,
-            Comparator.IN,
-            Comparator.NE,
-            Comparator.NIN,
-            Comparator.GT,
-            Comparator.GTE,
-            Comparator.LT,
-            Comparator.LTE,
-        ]
-    )
-}
+# Order of the bounds on one attribute in the filter tree: lower bounds first.
+BOUND_ORDER = [Comparator.GT, Comparator.GTE, Comparator.LT, Comparator.LTE]
 
 
 class RuleQueryConstructor:
@@ -116,7 +91,7 @@ class RuleQueryConstructor:
         text = text if isinstance(text, str) else ""
         constraints = self.constraints(text)
         limit = self._limits.find(text[:MAX_SCANNED_CHARS], constraints)
-        directive = build_filter(constraints, self._field_order)
+        directive = self.filter_of(constraints)
         query = text.strip()
         if self.strip_filter_words and constraints:
             query = strip_spans(text, constraints) or query
@@ -125,8 +100,23 @@ class RuleQueryConstructor:
         return StructuredQuery(query=query, filter=directive, limit=limit)
 
     def filter_of(self, constraints: Sequence[Constraint]) -> FilterDirective | None:
-        """The filter tree of ``constraints`` (found by ``constraints`` in any message)."""
-        return build_filter(constraints, self._field_order)
+        """The filter tree of ``constraints`` (found by ``constraints`` in any message): one
+        comparison per condition; values of one field merge into ``in``/``nin`` unless each must
+        hold (``Constraint.each``); all joined as every other filter is (``conjoin``, which drops
+        a comparison said twice)."""
+        comparisons: list[Comparison] = []
+        for attribute in sorted(
+            {c.attribute for c in constraints}, key=self._field_order.__getitem__
+        ):
+            on_attribute = [c for c in constraints if c.attribute == attribute]
+            comparisons += _value_comparisons(attribute, on_attribute)
+            bounds = [c for c in on_attribute if c.comparator in BOUND_ORDER]
+            bounds.sort(key=lambda c: BOUND_ORDER.index(c.comparator))
+            comparisons += [
+                Comparison(comparator=c.comparator, attribute=attribute, value=c.value)
+                for c in bounds
+            ]
+        return conjoin(*comparisons)
 
     def constraints(self, text: str) -> list[Constraint]:
         """Every condition found in ``text``, with the span of words that said it."""
@@ -147,82 +137,49 @@ class RuleQueryConstructor:
         return [c for c in found if not told_as_personal_past(scanned, c.start)]
 
 
-def build_filter(
-    constraints: Sequence[Constraint], field_order: Mapping[str, int]
-) -> FilterDirective | None:
-    """One comparison per condition; values of one field merge into ``in``/``nin`` unless each
-    must hold (``Constraint.each``); all joined as every other filter is (``conjoin``)."""
-    comparisons: list[Comparison] = []
-    for attribute in sorted({c.attribute for c in constraints}, key=field_order.__getitem__):
-        on_attribute = [c for c in constraints if c.attribute == attribute]
-        comparisons += _value_comparisons(attribute, on_attribute)
-        comparisons += _ordered_comparisons(attribute, on_attribute)
-    return conjoin(*comparisons)
-
-
 def _value_comparisons(attribute: str, constraints: list[Constraint]) -> list[Comparison]:
-    each = _distinct(c.value for c in constraints if c.comparator is Comparator.EQ and c.each)
-    wanted = _distinct(
-        c.value for c in constraints if c.comparator is Comparator.EQ and c.value not in each
-    )
-    unwanted = _distinct(c.value for c in constraints if c.comparator is Comparator.NE)
-    contradicted = [value for value in wanted if value in unwanted]
-    wanted = [value for value in wanted if value not in contradicted]
-    unwanted = [value for value in unwanted if value not in contradicted]
-    each = [value for value in each if value not in unwanted]
-    comparisons = [Comparison(comparator=Comparator.EQ, attribute=attribute, value=v) for v in each]
-    if wanted:
-        comparisons.append(_one_or_many(attribute, wanted, Comparator.EQ, Comparator.IN))
-    if unwanted:
-        comparisons.append(_one_or_many(attribute, unwanted, Comparator.NE, Comparator.NIN))
-    return comparisons
+    """A value said both wanted and unwanted is neither (the user contradicted themselves)."""
+
+    def said(comparator: Comparator, each: bool = False) -> list[Any]:
+        """In order, each once; by equality, as a date value is a dict ("on March 3": ``eq``)."""
+        kept: list[Any] = []
+        for c in constraints:
+            if c.comparator is comparator and (c.each or not each) and c.value not in kept:
+                kept.append(c.value)
+        return kept
+
+    each, unwanted = said(Comparator.EQ, each=True), said(Comparator.NE)
+    wanted = [value for value in said(Comparator.EQ) if value not in each]
+    return [
+        *_compared(attribute, [v for v in each if v not in unwanted], Comparator.EQ),
+        *_compared(
+            attribute, [v for v in wanted if v not in unwanted], Comparator.EQ, Comparator.IN
+        ),
+        *_compared(
+            attribute, [v for v in unwanted if v not in wanted], Comparator.NE, Comparator.NIN
+        ),
+    ]
 
 
-def _ordered_comparisons(attribute: str, constraints: list[Constraint]) -> list[Comparison]:
-    ordered = [c for c in constraints if c.comparator not in (Comparator.EQ, Comparator.NE)]
-    ordered.sort(key=lambda c: COMPARATOR_ORDER[c.comparator])
-    comparisons: list[Comparison] = []
-    for constraint in ordered:
-        comparison = Comparison(
-            comparator=constraint.comparator, attribute=attribute, value=constraint.value
-        )
-        if comparison not in comparisons:
-            comparisons.append(comparison)
-    return comparisons
-
-
-def _one_or_many(
-    attribute: str, values: list[Any], single: Comparator, several: Comparator
-) -> Comparison:
-    if len(values) == 1:
-        return Comparison(comparator=single, attribute=attribute, value=values[0])
-    return Comparison(comparator=several, attribute=attribute, value=values)
-
-
-def _distinct(values: Any) -> list[Any]:
-    """In order, each once; by equality, as a date value is a dict ("on March 3": ``eq``)."""
-    kept: list[Any] = []
-    for value in values:
-        if value not in kept:
-            kept.append(value)
-    return kept
+def _compared(
+    attribute: str, values: list[Any], one: Comparator, several: Comparator | None = None
+) -> list[Comparison]:
+    """One ``one`` comparison per value, or a single ``several`` of them all when there are."""
+    if several is not None and len(values) > 1:
+        return [Comparison(comparator=several, attribute=attribute, value=values)]
+    return [Comparison(comparator=one, attribute=attribute, value=value) for value in values]
 
 
 def strip_spans(text: str, constraints: Sequence[Constraint]) -> str:
     """``text`` without the words that said the constraints (and the "and" joining them)."""
-    spans = sorted((c.start, c.end) for c in constraints)
-    merged: list[list[int]] = []
-    for start, end in spans:
-        if merged and (
-            start <= merged[-1][1] or COORDINATION.fullmatch(text, merged[-1][1], start)
-        ):
-            merged[-1][1] = max(merged[-1][1], end)
+    kept: list[str] = []
+    cursor = 0  # the end of the words cut so far
+    for start, end in sorted((c.start, c.end) for c in constraints):
+        if kept and (start <= cursor or COORDINATION.fullmatch(text, cursor, start)):
+            cursor = max(cursor, end)
         else:
-            merged.append([start, end])
-    kept, cursor = [], 0
-    for start, end in merged:
-        kept.append(text[cursor:start])
-        cursor = end
+            kept.append(text[cursor:start])
+            cursor = end
     kept.append(text[cursor:])
     query = _PHRASES.LEFTOVER_SPACE.sub(" ", " ".join(kept))
     query = _PHRASES.SPACE_BEFORE_PUNCTUATION.sub(r"\1", query)
