@@ -1,35 +1,24 @@
 """Find the string values of the declared fields in a user's message, and decide which are filters.
 
-A value can be written many ways ("androids", "Premium", "north america" for ``north-america``),
-so every allowed or indexed value is expanded once, at construction, into its surface forms
-(case-free, plural too, any of space, hyphen or underscore between words) and all forms are
-compiled into one regular expression. Plurals come from ``inflection`` (the Rails inflector
-rules: "category" -> "categories", "business" -> "businesses"); ``inflect`` would be the fuller
-library, but its import alone takes seconds (typeguard instruments its source).
+Every allowed or indexed value (and alias: "Germany" for ``eu``) is expanded once into its surface
+forms ("androids", "Premium", "north america" for ``north-america``), all compiled into one
+regular expression. Plurals come from ``inflection`` (Rails rules); ``inflect`` is fuller, but its
+import alone takes seconds.
 
-Finding a word is not enough: "contact us" does not mean region ``us``, and "can I upgrade my
-plan?" does not mean category ``plans``. Each value therefore gets a strictness:
+Finding a word is not enough: "contact us" does not mean region ``us``. Each form therefore has a
+strictness, and ``_CUE_ROWS`` says which words around it make it a filter:
 
-* ``FREE``: a distinctive value ("android", "apac") is a filter wherever it appears;
-* ``CUED``: an everyday word ("free", "us", "plus", or one of the commonest words of English,
-  see ``common_words``: "first", "high") needs a marker: a scope noun or a noun for
-  the documents after it ("free plan", "US customers", "support jobs"), its field's name, a
-  capital letter mid-sentence ("on Plus"), an all-capital acronym ("US"), or a marked neighbour
-  in a list ("free or plus plans");
-* ``TOPIC``: a value of a topic-like field (category, tags, type, ...) is a filter when the
-  sentence asks for things of that kind: a plural ("laptops"), a noun for the documents after it
-  ("python articles", "comedy films"), a determiner or "about" before it ("a thriller", "which
-  monitor", "articles about python"), another value right before it ("a Samsung tablet"), its
-  field's name, an exclusion before it ("anything except spin") or, opening the message, a
-  condition after it ("yoga with Maya Patel": a search-box query for the kind). "tips for
-  sync" and "the security settings" stay questions, not filters;
-* ``NAME``: the last word of a person's or brand's name ("Spielberg" for "Steven Spielberg"),
-  only when written with a capital and no other value shares it;
-* ``ANCHORED``: a value that is also a field name ("plans"), or outside topic fields a scope noun
-  ("devices"), must come with its field's name ("category: plans").
+* ``FREE``: a distinctive value ("android", "apac"), wherever it appears;
+* ``CUED``: an everyday word ("free", "us", or among the commonest words of English, see
+  ``common_words``), with a noun for the documents after it ("free plan") or a capital mid-sentence;
+* ``TOPIC``: a value of a topic-like field (category, tags, type), when the sentence asks for
+  things of that kind ("laptops", "python articles", "a thriller"), not in "tips for sync";
+* ``NAME``: a short form of a name ("Spielberg", "Mercedes", "PS5"), written with a capital;
+* ``INITIALS``: "ML" for "machine learning", in capitals where a kind is wanted;
+* ``ANCHORED``: a value that is also a field name ("plans"), only with its field's name.
 
-Aliases declared in ``metadata_fields`` ("Germany" for ``eu``) are surfaces of their value and
-get a strictness of their own, by the same rules.
+Its field's name said beside it ("category: plans", "gold tier") makes any value a filter, and a
+value beside a chosen one may borrow its cue ("free or plus plans", "a Samsung tablet").
 """
 
 from __future__ import annotations
@@ -97,6 +86,29 @@ class Strictness(Enum):
     NAME = "name"
     INITIALS = "initials"
     ANCHORED = "anchored"
+
+
+# The cues that make a sense of each strictness a filter: all of one row ("ML talks": initials
+# and a noun for the documents after them). ANCHORED needs its field's name beside it.
+_CUE_ROWS: dict[Strictness, tuple[tuple[str, ...], ...]] = {
+    Strictness.FREE: ((),),
+    Strictness.CUED: (("scope noun after",), ("capital mid-sentence",)),
+    Strictness.NAME: (("capital",),),
+    Strictness.INITIALS: (
+        ("initials", "scope noun after"),
+        ("initials", "determiner before"),
+        ("initials", "preposition before"),
+    ),
+    Strictness.TOPIC: (
+        ("plural",),
+        ("document noun after",),
+        ("documents on before",),
+        ("excluded before",),
+        ("opening query",),
+        ("determiner before",),
+    ),
+    Strictness.ANCHORED: (),
+}
 
 
 @dataclass(frozen=True)
@@ -188,14 +200,11 @@ def _other_forms(
     if len(singular) >= MIN_SINGULAR_CHARS and singular != words[-1]:
         loose = Strictness.CUED if strictness is Strictness.FREE else strictness
         yield {" ".join([*words[:-1], singular])}, loose
-    parts, first = value.split("-"), surface_key(value.split("-")[0])
-    if (
-        len(parts) > 1
-        and all(part[:1].isupper() for part in parts)
-        and len(first) >= MIN_SURNAME_CHARS
-        and first.isalpha()
-    ):
-        yield {first}, Strictness.NAME
+    for parts, index in ((value.split(), -1), (value.split("-"), 0)):
+        part = surface_key(parts[index])
+        capitalised = all(word[:1].isupper() for word in parts)
+        if len(parts) > 1 and capitalised and len(part) >= MIN_SURNAME_CHARS and part.isalpha():
+            yield {part}, Strictness.NAME
     codes = [
         word
         for word in words
@@ -222,15 +231,6 @@ def _is_matchable(value: object) -> bool:
     if _PHRASES.RELEASE_NUMBER.fullmatch(key):
         return True
     return any(char.isalpha() for char in key) and len(key.split(" ")) <= MAX_VALUE_WORDS
-
-
-def _surname(value: str) -> str | None:
-    """The last word of a name written as one ("Greta Gerwig" -> "gerwig"), else None."""
-    words = value.split()
-    if len(words) < 2 or not all(word[:1].isupper() for word in words):
-        return None
-    last = surface_key(words[-1])
-    return last if len(last) >= MIN_SURNAME_CHARS and last.isalpha() else None
 
 
 def _is_short_form(said: tuple[str, ...], words: tuple[str, ...]) -> bool:
@@ -393,9 +393,6 @@ class ValueVocabulary:
                 forms = surface_forms(written)
                 strictness = self._strictness(field, forms, field_name_words)
                 self._add_forms(field, value, forms, strictness)
-        surname = _surname(value)
-        if surname and not _named_as_topic(field):
-            self._add_forms(field, value, {surname}, Strictness.NAME)
         words = surface_key(value).split(" ")
         strictness = self._strictness(field, {surface_key(value)}, field_name_words)
         for forms, form_strictness in _other_forms(value, words, strictness):
@@ -513,19 +510,47 @@ class ValueVocabulary:
 
     def _resolve(self, candidate: _Candidate, candidates: list[_Candidate]) -> ValueSense | None:
         """The one sense its field's name said next to it gives, else the one sense whose
-        strictness the words around it satisfy; none when two are left."""
+        strictness the words around it satisfy (a row of ``_CUE_ROWS``); none when two are left."""
         anchored = [s for s in candidate.senses if self._has_own_field(candidate, s, candidates)]
         if anchored:
             return anchored[0] if len(anchored) == 1 else None
-        said: dict[Strictness, Callable[[], bool]] = {
-            Strictness.FREE: lambda: True,
-            Strictness.CUED: lambda: self._is_cued(candidate),
-            Strictness.NAME: lambda: candidate.written[0].isupper(),
-            Strictness.INITIALS: lambda: self._initials_said(candidate),
-            Strictness.TOPIC: lambda: self._asks_for_kind(candidate),
-        }
-        accepted = [s for s in candidate.senses if s.strictness in said and said[s.strictness]()]
+        said = self._cues(candidate)
+        accepted = [
+            sense
+            for sense in candidate.senses
+            if any(said.issuperset(row) for row in _CUE_ROWS[sense.strictness])
+        ]
         return accepted[0] if len(accepted) == 1 else None
+
+    def _cues(self, candidate: _Candidate) -> set[str]:
+        """The cues said around a value. Initials count in capitals only, in a message not all
+        in capitals, and not as a word of their own in the plural ("SOS" is no plural of "SO")."""
+        text, end, written = candidate.text, candidate.end, candidate.written
+        before = candidate.before
+        initials = not text.isupper() and written.removesuffix("s").isupper()
+        if initials and written.endswith("S"):
+            initials = all(
+                len(sense.value.split()) != len(written) - 1
+                for sense in candidate.senses
+                if sense.strictness is Strictness.INITIALS
+            )
+        said = {
+            "scope noun after": self._scope_after.match(text, end),
+            "capital mid-sentence": not text.isupper()
+            and written != written.lower()
+            and candidate.mid_sentence,
+            "capital": written[0].isupper(),
+            "initials": initials,
+            "determiner before": DETERMINERS_BEFORE_TOPIC.search(before),
+            "preposition before": _PHRASES.INITIALS_PREPOSITION_BEFORE.search(before),
+            "plural": self.is_plural_value(written),
+            "document noun after": self._item_after.match(text, end),
+            "documents on before": self._item_on_before.search(before),
+            "excluded before": _PHRASES.KIND_EXCLUDED_BEFORE.search(before),
+            "opening query": _PHRASES.MESSAGE_OPENING.fullmatch(before)
+            and _PHRASES.KIND_QUERY_AFTER.match(text, end),
+        }
+        return {cue for cue, found in said.items() if found}
 
     def _names_another_thing(self, candidate: _Candidate, candidates: list[_Candidate]) -> bool:
         """Whether the value, where it is said, names something other than the documents:
@@ -549,7 +574,7 @@ class ValueVocabulary:
         if (
             all(sense.attribute in self._list_fields for sense in senses)
             and _PHRASES.QUESTION_SUBJECT_BEFORE.search(text, 0, candidate.start)
-            and not self._scoped_after(text, candidate.end)
+            and not self._scope_after.match(text, candidate.end)
         ):
             return True  # "Is parking free for guests?": about parking, not hotels with it
         if not written[:1].isupper() or _in_title_case(text):
@@ -566,41 +591,6 @@ class ValueVocabulary:
             return not previous or bool(text[previous[-1].end : candidate.start].strip())
         return False
 
-    def _initials_said(self, candidate: _Candidate) -> bool:
-        """Initials ("ML") in capitals that name what is wanted: "ML talks", "a ML course",
-        "talks on ML"; never a capitalised word on its own ("OK, thanks")."""
-        said = candidate.written
-        if candidate.text.isupper() or not said.removesuffix("s").isupper():
-            return False
-        if said.endswith("S") and any(
-            len(sense.value.split()) == len(said) - 1
-            for sense in candidate.senses
-            if sense.strictness is Strictness.INITIALS
-        ):
-            return False  # a plural of initials is written "MLs"; "SOS" is a word of its own
-        return bool(
-            self._scoped_after(candidate.text, candidate.end)
-            or DETERMINERS_BEFORE_TOPIC.search(candidate.before)
-            or _PHRASES.INITIALS_PREPOSITION_BEFORE.search(candidate.before)
-        )
-
-    def _asks_for_kind(self, candidate: _Candidate) -> bool:
-        """Whether a topic value names the kind of thing wanted: "laptops", "python articles",
-        "a thriller", "articles on python", "anything except spin" (kinds set apart are kinds),
-        or, opening the message, "zumba for mixed ability groups" (a search-box query)."""
-        before = candidate.before
-        return bool(
-            self.is_plural_value(candidate.written)
-            or self._item_after.match(candidate.text, candidate.end)
-            or _PHRASES.KIND_EXCLUDED_BEFORE.search(before)
-            or (
-                _PHRASES.MESSAGE_OPENING.fullmatch(before)
-                and _PHRASES.KIND_QUERY_AFTER.match(candidate.text, candidate.end)
-            )
-            or DETERMINERS_BEFORE_TOPIC.search(before)
-            or self._item_on_before.search(before)
-        )
-
     def _accept_beside(self, candidates: list[_Candidate]) -> None:
         """A value right beside a chosen value of another field takes its one sense of a kind:
         a topic value after it ("a Samsung tablet"), an everyday value before it that a noun for
@@ -614,7 +604,7 @@ class ValueVocabulary:
                     or candidate.elsewhere
                     or neighbour.chosen is None
                     or first.text[first.end : second.start].strip()
-                    or not (after or self._scoped_after(first.text, second.end))
+                    or not (after or self._scope_after.match(first.text, second.end))
                 ):
                     continue
                 strictness = Strictness.TOPIC if after else Strictness.CUED
@@ -641,22 +631,6 @@ class ValueVocabulary:
             ),
         )
         return any(m is not None and not overlaps_any(m.start(), m.end(), others) for m in said)
-
-    def _scoped_after(self, text: str, end: int) -> bool:
-        """Whether a noun for the documents or a scope word comes right after ``text[:end]``
-        ("free [plan]", "US [customers]", "python [articles]")."""
-        return bool(self._scope_after.match(text, end))
-
-    def _is_cued(self, candidate: _Candidate) -> bool:
-        """An everyday value is a filter with a scope noun after it, or written with a capital
-        where no sentence starts ("on Plus"), or as a short acronym ("US")."""
-        if self._scoped_after(candidate.text, candidate.end):
-            return True
-        written = candidate.written
-        if candidate.text.isupper() or not any(char.isupper() for char in written):
-            return False
-        acronym = written.isupper() and len(written) <= ACRONYM_MAX_CHARS
-        return acronym or candidate.mid_sentence
 
     def _mark_each(self, candidates: list[_Candidate]) -> None:
         """Values of a list field had by the documents, joined by "and" ("with a balcony and a
