@@ -152,12 +152,13 @@ def fold_accents(text: str) -> str:
     return text if text.isascii() else text.translate(_FOLDED)
 
 
-def _folded(char: str) -> str:
-    bare = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
-    return bare if len(bare) == 1 else char
-
-
-_FOLDED = str.maketrans({chr(code): _folded(chr(code)) for code in range(ASCII_END + 1, LATIN_END)})
+_FOLDED = str.maketrans(
+    {
+        char: bare
+        for char in map(chr, range(ASCII_END + 1, LATIN_END))
+        if len(bare := unicodedata.normalize("NFKD", char).encode("ascii", "ignore").decode()) == 1
+    }
+)
 
 
 def surface_key(text: str) -> str:
@@ -169,12 +170,8 @@ def surface_key(text: str) -> str:
 
 
 def surface_forms(value: str) -> set[str]:
-    """The ways a user may write ``value``: itself, the plural of its last word, and a value of
-    several words written as one ("ebike" for "e-bike", "ebikes"); an all-capital value takes an
-    "s" ("SUVs").
-
-    Values are not singularised: "windows" would become "window", an ordinary word.
-    """
+    """``value``, the plural of its last word ("SUVs" for all capitals) and, of several words,
+    written as one ("ebikes" for "e-bike"). Never singular: "windows" is no "window"."""
     key = surface_key(value)
     words = key.split(" ")
     last = words[-1]
@@ -191,11 +188,10 @@ def surface_forms(value: str) -> set[str]:
 def _other_forms(
     value: str, words: list[str], strictness: Strictness
 ) -> Iterator[tuple[set[str], Strictness]]:
-    """The other word forms and short forms of a value (``words``: its surface key), each kept
-    only where it names no other value: a singular ("a sneaker" for "sneakers": an ordinary
-    word, so never free), the first part of a capitalised name ("Mercedes" for
-    "Mercedes-Benz"), its one model code ("H100" for "NVIDIA H100", "PS5" for "Sony PS5"),
-    capitalised as a name, and its initials in capitals ("ML" for "machine learning")."""
+    """The short forms of a value (``words``: its surface key), kept only where they name no
+    other value: a singular ("a sneaker": an ordinary word, so never free), a name's last word
+    ("Gerwig") or first hyphened part ("Mercedes"), its one model code ("PS5" for "Sony PS5")
+    and its initials ("ML" for "machine learning")."""
     singular = inflection.singularize(words[-1])
     if len(singular) >= MIN_SINGULAR_CHARS and singular != words[-1]:
         loose = Strictness.CUED if strictness is Strictness.FREE else strictness
@@ -223,8 +219,8 @@ def _in_title_case(text: str) -> bool:
 
 
 def _is_matchable(value: object) -> bool:
-    """Whether a value can be told from the words around it: some letters, or a release number
-    of three parts or more ("4.1.1"), which no amount or date is written as."""
+    """Whether a value has letters, or is a release number ("4.1.1"), which no amount or date
+    is written as."""
     if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
         return False
     key = surface_key(value)
@@ -234,9 +230,8 @@ def _is_matchable(value: object) -> bool:
 
 
 def _is_short_form(said: tuple[str, ...], words: tuple[str, ...]) -> bool:
-    """Whether ``said`` shortens the value ``words``: the same number of words, each a clipped
-    start of the value's or the word itself ("sci fi", "Fuji X"), or the value's first words
-    whole ("jack russells")."""
+    """Whether ``said`` shortens the value ``words``: each word clipped ("sci fi", "Fuji X") or
+    the first words whole ("jack russells")."""
     last = said[-1].removesuffix("s") if len(said[-1]) > MIN_CLIPPED_CHARS else said[-1]
     said = (*said[:-1], last)
     if len(said) < len(words):
@@ -263,9 +258,7 @@ def _description_words(field: MetadataField) -> set[str]:
 
 def _named_as_topic(field: MetadataField) -> bool:
     """Whether the field's name says its values are kinds of the documents: "category", "tags",
-    "bike_type" ("The kind of bike"). A kind of something else ("fuel_type": "Engine fuel") is a
-    property of the documents: its values are not kinds of document, unless the description says
-    it is a kind too."""
+    "bike_type" ("The kind of bike"); "fuel_type" ("Engine fuel") is a property of them."""
     words = [word for word in _PHRASES.WORD_SEPARATORS.split(field.name.lower()) if word]
     if not _field_words(field) & TOPIC_FIELD_WORDS:
         return False
@@ -273,10 +266,9 @@ def _named_as_topic(field: MetadataField) -> bool:
 
 
 def _anchor_words(field: MetadataField) -> set[str]:
-    """The words that name the field next to a value: its name, the noun its description's first
-    phrase is about ("Travel class of the fare" -> "class", "Kind of insurance cover" ->
-    "insurance", "cover": "first class", "home insurance"), and for a topic field "category" or
-    "articles"."""
+    """The words that name the field next to a value: its name, the nouns its description's first
+    phrase is about ("Travel class of the fare": "first class"; "Kind of insurance cover": "home
+    insurance") and, for a topic field, "category" or "articles"."""
     described = field.description.strip().lower()
     kind_of = _PHRASES.KIND_OF.match(described)
     phrase = _PHRASES.DESCRIPTION_PHRASE_END.split(described[kind_of.end() if kind_of else 0 :])[0]
@@ -291,22 +283,19 @@ def _anchor_words(field: MetadataField) -> set[str]:
     return words | set(TOPIC_ANCHOR_WORDS) if _named_as_topic(field) else words
 
 
-def _negated_as_described(field: MetadataField) -> re.Pattern[str] | None:
-    """ "not valid on" for "Means of transport the ticket is valid on", "not taught in" for
-    "Languages the course is taught in": a negator, then a word the field's description says
-    of the documents and its preposition, right before the value, negate it."""
+def _negated_as_described(field: MetadataField) -> re.Pattern[str]:
+    """A negator, a word of the field's description and a preposition before a value negate it:
+    "not taught in" for "Languages the course is taught in"."""
     words = {
         word
         for word in _PHRASES.DESCRIBED_WORD.findall(field.description.lower())
         if word not in CUE_STOPWORDS
     }
-    if not words:
-        return None
     return english.pattern(
         "vocabulary",
         "NEGATED_AS_DESCRIBED",
         NEGATORS=NEGATORS,
-        WORDS=alternation(words),
+        WORDS=alternation(words) or r"(?!x)x",
         PREPOSITIONS=PREPOSITIONS,
     )
 
@@ -330,7 +319,7 @@ class ValueVocabulary:
         self._multiword: dict[str, list[tuple[tuple[str, ...], ValueSense]]] = {}
         self._own_field_after: dict[str, re.Pattern[str]] = {}
         self._own_field_before: dict[str, re.Pattern[str]] = {}
-        self._negated_as_described: dict[str, re.Pattern[str] | None] = {}
+        self._negated_as_described: dict[str, re.Pattern[str]] = {}
         # Fields whose values are kinds of the documents: "category", "Kind of animal".
         self._kind_fields = frozenset(
             field.name
@@ -348,7 +337,6 @@ class ValueVocabulary:
             values = field.values or tuple(known_values.get(field.name, ()))
             for value in dict.fromkeys([*values, *aliases]):
                 self._add_value(field, value, field_name_words, aliases.get(value, ()))
-        self._short_start = re.compile(rf"(?<!\w)(?:{alternation(self._multiword)})", re.IGNORECASE)
         for form, owners in self._short_forms.items():
             if form not in self._senses and len(owners) == 1:
                 ((attribute, value), strictness), *_ = owners.items()
@@ -366,9 +354,7 @@ class ValueVocabulary:
             r"[\s\-_/]+".join(re.escape(word) for word in surface.split(" "))
             for surface in surfaces
         )
-        self._pattern = (
-            re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE) if surfaces else None
-        )
+        self._pattern = re.compile(rf"(?<!\w)(?:{alternatives or '(?!x)x'})(?!\w)", re.IGNORECASE)
 
     @property
     def size(self) -> int:
@@ -392,7 +378,10 @@ class ValueVocabulary:
             if _is_matchable(written):
                 forms = surface_forms(written)
                 strictness = self._strictness(field, forms, field_name_words)
-                self._add_forms(field, value, forms, strictness)
+                for form in forms:
+                    senses = self._senses.setdefault(form, [])
+                    if all(sense.attribute != field.name for sense in senses):
+                        senses.append(ValueSense(field.name, value, strictness))
         words = surface_key(value).split(" ")
         strictness = self._strictness(field, {surface_key(value)}, field_name_words)
         for forms, form_strictness in _other_forms(value, words, strictness):
@@ -402,14 +391,6 @@ class ValueVocabulary:
             self._multiword.setdefault(words[0][:CLIP_KEY_CHARS], []).append(
                 (tuple(words), ValueSense(field.name, value, strictness))
             )
-
-    def _add_forms(
-        self, field: MetadataField, value: str, forms: set[str], strictness: Strictness
-    ) -> None:
-        for form in forms:
-            senses = self._senses.setdefault(form, [])
-            if all(sense.attribute != field.name for sense in senses):
-                senses.append(ValueSense(field.name, value, strictness))
 
     @staticmethod
     def _strictness(
@@ -427,8 +408,6 @@ class ValueVocabulary:
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
         """Value filters said in ``text``: ``eq`` for a scoping mention, ``ne`` when negated."""
-        if self._pattern is None:
-            return []
         text = fold_accents(text)
         candidates = [said for _, said in scan(text, [Row(self._pattern, self._said)], taken)]
         candidates = _with_added(candidates, taken, self._said_shortened(text), chained=False)
@@ -441,7 +420,7 @@ class ValueVocabulary:
             candidate.negated = bool(NEGATION_BEFORE_VALUE.search(candidate.before))
             if candidate.chosen and not candidate.negated:
                 described = self._negated_as_described[candidate.chosen.attribute]
-                candidate.negated = bool(described and described.search(candidate.before))
+                candidate.negated = bool(described.search(candidate.before))
         self._accept_beside(candidates)
         for group in _runs(
             candidates, lambda a, b: bool(COORDINATION.fullmatch(text, a.end, b.start))
@@ -463,12 +442,9 @@ class ValueVocabulary:
         return _Candidate(match.string, match.start(), match.end(), tuple(senses))
 
     def _said_shortened(self, text: str) -> Iterator[Iterator[_Candidate]]:
-        """The values said shortened: every word clipped ("sci-fi" for "science fiction",
-        "Sauv Blanc") or the first words of a longer one ("Jack Russells" for "Jack Russell
-        Terrier"); two words at least, since one ("German", "Napa") is too often a word of its
-        own. A short form that fits two values of one field says neither."""
-        if not self._multiword or not self._short_start.search(text):
-            return
+        """Values of several words said shortened ("sci-fi", "Jack Russells"), in two words at
+        least: one ("German") is too often a word of its own. One that fits two values of a field
+        says neither."""
         words = list(_PHRASES.SHORT_FORM_WORD.finditer(text))
         for position, first in enumerate(words):
             if surface_key(first[0])[:CLIP_KEY_CHARS] in self._multiword:
@@ -483,10 +459,8 @@ class ValueVocabulary:
                 )
 
     def _shared_heads(self, text: str, candidate: _Candidate) -> Iterator[_Candidate]:
-        """The values said with the head noun of a later one ("weekly or monthly passes" for
-        ``weekly pass`` and ``monthly pass``): a word joined by "or", "and" or a comma to a
-        value of several words, when it and the value's other words are a value of the same
-        field. Nothing is guessed: the phrase must be a surface form of a declared value."""
+        """Values said with the head noun of a later one ("weekly or monthly passes"), only when
+        the word and the head are a surface form of a value of the same field."""
         head = " ".join(candidate.written.split()[1:])
         attributes = {sense.attribute for sense in candidate.senses}
         start = candidate.start
@@ -553,11 +527,9 @@ class ValueVocabulary:
         return {cue for cue, found in said.items() if found}
 
     def _names_another_thing(self, candidate: _Candidate, candidates: list[_Candidate]) -> bool:
-        """Whether the value, where it is said, names something other than the documents:
-        someone's own of a kind ("my dog"), a name in lowercase where a verb goes ("can we
-        split the bill" for ``Split``), a possessor ("a cat's blink") or part of a longer name
-        ("Cincinnati Reds", "Electric Pump-Fed" for ``electric``), or the subject of a question
-        about a thing the documents have ("Is parking free?")."""
+        """Whether the value names something other than the documents: "my dog", a verb ("can we
+        split" for ``Split``), a possessor ("a cat's blink"), part of a longer name ("Cincinnati
+        Reds", "Electric Pump-Fed") or a question's subject ("Is parking free?")."""
         text, written, senses = candidate.text, candidate.written, candidate.senses
         if _PHRASES.OWNER_BEFORE.search(_phrase_before(candidate, candidates)) and all(
             sense.attribute in self._kind_fields for sense in senses
@@ -592,10 +564,9 @@ class ValueVocabulary:
         return False
 
     def _accept_beside(self, candidates: list[_Candidate]) -> None:
-        """A value right beside a chosen value of another field takes its one sense of a kind:
-        a topic value after it ("a Samsung tablet"), an everyday value before it that a noun for
-        the documents follows ("basic car policies", "cheap summer tents"); read as it goes, so
-        a value chosen here counts next. A compound names one thing: never a guess among two."""
+        """A value right beside a chosen value of another field takes its one sense of a kind: a
+        topic value after it ("a Samsung tablet"), an everyday value before it and a noun for the
+        documents ("basic car policies"); a value chosen here counts next."""
         for after in (True, False):
             for first, second in pairwise(candidates):
                 candidate, neighbour = (second, first) if after else (first, second)
@@ -619,9 +590,8 @@ class ValueVocabulary:
     def _has_own_field(
         self, candidate: _Candidate, sense: ValueSense, candidates: Sequence[_Candidate]
     ) -> bool:
-        """Whether the field's name is said next to the value ("category: plans", "gold tier").
-        A word of the name inside another value said there ("Child Benefit payment" for a field
-        ``benefit``) is that value's own word, not the field named."""
+        """Whether the field's name is said next to the value ("category: plans", "gold tier"), not
+        as a word of another value ("Child Benefit payment" for a field ``benefit``)."""
         text, start = candidate.text, candidate.start
         others = [other for other in candidates if other is not candidate]
         said = (
@@ -634,9 +604,8 @@ class ValueVocabulary:
 
     def _mark_each(self, candidates: list[_Candidate]) -> None:
         """Values of a list field had by the documents, joined by "and" ("with a balcony and a
-        dishwasher", "has a pool, a spa and a gym") or said with "both", must each be there: a
-        document lists several. Joined by "or", or not said as things had ("on android and
-        iOS": where it applies), any of them."""
+        dishwasher") or said with "both", must each be there; joined by "or", or not said as things
+        had ("on android and iOS"), any of them."""
 
         def joined(previous: _Candidate, candidate: _Candidate) -> bool:
             return (
@@ -667,8 +636,8 @@ def _with_added(
     *,
     chained: bool,
 ) -> list[_Candidate]:
-    """Add the tries that name a value on words no other reading has. A run of tries stops at its
-    first fit or, ``chained`` ("weekly, monthly or annual passes" read backwards), first miss."""
+    """Add the tries that name a value on words no other reading has; a run of tries stops at its
+    first fit or, ``chained`` ("weekly, monthly or annual passes", backwards), first miss."""
     found = list(candidates)
     for run in tries:
         for candidate in run:
@@ -694,8 +663,7 @@ def _phrase_before(candidate: _Candidate, candidates: list[_Candidate]) -> str:
 
 def _share_within(group: list[_Candidate]) -> None:
     """Members of "free, plus or premium plans" share the field one of them was given and "my
-    guitar and piano" its owner ("except android and ios" shares its negation as every joined
-    condition does, see ``negation``)."""
+    guitar and piano" its owner."""
     if group[0].elsewhere:
         for candidate in group:
             candidate.elsewhere, candidate.chosen = True, None
@@ -729,7 +697,7 @@ def _runs(
     candidates: list[_Candidate], joined: Callable[[_Candidate, _Candidate], bool]
 ) -> list[list[_Candidate]]:
     """The candidates in runs of neighbours ``joined`` to the one before ("free, plus or
-    premium"); a candidate joined to none is a run of its own."""
+    premium")."""
     runs: list[list[_Candidate]] = []
     for candidate in candidates:
         if runs and joined(runs[-1][-1], candidate):
