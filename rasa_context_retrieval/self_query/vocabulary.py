@@ -265,8 +265,8 @@ def _named_as_topic(field: MetadataField) -> bool:
     return len(words) == 1 or bool(_description_words(field) & TOPIC_FIELD_WORDS)
 
 
-def _anchor_words(field: MetadataField) -> set[str]:
-    """The words that name the field next to a value: its name, the nouns its description's first
+def _field_named(field: MetadataField) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The field named after and before a value: its name, the nouns its description's first
     phrase is about ("Travel class of the fare": "first class"; "Kind of insurance cover": "home
     insurance") and, for a topic field, "category" or "articles"."""
     described = field.description.strip().lower()
@@ -280,7 +280,9 @@ def _anchor_words(field: MetadataField) -> set[str]:
         if len(head) >= MIN_HEAD_CHARS and head.isalpha() and head not in CUE_STOPWORDS
     }
     words = _field_words(field) | kept | {inflection.pluralize(head) for head in kept}
-    return words | set(TOPIC_ANCHOR_WORDS) if _named_as_topic(field) else words
+    anchors = words | set(TOPIC_ANCHOR_WORDS) if _named_as_topic(field) else words
+    before = english.pattern("vocabulary", "FIELD_NAMED_BEFORE", ANCHORS=alternation(anchors))
+    return noun_after(anchors), before
 
 
 def _negated_as_described(field: MetadataField) -> re.Pattern[str]:
@@ -317,9 +319,8 @@ class ValueVocabulary:
         self._short_forms: dict[str, dict[tuple[str, str], Strictness]] = {}
         # Values of several words by the first letters of their first word, for short forms.
         self._multiword: dict[str, list[tuple[tuple[str, ...], ValueSense]]] = {}
-        self._own_field_after: dict[str, re.Pattern[str]] = {}
-        self._own_field_before: dict[str, re.Pattern[str]] = {}
-        self._negated_as_described: dict[str, re.Pattern[str]] = {}
+        self._field_named = {field.name: _field_named(field) for field in string_fields}
+        self._negated_as_described = {f.name: _negated_as_described(f) for f in string_fields}
         # Fields whose values are kinds of the documents: "category", "Kind of animal".
         self._kind_fields = frozenset(
             field.name
@@ -327,12 +328,6 @@ class ValueVocabulary:
             if _named_as_topic(field) or _description_words(field) & TOPIC_FIELD_WORDS
         )
         for field in string_fields:
-            anchors = _anchor_words(field)
-            self._own_field_after[field.name] = noun_after(anchors)
-            self._own_field_before[field.name] = english.pattern(
-                "vocabulary", "FIELD_NAMED_BEFORE", ANCHORS=alternation(anchors)
-            )
-            self._negated_as_described[field.name] = _negated_as_described(field)
             aliases = field.alias_map
             values = field.values or tuple(known_values.get(field.name, ()))
             for value in dict.fromkeys([*values, *aliases]):
@@ -349,12 +344,8 @@ class ValueVocabulary:
         self._plurals = frozenset(
             form for form in self._senses if inflection.singularize(form) != form
         )
-        surfaces = sorted(self._senses, key=len, reverse=True)
-        alternatives = "|".join(
-            r"[\s\-_/]+".join(re.escape(word) for word in surface.split(" "))
-            for surface in surfaces
-        )
-        self._pattern = re.compile(rf"(?<!\w)(?:{alternatives or '(?!x)x'})(?!\w)", re.IGNORECASE)
+        alternatives = alternation(self._senses).replace(r"\ ", r"[\s\-_/]+") or r"(?!x)x"
+        self._pattern = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
 
     @property
     def size(self) -> int:
@@ -396,15 +387,14 @@ class ValueVocabulary:
     def _strictness(
         field: MetadataField, forms: set[str], field_name_words: set[str]
     ) -> Strictness:
-        if forms & field_name_words:
-            return Strictness.ANCHORED
-        if _named_as_topic(field):
-            return Strictness.TOPIC
-        if forms & SCOPE_NOUNS:
-            return Strictness.ANCHORED
-        if forms & (EVERYDAY_WORDS | CUE_STOPWORDS) or any(map(is_common_word, forms)):
-            return Strictness.CUED
-        return Strictness.FREE
+        rows = (
+            (forms & field_name_words, Strictness.ANCHORED),
+            (_named_as_topic(field), Strictness.TOPIC),
+            (forms & SCOPE_NOUNS, Strictness.ANCHORED),
+            (forms & (EVERYDAY_WORDS | CUE_STOPWORDS), Strictness.CUED),
+            (any(map(is_common_word, forms)), Strictness.CUED),
+        )
+        return next((strictness for said, strictness in rows if said), Strictness.FREE)
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
         """Value filters said in ``text``: ``eq`` for a scoping mention, ``ne`` when negated."""
@@ -531,37 +521,40 @@ class ValueVocabulary:
         split" for ``Split``), a possessor ("a cat's blink"), part of a longer name ("Cincinnati
         Reds", "Electric Pump-Fed") or a question's subject ("Is parking free?")."""
         text, written, senses = candidate.text, candidate.written, candidate.senses
-        if _PHRASES.OWNER_BEFORE.search(_phrase_before(candidate, candidates)) and all(
-            sense.attribute in self._kind_fields for sense in senses
-        ):
-            return True
-        if written.islower() and (
+        phrase_start = _phrase_start(candidate, candidates)  # "my [Tamron zoom]"
+        name_before = _PHRASES.CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start)
+        capitalised = written[:1].isupper() and not _in_title_case(text)
+        return bool(
             (
-                all(sense.value[:1].isupper() for sense in senses)
+                _PHRASES.OWNER_BEFORE.search(
+                    text[max(0, phrase_start - LOOKBEHIND_CHARS) : phrase_start]
+                )
+                and all(sense.attribute in self._kind_fields for sense in senses)
+            )
+            or (
+                written.islower()
+                and all(sense.value[:1].isupper() for sense in senses)
                 and _PHRASES.VERB_SLOT_BEFORE.search(candidate.before)
             )
-            or _PHRASES.POSSESSIVE_AFTER.match(text, candidate.end)
-        ):
-            return True
-        if (
-            all(sense.attribute in self._list_fields for sense in senses)
-            and _PHRASES.QUESTION_SUBJECT_BEFORE.search(text, 0, candidate.start)
-            and not self._scope_after.match(text, candidate.end)
-        ):
-            return True  # "Is parking free for guests?": about parking, not hotels with it
-        if not written[:1].isupper() or _in_title_case(text):
-            return False
-        if (
-            all(sense.value.islower() for sense in senses)
-            and _PHRASES.CAPITALISED_WORD_AFTER.match(text, candidate.end)
-            and candidate.mid_sentence
-        ):
-            return True  # "Electric Pump-Fed engines": a lowercase value inside a name
-        name_before = _PHRASES.CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start)
-        if name_before and name_before["word"].lower() not in CUE_STOPWORDS:
-            previous = [c for c in candidates if c.end <= candidate.start]
-            return not previous or bool(text[previous[-1].end : candidate.start].strip())
-        return False
+            or (written.islower() and _PHRASES.POSSESSIVE_AFTER.match(text, candidate.end))
+            or (  # "Is parking free for guests?": about parking, not hotels with it
+                all(sense.attribute in self._list_fields for sense in senses)
+                and _PHRASES.QUESTION_SUBJECT_BEFORE.search(text, 0, candidate.start)
+                and not self._scope_after.match(text, candidate.end)
+            )
+            or (  # "Electric Pump-Fed engines": a lowercase value inside a name
+                capitalised
+                and all(sense.value.islower() for sense in senses)
+                and _PHRASES.CAPITALISED_WORD_AFTER.match(text, candidate.end)
+                and candidate.mid_sentence
+            )
+            or (  # "Cincinnati Reds", unless the word before is a value too ("Samsung Galaxy")
+                capitalised
+                and name_before
+                and name_before["word"].lower() not in CUE_STOPWORDS
+                and phrase_start == candidate.start
+            )
+        )
 
     def _accept_beside(self, candidates: list[_Candidate]) -> None:
         """A value right beside a chosen value of another field takes its one sense of a kind: a
@@ -594,11 +587,10 @@ class ValueVocabulary:
         as a word of another value ("Child Benefit payment" for a field ``benefit``)."""
         text, start = candidate.text, candidate.start
         others = [other for other in candidates if other is not candidate]
+        after, before = self._field_named[sense.attribute]
         said = (
-            self._own_field_after[sense.attribute].match(text, candidate.end),
-            self._own_field_before[sense.attribute].search(
-                text, max(0, start - LOOKBEHIND_CHARS), start
-            ),
+            after.match(text, candidate.end),
+            before.search(text, max(0, start - LOOKBEHIND_CHARS), start),
         )
         return any(m is not None and not overlaps_any(m.start(), m.end(), others) for m in said)
 
@@ -651,14 +643,14 @@ def _with_added(
     return sorted(found, key=lambda candidate: candidate.start)
 
 
-def _phrase_before(candidate: _Candidate, candidates: list[_Candidate]) -> str:
-    """The text before the values said right before ``candidate`` ("my [Tamron zoom]")."""
+def _phrase_start(candidate: _Candidate, candidates: list[_Candidate]) -> int:
+    """Where the values said right before ``candidate`` start ("my [Tamron zoom]")."""
     start = candidate.start
     for previous in reversed([c for c in candidates if c.end <= candidate.start]):
         if candidate.text[previous.end : start].strip():
             break
         start = previous.start
-    return candidate.text[max(0, start - LOOKBEHIND_CHARS) : start]
+    return start
 
 
 def _share_within(group: list[_Candidate]) -> None:
