@@ -62,8 +62,6 @@ MAX_VALUE_CHARS = 60
 # Inflecting two-letter words goes wrong more often than right ("us", "eu" are names); three
 # letters are ordinary nouns often enough ("dogs", "reds", "guinea pigs").
 MIN_INFLECTED_CHARS = 3
-# "US", "EU", "APAC": an all-capital value this short is a name, not an ordinary word.
-ACRONYM_MAX_CHARS = 4
 # A surname stands for a full name only when it is this long ("Kon" is too short to be sure).
 MIN_SURNAME_CHARS = 4
 # A singular this short is too often another word ("new" for "news").
@@ -72,7 +70,7 @@ MIN_SINGULAR_CHARS = 4
 LOOKBEHIND_CHARS = 40
 # Letters past ASCII up to the end of Latin Extended-B may carry accents to fold.
 ASCII_END, LATIN_END = 0x7F, 0x250
-CLIP_KEY_CHARS = 3
+# A short form's first word has this many letters or more, and values are found by them.
 MIN_FIRST_CLIPPED_CHARS = 3
 MIN_CLIPPED_CHARS = 2
 MIN_HEAD_CHARS = 4
@@ -211,11 +209,6 @@ def _other_forms(
     if len(words) > 1 and all(word.isalpha() for word in words):
         initials = "".join(word[0] for word in words)
         yield {initials, initials + "s"}, Strictness.INITIALS
-
-
-def _in_title_case(text: str) -> bool:
-    words = _PHRASES.LONG_WORD.findall(text)
-    return len(words) >= MIN_TITLE_WORDS and all(word[0].isupper() for word in words)
 
 
 def _is_matchable(value: object) -> bool:
@@ -379,7 +372,7 @@ class ValueVocabulary:
             for form in forms:
                 self._short_forms.setdefault(form, {})[(field.name, value)] = form_strictness
         if len(words) > 1 and all(word.isalpha() for word in words):
-            self._multiword.setdefault(words[0][:CLIP_KEY_CHARS], []).append(
+            self._multiword.setdefault(words[0][:MIN_FIRST_CLIPPED_CHARS], []).append(
                 (tuple(words), ValueSense(field.name, value, strictness))
             )
 
@@ -437,9 +430,9 @@ class ValueVocabulary:
         says neither."""
         words = list(_PHRASES.SHORT_FORM_WORD.finditer(text))
         for position, first in enumerate(words):
-            if surface_key(first[0])[:CLIP_KEY_CHARS] in self._multiword:
+            if surface_key(first[0])[:MIN_FIRST_CLIPPED_CHARS] in self._multiword:
                 yield (
-                    _Candidate(text, said[0].start(), said[-1].end(), self._shortened(said))
+                    _Candidate(text, said[0].start(), said[-1].end(), self._short_senses(said))
                     for size in range(MAX_VALUE_WORDS, 1, -1)
                     if len(said := words[position : position + size]) == size
                     and all(
@@ -447,6 +440,14 @@ class ValueVocabulary:
                         for a, b in pairwise(said)
                     )
                 )
+
+    def _short_senses(self, words_said: Sequence[re.Match[str]]) -> tuple[ValueSense, ...]:
+        said = tuple(surface_key(word[0]) for word in words_said)
+        senses: dict[str, list[ValueSense]] = {}
+        for words, sense in self._multiword.get(said[0][:MIN_FIRST_CLIPPED_CHARS], ()):
+            if _is_short_form(said, words):
+                senses.setdefault(sense.attribute, []).append(sense)
+        return tuple(listed[0] for listed in senses.values() if len(listed) == 1)
 
     def _shared_heads(self, text: str, candidate: _Candidate) -> Iterator[_Candidate]:
         """Values said with the head noun of a later one ("weekly or monthly passes"), only when
@@ -463,14 +464,6 @@ class ValueVocabulary:
             owned = tuple(sense for sense in senses if sense.attribute in attributes)
             yield _Candidate(text, joined.start(), joined.end("word"), owned)
             start = joined.start()
-
-    def _shortened(self, words_said: Sequence[re.Match[str]]) -> tuple[ValueSense, ...]:
-        said = tuple(surface_key(word[0]) for word in words_said)
-        senses: dict[str, list[ValueSense]] = {}
-        for words, sense in self._multiword.get(said[0][:CLIP_KEY_CHARS], ()):
-            if _is_short_form(said, words):
-                senses.setdefault(sense.attribute, []).append(sense)
-        return tuple(listed[0] for listed in senses.values() if len(listed) == 1)
 
     def _resolve(self, candidate: _Candidate, candidates: list[_Candidate]) -> ValueSense | None:
         """The one sense its field's name said next to it gives, else the one sense whose
@@ -523,7 +516,9 @@ class ValueVocabulary:
         text, written, senses = candidate.text, candidate.written, candidate.senses
         phrase_start = _phrase_start(candidate, candidates)  # "my [Tamron zoom]"
         name_before = _PHRASES.CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start)
-        capitalised = written[:1].isupper() and not _in_title_case(text)
+        long_words = _PHRASES.LONG_WORD.findall(text)  # "Best Sci-Fi Movies By Nolan"
+        title_case = len(long_words) >= MIN_TITLE_WORDS and all(w[0].isupper() for w in long_words)
+        capitalised = written[:1].isupper() and not title_case
         return bool(
             (
                 _PHRASES.OWNER_BEFORE.search(
