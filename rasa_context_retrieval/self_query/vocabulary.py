@@ -199,11 +199,7 @@ def _other_forms(
         capitalised = all(word[:1].isupper() for word in parts)
         if len(parts) > 1 and capitalised and len(part) >= MIN_SURNAME_CHARS and part.isalpha():
             yield {part}, Strictness.NAME
-    codes = [
-        word
-        for word in words
-        if word.isalnum() and any(map(str.isdigit, word)) and any(map(str.isalpha, word))
-    ]
+    codes = [word for word in words if word.isalnum() and not (word.isalpha() or word.isdigit())]
     if len(words) > 1 and len(codes) == 1:
         yield set(codes), Strictness.NAME
     if len(words) > 1 and all(word.isalpha() for word in words):
@@ -217,9 +213,8 @@ def _is_matchable(value: object) -> bool:
     if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
         return False
     key = surface_key(value)
-    if _PHRASES.RELEASE_NUMBER.fullmatch(key):
-        return True
-    return any(char.isalpha() for char in key) and len(key.split(" ")) <= MAX_VALUE_WORDS
+    words = any(char.isalpha() for char in key) and len(key.split(" ")) <= MAX_VALUE_WORDS
+    return words or bool(_PHRASES.RELEASE_NUMBER.fullmatch(key))
 
 
 def _is_short_form(said: tuple[str, ...], words: tuple[str, ...]) -> bool:
@@ -595,11 +590,11 @@ class ValueVocabulary:
         had ("on android and iOS"), any of them."""
 
         def joined(previous: _Candidate, candidate: _Candidate) -> bool:
-            return (
-                previous.chosen is not None
-                and candidate.chosen is not None
-                and previous.chosen.attribute == candidate.chosen.attribute
-                and candidate.chosen.attribute in self._list_fields
+            field = candidate.chosen and candidate.chosen.attribute
+            return bool(
+                field in self._list_fields
+                and previous.chosen
+                and previous.chosen.attribute == field
                 and any(
                     joiner.fullmatch(candidate.text, previous.end, candidate.start)
                     for joiner in (_PHRASES.EACH_JOINER, _PHRASES.LIST_COMMA)
