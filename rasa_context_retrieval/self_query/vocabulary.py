@@ -646,18 +646,13 @@ def _phrase_start(candidate: _Candidate, candidates: list[_Candidate]) -> int:
 def _share_within(group: list[_Candidate]) -> None:
     """Members of "free, plus or premium plans" share the field one of them was given and "my
     guitar and piano" its owner."""
-    if group[0].elsewhere:
-        for candidate in group:
-            candidate.elsewhere, candidate.chosen = True, None
-        return
     attributes = {candidate.chosen.attribute for candidate in group if candidate.chosen}
-    if len(attributes) != 1:
-        return
-    (attribute,) = attributes
     for candidate in group:
-        if candidate.chosen is None and not candidate.elsewhere:
-            same_field = [sense for sense in candidate.senses if sense.attribute == attribute]
-            candidate.chosen = same_field[0] if same_field else None
+        if group[0].elsewhere:
+            candidate.elsewhere, candidate.chosen = True, None
+        elif len(attributes) == 1 and candidate.chosen is None and not candidate.elsewhere:
+            same_field = (sense for sense in candidate.senses if sense.attribute in attributes)
+            candidate.chosen = next(same_field, None)
 
 
 def _constraint(candidate: _Candidate) -> Constraint:
