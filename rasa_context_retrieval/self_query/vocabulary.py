@@ -5,8 +5,9 @@ forms ("androids", "Premium", "north america" for ``north-america``), all compil
 regular expression. Plurals come from ``inflection`` (Rails rules); ``inflect`` is fuller, but its
 import alone takes seconds.
 
-Finding a word is not enough: "contact us" does not mean region ``us``. Each form therefore has a
-strictness, and ``_CUE_ROWS`` says which words around it make it a filter:
+Finding a word is not enough: "contact us" does not mean region ``us``, "my dog" asks for no dog
+documents (``_ELSEWHERE_ROWS``). Each form has a strictness, and ``_CUE_ROWS`` says which words
+around it make it a filter:
 
 * ``FREE``: a distinctive value ("android", "apac"), wherever it appears;
 * ``CUED``: an everyday word ("free", "us", or among the commonest words of English, see
@@ -107,6 +108,19 @@ _CUE_ROWS: dict[Strictness, tuple[tuple[str, ...], ...]] = {
     ),
     Strictness.ANCHORED: (),
 }
+# The cues that say a value names something other than the documents, all of one row: no cue
+# or neighbour makes it a filter then.
+_ELSEWHERE_ROWS = (
+    ("owner before", "kind fields"),  # "my dog"
+    ("lowercase", "capitalised values", "verb slot before"),  # "can we split" for ``Split``
+    ("lowercase", "possessive after"),  # "a cat's blink"
+    # "Is parking free for guests?": about parking, not hotels with it
+    ("list fields", "question subject before", "no scope noun after"),
+    # "Electric Pump-Fed engines": a lowercase value inside a name
+    ("capital, not in a title", "lowercase values", "capitalised word after"),
+    # "Cincinnati Reds", unless the word before is a value too ("Samsung Galaxy")
+    ("capital, not in a title", "name before", "no value right before"),
+)
 
 
 @dataclass(frozen=True)
@@ -392,9 +406,10 @@ class ValueVocabulary:
         heads = (self._shared_heads(text, candidate) for candidate in candidates)
         candidates = _with_added(candidates, taken, heads, chained=True)
         for candidate in candidates:
-            candidate.elsewhere = self._names_another_thing(candidate, candidates)
+            said = self._cues(candidate, candidates)
+            candidate.elsewhere = any(said.issuperset(row) for row in _ELSEWHERE_ROWS)
             if not candidate.elsewhere:
-                candidate.chosen = self._resolve(candidate, candidates)
+                candidate.chosen = self._resolve(candidate, candidates, said)
             candidate.negated = bool(NEGATION_BEFORE_VALUE.search(candidate.before))
             if candidate.chosen and not candidate.negated:
                 described = self._negated_as_described[candidate.chosen.attribute]
@@ -460,13 +475,14 @@ class ValueVocabulary:
             yield _Candidate(text, joined.start(), joined.end("word"), owned)
             start = joined.start()
 
-    def _resolve(self, candidate: _Candidate, candidates: list[_Candidate]) -> ValueSense | None:
+    def _resolve(
+        self, candidate: _Candidate, candidates: list[_Candidate], said: set[str]
+    ) -> ValueSense | None:
         """The one sense its field's name said next to it gives, else the one sense whose
-        strictness the words around it satisfy (a row of ``_CUE_ROWS``); none when two are left."""
+        strictness the cues ``said`` satisfy (a row of ``_CUE_ROWS``); none when two are left."""
         anchored = [s for s in candidate.senses if self._has_own_field(candidate, s, candidates)]
         if anchored:
             return anchored[0] if len(anchored) == 1 else None
-        said = self._cues(candidate)
         accepted = [
             sense
             for sense in candidate.senses
@@ -474,24 +490,31 @@ class ValueVocabulary:
         ]
         return accepted[0] if len(accepted) == 1 else None
 
-    def _cues(self, candidate: _Candidate) -> set[str]:
+    def _cues(self, candidate: _Candidate, candidates: list[_Candidate]) -> set[str]:
         """The cues said around a value. Initials count in capitals only, in a message not all
         in capitals, and not as a word of their own in the plural ("SOS" is no plural of "SO")."""
-        text, end, written = candidate.text, candidate.end, candidate.written
-        before = candidate.before
+        text, start, end = candidate.text, candidate.start, candidate.end
+        written, before, senses = candidate.written, candidate.before, candidate.senses
         initials = not text.isupper() and written.removesuffix("s").isupper()
         if initials and written.endswith("S"):
             initials = all(
                 len(sense.value.split()) != len(written) - 1
-                for sense in candidate.senses
+                for sense in senses
                 if sense.strictness is Strictness.INITIALS
             )
+        phrase_start = _phrase_start(candidate, candidates)  # "my [Tamron zoom]"
+        name_before = _PHRASES.CAPITALISED_WORD_BEFORE.search(text, 0, start)
+        long_words = _PHRASES.LONG_WORD.findall(text)  # "Best Sci-Fi Movies By Nolan"
+        title_case = len(long_words) >= MIN_TITLE_WORDS and all(w[0].isupper() for w in long_words)
         said = {
             "scope noun after": self._scope_after.match(text, end),
+            "no scope noun after": not self._scope_after.match(text, end),
             "capital mid-sentence": not text.isupper()
             and written != written.lower()
             and candidate.mid_sentence,
             "capital": written[0].isupper(),
+            "capital, not in a title": written[:1].isupper() and not title_case,
+            "lowercase": written.islower(),
             "initials": initials,
             "determiner before": DETERMINERS_BEFORE_TOPIC.search(before),
             "preposition before": _PHRASES.INITIALS_PREPOSITION_BEFORE.search(before),
@@ -501,50 +524,22 @@ class ValueVocabulary:
             "excluded before": _PHRASES.KIND_EXCLUDED_BEFORE.search(before),
             "opening query": _PHRASES.MESSAGE_OPENING.fullmatch(before)
             and _PHRASES.KIND_QUERY_AFTER.match(text, end),
+            "owner before": _PHRASES.OWNER_BEFORE.search(
+                text[max(0, phrase_start - LOOKBEHIND_CHARS) : phrase_start]
+            ),
+            "verb slot before": _PHRASES.VERB_SLOT_BEFORE.search(before),
+            "possessive after": _PHRASES.POSSESSIVE_AFTER.match(text, end),
+            "question subject before": _PHRASES.QUESTION_SUBJECT_BEFORE.search(text, 0, start),
+            "capitalised word after": _PHRASES.CAPITALISED_WORD_AFTER.match(text, end)
+            and candidate.mid_sentence,
+            "name before": name_before and name_before["word"].lower() not in CUE_STOPWORDS,
+            "no value right before": phrase_start == start,
+            "kind fields": all(sense.attribute in self._kind_fields for sense in senses),
+            "list fields": all(sense.attribute in self._list_fields for sense in senses),
+            "capitalised values": all(sense.value[:1].isupper() for sense in senses),
+            "lowercase values": all(sense.value.islower() for sense in senses),
         }
         return {cue for cue, found in said.items() if found}
-
-    def _names_another_thing(self, candidate: _Candidate, candidates: list[_Candidate]) -> bool:
-        """Whether the value names something other than the documents: "my dog", a verb ("can we
-        split" for ``Split``), a possessor ("a cat's blink"), part of a longer name ("Cincinnati
-        Reds", "Electric Pump-Fed") or a question's subject ("Is parking free?")."""
-        text, written, senses = candidate.text, candidate.written, candidate.senses
-        phrase_start = _phrase_start(candidate, candidates)  # "my [Tamron zoom]"
-        name_before = _PHRASES.CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start)
-        long_words = _PHRASES.LONG_WORD.findall(text)  # "Best Sci-Fi Movies By Nolan"
-        title_case = len(long_words) >= MIN_TITLE_WORDS and all(w[0].isupper() for w in long_words)
-        capitalised = written[:1].isupper() and not title_case
-        return bool(
-            (
-                _PHRASES.OWNER_BEFORE.search(
-                    text[max(0, phrase_start - LOOKBEHIND_CHARS) : phrase_start]
-                )
-                and all(sense.attribute in self._kind_fields for sense in senses)
-            )
-            or (
-                written.islower()
-                and all(sense.value[:1].isupper() for sense in senses)
-                and _PHRASES.VERB_SLOT_BEFORE.search(candidate.before)
-            )
-            or (written.islower() and _PHRASES.POSSESSIVE_AFTER.match(text, candidate.end))
-            or (  # "Is parking free for guests?": about parking, not hotels with it
-                all(sense.attribute in self._list_fields for sense in senses)
-                and _PHRASES.QUESTION_SUBJECT_BEFORE.search(text, 0, candidate.start)
-                and not self._scope_after.match(text, candidate.end)
-            )
-            or (  # "Electric Pump-Fed engines": a lowercase value inside a name
-                capitalised
-                and all(sense.value.islower() for sense in senses)
-                and _PHRASES.CAPITALISED_WORD_AFTER.match(text, candidate.end)
-                and candidate.mid_sentence
-            )
-            or (  # "Cincinnati Reds", unless the word before is a value too ("Samsung Galaxy")
-                capitalised
-                and name_before
-                and name_before["word"].lower() not in CUE_STOPWORDS
-                and phrase_start == candidate.start
-            )
-        )
 
     def _accept_beside(self, candidates: list[_Candidate]) -> None:
         """A value right beside a chosen value of another field takes its one sense of a kind: a
