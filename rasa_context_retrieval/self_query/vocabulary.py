@@ -495,13 +495,11 @@ class ValueVocabulary:
         in capitals, and not as a word of their own in the plural ("SOS" is no plural of "SO")."""
         text, start, end = candidate.text, candidate.start, candidate.end
         written, before, senses = candidate.written, candidate.before, candidate.senses
-        initials = not text.isupper() and written.removesuffix("s").isupper()
-        if initials and written.endswith("S"):
-            initials = all(
-                len(sense.value.split()) != len(written) - 1
-                for sense in senses
-                if sense.strictness is Strictness.INITIALS
-            )
+        word_of_its_own = written.endswith("S") and any(
+            len(sense.value.split()) == len(written) - 1
+            for sense in senses
+            if sense.strictness is Strictness.INITIALS
+        )
         phrase_start = _phrase_start(candidate, candidates)  # "my [Tamron zoom]"
         name_before = _PHRASES.CAPITALISED_WORD_BEFORE.search(text, 0, start)
         long_words = _PHRASES.LONG_WORD.findall(text)  # "Best Sci-Fi Movies By Nolan"
@@ -515,7 +513,8 @@ class ValueVocabulary:
             "capital": written[0].isupper(),
             "capital, not in a title": written[:1].isupper() and not title_case,
             "lowercase": written.islower(),
-            "initials": initials,
+            "initials": not (text.isupper() or word_of_its_own)
+            and written.removesuffix("s").isupper(),
             "determiner before": DETERMINERS_BEFORE_TOPIC.search(before),
             "preposition before": _PHRASES.INITIALS_PREPOSITION_BEFORE.search(before),
             "plural": self.is_plural_value(written),
