@@ -1,16 +1,9 @@
 """Whether a value is one of the commonest words of English ("first", "high", "new", "free").
 
-A value of a field is usually a name or a term ("Lisbon", "diesel", "premium economy") and is a
-filter wherever the user says it. Some values are also among the words every sentence uses: a
-fare's cabin ``first`` ("in the first place"), a ticket's severity ``high`` ("at high risk").
-Said bare, such a word is almost never the value: it needs a cue (its field's name or the noun
-its description is about after it: "first class", "high severity"; a noun for the documents).
-
-Word frequencies come from ``wordfreq`` (its data ships inside the package and is read offline),
-on its Zipf scale: 6 is a word a million times in a billion words ("first"), 3 a thousand times.
-Commonness alone does not make a value everyday ("sales", "dogs" and "red" are wanted as often
-as not; see bench/results/self_query_rules.md for the threshold's trade-off), so only the very
-commonest words are held back.
+Such a value said bare is almost never meant ("in the first place", "at high risk"): it needs a
+cue ("first class"). Frequencies come from ``wordfreq`` (its data ships in the package), on its
+Zipf scale: 6 is a million times in a billion words. Only the very commonest are held back:
+"sales" or "red" are wanted as often as not (bench/results/self_query_rules.md).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """What the documents of a knowledge base are called: "movies", "articles", "products".
 
-Several rules lean on these nouns: a topic value right before one ("python articles") is a
-filter, a count right before one ("two movies") is a limit, and a year or date in a message that
-names them ("films made before 1980") is about the documents, not the user's life. The nouns
-are a short generic list plus the noun the schema's own descriptions keep talking about ("The
-year the movie was released", "A 1-10 rating for the movie" -> "movie") or, in a schema whose
-descriptions name no noun twice, the nouns they name once ("City the hotel is in" -> "hotel").
+A topic value before one ("python articles") is a filter, a count before one ("two movies") a
+limit. The nouns are a generic list plus the noun the schema's descriptions keep naming ("The year
+the movie was released" -> "movie") or, if none is named twice, those named once ("hotel").
 """
 
 from __future__ import annotations
@@ -22,8 +19,6 @@ from rasa_context_retrieval.self_query.phrases import ITEM_NOUNS, PLURAL_ITEM_NO
 
 _PHRASES = english.patterns("items")
 
-# A noun the descriptions name after "the" in this many fields is what the documents are; when
-# no noun is named that often, every noun named once is ("City the hotel is in").
 MIN_DESCRIPTIONS_NAMING_ITEM = 2
 
 
@@ -48,14 +43,12 @@ def item_nouns(fields: Sequence[MetadataField]) -> frozenset[str]:
 
 
 def plural(noun: str) -> str:
-    """The plural of a singular noun; ``inflection`` takes a singular in -s for a plural already
-    ("lens" -> "lens"), so those take -es ("lenses", "canvases")."""
+    """The plural of a singular noun: ``inflection`` keeps "lens" as it is, so -s takes -es."""
     form = inflection.pluralize(noun)
     return noun + "es" if form == noun and noun.endswith("s") else form
 
 
 def noun_after(nouns: Collection[str]) -> re.Pattern[str]:
-    """Matches, at a position, one of ``nouns`` coming next: a noun for the documents
-    ("[python] articles", "[remote] jobs", "[4-star] hotels"), a field's name ("[gold] tier")."""
+    """Matches one of ``nouns`` coming next: "[python] articles", "[gold] tier"."""
     items = alternation(nouns) or r"(?!x)x"
     return re.compile(rf"\s*(?:-\s*)?(?:{items})(?!\w)", re.IGNORECASE)

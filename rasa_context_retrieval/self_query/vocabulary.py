@@ -1,35 +1,25 @@
 """Find the string values of the declared fields in a user's message, and decide which are filters.
 
-A value can be written many ways ("androids", "Premium", "north america" for ``north-america``),
-so every allowed or indexed value is expanded once, at construction, into its surface forms
-(case-free, plural too, any of space, hyphen or underscore between words) and all forms are
-compiled into one regular expression. Plurals come from ``inflection`` (the Rails inflector
-rules: "category" -> "categories", "business" -> "businesses"); ``inflect`` would be the fuller
-library, but its import alone takes seconds (typeguard instruments its source).
+Every allowed or indexed value (and alias: "Germany" for ``eu``) is expanded once into its surface
+forms ("androids", "Premium", "north america" for ``north-america``), all compiled into one
+regular expression. Plurals come from ``inflection`` (Rails rules); ``inflect`` is fuller, but its
+import alone takes seconds.
 
-Finding a word is not enough: "contact us" does not mean region ``us``, and "can I upgrade my
-plan?" does not mean category ``plans``. Each value therefore gets a strictness:
+Finding a word is not enough: "contact us" does not mean region ``us``, "my dog" asks for no dog
+documents (``_ELSEWHERE_ROWS``). Each form has a strictness, and ``_CUE_ROWS`` says which words
+around it make it a filter:
 
-* ``FREE``: a distinctive value ("android", "apac") is a filter wherever it appears;
-* ``CUED``: an everyday word ("free", "us", "plus", or one of the commonest words of English,
-  see ``common_words``: "first", "high") needs a marker: a scope noun or a noun for
-  the documents after it ("free plan", "US customers", "support jobs"), its field's name, a
-  capital letter mid-sentence ("on Plus"), an all-capital acronym ("US"), or a marked neighbour
-  in a list ("free or plus plans");
-* ``TOPIC``: a value of a topic-like field (category, tags, type, ...) is a filter when the
-  sentence asks for things of that kind: a plural ("laptops"), a noun for the documents after it
-  ("python articles", "comedy films"), a determiner or "about" before it ("a thriller", "which
-  monitor", "articles about python"), another value right before it ("a Samsung tablet"), its
-  field's name, an exclusion before it ("anything except spin") or, opening the message, a
-  condition after it ("yoga with Maya Patel": a search-box query for the kind). "tips for
-  sync" and "the security settings" stay questions, not filters;
-* ``NAME``: the last word of a person's or brand's name ("Spielberg" for "Steven Spielberg"),
-  only when written with a capital and no other value shares it;
-* ``ANCHORED``: a value that is also a field name ("plans"), or outside topic fields a scope noun
-  ("devices"), must come with its field's name ("category: plans").
+* ``FREE``: a distinctive value ("android", "apac"), wherever it appears;
+* ``CUED``: an everyday word ("free", "us", or among the commonest words of English, see
+  ``common_words``), with a noun for the documents after it ("free plan") or a capital mid-sentence;
+* ``TOPIC``: a value of a topic-like field (category, tags, type), when the sentence asks for
+  things of that kind ("laptops", "python articles", "a thriller"), not in "tips for sync";
+* ``NAME``: a short form of a name ("Spielberg", "Mercedes", "PS5"), written with a capital;
+* ``INITIALS``: "ML" for "machine learning", in capitals where a kind is wanted;
+* ``ANCHORED``: a value that is also a field name ("plans"), only with its field's name.
 
-Aliases declared in ``metadata_fields`` ("Germany" for ``eu``) are surfaces of their value and
-get a strictness of their own, by the same rules.
+Its field's name said beside it ("category: plans", "gold tier") makes any value a filter, and a
+value beside a chosen one may borrow its cue ("free or plus plans", "a Samsung tablet").
 """
 
 from __future__ import annotations
@@ -73,8 +63,6 @@ MAX_VALUE_CHARS = 60
 # Inflecting two-letter words goes wrong more often than right ("us", "eu" are names); three
 # letters are ordinary nouns often enough ("dogs", "reds", "guinea pigs").
 MIN_INFLECTED_CHARS = 3
-# "US", "EU", "APAC": an all-capital value this short is a name, not an ordinary word.
-ACRONYM_MAX_CHARS = 4
 # A surname stands for a full name only when it is this long ("Kon" is too short to be sure).
 MIN_SURNAME_CHARS = 4
 # A singular this short is too often another word ("new" for "news").
@@ -83,7 +71,7 @@ MIN_SINGULAR_CHARS = 4
 LOOKBEHIND_CHARS = 40
 # Letters past ASCII up to the end of Latin Extended-B may carry accents to fold.
 ASCII_END, LATIN_END = 0x7F, 0x250
-CLIP_KEY_CHARS = 3
+# A short form's first word has this many letters or more, and values are found by them.
 MIN_FIRST_CLIPPED_CHARS = 3
 MIN_CLIPPED_CHARS = 2
 MIN_HEAD_CHARS = 4
@@ -97,6 +85,42 @@ class Strictness(Enum):
     NAME = "name"
     INITIALS = "initials"
     ANCHORED = "anchored"
+
+
+# The cues that make a sense of each strictness a filter: all of one row ("ML talks": initials
+# and a noun for the documents after them). ANCHORED needs its field's name beside it.
+_CUE_ROWS: dict[Strictness, tuple[tuple[str, ...], ...]] = {
+    Strictness.FREE: ((),),
+    Strictness.CUED: (("scope noun after",), ("capital mid-sentence",)),
+    Strictness.NAME: (("capital",),),
+    Strictness.INITIALS: (
+        ("initials", "scope noun after"),
+        ("initials", "determiner before"),
+        ("initials", "preposition before"),
+    ),
+    Strictness.TOPIC: (
+        ("plural",),
+        ("document noun after",),
+        ("documents on before",),
+        ("excluded before",),
+        ("opening query",),
+        ("determiner before",),
+    ),
+    Strictness.ANCHORED: (),
+}
+# The cues that say a value names something other than the documents, all of one row: no cue
+# or neighbour makes it a filter then.
+_ELSEWHERE_ROWS = (
+    ("owner before", "kind fields"),  # "my dog"
+    ("lowercase", "capitalised values", "verb slot before"),  # "can we split" for ``Split``
+    ("lowercase", "possessive after"),  # "a cat's blink"
+    # "Is parking free for guests?": about parking, not hotels with it
+    ("list fields", "question subject before", "no scope noun after"),
+    # "Electric Pump-Fed engines": a lowercase value inside a name
+    ("capital, not in a title", "lowercase values", "capitalised word after"),
+    # "Cincinnati Reds", unless the word before is a value too ("Samsung Galaxy")
+    ("capital, not in a title", "name before", "no value right before"),
+)
 
 
 @dataclass(frozen=True)
@@ -140,12 +164,13 @@ def fold_accents(text: str) -> str:
     return text if text.isascii() else text.translate(_FOLDED)
 
 
-def _folded(char: str) -> str:
-    bare = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
-    return bare if len(bare) == 1 else char
-
-
-_FOLDED = str.maketrans({chr(code): _folded(chr(code)) for code in range(ASCII_END + 1, LATIN_END)})
+_FOLDED = str.maketrans(
+    {
+        char: bare
+        for char in map(chr, range(ASCII_END + 1, LATIN_END))
+        if len(bare := unicodedata.normalize("NFKD", char).encode("ascii", "ignore").decode()) == 1
+    }
+)
 
 
 def surface_key(text: str) -> str:
@@ -157,12 +182,8 @@ def surface_key(text: str) -> str:
 
 
 def surface_forms(value: str) -> set[str]:
-    """The ways a user may write ``value``: itself, the plural of its last word, and a value of
-    several words written as one ("ebike" for "e-bike", "ebikes"); an all-capital value takes an
-    "s" ("SUVs").
-
-    Values are not singularised: "windows" would become "window", an ordinary word.
-    """
+    """``value``, the plural of its last word ("SUVs" for all capitals) and, of several words,
+    written as one ("ebikes" for "e-bike"). Never singular: "windows" is no "window"."""
     key = surface_key(value)
     words = key.split(" ")
     last = words[-1]
@@ -179,28 +200,20 @@ def surface_forms(value: str) -> set[str]:
 def _other_forms(
     value: str, words: list[str], strictness: Strictness
 ) -> Iterator[tuple[set[str], Strictness]]:
-    """The other word forms and short forms of a value (``words``: its surface key), each kept
-    only where it names no other value: a singular ("a sneaker" for "sneakers": an ordinary
-    word, so never free), the first part of a capitalised name ("Mercedes" for
-    "Mercedes-Benz"), its one model code ("H100" for "NVIDIA H100", "PS5" for "Sony PS5"),
-    capitalised as a name, and its initials in capitals ("ML" for "machine learning")."""
+    """The short forms of a value (``words``: its surface key), kept only where they name no
+    other value: a singular ("a sneaker": an ordinary word, so never free), a name's last word
+    ("Gerwig") or first hyphened part ("Mercedes"), its one model code ("PS5" for "Sony PS5")
+    and its initials ("ML" for "machine learning")."""
     singular = inflection.singularize(words[-1])
     if len(singular) >= MIN_SINGULAR_CHARS and singular != words[-1]:
         loose = Strictness.CUED if strictness is Strictness.FREE else strictness
         yield {" ".join([*words[:-1], singular])}, loose
-    parts, first = value.split("-"), surface_key(value.split("-")[0])
-    if (
-        len(parts) > 1
-        and all(part[:1].isupper() for part in parts)
-        and len(first) >= MIN_SURNAME_CHARS
-        and first.isalpha()
-    ):
-        yield {first}, Strictness.NAME
-    codes = [
-        word
-        for word in words
-        if word.isalnum() and any(map(str.isdigit, word)) and any(map(str.isalpha, word))
-    ]
+    for parts, index in ((value.split(), -1), (value.split("-"), 0)):
+        part = surface_key(parts[index])
+        capitalised = all(word[:1].isupper() for word in parts)
+        if len(parts) > 1 and capitalised and len(part) >= MIN_SURNAME_CHARS and part.isalpha():
+            yield {part}, Strictness.NAME
+    codes = [word for word in words if word.isalnum() and not (word.isalpha() or word.isdigit())]
     if len(words) > 1 and len(codes) == 1:
         yield set(codes), Strictness.NAME
     if len(words) > 1 and all(word.isalpha() for word in words):
@@ -208,35 +221,19 @@ def _other_forms(
         yield {initials, initials + "s"}, Strictness.INITIALS
 
 
-def _in_title_case(text: str) -> bool:
-    words = _PHRASES.LONG_WORD.findall(text)
-    return len(words) >= MIN_TITLE_WORDS and all(word[0].isupper() for word in words)
-
-
 def _is_matchable(value: object) -> bool:
-    """Whether a value can be told from the words around it: some letters, or a release number
-    of three parts or more ("4.1.1"), which no amount or date is written as."""
+    """Whether a value has letters, or is a release number ("4.1.1"), which no amount or date
+    is written as."""
     if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
         return False
     key = surface_key(value)
-    if _PHRASES.RELEASE_NUMBER.fullmatch(key):
-        return True
-    return any(char.isalpha() for char in key) and len(key.split(" ")) <= MAX_VALUE_WORDS
-
-
-def _surname(value: str) -> str | None:
-    """The last word of a name written as one ("Greta Gerwig" -> "gerwig"), else None."""
-    words = value.split()
-    if len(words) < 2 or not all(word[:1].isupper() for word in words):
-        return None
-    last = surface_key(words[-1])
-    return last if len(last) >= MIN_SURNAME_CHARS and last.isalpha() else None
+    words = any(char.isalpha() for char in key) and len(key.split(" ")) <= MAX_VALUE_WORDS
+    return words or bool(_PHRASES.RELEASE_NUMBER.fullmatch(key))
 
 
 def _is_short_form(said: tuple[str, ...], words: tuple[str, ...]) -> bool:
-    """Whether ``said`` shortens the value ``words``: the same number of words, each a clipped
-    start of the value's or the word itself ("sci fi", "Fuji X"), or the value's first words
-    whole ("jack russells")."""
+    """Whether ``said`` shortens the value ``words``: each word clipped ("sci fi", "Fuji X") or
+    the first words whole ("jack russells")."""
     last = said[-1].removesuffix("s") if len(said[-1]) > MIN_CLIPPED_CHARS else said[-1]
     said = (*said[:-1], last)
     if len(said) < len(words):
@@ -263,20 +260,17 @@ def _description_words(field: MetadataField) -> set[str]:
 
 def _named_as_topic(field: MetadataField) -> bool:
     """Whether the field's name says its values are kinds of the documents: "category", "tags",
-    "bike_type" ("The kind of bike"). A kind of something else ("fuel_type": "Engine fuel") is a
-    property of the documents: its values are not kinds of document, unless the description says
-    it is a kind too."""
+    "bike_type" ("The kind of bike"); "fuel_type" ("Engine fuel") is a property of them."""
     words = [word for word in _PHRASES.WORD_SEPARATORS.split(field.name.lower()) if word]
     if not _field_words(field) & TOPIC_FIELD_WORDS:
         return False
     return len(words) == 1 or bool(_description_words(field) & TOPIC_FIELD_WORDS)
 
 
-def _anchor_words(field: MetadataField) -> set[str]:
-    """The words that name the field next to a value: its name, the noun its description's first
-    phrase is about ("Travel class of the fare" -> "class", "Kind of insurance cover" ->
-    "insurance", "cover": "first class", "home insurance"), and for a topic field "category" or
-    "articles"."""
+def _field_named(field: MetadataField) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The field named after and before a value: its name, the nouns its description's first
+    phrase is about ("Travel class of the fare": "first class"; "Kind of insurance cover": "home
+    insurance") and, for a topic field, "category" or "articles"."""
     described = field.description.strip().lower()
     kind_of = _PHRASES.KIND_OF.match(described)
     phrase = _PHRASES.DESCRIPTION_PHRASE_END.split(described[kind_of.end() if kind_of else 0 :])[0]
@@ -288,25 +282,24 @@ def _anchor_words(field: MetadataField) -> set[str]:
         if len(head) >= MIN_HEAD_CHARS and head.isalpha() and head not in CUE_STOPWORDS
     }
     words = _field_words(field) | kept | {inflection.pluralize(head) for head in kept}
-    return words | set(TOPIC_ANCHOR_WORDS) if _named_as_topic(field) else words
+    anchors = words | set(TOPIC_ANCHOR_WORDS) if _named_as_topic(field) else words
+    before = english.pattern("vocabulary", "FIELD_NAMED_BEFORE", ANCHORS=alternation(anchors))
+    return noun_after(anchors), before
 
 
-def _negated_as_described(field: MetadataField) -> re.Pattern[str] | None:
-    """ "not valid on" for "Means of transport the ticket is valid on", "not taught in" for
-    "Languages the course is taught in": a negator, then a word the field's description says
-    of the documents and its preposition, right before the value, negate it."""
+def _negated_as_described(field: MetadataField) -> re.Pattern[str]:
+    """A negator, a word of the field's description and a preposition before a value negate it:
+    "not taught in" for "Languages the course is taught in"."""
     words = {
         word
         for word in _PHRASES.DESCRIBED_WORD.findall(field.description.lower())
         if word not in CUE_STOPWORDS
     }
-    if not words:
-        return None
     return english.pattern(
         "vocabulary",
         "NEGATED_AS_DESCRIBED",
         NEGATORS=NEGATORS,
-        WORDS=alternation(words),
+        WORDS=alternation(words) or r"(?!x)x",
         PREPOSITIONS=PREPOSITIONS,
     )
 
@@ -328,9 +321,8 @@ class ValueVocabulary:
         self._short_forms: dict[str, dict[tuple[str, str], Strictness]] = {}
         # Values of several words by the first letters of their first word, for short forms.
         self._multiword: dict[str, list[tuple[tuple[str, ...], ValueSense]]] = {}
-        self._own_field_after: dict[str, re.Pattern[str]] = {}
-        self._own_field_before: dict[str, re.Pattern[str]] = {}
-        self._negated_as_described: dict[str, re.Pattern[str] | None] = {}
+        self._field_named = {field.name: _field_named(field) for field in string_fields}
+        self._negated_as_described = {f.name: _negated_as_described(f) for f in string_fields}
         # Fields whose values are kinds of the documents: "category", "Kind of animal".
         self._kind_fields = frozenset(
             field.name
@@ -338,17 +330,10 @@ class ValueVocabulary:
             if _named_as_topic(field) or _description_words(field) & TOPIC_FIELD_WORDS
         )
         for field in string_fields:
-            anchors = _anchor_words(field)
-            self._own_field_after[field.name] = noun_after(anchors)
-            self._own_field_before[field.name] = english.pattern(
-                "vocabulary", "FIELD_NAMED_BEFORE", ANCHORS=alternation(anchors)
-            )
-            self._negated_as_described[field.name] = _negated_as_described(field)
             aliases = field.alias_map
             values = field.values or tuple(known_values.get(field.name, ()))
             for value in dict.fromkeys([*values, *aliases]):
                 self._add_value(field, value, field_name_words, aliases.get(value, ()))
-        self._short_start = re.compile(rf"(?<!\w)(?:{alternation(self._multiword)})", re.IGNORECASE)
         for form, owners in self._short_forms.items():
             if form not in self._senses and len(owners) == 1:
                 ((attribute, value), strictness), *_ = owners.items()
@@ -361,14 +346,8 @@ class ValueVocabulary:
         self._plurals = frozenset(
             form for form in self._senses if inflection.singularize(form) != form
         )
-        surfaces = sorted(self._senses, key=len, reverse=True)
-        alternatives = "|".join(
-            r"[\s\-_/]+".join(re.escape(word) for word in surface.split(" "))
-            for surface in surfaces
-        )
-        self._pattern = (
-            re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE) if surfaces else None
-        )
+        alternatives = alternation(self._senses).replace(r"\ ", r"[\s\-_/]+") or r"(?!x)x"
+        self._pattern = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
 
     @property
     def size(self) -> int:
@@ -392,59 +371,49 @@ class ValueVocabulary:
             if _is_matchable(written):
                 forms = surface_forms(written)
                 strictness = self._strictness(field, forms, field_name_words)
-                self._add_forms(field, value, forms, strictness)
-        surname = _surname(value)
-        if surname and not _named_as_topic(field):
-            self._add_forms(field, value, {surname}, Strictness.NAME)
+                for form in forms:
+                    senses = self._senses.setdefault(form, [])
+                    if all(sense.attribute != field.name for sense in senses):
+                        senses.append(ValueSense(field.name, value, strictness))
         words = surface_key(value).split(" ")
         strictness = self._strictness(field, {surface_key(value)}, field_name_words)
         for forms, form_strictness in _other_forms(value, words, strictness):
             for form in forms:
                 self._short_forms.setdefault(form, {})[(field.name, value)] = form_strictness
         if len(words) > 1 and all(word.isalpha() for word in words):
-            self._multiword.setdefault(words[0][:CLIP_KEY_CHARS], []).append(
+            self._multiword.setdefault(words[0][:MIN_FIRST_CLIPPED_CHARS], []).append(
                 (tuple(words), ValueSense(field.name, value, strictness))
             )
-
-    def _add_forms(
-        self, field: MetadataField, value: str, forms: set[str], strictness: Strictness
-    ) -> None:
-        for form in forms:
-            senses = self._senses.setdefault(form, [])
-            if all(sense.attribute != field.name for sense in senses):
-                senses.append(ValueSense(field.name, value, strictness))
 
     @staticmethod
     def _strictness(
         field: MetadataField, forms: set[str], field_name_words: set[str]
     ) -> Strictness:
-        if forms & field_name_words:
-            return Strictness.ANCHORED
-        if _named_as_topic(field):
-            return Strictness.TOPIC
-        if forms & SCOPE_NOUNS:
-            return Strictness.ANCHORED
-        if forms & (EVERYDAY_WORDS | CUE_STOPWORDS) or any(map(is_common_word, forms)):
-            return Strictness.CUED
-        return Strictness.FREE
+        rows = (
+            (forms & field_name_words, Strictness.ANCHORED),
+            (_named_as_topic(field), Strictness.TOPIC),
+            (forms & SCOPE_NOUNS, Strictness.ANCHORED),
+            (forms & (EVERYDAY_WORDS | CUE_STOPWORDS), Strictness.CUED),
+            (any(map(is_common_word, forms)), Strictness.CUED),
+        )
+        return next((strictness for said, strictness in rows if said), Strictness.FREE)
 
     def find(self, text: str, taken: list[Constraint]) -> list[Constraint]:
         """Value filters said in ``text``: ``eq`` for a scoping mention, ``ne`` when negated."""
-        if self._pattern is None:
-            return []
         text = fold_accents(text)
         candidates = [said for _, said in scan(text, [Row(self._pattern, self._said)], taken)]
         candidates = _with_added(candidates, taken, self._said_shortened(text), chained=False)
         heads = (self._shared_heads(text, candidate) for candidate in candidates)
         candidates = _with_added(candidates, taken, heads, chained=True)
         for candidate in candidates:
-            candidate.elsewhere = self._names_another_thing(candidate, candidates)
+            said = self._cues(candidate, candidates)
+            candidate.elsewhere = any(said.issuperset(row) for row in _ELSEWHERE_ROWS)
             if not candidate.elsewhere:
-                candidate.chosen = self._resolve(candidate, candidates)
+                candidate.chosen = self._resolve(candidate, candidates, said)
             candidate.negated = bool(NEGATION_BEFORE_VALUE.search(candidate.before))
             if candidate.chosen and not candidate.negated:
                 described = self._negated_as_described[candidate.chosen.attribute]
-                candidate.negated = bool(described and described.search(candidate.before))
+                candidate.negated = bool(described.search(candidate.before))
         self._accept_beside(candidates)
         for group in _runs(
             candidates, lambda a, b: bool(COORDINATION.fullmatch(text, a.end, b.start))
@@ -466,17 +435,14 @@ class ValueVocabulary:
         return _Candidate(match.string, match.start(), match.end(), tuple(senses))
 
     def _said_shortened(self, text: str) -> Iterator[Iterator[_Candidate]]:
-        """The values said shortened: every word clipped ("sci-fi" for "science fiction",
-        "Sauv Blanc") or the first words of a longer one ("Jack Russells" for "Jack Russell
-        Terrier"); two words at least, since one ("German", "Napa") is too often a word of its
-        own. A short form that fits two values of one field says neither."""
-        if not self._multiword or not self._short_start.search(text):
-            return
+        """Values of several words said shortened ("sci-fi", "Jack Russells"), in two words at
+        least: one ("German") is too often a word of its own. One that fits two values of a field
+        says neither."""
         words = list(_PHRASES.SHORT_FORM_WORD.finditer(text))
         for position, first in enumerate(words):
-            if surface_key(first[0])[:CLIP_KEY_CHARS] in self._multiword:
+            if surface_key(first[0])[:MIN_FIRST_CLIPPED_CHARS] in self._multiword:
                 yield (
-                    _Candidate(text, said[0].start(), said[-1].end(), self._shortened(said))
+                    _Candidate(text, said[0].start(), said[-1].end(), self._short_senses(said))
                     for size in range(MAX_VALUE_WORDS, 1, -1)
                     if len(said := words[position : position + size]) == size
                     and all(
@@ -485,11 +451,17 @@ class ValueVocabulary:
                     )
                 )
 
+    def _short_senses(self, words_said: Sequence[re.Match[str]]) -> tuple[ValueSense, ...]:
+        said = tuple(surface_key(word[0]) for word in words_said)
+        senses: dict[str, list[ValueSense]] = {}
+        for words, sense in self._multiword.get(said[0][:MIN_FIRST_CLIPPED_CHARS], ()):
+            if _is_short_form(said, words):
+                senses.setdefault(sense.attribute, []).append(sense)
+        return tuple(listed[0] for listed in senses.values() if len(listed) == 1)
+
     def _shared_heads(self, text: str, candidate: _Candidate) -> Iterator[_Candidate]:
-        """The values said with the head noun of a later one ("weekly or monthly passes" for
-        ``weekly pass`` and ``monthly pass``): a word joined by "or", "and" or a comma to a
-        value of several words, when it and the value's other words are a value of the same
-        field. Nothing is guessed: the phrase must be a surface form of a declared value."""
+        """Values said with the head noun of a later one ("weekly or monthly passes"), only when
+        the word and the head are a surface form of a value of the same field."""
         head = " ".join(candidate.written.split()[1:])
         attributes = {sense.attribute for sense in candidate.senses}
         start = candidate.start
@@ -503,109 +475,75 @@ class ValueVocabulary:
             yield _Candidate(text, joined.start(), joined.end("word"), owned)
             start = joined.start()
 
-    def _shortened(self, words_said: Sequence[re.Match[str]]) -> tuple[ValueSense, ...]:
-        said = tuple(surface_key(word[0]) for word in words_said)
-        senses: dict[str, list[ValueSense]] = {}
-        for words, sense in self._multiword.get(said[0][:CLIP_KEY_CHARS], ()):
-            if _is_short_form(said, words):
-                senses.setdefault(sense.attribute, []).append(sense)
-        return tuple(listed[0] for listed in senses.values() if len(listed) == 1)
-
-    def _resolve(self, candidate: _Candidate, candidates: list[_Candidate]) -> ValueSense | None:
+    def _resolve(
+        self, candidate: _Candidate, candidates: list[_Candidate], said: set[str]
+    ) -> ValueSense | None:
         """The one sense its field's name said next to it gives, else the one sense whose
-        strictness the words around it satisfy; none when two are left."""
+        strictness the cues ``said`` satisfy (a row of ``_CUE_ROWS``); none when two are left."""
         anchored = [s for s in candidate.senses if self._has_own_field(candidate, s, candidates)]
         if anchored:
             return anchored[0] if len(anchored) == 1 else None
-        said: dict[Strictness, Callable[[], bool]] = {
-            Strictness.FREE: lambda: True,
-            Strictness.CUED: lambda: self._is_cued(candidate),
-            Strictness.NAME: lambda: candidate.written[0].isupper(),
-            Strictness.INITIALS: lambda: self._initials_said(candidate),
-            Strictness.TOPIC: lambda: self._asks_for_kind(candidate),
-        }
-        accepted = [s for s in candidate.senses if s.strictness in said and said[s.strictness]()]
+        accepted = [
+            sense
+            for sense in candidate.senses
+            if any(said.issuperset(row) for row in _CUE_ROWS[sense.strictness])
+        ]
         return accepted[0] if len(accepted) == 1 else None
 
-    def _names_another_thing(self, candidate: _Candidate, candidates: list[_Candidate]) -> bool:
-        """Whether the value, where it is said, names something other than the documents:
-        someone's own of a kind ("my dog"), a name in lowercase where a verb goes ("can we
-        split the bill" for ``Split``), a possessor ("a cat's blink") or part of a longer name
-        ("Cincinnati Reds", "Electric Pump-Fed" for ``electric``), or the subject of a question
-        about a thing the documents have ("Is parking free?")."""
-        text, written, senses = candidate.text, candidate.written, candidate.senses
-        if _PHRASES.OWNER_BEFORE.search(_phrase_before(candidate, candidates)) and all(
-            sense.attribute in self._kind_fields for sense in senses
-        ):
-            return True
-        if written.islower() and (
-            (
-                all(sense.value[:1].isupper() for sense in senses)
-                and _PHRASES.VERB_SLOT_BEFORE.search(candidate.before)
-            )
-            or _PHRASES.POSSESSIVE_AFTER.match(text, candidate.end)
-        ):
-            return True
-        if (
-            all(sense.attribute in self._list_fields for sense in senses)
-            and _PHRASES.QUESTION_SUBJECT_BEFORE.search(text, 0, candidate.start)
-            and not self._scoped_after(text, candidate.end)
-        ):
-            return True  # "Is parking free for guests?": about parking, not hotels with it
-        if not written[:1].isupper() or _in_title_case(text):
-            return False
-        if (
-            all(sense.value.islower() for sense in senses)
-            and _PHRASES.CAPITALISED_WORD_AFTER.match(text, candidate.end)
-            and candidate.mid_sentence
-        ):
-            return True  # "Electric Pump-Fed engines": a lowercase value inside a name
-        name_before = _PHRASES.CAPITALISED_WORD_BEFORE.search(text, 0, candidate.start)
-        if name_before and name_before["word"].lower() not in CUE_STOPWORDS:
-            previous = [c for c in candidates if c.end <= candidate.start]
-            return not previous or bool(text[previous[-1].end : candidate.start].strip())
-        return False
-
-    def _initials_said(self, candidate: _Candidate) -> bool:
-        """Initials ("ML") in capitals that name what is wanted: "ML talks", "a ML course",
-        "talks on ML"; never a capitalised word on its own ("OK, thanks")."""
-        said = candidate.written
-        if candidate.text.isupper() or not said.removesuffix("s").isupper():
-            return False
-        if said.endswith("S") and any(
-            len(sense.value.split()) == len(said) - 1
-            for sense in candidate.senses
+    def _cues(self, candidate: _Candidate, candidates: list[_Candidate]) -> set[str]:
+        """The cues said around a value. Initials count in capitals only, in a message not all
+        in capitals, and not as a word of their own in the plural ("SOS" is no plural of "SO")."""
+        text, start, end = candidate.text, candidate.start, candidate.end
+        written, before, senses = candidate.written, candidate.before, candidate.senses
+        word_of_its_own = written.endswith("S") and any(
+            len(sense.value.split()) == len(written) - 1
+            for sense in senses
             if sense.strictness is Strictness.INITIALS
-        ):
-            return False  # a plural of initials is written "MLs"; "SOS" is a word of its own
-        return bool(
-            self._scoped_after(candidate.text, candidate.end)
-            or DETERMINERS_BEFORE_TOPIC.search(candidate.before)
-            or _PHRASES.INITIALS_PREPOSITION_BEFORE.search(candidate.before)
         )
-
-    def _asks_for_kind(self, candidate: _Candidate) -> bool:
-        """Whether a topic value names the kind of thing wanted: "laptops", "python articles",
-        "a thriller", "articles on python", "anything except spin" (kinds set apart are kinds),
-        or, opening the message, "zumba for mixed ability groups" (a search-box query)."""
-        before = candidate.before
-        return bool(
-            self.is_plural_value(candidate.written)
-            or self._item_after.match(candidate.text, candidate.end)
-            or _PHRASES.KIND_EXCLUDED_BEFORE.search(before)
-            or (
-                _PHRASES.MESSAGE_OPENING.fullmatch(before)
-                and _PHRASES.KIND_QUERY_AFTER.match(candidate.text, candidate.end)
-            )
-            or DETERMINERS_BEFORE_TOPIC.search(before)
-            or self._item_on_before.search(before)
-        )
+        phrase_start = _phrase_start(candidate, candidates)  # "my [Tamron zoom]"
+        name_before = _PHRASES.CAPITALISED_WORD_BEFORE.search(text, 0, start)
+        long_words = _PHRASES.LONG_WORD.findall(text)  # "Best Sci-Fi Movies By Nolan"
+        title_case = len(long_words) >= MIN_TITLE_WORDS and all(w[0].isupper() for w in long_words)
+        said = {
+            "scope noun after": self._scope_after.match(text, end),
+            "no scope noun after": not self._scope_after.match(text, end),
+            "capital mid-sentence": not text.isupper()
+            and written != written.lower()
+            and candidate.mid_sentence,
+            "capital": written[0].isupper(),
+            "capital, not in a title": written[:1].isupper() and not title_case,
+            "lowercase": written.islower(),
+            "initials": not (text.isupper() or word_of_its_own)
+            and written.removesuffix("s").isupper(),
+            "determiner before": DETERMINERS_BEFORE_TOPIC.search(before),
+            "preposition before": _PHRASES.INITIALS_PREPOSITION_BEFORE.search(before),
+            "plural": self.is_plural_value(written),
+            "document noun after": self._item_after.match(text, end),
+            "documents on before": self._item_on_before.search(before),
+            "excluded before": _PHRASES.KIND_EXCLUDED_BEFORE.search(before),
+            "opening query": _PHRASES.MESSAGE_OPENING.fullmatch(before)
+            and _PHRASES.KIND_QUERY_AFTER.match(text, end),
+            "owner before": _PHRASES.OWNER_BEFORE.search(
+                text[max(0, phrase_start - LOOKBEHIND_CHARS) : phrase_start]
+            ),
+            "verb slot before": _PHRASES.VERB_SLOT_BEFORE.search(before),
+            "possessive after": _PHRASES.POSSESSIVE_AFTER.match(text, end),
+            "question subject before": _PHRASES.QUESTION_SUBJECT_BEFORE.search(text, 0, start),
+            "capitalised word after": _PHRASES.CAPITALISED_WORD_AFTER.match(text, end)
+            and candidate.mid_sentence,
+            "name before": name_before and name_before["word"].lower() not in CUE_STOPWORDS,
+            "no value right before": phrase_start == start,
+            "kind fields": all(sense.attribute in self._kind_fields for sense in senses),
+            "list fields": all(sense.attribute in self._list_fields for sense in senses),
+            "capitalised values": all(sense.value[:1].isupper() for sense in senses),
+            "lowercase values": all(sense.value.islower() for sense in senses),
+        }
+        return {cue for cue, found in said.items() if found}
 
     def _accept_beside(self, candidates: list[_Candidate]) -> None:
-        """A value right beside a chosen value of another field takes its one sense of a kind:
-        a topic value after it ("a Samsung tablet"), an everyday value before it that a noun for
-        the documents follows ("basic car policies", "cheap summer tents"); read as it goes, so
-        a value chosen here counts next. A compound names one thing: never a guess among two."""
+        """A value right beside a chosen value of another field takes its one sense of a kind: a
+        topic value after it ("a Samsung tablet"), an everyday value before it and a noun for the
+        documents ("basic car policies"); a value chosen here counts next."""
         for after in (True, False):
             for first, second in pairwise(candidates):
                 candidate, neighbour = (second, first) if after else (first, second)
@@ -614,7 +552,7 @@ class ValueVocabulary:
                     or candidate.elsewhere
                     or neighbour.chosen is None
                     or first.text[first.end : second.start].strip()
-                    or not (after or self._scoped_after(first.text, second.end))
+                    or not (after or self._scope_after.match(first.text, second.end))
                 ):
                     continue
                 strictness = Strictness.TOPIC if after else Strictness.CUED
@@ -629,47 +567,28 @@ class ValueVocabulary:
     def _has_own_field(
         self, candidate: _Candidate, sense: ValueSense, candidates: Sequence[_Candidate]
     ) -> bool:
-        """Whether the field's name is said next to the value ("category: plans", "gold tier").
-        A word of the name inside another value said there ("Child Benefit payment" for a field
-        ``benefit``) is that value's own word, not the field named."""
+        """Whether the field's name is said next to the value ("category: plans", "gold tier"), not
+        as a word of another value ("Child Benefit payment" for a field ``benefit``)."""
         text, start = candidate.text, candidate.start
         others = [other for other in candidates if other is not candidate]
+        after, before = self._field_named[sense.attribute]
         said = (
-            self._own_field_after[sense.attribute].match(text, candidate.end),
-            self._own_field_before[sense.attribute].search(
-                text, max(0, start - LOOKBEHIND_CHARS), start
-            ),
+            after.match(text, candidate.end),
+            before.search(text, max(0, start - LOOKBEHIND_CHARS), start),
         )
         return any(m is not None and not overlaps_any(m.start(), m.end(), others) for m in said)
 
-    def _scoped_after(self, text: str, end: int) -> bool:
-        """Whether a noun for the documents or a scope word comes right after ``text[:end]``
-        ("free [plan]", "US [customers]", "python [articles]")."""
-        return bool(self._scope_after.match(text, end))
-
-    def _is_cued(self, candidate: _Candidate) -> bool:
-        """An everyday value is a filter with a scope noun after it, or written with a capital
-        where no sentence starts ("on Plus"), or as a short acronym ("US")."""
-        if self._scoped_after(candidate.text, candidate.end):
-            return True
-        written = candidate.written
-        if candidate.text.isupper() or not any(char.isupper() for char in written):
-            return False
-        acronym = written.isupper() and len(written) <= ACRONYM_MAX_CHARS
-        return acronym or candidate.mid_sentence
-
     def _mark_each(self, candidates: list[_Candidate]) -> None:
         """Values of a list field had by the documents, joined by "and" ("with a balcony and a
-        dishwasher", "has a pool, a spa and a gym") or said with "both", must each be there: a
-        document lists several. Joined by "or", or not said as things had ("on android and
-        iOS": where it applies), any of them."""
+        dishwasher") or said with "both", must each be there; joined by "or", or not said as things
+        had ("on android and iOS"), any of them."""
 
         def joined(previous: _Candidate, candidate: _Candidate) -> bool:
-            return (
-                previous.chosen is not None
-                and candidate.chosen is not None
-                and previous.chosen.attribute == candidate.chosen.attribute
-                and candidate.chosen.attribute in self._list_fields
+            field = candidate.chosen and candidate.chosen.attribute
+            return bool(
+                field in self._list_fields
+                and previous.chosen
+                and previous.chosen.attribute == field
                 and any(
                     joiner.fullmatch(candidate.text, previous.end, candidate.start)
                     for joiner in (_PHRASES.EACH_JOINER, _PHRASES.LIST_COMMA)
@@ -693,8 +612,8 @@ def _with_added(
     *,
     chained: bool,
 ) -> list[_Candidate]:
-    """Add the tries that name a value on words no other reading has. A run of tries stops at its
-    first fit or, ``chained`` ("weekly, monthly or annual passes" read backwards), first miss."""
+    """Add the tries that name a value on words no other reading has; a run of tries stops at its
+    first fit or, ``chained`` ("weekly, monthly or annual passes", backwards), first miss."""
     found = list(candidates)
     for run in tries:
         for candidate in run:
@@ -708,32 +627,26 @@ def _with_added(
     return sorted(found, key=lambda candidate: candidate.start)
 
 
-def _phrase_before(candidate: _Candidate, candidates: list[_Candidate]) -> str:
-    """The text before the values said right before ``candidate`` ("my [Tamron zoom]")."""
+def _phrase_start(candidate: _Candidate, candidates: list[_Candidate]) -> int:
+    """Where the values said right before ``candidate`` start ("my [Tamron zoom]")."""
     start = candidate.start
     for previous in reversed([c for c in candidates if c.end <= candidate.start]):
         if candidate.text[previous.end : start].strip():
             break
         start = previous.start
-    return candidate.text[max(0, start - LOOKBEHIND_CHARS) : start]
+    return start
 
 
 def _share_within(group: list[_Candidate]) -> None:
     """Members of "free, plus or premium plans" share the field one of them was given and "my
-    guitar and piano" its owner ("except android and ios" shares its negation as every joined
-    condition does, see ``negation``)."""
-    if group[0].elsewhere:
-        for candidate in group:
-            candidate.elsewhere, candidate.chosen = True, None
-        return
+    guitar and piano" its owner."""
     attributes = {candidate.chosen.attribute for candidate in group if candidate.chosen}
-    if len(attributes) != 1:
-        return
-    (attribute,) = attributes
     for candidate in group:
-        if candidate.chosen is None and not candidate.elsewhere:
-            same_field = [sense for sense in candidate.senses if sense.attribute == attribute]
-            candidate.chosen = same_field[0] if same_field else None
+        if group[0].elsewhere:
+            candidate.elsewhere, candidate.chosen = True, None
+        elif len(attributes) == 1 and candidate.chosen is None and not candidate.elsewhere:
+            same_field = (sense for sense in candidate.senses if sense.attribute in attributes)
+            candidate.chosen = next(same_field, None)
 
 
 def _constraint(candidate: _Candidate) -> Constraint:
@@ -755,7 +668,7 @@ def _runs(
     candidates: list[_Candidate], joined: Callable[[_Candidate, _Candidate], bool]
 ) -> list[list[_Candidate]]:
     """The candidates in runs of neighbours ``joined`` to the one before ("free, plus or
-    premium"); a candidate joined to none is a run of its own."""
+    premium")."""
     runs: list[list[_Candidate]] = []
     for candidate in candidates:
         if runs and joined(runs[-1][-1], candidate):
