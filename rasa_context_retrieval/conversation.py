@@ -71,6 +71,10 @@ class Conversation:
     slots: Mapping[str, Any] = field(default_factory=dict)
     channel: ChannelMetadata = field(default_factory=ChannelMetadata)
     """Metadata the channel connector attached (entitlements come from here, never from slots)."""
+    continues_answer: bool = False
+    """The search found the latest message closer to the bot's last answer than to all but a
+    few documents (``engine.search``): the rewrite reads it as a follow-up whatever its words.
+    Never read from the tracker."""
 
     @property
     def latest_user_index(self) -> int | None:

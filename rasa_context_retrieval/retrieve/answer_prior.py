@@ -16,6 +16,11 @@ and the reported relevance stays the cosine to the leading query vector.
 The same search tells whether the bot message quotes a part of a document
 (``quotes_a_document``); the turns view then mixes it in more strongly (``rewrite.context``).
 
+The same evidence decides whether a message the words call complete continues the answer
+(``continues_the_answer``): "how long till i get the money" after "We'll pay the market value of
+your car ..." names ordinary words of its own, but it is closer to what the bot just said than
+to almost any document.
+
 The prior only applies where it says something: a document with a single chunk among the
 candidates is the previous answer itself (a passage collection such as TREC CAsT, where every
 passage is its own document), and finding the same answer again is what a follow-up does not
@@ -94,3 +99,15 @@ def quotes_a_document(previous: str, matches: Sequence[ScoredChunk]) -> bool:
 def source_of(found: ScoredChunk) -> str:
     """The document a chunk comes from (its ``source``, "" when it has none)."""
     return str(found.chunk.metadata.get("source", ""))
+
+
+def continues_the_answer(closeness: float, relevances: Sequence[float]) -> bool:
+    """Whether a message that reads as complete continues the bot's last answer: the last bot
+    message, as if it were one more candidate, would be among the message's own results
+    (``closeness``, its cosine to the message, at least the lowest of ``relevances``, the
+    cosines of the results returned). No constant: the bar is the knowledge base's own scores
+    for that message, so a message that finds its subject clearly (high cosines) keeps it, and
+    one that finds nothing close (a low bar) follows the conversation only when the answer is
+    closer to it than the documents. No results: no evidence.
+    """
+    return bool(relevances) and closeness >= min(relevances)
