@@ -421,6 +421,25 @@ def test_a_new_question_that_names_its_own_subject_is_searched_alone(switch: str
     assert query_views(conversation, switch) == ((QueryText(switch, 1.0),),)
 
 
+def test_a_complete_message_that_continues_the_answer_gets_its_turns_and_words() -> None:
+    """When the search found the message as close to the bot's last answer as to its own
+    results (``Conversation.continues_answer``), "how long till i get the money" is a
+    follow-up whatever its words: the turns and the earlier words join it."""
+    turns = (
+        Turn("user", "my car's been written off what happens now"),
+        Turn("bot", "We'll pay the market value of your car just before the accident."),
+        Turn("user", "how long till i get the money"),
+    )
+    complete = Conversation(turns=turns)
+    continued = Conversation(turns=turns, continues_answer=True)
+
+    assert standalone_query(complete) == "how long till i get the money"
+    assert len(query_views(complete, "how long till i get the money")) == 1
+    assert standalone_query(continued).startswith("how long till i get the money ")
+    turns_view, _ = query_views(continued, "how long till i get the money")
+    assert [part.text for part in turns_view][:2] == [turns[2].text, turns[0].text]
+
+
 def test_an_answer_to_the_bots_clarifying_question_is_searched_with_the_question() -> None:
     """ "home, storm knocked the fence down" names four things, yet it answers "Is the claim for
     your home or your car?": the user's question before it leads the turns view with it."""

@@ -284,6 +284,9 @@ class KnowledgeSearch:
         relevances = [found.relevance for found in alone.results]
         if not continues_the_answer(closeness, relevances):
             return None
+        matches = self._answer_matches(self.live.backend, alone.plan, last_bot, answer)
+        if not quotes_a_document(last_bot, matches):
+            return None
         plan = self.planner.plan_here(replace(conversation, continues_answer=True))
         if len(plan.query_views) < 2:
             return None
@@ -427,8 +430,19 @@ class KnowledgeSearch:
         vector = by_text.get(plan.previous_answer or "")
         if vector is None:
             return plan, None
+        matches = self._answer_matches(backend, plan, plan.previous_answer or "", vector)
+        if not quotes_a_document(plan.previous_answer or "", matches):
+            return plan, None
+        quoted = plan.with_quoted_answer(source_of(matches[0]), matches[0].relevance)
+        return quoted, answer_prior(matches[0], plan.previous_answer_weight)
+
+    def _answer_matches(
+        self, backend: SearchBackend, plan: SearchPlan, answer: str, vector: np.ndarray
+    ) -> list[ScoredChunk]:
+        """The best chunks for the bot message ``answer`` (its ``vector``), best first, under
+        the search's filter, so that nothing names a document this search may not show."""
         request = RetrievalRequest(
-            texts=[plan.previous_answer or ""],
+            texts=[answer],
             vectors=[vector],
             filter=plan.filters.for_backend,
             top_k=ANSWER_PRIOR_CANDIDATES,
@@ -438,11 +452,7 @@ class KnowledgeSearch:
         )
         found = backend.rank(request)
         allowed, _ = plan.filters.check([result.chunk for result in found])
-        matches = [result for result, ok in zip(found, allowed, strict=True) if ok]
-        if not quotes_a_document(plan.previous_answer or "", matches):
-            return plan, None
-        quoted = plan.with_quoted_answer(source_of(matches[0]), matches[0].relevance)
-        return quoted, answer_prior(matches[0], plan.previous_answer_weight)
+        return [result for result, ok in zip(found, allowed, strict=True) if ok]
 
     def clear_query_cache(self) -> None:
         """Forget cached query vectors (benchmarks time a search with its embedding)."""
