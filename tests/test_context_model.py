@@ -358,6 +358,40 @@ async def test_the_previous_answers_document_is_shown_when_it_weighs_in(
     assert weighed.results[0].metadata["source"] == "cards/lost-or-stolen-card.md"
 
 
+LOST_CARD_ANSWER = (
+    "Freeze the card straight away in the app under Cards > Freeze card, then call us on "
+    "0800 555 0199, day or night. We cancel the card and send a replacement."
+)
+
+
+async def test_a_complete_question_close_to_the_quoted_answer_is_searched_as_a_follow_up(
+    bank: ContextRetrieval,
+):
+    """ "do I lose money taken before I froze the card" names its own words, but it is as close
+    to the answer the bot just quoted as to its own results: the conversation says it goes on."""
+    result = await search(
+        bank,
+        "How do I report a lost card?",
+        LOST_CARD_ANSWER,
+        "do I lose money taken before I froze the card",
+    )
+
+    assert "How do I report a lost card?" in mixed_texts(result)
+    assert any("searched as a follow-up" in note for note in result.metadata["notes"])
+    assert result.results[0].metadata["source"] == "cards/lost-or-stolen-card.md"
+
+
+async def test_a_new_question_far_from_the_answer_is_still_searched_alone(
+    bank: ContextRetrieval,
+):
+    result = await search(
+        bank, "How do I report a lost card?", LOST_CARD_ANSWER, "How do I open a business account?"
+    )
+
+    assert mixed_texts(result) == ["How do I open a business account?"]
+    assert not any("searched as a follow-up" in note for note in result.metadata["notes"])
+
+
 async def test_a_follow_up_that_swaps_a_facet_of_the_answer_asks_the_answer_again(
     store: ContextRetrieval,
 ):
