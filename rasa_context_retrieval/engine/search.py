@@ -275,9 +275,12 @@ class KnowledgeSearch:
         (``alone``) continues the bot's last answer (``retrieve.answer_prior.
         continues_the_answer``); None otherwise.
 
-        The words of "how long till i get the money" name a subject, but the conversation says
-        what it is about. Both vectors are embedded already; the follow-up search embeds what
-        any follow-up does (its earlier question and its words view) and no more.
+        The words of "can i pay to get in group 2? how much" name things of their own, but the
+        answer before ("We board in groups: ...") says what they are about. Only a bot message
+        taken out of part of a document counts (``quotes_a_document``): a whole passage (TREC
+        CAsT) is the previous answer itself. Both vectors are embedded already (the message's
+        and the bot message's, in one call); the check adds one index search, and the follow-up
+        search embeds what any follow-up does (its earlier question and its words view).
         """
         message, answer = self._query_vectors.vectors([alone.plan.search_text, last_bot])
         closeness = _cosine(message, answer)

@@ -17,9 +17,9 @@ The same search tells whether the bot message quotes a part of a document
 (``quotes_a_document``); the turns view then mixes it in more strongly (``rewrite.context``).
 
 The same evidence decides whether a message the words call complete continues the answer
-(``continues_the_answer``): "how long till i get the money" after "We'll pay the market value of
-your car ..." names ordinary words of its own, but it is closer to what the bot just said than
-to almost any document.
+(``continues_the_answer``): "can i pay to get in group 2? how much" after "We board in groups:
+Group 1 is Flex passengers ..., Group 2 is Silver members and passengers with priority boarding
+..." names things of its own, but it is closer to what the bot just said than to most documents.
 
 The prior only applies where it says something: a document with a single chunk among the
 candidates is the previous answer itself (a passage collection such as TREC CAsT, where every
