@@ -71,10 +71,6 @@ class Conversation:
     slots: Mapping[str, Any] = field(default_factory=dict)
     channel: ChannelMetadata = field(default_factory=ChannelMetadata)
     """Metadata the channel connector attached (entitlements come from here, never from slots)."""
-    continues_answer: bool = False
-    """The search found the latest message as close to the bot's last answer (taken out of a
-    document) as to its own results (``engine.search``): the rewrite reads it as a follow-up
-    whatever its words. Never read from the tracker."""
 
     @property
     def latest_user_index(self) -> int | None:

@@ -8,7 +8,6 @@ from rasa_context_retrieval.retrieve.answer_prior import (
     QUOTED_ANSWER_MATCH,
     AnswerPrior,
     answer_prior,
-    continues_the_answer,
     quotes_a_document,
 )
 
@@ -95,12 +94,3 @@ def test_a_bot_message_far_from_every_chunk_quotes_nothing() -> None:
 
     assert not quotes_a_document("Is it for electricity or gas?", [weak])
     assert not quotes_a_document("Is it for electricity or gas?", [])
-
-
-def test_a_message_as_close_to_the_answer_as_to_its_own_results_continues_it() -> None:
-    results = [0.52, 0.41, 0.38, 0.37]
-
-    assert continues_the_answer(0.40, results)  # the answer would be among the results
-    assert continues_the_answer(0.37, results)
-    assert not continues_the_answer(0.36, results)  # every result is closer than the answer
-    assert not continues_the_answer(0.9, [])  # nothing found: no evidence

@@ -358,40 +358,6 @@ async def test_the_previous_answers_document_is_shown_when_it_weighs_in(
     assert weighed.results[0].metadata["source"] == "cards/lost-or-stolen-card.md"
 
 
-LOST_CARD_ANSWER = (
-    "Freeze the card straight away in the app under Cards > Freeze card, then call us on "
-    "0800 555 0199, day or night. We cancel the card and send a replacement."
-)
-
-
-async def test_a_complete_question_close_to_the_quoted_answer_is_searched_as_a_follow_up(
-    bank: ContextRetrieval,
-):
-    """ "do I lose money taken before I froze the card" names its own words, but it is as close
-    to the answer the bot just quoted as to its own results: the conversation says it goes on."""
-    result = await search(
-        bank,
-        "How do I report a lost card?",
-        LOST_CARD_ANSWER,
-        "do I lose money taken before I froze the card",
-    )
-
-    assert "How do I report a lost card?" in mixed_texts(result)
-    assert any("searched as a follow-up" in note for note in result.metadata["notes"])
-    assert result.results[0].metadata["source"] == "cards/lost-or-stolen-card.md"
-
-
-async def test_a_new_question_far_from_the_answer_is_still_searched_alone(
-    bank: ContextRetrieval,
-):
-    result = await search(
-        bank, "How do I report a lost card?", LOST_CARD_ANSWER, "How do I open a business account?"
-    )
-
-    assert mixed_texts(result) == ["How do I open a business account?"]
-    assert not any("searched as a follow-up" in note for note in result.metadata["notes"])
-
-
 async def test_a_follow_up_that_swaps_a_facet_of_the_answer_asks_the_answer_again(
     store: ContextRetrieval,
 ):
@@ -453,25 +419,6 @@ def test_a_new_question_that_names_its_own_subject_is_searched_alone(switch: str
 
     assert standalone_query(conversation) == switch
     assert query_views(conversation, switch) == ((QueryText(switch, 1.0),),)
-
-
-def test_a_complete_message_that_continues_the_answer_gets_its_turns_and_words() -> None:
-    """When the search found the message as close to the bot's last answer as to its own
-    results (``Conversation.continues_answer``), "how long till i get the money" is a
-    follow-up whatever its words: the turns and the earlier words join it."""
-    turns = (
-        Turn("user", "my car's been written off what happens now"),
-        Turn("bot", "We'll pay the market value of your car just before the accident."),
-        Turn("user", "how long till i get the money"),
-    )
-    complete = Conversation(turns=turns)
-    continued = Conversation(turns=turns, continues_answer=True)
-
-    assert standalone_query(complete) == "how long till i get the money"
-    assert len(query_views(complete, "how long till i get the money")) == 1
-    assert standalone_query(continued).startswith("how long till i get the money ")
-    turns_view, _ = query_views(continued, "how long till i get the money")
-    assert [part.text for part in turns_view][:2] == [turns[2].text, turns[0].text]
 
 
 def test_an_answer_to_the_bots_clarifying_question_is_searched_with_the_question() -> None:

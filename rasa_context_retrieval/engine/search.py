@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,6 @@ from rasa_context_retrieval.query_embedding.query_vectors import QueryVectors
 from rasa_context_retrieval.retrieve.answer_prior import (
     AnswerPrior,
     answer_prior,
-    continues_the_answer,
     quotes_a_document,
     source_of,
 )
@@ -255,49 +254,7 @@ class KnowledgeSearch:
     ) -> tuple[SearchOutcome, float]:
         """The outcome of a local planner's plan, and when planning ended."""
         plan = self.planner.plan_here(conversation)
-        last_bot = _answer_to_weigh(conversation, plan)
-        if last_bot is None:
-            return self._retrieve(plan, threshold, top_k), time.perf_counter()
-        self._query_vectors.vectors([plan.search_text, last_bot])  # one embedding call
-        outcome = self._retrieve(plan, threshold, top_k)
-        continued = self._as_continued_answer(conversation, outcome, last_bot, threshold, top_k)
-        return continued or outcome, time.perf_counter()
-
-    def _as_continued_answer(
-        self,
-        conversation: Conversation,
-        alone: SearchOutcome,
-        last_bot: str,
-        threshold: float,
-        top_k: int,
-    ) -> SearchOutcome | None:
-        """The search of ``conversation`` read as a follow-up, when the message searched alone
-        (``alone``) continues the bot's last answer (``retrieve.answer_prior.
-        continues_the_answer``); None otherwise.
-
-        The words of "can i pay to get in group 2? how much" name things of their own, but the
-        answer before ("We board in groups: ...") says what they are about. Only a bot message
-        taken out of part of a document counts (``quotes_a_document``): a whole passage (TREC
-        CAsT) is the previous answer itself. Both vectors are embedded already (the message's
-        and the bot message's, in one call); the check adds one index search, and the follow-up
-        search embeds what any follow-up does (its earlier question and its words view).
-        """
-        message, answer = self._query_vectors.vectors([alone.plan.search_text, last_bot])
-        closeness = _cosine(message, answer)
-        relevances = [found.relevance for found in alone.results]
-        if not continues_the_answer(closeness, relevances):
-            return None
-        matches = self._answer_matches(self.live.backend, alone.plan, last_bot, answer)
-        if not quotes_a_document(last_bot, matches):
-            return None
-        plan = self.planner.plan_here(replace(conversation, continues_answer=True))
-        if len(plan.query_views) < 2:
-            return None
-        note = (
-            f"the latest message is as close to the last bot message ({closeness:.2f}) as to "
-            f"its own results (lowest {min(relevances):.2f}): searched as a follow-up"
-        )
-        return self._retrieve(replace(plan, notes=(*plan.notes, note)), threshold, top_k)
+        return self._retrieve(plan, threshold, top_k), time.perf_counter()
 
     def _retrieve(
         self, plan: SearchPlan, threshold: float, top_k: int, may_drop_carried: bool = True
@@ -433,19 +390,8 @@ class KnowledgeSearch:
         vector = by_text.get(plan.previous_answer or "")
         if vector is None:
             return plan, None
-        matches = self._answer_matches(backend, plan, plan.previous_answer or "", vector)
-        if not quotes_a_document(plan.previous_answer or "", matches):
-            return plan, None
-        quoted = plan.with_quoted_answer(source_of(matches[0]), matches[0].relevance)
-        return quoted, answer_prior(matches[0], plan.previous_answer_weight)
-
-    def _answer_matches(
-        self, backend: SearchBackend, plan: SearchPlan, answer: str, vector: np.ndarray
-    ) -> list[ScoredChunk]:
-        """The best chunks for the bot message ``answer`` (its ``vector``), best first, under
-        the search's filter, so that nothing names a document this search may not show."""
         request = RetrievalRequest(
-            texts=[answer],
+            texts=[plan.previous_answer or ""],
             vectors=[vector],
             filter=plan.filters.for_backend,
             top_k=ANSWER_PRIOR_CANDIDATES,
@@ -455,7 +401,11 @@ class KnowledgeSearch:
         )
         found = backend.rank(request)
         allowed, _ = plan.filters.check([result.chunk for result in found])
-        return [result for result, ok in zip(found, allowed, strict=True) if ok]
+        matches = [result for result, ok in zip(found, allowed, strict=True) if ok]
+        if not quotes_a_document(plan.previous_answer or "", matches):
+            return plan, None
+        quoted = plan.with_quoted_answer(source_of(matches[0]), matches[0].relevance)
+        return quoted, answer_prior(matches[0], plan.previous_answer_weight)
 
     def clear_query_cache(self) -> None:
         """Forget cached query vectors (benchmarks time a search with its embedding)."""
@@ -464,23 +414,6 @@ class KnowledgeSearch:
     def refresh_if_due(self) -> None:
         """Pick up changed documents in the background (``LiveIndex.refresh_if_due``)."""
         self.live.refresh_if_due()
-
-
-def _answer_to_weigh(conversation: Conversation, plan: SearchPlan) -> str | None:
-    """The last bot message, when the search of a message read as complete (one view, searched
-    as typed) can ask whether the message continues it: there is an earlier user turn to follow
-    up; None otherwise."""
-    if len(plan.query_views) > 1 or plan.paraphrases or not plan.search_text.strip():
-        return None
-    history = conversation.history
-    if not any(turn.role == "user" for turn in history):
-        return None
-    return next((turn.text for turn in reversed(history) if turn.role == "bot"), None)
-
-
-def _cosine(first: np.ndarray, second: np.ndarray) -> float:
-    norms = float(np.linalg.norm(first) * np.linalg.norm(second))
-    return float(np.dot(first, second)) / norms if norms else 0.0
 
 
 def _printed(directive: FilterDirective | None) -> str | None:

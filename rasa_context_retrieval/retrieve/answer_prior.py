@@ -16,11 +16,6 @@ and the reported relevance stays the cosine to the leading query vector.
 The same search tells whether the bot message quotes a part of a document
 (``quotes_a_document``); the turns view then mixes it in more strongly (``rewrite.context``).
 
-The same evidence decides whether a message the words call complete continues the answer
-(``continues_the_answer``): "can i pay to get in group 2? how much" after "We board in groups:
-Group 1 is Flex passengers ..., Group 2 is Silver members and passengers with priority boarding
-..." names things of its own, but it is closer to what the bot just said than to most documents.
-
 The prior only applies where it says something: a document with a single chunk among the
 candidates is the previous answer itself (a passage collection such as TREC CAsT, where every
 passage is its own document), and finding the same answer again is what a follow-up does not
@@ -99,15 +94,3 @@ def quotes_a_document(previous: str, matches: Sequence[ScoredChunk]) -> bool:
 def source_of(found: ScoredChunk) -> str:
     """The document a chunk comes from (its ``source``, "" when it has none)."""
     return str(found.chunk.metadata.get("source", ""))
-
-
-def continues_the_answer(closeness: float, relevances: Sequence[float]) -> bool:
-    """Whether a message that reads as complete continues the bot's last answer: the last bot
-    message, as if it were one more candidate, would be among the message's own results
-    (``closeness``, its cosine to the message, at least the lowest of ``relevances``, the
-    cosines of the results returned). No constant: the bar is the knowledge base's own scores
-    for that message, so a message that finds its subject clearly (high cosines) keeps it, and
-    one that finds nothing close (a low bar) follows the conversation only when the answer is
-    closer to it than the documents. No results: no evidence.
-    """
-    return bool(relevances) and closeness >= min(relevances)

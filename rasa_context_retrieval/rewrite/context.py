@@ -54,7 +54,6 @@ from rasa_context_retrieval.rewrite.heuristic import (
     content_words,
     earlier_user_texts,
     looks_like_follow_up,
-    reads_as_follow_up,
     swapped_answer,
     swapped_question,
 )
@@ -297,7 +296,7 @@ class _FollowUpLead:
         earlier = earlier_user_texts(conversation)
         last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
         answers = answers_the_bot(latest, last_bot)
-        if not latest.strip() or not earlier or not reads_as_follow_up(conversation):
+        if not latest.strip() or not earlier or not (answers or looks_like_follow_up(latest)):
             return None
         swapped = swapped_question(latest, earlier[-1], [last_bot])
         restated = None if swapped is not None else swapped_answer(latest, last_bot, [earlier[-1]])

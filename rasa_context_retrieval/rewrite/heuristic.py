@@ -116,7 +116,7 @@ def standalone_query(
     last_bot = _last_bot_text(conversation.history)
     if mode is RewriteMode.LATEST or not earlier_user:
         return latest
-    if not reads_as_follow_up(conversation):
+    if not (looks_like_follow_up(latest) or answers_the_bot(latest, last_bot)):
         return latest
     if mode is RewriteMode.PREVIOUS_WORDS:
         context = content_words(earlier_user[-1])
@@ -153,20 +153,6 @@ def earlier_user_texts(conversation: Conversation) -> list[str]:
 def looks_like_follow_up(message: str) -> bool:
     """The rewrite's answer to the one follow-up decision (``follow_up.follows_up``)."""
     return follows_up(message, Stage.REWRITE)
-
-
-def reads_as_follow_up(conversation: Conversation) -> bool:
-    """Whether the rewrite gives the latest message context: its words follow up
-    (``looks_like_follow_up``), it answers the bot's clarifying question
-    (``follow_up.answers_the_bot``), or the search found that it continues the bot's last
-    answer (``Conversation.continues_answer``)."""
-    latest = conversation.latest_user_text
-    last_bot = _last_bot_text(conversation.history)
-    return (
-        conversation.continues_answer
-        or looks_like_follow_up(latest)
-        or answers_the_bot(latest, last_bot)
-    )
 
 
 def without_scope_statements(message: str) -> str:
