@@ -16,8 +16,11 @@ document two ways:
 
 It then replays data-free rules: the message is read as a follow-up when that document is among
 its top ``k`` candidates, or when its best chunk scores within a share of the top cosine, or
-stands out of the candidates (z-score) above a limit. MRR@4 per set, plugin row; a rule is worth
-building only if no dev half gets worse.
+stands out of the candidates (z-score) above a limit; or when the last bot message itself (or
+the previous user question), taken as one more candidate, would rank among its top ``k``. MRR@4
+per set, plugin row; a rule is worth building only if no dev half gets worse. None was kept
+(bench/results/grounded_all.md); ``--cases`` lists every message the words call complete with
+where each piece of evidence places it.
 
 Usage (from the repository root; dev halves only, never for reporting)::
 
