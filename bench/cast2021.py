@@ -169,6 +169,9 @@ def context_retrieval_retriever(
         docs=str(docs), index_path=str(workdir / "index"), top_k=DEPTH, chunk_size=20_000
     )
     store.connect(endpoint)
+    store.engine  # noqa: B018 (waits for the index: a search while it is still being built
+    # answers nothing after ``startup_wait_seconds``, which on a loaded machine cost the first
+    # turns of a set and made two runs of the same code differ)
 
     def retrieve(conversation: Conversation) -> list[str]:
         store.connect(endpoint)  # as Rasa does before every search
