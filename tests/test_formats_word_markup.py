@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from rasa_context_retrieval.knowledge.chunking import chunk_documents
 from rasa_context_retrieval.knowledge.loader import load_knowledge_base
 
 docx = pytest.importorskip("docx")
@@ -217,26 +218,44 @@ def add_notes(document: Any, kind: str, notes: dict[int, str]) -> None:
     document.part.relate_to(part, getattr(RELATIONSHIP_TYPE, f"{kind.upper()}S"))
 
 
-def test_footnotes_and_endnotes_follow_the_sentence_that_cites_them(tmp_path: Path):
+def test_footnotes_and_endnotes_are_read_with_the_sentence_that_cites_them(tmp_path: Path):
     """A footnote qualifies the sentence it is cited in (an exception, a condition): it is
-    indexed right after that paragraph, in the same section, so the chunk that answers also
-    holds its small print; its number is not glued to the cited word."""
+    read with that paragraph, in its section and chunk, and in a ``Q:``/``A:`` entry's answer;
+    its number is not glued to the cited word. A note cited by a heading follows it."""
     document = docx.Document()
-    document.add_heading("Refunds", 1)
+    add_paragraph(
+        document,
+        '<w:pPr><w:pStyle w:val="Heading1"/></w:pPr>'
+        + run("Refunds")
+        + '<w:r><w:footnoteReference w:id="3"/></w:r>',
+    )
     add_paragraph(
         document,
         run("Refunds take a week.") + '<w:r><w:footnoteReference w:id="1"/></w:r>',
     )
+    add_paragraph(document, run("Q: Can I pay by card?"))
+    add_paragraph(document, run("A: Yes.") + '<w:r><w:endnoteReference w:id="2"/></w:r>')
     document.add_heading("Travel", 1)
     add_paragraph(
         document, run("Trains are covered.") + '<w:r><w:endnoteReference w:id="1"/></w:r>'
     )
-    add_notes(document, "footnote", {1: "Weekends are not counted.", 2: "Never cited."})
-    add_notes(document, "endnote", {1: "Only in Europe."})
+    add_notes(
+        document,
+        "footnote",
+        {1: "Weekends are not counted.", 2: "Never cited.", 3: "Since May 2026."},
+    )
+    add_notes(document, "endnote", {1: "Only in Europe.", 2: "Visa or Mastercard."})
 
     text = text_of(document, tmp_path)
+    chunks = chunk_documents(load_knowledge_base(tmp_path, extra_suffixes=WORD).documents, 500, 50)
 
     assert text == (
-        "# Refunds\n\nRefunds take a week.\n\nWeekends are not counted.\n\n"
-        "# Travel\n\nTrains are covered.\n\nOnly in Europe."
+        "# Refunds\n\nSince May 2026.\n\nRefunds take a week.\nWeekends are not counted.\n\n"
+        "Q: Can I pay by card?\nA: Yes.\nVisa or Mastercard.\n\n"
+        "# Travel\n\nTrains are covered.\nOnly in Europe."
     )
+    entries = [
+        (c.metadata["section"], c.metadata["answer"]) for c in chunks if "question" in c.metadata
+    ]
+    assert entries == [("Refunds", "Yes.\nVisa or Mastercard.")]
+    assert any(c.text.endswith("Trains are covered.\nOnly in Europe.") for c in chunks)

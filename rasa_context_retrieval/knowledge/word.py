@@ -9,8 +9,8 @@ stands; python-docx's own iteration (``iter_inner_content``, ``Paragraph.text``,
 The walk reads what Word shows in its default view, at the one place runs are read
 (``_shown_runs``): tracked insertions and moves not yet accepted, links, smart tags and the
 results of fields are read; tracked deletions (and deleted table rows) and field codes are not.
-What a paragraph holds apart from its line, its text boxes (once, not again from their copy for
-older readers) and the footnotes and endnotes it cites, is read right after it (``_asides``).
+The footnotes and endnotes a paragraph cites are read with it (``_cited_notes``), and its text
+boxes right after it, once, not again from their copy for older readers (``_text_boxes``).
 
 ``python-docx`` (MIT) reads styles and core properties directly (``documentation/formats.md``);
 its XML parser does not resolve entities, so XXE in a document is never followed. A .docx is a
@@ -29,6 +29,7 @@ from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.knowledge.markdown_table import markdown_table
 from rasa_context_retrieval.knowledge.office_zip import office_library
 from rasa_context_retrieval.knowledge.qa_entries import entries_joined
+from rasa_context_retrieval.knowledge.sections import heading_of
 
 DOCX_SUFFIX = ".docx"
 CONTENTS_GALLERY = "Table of Contents"
@@ -79,23 +80,33 @@ tag (``w:footnoteReference`` or ``w:endnoteReference``) and the note's ``w:id``.
 
 
 def _blocks(container: Any, document: Any, notes: Notes) -> Iterator[str]:
-    """The Markdown blocks of a body (or a text box, a note): each paragraph, then what it
-    holds apart from its line (``_asides``), and each table."""
+    """The Markdown blocks of a body (or a text box): each paragraph with the notes it cites,
+    then its text boxes, and each table."""
     from docx.text.paragraph import Paragraph
 
     for element in _content(container, "w:p", "w:tbl"):
         if element.tag == _qn("w:tbl"):
             yield _markdown_table(element, notes)
+            continue
+        paragraph = _markdown_paragraph(Paragraph(element, document))
+        cited = [
+            line.strip()
+            for note in _cited_notes(element, notes)
+            for line in _lines(note, {})
+            if line.strip()
+        ]
+        if heading_of(paragraph) is not None:  # a heading is one line: its notes follow it
+            yield from (paragraph, *cited)
         else:
-            yield _markdown_paragraph(Paragraph(element, document))
-            for aside, aside_notes in _asides(element, notes):
-                yield from _blocks(aside, document, aside_notes)
+            yield "\n".join(line for line in (paragraph, *cited) if line)
+        for box in _text_boxes(element):
+            yield from _blocks(box, document, notes)
 
 
 def _content(container: Any, *tags: str) -> Iterator[Any]:
     """The children of ``container`` with one of ``tags`` (paragraphs and tables of a body,
     rows of a table, cells of a row, runs of a paragraph), in document order, those inside
-    content controls and inside the markup around shown text (``SHOWN_WITHIN``) included.
+    content controls and inside the markup around shown text (``_SHOWN_WITHIN``) included.
     Text marked deleted (``w:del``, ``w:moveFrom``) is in neither, so it is never read."""
     wanted = {_qn(tag) for tag in tags}
     for child in container.iterchildren():
@@ -131,26 +142,31 @@ def _inline_text(paragraph: Any) -> str:
     return "".join(run.text for run in _shown_runs(paragraph))
 
 
-def _asides(paragraph: Any, notes: Notes) -> Iterator[tuple[Any, Notes]]:
-    """What a paragraph holds apart from its line, in order, with the notes that may be cited
-    inside it: its text boxes (a sidebar, a callout; shown text, read right after the
-    paragraph they stand in) and the footnotes and endnotes it cites (small print that
-    qualifies this sentence, so it is read with it, in its section, rather than at the end of
-    the document). A note cites no further notes."""
+def _cited_notes(paragraph: Any, notes: Notes) -> Iterator[Any]:
+    """The footnotes and endnotes a paragraph cites, in order. A note is small print that
+    qualifies its sentence (an exception, a condition), so it is read with that paragraph, as
+    lines of its block: in its section, its chunk, and a ``Q:``/``A:`` entry's answer, rather
+    than at the end of the document. The note's number is not written after the cited word."""
     for run in _shown_runs(paragraph):
-        for element in run.iterchildren():
-            note = notes.get((element.tag, element.get(_qn("w:id")) or ""))
+        for reference in run.iterchildren():
+            note = notes.get((reference.tag, reference.get(_qn("w:id")) or ""))
             if note is not None:
-                yield note, {}
-            else:
-                yield from ((box, notes) for box in _text_boxes(element))
+                yield note
 
 
-def _text_boxes(element: Any) -> Iterator[Any]:
-    """The text boxes (``w:txbxContent``) drawn by ``element``, a run's drawing or picture.
-    Word writes a shape twice in ``mc:AlternateContent``: as a ``mc:Choice`` and as a VML copy
-    in ``mc:Fallback`` for older readers; the first choice is read, the copy only when there is
-    no choice, so a box is read once."""
+def _text_boxes(paragraph: Any) -> Iterator[Any]:
+    """The text boxes (``w:txbxContent``) drawn in a paragraph's shown runs: a sidebar or a
+    callout, shown text read right after the paragraph it stands in."""
+    for run in _shown_runs(paragraph):
+        yield from _drawn_text_boxes(run)
+
+
+def _drawn_text_boxes(element: Any) -> Iterator[Any]:
+    """The text boxes drawn by ``element`` (a run, its drawing or picture), not those inside
+    them (read with the box they stand in). Word writes a shape twice in
+    ``mc:AlternateContent``: as a ``mc:Choice`` and as a VML copy in ``mc:Fallback`` for older
+    readers; the first choice is read, the copy only when there is no choice, so a box is read
+    once."""
     if element.tag == _qn("w:txbxContent"):
         yield element
         return
@@ -159,7 +175,7 @@ def _text_boxes(element: Any) -> Iterator[Any]:
         choices = [child for child in children if child.tag == f"{{{_MARKUP_COMPATIBILITY}}}Choice"]
         children = (choices or children)[:1]
     for child in children:
-        yield from _text_boxes(child)
+        yield from _drawn_text_boxes(child)
 
 
 def _notes(document: Any) -> Notes:
@@ -249,8 +265,11 @@ def _cell_text(cell: Any, notes: Notes) -> str:
 
 
 def _lines(container: Any, notes: Notes) -> Iterator[str]:
-    """The text of each paragraph in ``container``, each followed by its asides' lines."""
+    """The text of each paragraph in ``container`` (a cell, a note, a text box), each followed
+    by the notes it cites and its text boxes. A note cites no further notes."""
     for paragraph in _content(container, "w:p"):
         yield _inline_text(paragraph)
-        for aside, aside_notes in _asides(paragraph, notes):
-            yield from _lines(aside, aside_notes)
+        for note in _cited_notes(paragraph, notes):
+            yield from _lines(note, {})
+        for box in _text_boxes(paragraph):
+            yield from _lines(box, notes)
