@@ -135,18 +135,26 @@ def test_fields_read_as_their_shown_result_and_never_as_their_code(tmp_path: Pat
 
 
 def test_smart_tags_and_links_keep_their_text_in_the_sentence(tmp_path: Path):
+    """Tags around words (a smart tag, custom XML, a right-to-left span, a link) are not
+    text of their own: their words stay in the sentence."""
     document = docx.Document()
     add_paragraph(
         document,
         run("Visit our ")
         + f'<w:smartTag w:element="City">{run("Lyon")}</w:smartTag>'
-        + run(" office or read ")
+        + run(" office (")
+        + f'<w:customXml w:element="opening">{run("9-17")}</w:customXml>'
+        + run(", ")
+        + f'<w:dir w:val="rtl">{run("שלום")}</w:dir>'
+        + run(") or read ")
         + f'<w:hyperlink w:anchor="guide">{run("the guide")}'
         + f'<w:ins w:id="1" w:author="Ann">{run(" online")}</w:ins></w:hyperlink>'
         + run("."),
     )
 
-    assert text_of(document, tmp_path) == "Visit our Lyon office or read the guide online."
+    assert text_of(document, tmp_path) == (
+        "Visit our Lyon office (9-17, שלום) or read the guide online."
+    )
 
 
 def text_box(text: str, *, fallback: bool) -> str:
