@@ -6,6 +6,12 @@ templates, around paragraphs, table rows or cells, or inline in a sentence) is r
 stands; python-docx's own iteration (``iter_inner_content``, ``Paragraph.text``,
 ``Table.rows``, ``_Row.cells``, ``_Cell.text``) steps over them, so the document is walked here.
 
+The walk reads what Word shows in its default view, at the one place runs are read
+(``_shown_runs``): tracked insertions and moves not yet accepted, links, smart tags and the
+results of fields are read; tracked deletions (and deleted table rows) and field codes are not.
+The footnotes and endnotes a paragraph cites are read with it (``_cited_notes``), and its text
+boxes right after it, once, not again from their copy for older readers (``_text_boxes``).
+
 ``python-docx`` (MIT) reads styles and core properties directly (``documentation/formats.md``);
 its XML parser does not resolve entities, so XXE in a document is never followed. A .docx is a
 zip: its members' unpacked size is checked against the file's size before anything is parsed,
@@ -16,18 +22,31 @@ so a zip bomb is refused, not unpacked (``knowledge.office_zip``). It is an opti
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.knowledge.markdown_table import markdown_table
 from rasa_context_retrieval.knowledge.office_zip import office_library
 from rasa_context_retrieval.knowledge.qa_entries import entries_joined
+from rasa_context_retrieval.knowledge.sections import heading_of
 
 DOCX_SUFFIX = ".docx"
 CONTENTS_GALLERY = "Table of Contents"
 """The building-block gallery of the content control Word inserts a table of contents in
 (``w:docPartGallery``; the same in every language of Word)."""
+_WORDPROCESSING = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+_MARKUP_COMPATIBILITY = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+
+
+_SHOWN_WITHIN = frozenset(
+    f"{{{_WORDPROCESSING}}}{name}"
+    for name in ("ins", "moveTo", "hyperlink", "smartTag", "customXml", "fldSimple", "dir", "bdo")
+)
+"""Markup around text that Word shows where it stands: a tracked insertion or move not yet
+accepted (Word's default "Simple Markup" view shows it), a link, a smart tag or custom XML
+tag, a simple field (its runs are its shown result; its code is an attribute), and a
+right-to-left or override span."""
 
 
 class WordUnreadable(ContextRetrievalError, ValueError):
@@ -43,7 +62,7 @@ def word_text(raw: bytes) -> tuple[str, dict[str, Any]]:
     docx = office_library(raw, "docx", "Word", WordUnreadable)
     try:
         document = docx.Document(io.BytesIO(raw))
-        blocks = list(_blocks(document))
+        blocks = list(_blocks(document.element.body, document, _notes(document)))
         title = document.core_properties.title
     except WordUnreadable:
         raise
@@ -55,31 +74,125 @@ def word_text(raw: bytes) -> tuple[str, dict[str, Any]]:
     return text, ({"title": title.strip()} if title and title.strip() else {})
 
 
-def _blocks(document: Any) -> Iterator[str]:
+Notes = Mapping[tuple[str, str], Any]
+"""The document's footnotes and endnotes by the reference that cites them: the reference's
+tag (``w:footnoteReference`` or ``w:endnoteReference``) and the note's ``w:id``."""
+
+
+def _blocks(container: Any, document: Any, notes: Notes) -> Iterator[str]:
+    """The Markdown blocks of a body (or a text box): each paragraph with the notes it cites,
+    then its text boxes, and each table."""
     from docx.text.paragraph import Paragraph
 
-    for element in _content(document.element.body, "w:p", "w:tbl"):
+    for element in _content(container, "w:p", "w:tbl"):
         if element.tag == _qn("w:tbl"):
-            yield _markdown_table(element)
+            yield _markdown_table(element, notes)
+            continue
+        paragraph = _markdown_paragraph(Paragraph(element, document))
+        cited = [
+            line.strip()
+            for note in _cited_notes(element, notes)
+            for line in _lines(note, {})
+            if line.strip()
+        ]
+        if heading_of(paragraph) is not None:  # a heading is one line: its notes follow it
+            yield from (paragraph, *cited)
         else:
-            yield _markdown_paragraph(Paragraph(element, document))
+            yield "\n".join(line for line in (paragraph, *cited) if line)
+        for box in _text_boxes(element):
+            yield from _blocks(box, document, notes)
 
 
 def _content(container: Any, *tags: str) -> Iterator[Any]:
     """The children of ``container`` with one of ``tags`` (paragraphs and tables of a body,
     rows of a table, cells of a row, runs of a paragraph), in document order, those inside
-    content controls included."""
+    content controls and inside the markup around shown text (``_SHOWN_WITHIN``) included.
+    Text marked deleted (``w:del``, ``w:moveFrom``) is in neither, so it is never read."""
     wanted = {_qn(tag) for tag in tags}
     for child in container.iterchildren():
         if child.tag in wanted:
             yield child
+        elif child.tag in _SHOWN_WITHIN:
+            yield from _content(child, *tags)
         elif (content := _control_content(child)) is not None:
             yield from _content(content, *tags)
 
 
+def _shown_runs(paragraph: Any) -> Iterator[Any]:
+    """The runs of a paragraph that Word shows, in order: a complex field (``w:fldChar``
+    begin, its code in ``w:instrText``, separate, its result, end) shows only its result, and
+    a field nested in another's code (``IF { DOCPROPERTY Stage } = ...``) is part of that code.
+    A field whose result goes on into later paragraphs is read there as ordinary text."""
+    fields: list[bool] = []  # for each open field, outermost first: is its result showing?
+    for run in _content(paragraph, "w:r"):
+        for mark in run.iterchildren(_qn("w:fldChar")):
+            kind = mark.get(_qn("w:fldCharType"))
+            if kind == "begin":
+                fields.append(False)
+            elif kind == "separate" and fields:
+                fields[-1] = True
+            elif kind == "end" and fields:
+                fields.pop()
+        if all(fields):
+            yield run
+
+
 def _inline_text(paragraph: Any) -> str:
-    """A paragraph's text: its runs and links (python-docx's ``text`` of each)."""
-    return "".join(element.text for element in _content(paragraph, "w:r", "w:hyperlink"))
+    """A paragraph's text: the text of the runs Word shows (python-docx's ``text`` of each)."""
+    return "".join(run.text for run in _shown_runs(paragraph))
+
+
+def _cited_notes(paragraph: Any, notes: Notes) -> Iterator[Any]:
+    """The footnotes and endnotes a paragraph cites, in order. A note is small print that
+    qualifies its sentence (an exception, a condition), so it is read with that paragraph, as
+    lines of its block: in its section, its chunk, and a ``Q:``/``A:`` entry's answer, rather
+    than at the end of the document. The note's number is not written after the cited word."""
+    for run in _shown_runs(paragraph):
+        for reference in run.iterchildren():
+            note = notes.get((reference.tag, reference.get(_qn("w:id")) or ""))
+            if note is not None:
+                yield note
+
+
+def _text_boxes(paragraph: Any) -> Iterator[Any]:
+    """The text boxes (``w:txbxContent``) drawn in a paragraph's shown runs: a sidebar or a
+    callout, shown text read right after the paragraph it stands in."""
+    for run in _shown_runs(paragraph):
+        yield from _drawn_text_boxes(run)
+
+
+def _drawn_text_boxes(element: Any) -> Iterator[Any]:
+    """The text boxes drawn by ``element`` (a run, its drawing or picture), not those inside
+    them (read with the box they stand in). Word writes a shape twice in
+    ``mc:AlternateContent``: as a ``mc:Choice`` and as a VML copy in ``mc:Fallback`` for older
+    readers; the first choice is read, the copy only when there is no choice, so a box is read
+    once."""
+    if element.tag == _qn("w:txbxContent"):
+        yield element
+        return
+    children = list(element.iterchildren())
+    if element.tag == f"{{{_MARKUP_COMPATIBILITY}}}AlternateContent":
+        choices = [child for child in children if child.tag == f"{{{_MARKUP_COMPATIBILITY}}}Choice"]
+        children = (choices or children)[:1]
+    for child in children:
+        yield from _drawn_text_boxes(child)
+
+
+def _notes(document: Any) -> Notes:
+    """The footnotes and endnotes of the document, parsed with python-docx's parser (which
+    never resolves entities) from the parts the document relates to."""
+    from docx.opc.constants import RELATIONSHIP_TYPE
+    from docx.oxml import parse_xml
+
+    kinds = {RELATIONSHIP_TYPE.FOOTNOTES: "footnote", RELATIONSHIP_TYPE.ENDNOTES: "endnote"}
+    notes: dict[tuple[str, str], Any] = {}
+    for relationship in document.part.rels.values():
+        kind = kinds.get(relationship.reltype)
+        if kind is None or relationship.is_external:
+            continue
+        for note in parse_xml(relationship.target_part.blob).iterchildren(_qn(f"w:{kind}")):
+            notes[(_qn(f"w:{kind}Reference"), note.get(_qn("w:id")) or "")] = note
+    return notes
 
 
 def _control_content(element: Any) -> Any:
@@ -127,17 +240,19 @@ def _numbered(paragraph: Any) -> bool:
     return properties is not None and properties.numPr is not None
 
 
-def _markdown_table(table: Any) -> str:
+def _markdown_table(table: Any, notes: Notes) -> str:
     """The table's rows, rows and cells in content controls (a form's repeating section)
     included. As python-docx's ``_Row.cells`` gives them: a cell spanning columns fills each,
     and a cell merged with the one above repeats its text."""
     rows: list[list[str]] = []
     above: dict[int, str] = {}  # the text at each column of the row before
     for row in _content(table, "w:tr"):
+        if row.find(f"{_qn('w:trPr')}/{_qn('w:del')}") is not None:
+            continue  # a tracked deletion of the row: Word no longer shows it
         cells: list[str] = []
         column = row.grid_before
         for cell in _content(row, "w:tc"):
-            text = above.get(column, "") if cell.vMerge == "continue" else _cell_text(cell)
+            text = above.get(column, "") if cell.vMerge == "continue" else _cell_text(cell, notes)
             cells.extend([text] * cell.grid_span)
             column += cell.grid_span
         above = {row.grid_before + index: text for index, text in enumerate(cells)}
@@ -145,5 +260,16 @@ def _markdown_table(table: Any) -> str:
     return markdown_table(rows)
 
 
-def _cell_text(cell: Any) -> str:
-    return "\n".join(_inline_text(paragraph) for paragraph in _content(cell, "w:p"))
+def _cell_text(cell: Any, notes: Notes) -> str:
+    return "\n".join(_lines(cell, notes))
+
+
+def _lines(container: Any, notes: Notes) -> Iterator[str]:
+    """The text of each paragraph in ``container`` (a cell, a note, a text box), each followed
+    by the notes it cites and its text boxes. A note cites no further notes."""
+    for paragraph in _content(container, "w:p"):
+        yield _inline_text(paragraph)
+        for note in _cited_notes(paragraph, notes):
+            yield from _lines(note, {})
+        for box in _text_boxes(paragraph):
+            yield from _lines(box, notes)
