@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
@@ -124,8 +123,6 @@ AGED_PERSON = english.pattern("numbers", "AGED_PERSON", **_PARTY)
 _PERIOD = alternation(PERIOD_WORDS)
 RATE_AFTER = english.pattern("numbers", "RATE_AFTER", _PERIOD=_PERIOD)
 UNIT_AFTER = english.pattern("numbers", "UNIT_AFTER", _UNITS=_UNITS)
-# "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
-DECLARED_UNIT = english.pattern("numbers", "DECLARED_UNIT", _UNITS=_UNITS)
 # Every spelling of a unit besides time to the kind of unit it is ("kilometres" -> "km").
 UNIT_KINDS = {
     **{unit: unit for unit in MEASURE_ABBREVIATIONS.values()},
@@ -200,8 +197,8 @@ class NumericField:
     def from_field(
         cls, field: MetadataField, item_keys: frozenset[str] = frozenset()
     ) -> NumericField:
-        """``item_keys``: words that point to no one field: the documents' nouns and the words
-        that several descriptions share ("Weight of the bike", "Model year of the bike")."""
+        """``item_keys``: the documents' nouns, which point to no one field ("Weight of the
+        bike", "Model year of the bike")."""
         name_words = set(_cue_words(field.name.replace("_", " ")))
         description_words = set(_cue_words(field.description)) - item_keys
         cues = dict.fromkeys(description_words, DESCRIPTION_CUE_WEIGHT)
@@ -220,7 +217,7 @@ class NumericField:
             cues[_LISTS.DURATION_CUE] = NAME_CUE_WEIGHT
         singular = frozenset(map(inflection.singularize, _PHRASES.WORD.findall(field.name.lower())))
         party = next((bound for bound, words in PARTY_BOUNDS if not words.isdisjoint(said)), None)
-        kinds = _kinds(said, field.description, monetary=monetary)
+        kinds = _kinds(said, monetary=monetary)
         cues.update(dict.fromkeys(map(_kind_cue, kinds), NAME_CUE_WEIGHT))
         return cls(field.name, field.type == "integer", cues, unit, singular, party, kinds)
 
@@ -325,8 +322,8 @@ class NumberPhrases:
 
     def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
         numeric = [field for field in fields if field.type in _LISTS.NUMERIC_TYPES]
-        shared = _shared_words(numeric, item_nouns)
-        self._fields = [NumericField.from_field(field, shared) for field in numeric]
+        nouns = frozenset(map(cue_key, item_nouns))
+        self._fields = [NumericField.from_field(field, nouns) for field in numeric]
         # Every word that points to a field, or to none: the words a comparison may be said with.
         self._known = STOP_KEYS.union(*(field.cues for field in self._fields))
         monetary = [field for field in self._fields if _LISTS.MONEY in field.kinds]
@@ -453,8 +450,6 @@ class NumberPhrases:
             named = [field for field in self._fields if words and words <= field.name_words]
             return (named[0] if len(named) == 1 else None), end, None
         cues = set() if said.comparator_cue is None else {cue_key(said.comparator_cue)}
-        if said.currency:
-            cues.add(cue_key("currency"))
         if said.counted is not None:
             # A party of people is counted in any word for people ("120 people" for guests).
             counted = PEOPLE_KEYS if said.party and said.counted in PEOPLE_KEYS else {said.counted}
@@ -524,17 +519,14 @@ def _names_charge(said: Sequence[str], name_words: frozenset[str]) -> bool:
     return bool(said_set & MONEY_NOUNS) or said_set == name_words
 
 
-def _kinds(words: Sequence[str], description: str, *, monetary: bool) -> frozenset[str]:
+def _kinds(words: Sequence[str], *, monetary: bool) -> frozenset[str]:
     """The units besides time a field is kept in, from the words of its name and description."""
-    # A lone "p" among a field's words says no pence.
-    kinds = {UNIT_KINDS[word] for word in words if word in UNIT_KINDS and word != "p"}
+    kinds = {UNIT_KINDS[word] for word in words if word in UNIT_KINDS}
     if monetary:
         kinds.add(_LISTS.MONEY)
     # "rate" is a percentage unless the field says it is kept in another unit ("Unit rate in
-    # pence per kWh"); a "%" in the description always says so.
-    if (
-        any(word in _LISTS.PERCENT_FIELD_WORDS for word in words) and not kinds
-    ) or "%" in description:
+    # pence per kWh").
+    if not kinds and any(word in _LISTS.PERCENT_FIELD_WORDS for word in words):
         kinds.add(_LISTS.PERCENT)
     return frozenset(kinds)
 
@@ -546,25 +538,13 @@ def _kind_cue(kind: str) -> str:
 
 def _said_kind(text: str, said: _Said) -> str | None:
     """The unit besides time a number is said in: a currency, or "%", "GB", "km" right after the
-    comparison's last number ("more than 4[%]", "between 5 and 10[GB]", "8[km] or less")."""
+    comparison ("more than 4[%]", "between 5 and 10[GB]")."""
     if said.currency:
         return _LISTS.MONEY
-    number = said.bounds[-1][1]
-    found = text.rfind(number, said.start, said.end)
-    number_end = said.end if found < 0 else found + len(number)
-    if _PHRASES.PERCENT_AFTER.match(text, number_end):
+    if _PHRASES.PERCENT_AFTER.match(text, said.end):
         return _LISTS.PERCENT
-    measure = MEASURE_AFTER.match(text, number_end)
+    measure = MEASURE_AFTER.match(text, said.end)
     return UNIT_KINDS[measure["unit"].lower()] if measure else None
-
-
-def _shared_words(fields: Sequence[MetadataField], item_nouns: Collection[str]) -> frozenset[str]:
-    """The cue words of the documents' nouns and of two or more fields' descriptions, minus the
-    words of any field's name."""
-    counts = Counter(word for field in fields for word in set(_cue_words(field.description)))
-    named = {word for field in fields for word in _cue_words(field.name.replace("_", " "))}
-    shared = {word for word, count in counts.items() if count > 1}
-    return frozenset(({cue_key(noun) for noun in item_nouns} | shared) - named)
 
 
 def _has_currency(match: re.Match[str], *tags: str) -> bool:
@@ -610,15 +590,10 @@ def _parse_number(text: str) -> float:
 
 
 def _declared_unit(field: MetadataField) -> str | None:
-    """The unit of time of a duration field, from its description ("in minutes") or the one unit
-    among its name and description words ("duration_seconds", "Minutes to cook", "Years of
-    experience"). A month or a year counts only in the plural or when declared ("Loan term in
-    months"): "The year the movie was released" is a calendar year, not a duration."""
-    declared = DECLARED_UNIT.search(field.description)
-    if declared:
-        return TIME_UNIT_WORDS[declared["unit"].lower()]
-    described = _PHRASES.RATE_IN_DESCRIPTION.sub(" ", field.description)
-    words = _PHRASES.WORD.findall(f"{field.name.replace('_', ' ')} {described}".lower())
+    """The unit of time of a duration field: the one unit among its name and description words
+    ("duration_seconds", "Minutes to cook", "Years of experience"). A month or a year counts
+    only in the plural: "The year the movie was released" is a calendar year, not a duration."""
+    words = _PHRASES.WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
     units = {
         TIME_UNIT_WORDS[word]
         for word in words
