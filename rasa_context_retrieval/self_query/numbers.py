@@ -170,7 +170,6 @@ PEOPLE_KEYS = frozenset(cue_key(word) for word in PEOPLE_WORDS)
 
 
 def _cue_words(text: str) -> list[str]:
-    """The cue words of ``text``, in the order said."""
     keys = (cue_key(word) for word in _PHRASES.WORD.findall(text.lower()))
     return [key for key in keys if key not in STOP_KEYS]
 
@@ -204,7 +203,7 @@ class NumericField:
         cues = dict.fromkeys(description_words, DESCRIPTION_CUE_WEIGHT)
         cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
         said = _PHRASES.WORD.findall(said_of(field).lower())
-        # From every word, also those several descriptions share ("in EUR" on two amounts).
+        # From every word of its name and description, the documents' nouns too.
         in_subunit = bool(SUBUNIT_WORDS.keys() & set(said))
         monetary = not in_subunit and any(
             inflection.singularize(word) in MONETARY_FIELD_WORDS for word in said
@@ -212,7 +211,7 @@ class NumericField:
         if monetary:
             cues.update(dict.fromkeys(map(cue_key, MONETARY_CUES), NAME_CUE_WEIGHT))
         # An amount of money is counted over its time words ("day_rate"), never kept in them.
-        unit = None if monetary or in_subunit else _declared_unit(field)
+        unit = None if monetary or in_subunit else _declared_unit(said)
         if unit is not None:
             cues[_LISTS.DURATION_CUE] = NAME_CUE_WEIGHT
         singular = frozenset(map(inflection.singularize, _PHRASES.WORD.findall(field.name.lower())))
@@ -240,9 +239,8 @@ class _Said:
     start: int
     end: int
     currency: bool
-    comparator_cue: str | None = None
-    plain: bool = False
-    """Said with a comparison that may be about money when nothing else is named ("under")."""
+    comparison: str = ""
+    """The words of a comparison said before the number ("under", "cheaper than")."""
     counted: str | None = None
     """The noun inside the phrase, as "devices" in "5 devices or more"."""
     unit: str | None = None
@@ -275,9 +273,7 @@ def _prefixed(match: re.Match[str]) -> _Said:
     if match["named"]:
         named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
         return _Said(bounds, *match.span(), False, counted=named, named=True)
-    cue = _LISTS.COMPARATOR_CUES.get(phrase)
-    plain = phrase in _LISTS.PLAIN_AMOUNT_COMPARATORS
-    return _Said(bounds, *match.span(), _has_currency(match, "n"), cue, plain)
+    return _Said(bounds, *match.span(), _has_currency(match, "n"), phrase)
 
 
 def _postfixed(match: re.Match[str]) -> _Said:
@@ -449,7 +445,8 @@ class NumberPhrases:
             words = set((said.counted or "").split())
             named = [field for field in self._fields if words and words <= field.name_words]
             return (named[0] if len(named) == 1 else None), end, None
-        cues = set() if said.comparator_cue is None else {cue_key(said.comparator_cue)}
+        cue = _LISTS.COMPARATOR_CUES.get(said.comparison)
+        cues = set() if cue is None else {cue_key(cue)}
         if said.counted is not None:
             # A party of people is counted in any word for people ("120 people" for guests).
             counted = PEOPLE_KEYS if said.party and said.counted in PEOPLE_KEYS else {said.counted}
@@ -480,7 +477,7 @@ class NumberPhrases:
         if kind is not None:
             cues.add(_kind_cue(kind))
         if (
-            said.plain
+            said.comparison in _LISTS.PLAIN_AMOUNT_COMPARATORS
             and unit is None
             and kind is None
             and _parse_number(said.bounds[0][1]) >= MIN_PLAIN_AMOUNT
@@ -589,11 +586,10 @@ def _parse_number(text: str) -> float:
     return float(parts["digits"]) * MULTIPLIERS.get(parts["multiplier"], 1)
 
 
-def _declared_unit(field: MetadataField) -> str | None:
+def _declared_unit(words: Sequence[str]) -> str | None:
     """The unit of time of a duration field: the one unit among its name and description words
     ("duration_seconds", "Minutes to cook", "Years of experience"). A month or a year counts
     only in the plural: "The year the movie was released" is a calendar year, not a duration."""
-    words = _PHRASES.WORD.findall(f"{field.name.replace('_', ' ')} {field.description}".lower())
     units = {
         TIME_UNIT_WORDS[word]
         for word in words
