@@ -102,15 +102,8 @@ PREFIX = re.compile(
     re.IGNORECASE,
 )
 POSTFIX = english.pattern("numbers", "POSTFIX", _AMOUNT=_amount("n"))
-# "4-star hotels", "a 3 bedroom flat": a number and a word of a field's name (as written, not a
-# form of it: "top 3 rated movies" is no rating) before a noun for the documents is that field's
-# value (the item nouns are added per schema).
 # Where a count of a field may start: after "top"/"best"/"first" it is a limit.
 _COUNT_START = r"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)"
-COMPOUND = (
-    rf"{_COUNT_START}(?P<n>\d+(?:\.\d+)?|{COUNT_WORDS})[\s-](?P<noun>[a-z]+)"
-    r"(?=[\s-]+(?:{items})(?!\w))"
-)
 # "for 10 people", "can take 120 people", "a 16 year old": a party that must fit, a lower bound
 # on a field of the most allowed ("Most people allowed on board", ``max_players``,
 # ``capacity``) and an upper bound on a field of the least required ("Youngest recommended
@@ -285,24 +278,18 @@ def _postfixed(match: re.Match[str]) -> _Said:
     return _Said(((comparator, match["n"]),), *match.span(), currency, counted=counted, unit=unit)
 
 
-def _compound(match: re.Match[str]) -> _Said:
+def _field_count(match: re.Match[str]) -> _Said | None:
     """ "a 2-bedroom flat", "2 bedrooms": the field's name, in the singular as its name words
-    are kept ("vcpu" for ``vcpus``, which no stem of "vcpus" gives)."""
-    found = match.groupdict()
-    noun = found.get("noun2") or found.get("noun3") or match["noun"]
-    counted = inflection.singularize(noun.lower())
-    return _Said(((Comparator.EQ, match["n"]),), *match.span(), False, counted=counted, named=True)
-
-
-def _count_not_owned(match: re.Match[str]) -> _Said | None:
-    """ "I have 2 bedrooms": the user's own, not a wish; "for 3 bedrooms": a party to fit."""
+    are kept ("vcpu" for ``vcpus``, which no stem of "vcpus" gives); not the user's own ("I have
+    2 bedrooms") nor a party to fit ("for 3 bedrooms")."""
     start = match.start()
     if OWNED_OR_FOR_BEFORE.search(match.string, max(0, start - OWNED_CHARS), start):
         return None
-    return _compound(match)
+    counted = inflection.singularize((match["noun"] or match["noun2"] or match["noun3"]).lower())
+    return _Said(((Comparator.EQ, match["n"]),), *match.span(), False, counted=counted, named=True)
 
 
-# Every comparison of an amount, in the order they are read; the schema adds its compounds.
+# Every comparison of an amount, in the order they are read; the schema adds its field counts.
 TABLE: tuple[Row[_Said | None], ...] = (
     Row(HOLDING_VERB, _party),
     Row(RANGE, _ranged),
@@ -325,11 +312,8 @@ class NumberPhrases:
         monetary = [field for field in self._fields if _LISTS.MONEY in field.kinds]
         self._only_monetary = monetary[0] if len(monetary) == 1 else None
         items = alternation(item_nouns) or r"(?!x)x"
-        self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
         self._item_after = re.compile(rf"[\s-]+(?:{items})(?!\w)", re.IGNORECASE)
-        self._table: list[Row[_Said | None]] = [*TABLE, Row(self._compound, _compound)]
-        if (count_of_field := _count_of_field(numeric)) is not None:
-            self._table.append(Row(count_of_field, _count_not_owned))
+        self._table = [*TABLE, *_field_counts(numeric)]
         # A money field's name words without a currency ("exit_fee_gbp" -> exit, fee).
         self._charges = [
             (field, words)
@@ -609,7 +593,7 @@ def _conversion(said: str, kept: str | None) -> float | None:
     return None
 
 
-def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
+def _field_counts(fields: Sequence[MetadataField]) -> tuple[Row[_Said | None], ...]:
     """ "2 bedrooms", "a 2-bedroom flat", "8 vCPU machines", "0 stops": a count right before the
     name of an integer field that is a plural noun (``bedrooms``, ``stops``), or before its
     singular joined to the count or used as a modifier of a noun after it, is that field's
@@ -623,11 +607,12 @@ def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
         and inflection.singularize(name) != name
     ]
     if not plurals:
-        return None
+        return ()
     singulars = alternation(map(inflection.singularize, plurals))
-    return re.compile(
+    pattern = re.compile(
         rf"{_COUNT_START}(?P<n>\d{{1,3}}|{COUNT_WORDS})(?:\s+(?P<noun>{alternation(plurals)})"
         rf"|-(?P<noun2>{singulars})"
         rf"|\s+(?P<noun3>{singulars})(?=\s+{_LISTS.NOUN_AFTER_MODIFIER}))(?![\w-])",
         re.IGNORECASE,
     )
+    return (Row(pattern, _field_count),)
