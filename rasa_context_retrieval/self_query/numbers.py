@@ -335,7 +335,9 @@ class NumberPhrases:
         if not self._fields or not ANY_NUMBER.search(text):
             return found
         return found + claim(
-            self._said(text), taken + found, lambda said: self._constraints(text, said, values)
+            [said for _, said in scan(text, self._table)],
+            taken + found,
+            lambda said: self._constraints(text, said, values),
         )
 
     def _ages_a_thing(self, text: str, said: _Said, values: Sequence[Constraint]) -> bool:
@@ -359,23 +361,15 @@ class NumberPhrases:
                 self._charge_forms[word.lower()]
                 for word in takewhile(lambda word: word.lower() in self._charge_forms, words)
             ]
-            # The longest run of words that names a charge decides; naming two, it says neither.
-            for size in range(len(said), 0, -1):
-                named = [field for field, name in self._charges if _names_charge(said[:size], name)]
-                end = match.start("words") + len(" ".join(words[:size]))
-                if len(named) == 1 and not overlaps_any(match.start(), end, taken):
-                    zero = 0 if named[0].integer else 0.0
-                    found.append(
-                        Constraint(
-                            named[0].name, Comparator.EQ, zero, match.start(), end, negated=True
-                        )
-                    )
-                if named:
-                    break
+            # Naming two charges, it says neither.
+            named = [field for field, name in self._charges if _names_charge(said, name)]
+            end = match.start("words") + len(" ".join(words[: len(said)]))
+            if len(named) == 1 and not overlaps_any(match.start(), end, taken):
+                zero = 0 if named[0].integer else 0.0
+                found.append(
+                    Constraint(named[0].name, Comparator.EQ, zero, match.start(), end, negated=True)
+                )
         return found
-
-    def _said(self, text: str) -> list[_Said]:
-        return [said for _, said in scan(text, self._table)]
 
     def _constraints(
         self, text: str, said: _Said, value_conditions: Sequence[Constraint]
@@ -529,13 +523,8 @@ def _said_kind(text: str, said: _Said) -> str | None:
 
 
 def _has_currency(match: re.Match[str], *tags: str) -> bool:
-    """Whether a currency is said with the amount: a symbol or word, or "grand" ("40 grand")."""
-    return any(
-        match[f"{tag}_pre"]
-        or match[f"{tag}_post"]
-        or _PHRASES.MONEY_MULTIPLIER.search(match[tag] or "")
-        for tag in tags
-    )
+    """Whether a currency symbol or word is said with the amount."""
+    return any(match[f"{tag}_pre"] or match[f"{tag}_post"] for tag in tags)
 
 
 def _clause_words(text: str, *, first: bool) -> list[str]:
