@@ -149,11 +149,8 @@ PHRASE_OPENER = any_word(PHRASE_OPENERS)
 
 
 def cue_key(word: str) -> str:
-    """The form a cue word is compared in, for field words and user words alike.
-
-    The Snowball stem (PyStemmer, which BM25 already uses) makes "rated" a cue for a ``rating``
-    field and "minutes" for "Reading time in minutes"; both sides go through it.
-    """
+    """The form a cue word is compared in, for field words and user words alike: its Snowball
+    stem, so that "rated" is a cue for a ``rating`` field and "minutes" for "Reading time"."""
     word = MEASURE_ABBREVIATIONS.get(word, word)
     return str(STEMMER.stemWord(PERIOD_WORDS.get(word, word)))
 
@@ -548,8 +545,6 @@ def _clause_words(text: str, *, first: bool) -> list[str]:
 
 
 def _parse_number(text: str) -> float:
-    """A number as the amount patterns match it: digits with thousands commas and a multiplier,
-    a number word, or "an"/"half an" before a unit."""
     lowered = " ".join(text.lower().split())
     if lowered in NUMBER_WORDS:
         return float(NUMBER_WORDS[lowered])
