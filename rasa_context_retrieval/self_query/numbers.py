@@ -116,6 +116,8 @@ AGED_PERSON = english.pattern("numbers", "AGED_PERSON", **_PARTY)
 _PERIOD = alternation(PERIOD_WORDS)
 RATE_AFTER = english.pattern("numbers", "RATE_AFTER", _PERIOD=_PERIOD)
 UNIT_AFTER = english.pattern("numbers", "UNIT_AFTER", _UNITS=_UNITS)
+# "Total cooking time in minutes", "Term (months)": the unit a field is kept in, when declared.
+DECLARED_UNIT = english.pattern("numbers", "DECLARED_UNIT", _UNITS=_UNITS)
 # Every spelling of a unit besides time to the kind of unit it is ("kilometres" -> "km").
 UNIT_KINDS = {
     **{unit: unit for unit in MEASURE_ABBREVIATIONS.values()},
@@ -201,7 +203,7 @@ class NumericField:
         if monetary:
             cues.update(dict.fromkeys(map(cue_key, MONETARY_CUES), NAME_CUE_WEIGHT))
         # An amount of money is counted over its time words ("day_rate"), never kept in them.
-        unit = None if monetary or in_subunit else _declared_unit(said)
+        unit = None if monetary or in_subunit else _declared_unit(field.description, said)
         if unit is not None:
             cues[_LISTS.DURATION_CUE] = NAME_CUE_WEIGHT
         singular = frozenset(map(inflection.singularize, _PHRASES.WORD.findall(field.name.lower())))
@@ -554,10 +556,13 @@ def _parse_number(text: str) -> float:
     return float(parts["digits"]) * MULTIPLIERS.get(parts["multiplier"], 1)
 
 
-def _declared_unit(words: Sequence[str]) -> str | None:
-    """The unit of time of a duration field: the one unit among its name and description words
-    ("duration_seconds", "Minutes to cook", "Years of experience"). A month or a year counts
-    only in the plural: "The year the movie was released" is a calendar year, not a duration."""
+def _declared_unit(description: str, words: Sequence[str]) -> str | None:
+    """The unit of time of a duration field, from its description ("in minutes") or the one unit
+    among its name and description ``words`` ("duration_seconds", "Minutes to cook", "Years of
+    experience"). A month or a year counts only in the plural or when declared ("Loan term in
+    months"): "The year the movie was released" is a calendar year, not a duration."""
+    if declared := DECLARED_UNIT.search(description):
+        return TIME_UNIT_WORDS[declared["unit"].lower()]
     units = {
         TIME_UNIT_WORDS[word]
         for word in words
