@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection
+from itertools import combinations
 
 import inflection
 
@@ -62,10 +63,15 @@ class LimitPhrases:
         return next((count for _, count in scan(text, table, taken)), None)
 
     def _top(self, match: re.Match[str]) -> int | None:
-        """ "top 3", "the first two": a rank of the documents, unless the user's own ("my
-        first 10")."""
-        owned = OWNED_BEFORE.search(_before(match))
-        return None if owned or not self._ranks_documents(match) else _count(match["n"])
+        """ "top 3", "the first two": a rank of the documents; not the user's own ("my first
+        10"), "the first one" (a pronoun for something said before), "the first 10 km" (a
+        quantity), nor "the first two marriages" (a count of another plural)."""
+        word = _next_word(match)
+        if OWNED_BEFORE.search(_before(match)) or match["n"].lower() == "one" or word in UNIT_WORDS:
+            return None
+        if word is None or inflection.singularize(word) == word or word in _LISTS.RESULT_NOUNS:
+            return _count(match["n"])
+        return _count(match["n"]) if self._is_document_word(word) else None
 
     def _counted(self, match: re.Match[str]) -> int | None:
         """ "two movies", "3 options": a count of the documents or the results, not of what the
@@ -73,32 +79,18 @@ class LimitPhrases:
         before = _before(match)
         if OWNED_BEFORE.search(before) or _PHRASES.PREPOSITION_BEFORE.search(before):
             return None
-        told = told_as_personal_past(match.string, match.start())
-        return None if told or not self._counts_documents(match) else _count(match["n"])
-
-    def _ranks_documents(self, match: re.Match[str]) -> bool:
-        """Whether "top 3" / "first two" ranks the documents: not "the first one" (a pronoun for
-        something said before), "the first 10 km" (a quantity), nor "the first two marriages"
-        (a count of another plural)."""
-        word = _next_word(match)
-        if match["n"].lower() == "one" or word in UNIT_WORDS:
-            return False
-        if word is None or inflection.singularize(word) == word:
-            return True
-        return word in _LISTS.RESULT_NOUNS or self._is_document_word(word)
-
-    def _counts_documents(self, match: re.Match[str]) -> bool:
+        if told_as_personal_past(match.string, match.start()):
+            return None
         words = match["words"].lower().split()
         if words[0] in _LISTS.RESULT_NOUNS:
-            return True  # "two suggestions please", "3 options for Lisbon"
+            return _count(match["n"])  # "two suggestions please", "3 options for Lisbon"
         if not self._is_document_word(words[0]) and inflection.singularize(words[0]) != words[0]:
-            return False  # "4 people looking for bikes": it counts people
+            return None  # "4 people looking for bikes": it counts people
         # "two security fixes": a plural value may be several words
-        return any(
-            self._is_document_word(" ".join(words[start:end]))
-            for start in range(len(words))
-            for end in range(start + 1, len(words) + 1)
-        )
+        spans = combinations(range(len(words) + 1), 2)
+        if any(self._is_document_word(" ".join(words[i:j])) for i, j in spans):
+            return _count(match["n"])
+        return None
 
     def _is_document_word(self, word: str) -> bool:
         return word in self._plural_items or self._is_plural_value(word)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
@@ -103,15 +102,8 @@ PREFIX = re.compile(
     re.IGNORECASE,
 )
 POSTFIX = english.pattern("numbers", "POSTFIX", _AMOUNT=_amount("n"))
-# "4-star hotels", "a 3 bedroom flat": a number and a word of a field's name (as written, not a
-# form of it: "top 3 rated movies" is no rating) before a noun for the documents is that field's
-# value (the item nouns are added per schema).
 # Where a count of a field may start: after "top"/"best"/"first" it is a limit.
 _COUNT_START = r"(?<![\w$€£.,/-])(?<!top\s)(?<!best\s)(?<!first\s)"
-COMPOUND = (
-    rf"{_COUNT_START}(?P<n>\d+(?:\.\d+)?|{COUNT_WORDS})[\s-](?P<noun>[a-z]+)"
-    r"(?=[\s-]+(?:{items})(?!\w))"
-)
 # "for 10 people", "can take 120 people", "a 16 year old": a party that must fit, a lower bound
 # on a field of the most allowed ("Most people allowed on board", ``max_players``,
 # ``capacity``) and an upper bound on a field of the least required ("Youngest recommended
@@ -159,11 +151,8 @@ PHRASE_OPENER = any_word(PHRASE_OPENERS)
 
 
 def cue_key(word: str) -> str:
-    """The form a cue word is compared in, for field words and user words alike.
-
-    The Snowball stem (PyStemmer, which BM25 already uses) makes "rated" a cue for a ``rating``
-    field and "minutes" for "Reading time in minutes"; both sides go through it.
-    """
+    """The form a cue word is compared in, for field words and user words alike: its Snowball
+    stem, so that "rated" is a cue for a ``rating`` field and "minutes" for "Reading time"."""
     word = MEASURE_ABBREVIATIONS.get(word, word)
     return str(STEMMER.stemWord(PERIOD_WORDS.get(word, word)))
 
@@ -173,7 +162,6 @@ PEOPLE_KEYS = frozenset(cue_key(word) for word in PEOPLE_WORDS)
 
 
 def _cue_words(text: str) -> list[str]:
-    """The cue words of ``text``, in the order said."""
     keys = (cue_key(word) for word in _PHRASES.WORD.findall(text.lower()))
     return [key for key in keys if key not in STOP_KEYS]
 
@@ -200,14 +188,14 @@ class NumericField:
     def from_field(
         cls, field: MetadataField, item_keys: frozenset[str] = frozenset()
     ) -> NumericField:
-        """``item_keys``: words that point to no one field: the documents' nouns and the words
-        that several descriptions share ("Weight of the bike", "Model year of the bike")."""
+        """``item_keys``: the documents' nouns, which point to no one field ("Weight of the
+        bike", "Model year of the bike")."""
         name_words = set(_cue_words(field.name.replace("_", " ")))
         description_words = set(_cue_words(field.description)) - item_keys
         cues = dict.fromkeys(description_words, DESCRIPTION_CUE_WEIGHT)
         cues.update(dict.fromkeys(name_words, NAME_CUE_WEIGHT))
         said = _PHRASES.WORD.findall(said_of(field).lower())
-        # From every word, also those several descriptions share ("in EUR" on two amounts).
+        # From every word of its name and description, the documents' nouns too.
         in_subunit = bool(SUBUNIT_WORDS.keys() & set(said))
         monetary = not in_subunit and any(
             inflection.singularize(word) in MONETARY_FIELD_WORDS for word in said
@@ -215,12 +203,12 @@ class NumericField:
         if monetary:
             cues.update(dict.fromkeys(map(cue_key, MONETARY_CUES), NAME_CUE_WEIGHT))
         # An amount of money is counted over its time words ("day_rate"), never kept in them.
-        unit = None if monetary or in_subunit else _declared_unit(field)
+        unit = None if monetary or in_subunit else _declared_unit(field.description, said)
         if unit is not None:
             cues[_LISTS.DURATION_CUE] = NAME_CUE_WEIGHT
         singular = frozenset(map(inflection.singularize, _PHRASES.WORD.findall(field.name.lower())))
         party = next((bound for bound, words in PARTY_BOUNDS if not words.isdisjoint(said)), None)
-        kinds = _kinds(said, field.description, monetary=monetary)
+        kinds = _kinds(said, monetary=monetary)
         cues.update(dict.fromkeys(map(_kind_cue, kinds), NAME_CUE_WEIGHT))
         return cls(field.name, field.type == "integer", cues, unit, singular, party, kinds)
 
@@ -243,9 +231,8 @@ class _Said:
     start: int
     end: int
     currency: bool
-    comparator_cue: str | None = None
-    plain: bool = False
-    """Said with a comparison that may be about money when nothing else is named ("under")."""
+    comparison: str = ""
+    """The words of a comparison said before the number ("under", "cheaper than")."""
     counted: str | None = None
     """The noun inside the phrase, as "devices" in "5 devices or more"."""
     unit: str | None = None
@@ -278,9 +265,7 @@ def _prefixed(match: re.Match[str]) -> _Said:
     if match["named"]:
         named = " ".join(re.split(r"[\s_-]+", match["named"].lower()))
         return _Said(bounds, *match.span(), False, counted=named, named=True)
-    cue = _LISTS.COMPARATOR_CUES.get(phrase)
-    plain = phrase in _LISTS.PLAIN_AMOUNT_COMPARATORS
-    return _Said(bounds, *match.span(), _has_currency(match, "n"), cue, plain)
+    return _Said(bounds, *match.span(), _has_currency(match, "n"), phrase)
 
 
 def _postfixed(match: re.Match[str]) -> _Said:
@@ -292,24 +277,18 @@ def _postfixed(match: re.Match[str]) -> _Said:
     return _Said(((comparator, match["n"]),), *match.span(), currency, counted=counted, unit=unit)
 
 
-def _compound(match: re.Match[str]) -> _Said:
+def _field_count(match: re.Match[str]) -> _Said | None:
     """ "a 2-bedroom flat", "2 bedrooms": the field's name, in the singular as its name words
-    are kept ("vcpu" for ``vcpus``, which no stem of "vcpus" gives)."""
-    found = match.groupdict()
-    noun = found.get("noun2") or found.get("noun3") or match["noun"]
-    counted = inflection.singularize(noun.lower())
-    return _Said(((Comparator.EQ, match["n"]),), *match.span(), False, counted=counted, named=True)
-
-
-def _count_not_owned(match: re.Match[str]) -> _Said | None:
-    """ "I have 2 bedrooms": the user's own, not a wish; "for 3 bedrooms": a party to fit."""
+    are kept ("vcpu" for ``vcpus``, which no stem of "vcpus" gives); not the user's own ("I have
+    2 bedrooms") nor a party to fit ("for 3 bedrooms")."""
     start = match.start()
     if OWNED_OR_FOR_BEFORE.search(match.string, max(0, start - OWNED_CHARS), start):
         return None
-    return _compound(match)
+    counted = inflection.singularize((match["noun"] or match["noun2"] or match["noun3"]).lower())
+    return _Said(((Comparator.EQ, match["n"]),), *match.span(), False, counted=counted, named=True)
 
 
-# Every comparison of an amount, in the order they are read; the schema adds its compounds.
+# Every comparison of an amount, in the order they are read; the schema adds its field counts.
 TABLE: tuple[Row[_Said | None], ...] = (
     Row(HOLDING_VERB, _party),
     Row(RANGE, _ranged),
@@ -325,18 +304,15 @@ class NumberPhrases:
 
     def __init__(self, fields: Sequence[MetadataField], item_nouns: Collection[str] = ()) -> None:
         numeric = [field for field in fields if field.type in _LISTS.NUMERIC_TYPES]
-        shared = _shared_words(numeric, item_nouns)
-        self._fields = [NumericField.from_field(field, shared) for field in numeric]
+        nouns = frozenset(map(cue_key, item_nouns))
+        self._fields = [NumericField.from_field(field, nouns) for field in numeric]
         # Every word that points to a field, or to none: the words a comparison may be said with.
         self._known = STOP_KEYS.union(*(field.cues for field in self._fields))
         monetary = [field for field in self._fields if _LISTS.MONEY in field.kinds]
         self._only_monetary = monetary[0] if len(monetary) == 1 else None
         items = alternation(item_nouns) or r"(?!x)x"
-        self._compound = re.compile(COMPOUND.format(items=items), re.IGNORECASE)
         self._item_after = re.compile(rf"[\s-]+(?:{items})(?!\w)", re.IGNORECASE)
-        self._table: list[Row[_Said | None]] = [*TABLE, Row(self._compound, _compound)]
-        if (count_of_field := _count_of_field(numeric)) is not None:
-            self._table.append(Row(count_of_field, _count_not_owned))
+        self._table = [*TABLE, *_field_counts(numeric)]
         # A money field's name words without a currency ("exit_fee_gbp" -> exit, fee).
         self._charges = [
             (field, words)
@@ -358,7 +334,9 @@ class NumberPhrases:
         if not self._fields or not ANY_NUMBER.search(text):
             return found
         return found + claim(
-            self._said(text), taken + found, lambda said: self._constraints(text, said, values)
+            [said for _, said in scan(text, self._table)],
+            taken + found,
+            lambda said: self._constraints(text, said, values),
         )
 
     def _ages_a_thing(self, text: str, said: _Said, values: Sequence[Constraint]) -> bool:
@@ -382,23 +360,15 @@ class NumberPhrases:
                 self._charge_forms[word.lower()]
                 for word in takewhile(lambda word: word.lower() in self._charge_forms, words)
             ]
-            # The longest run of words that names a charge decides; naming two, it says neither.
-            for size in range(len(said), 0, -1):
-                named = [field for field, name in self._charges if _names_charge(said[:size], name)]
-                end = match.start("words") + len(" ".join(words[:size]))
-                if len(named) == 1 and not overlaps_any(match.start(), end, taken):
-                    zero = 0 if named[0].integer else 0.0
-                    found.append(
-                        Constraint(
-                            named[0].name, Comparator.EQ, zero, match.start(), end, negated=True
-                        )
-                    )
-                if named:
-                    break
+            # Naming two charges, it says neither.
+            named = [field for field, name in self._charges if _names_charge(said, name)]
+            end = match.start("words") + len(" ".join(words[: len(said)]))
+            if len(named) == 1 and not overlaps_any(match.start(), end, taken):
+                zero = 0 if named[0].integer else 0.0
+                found.append(
+                    Constraint(named[0].name, Comparator.EQ, zero, match.start(), end, negated=True)
+                )
         return found
-
-    def _said(self, text: str) -> list[_Said]:
-        return [said for _, said in scan(text, self._table)]
 
     def _constraints(
         self, text: str, said: _Said, value_conditions: Sequence[Constraint]
@@ -452,9 +422,8 @@ class NumberPhrases:
             words = set((said.counted or "").split())
             named = [field for field in self._fields if words and words <= field.name_words]
             return (named[0] if len(named) == 1 else None), end, None
-        cues = set() if said.comparator_cue is None else {cue_key(said.comparator_cue)}
-        if said.currency:
-            cues.add(cue_key("currency"))
+        cue = _LISTS.COMPARATOR_CUES.get(said.comparison)
+        cues = set() if cue is None else {cue_key(cue)}
         if said.counted is not None:
             # A party of people is counted in any word for people ("120 people" for guests).
             counted = PEOPLE_KEYS if said.party and said.counted in PEOPLE_KEYS else {said.counted}
@@ -485,7 +454,7 @@ class NumberPhrases:
         if kind is not None:
             cues.add(_kind_cue(kind))
         if (
-            said.plain
+            said.comparison in _LISTS.PLAIN_AMOUNT_COMPARATORS
             and unit is None
             and kind is None
             and _parse_number(said.bounds[0][1]) >= MIN_PLAIN_AMOUNT
@@ -524,17 +493,14 @@ def _names_charge(said: Sequence[str], name_words: frozenset[str]) -> bool:
     return bool(said_set & MONEY_NOUNS) or said_set == name_words
 
 
-def _kinds(words: Sequence[str], description: str, *, monetary: bool) -> frozenset[str]:
+def _kinds(words: Sequence[str], *, monetary: bool) -> frozenset[str]:
     """The units besides time a field is kept in, from the words of its name and description."""
-    # A lone "p" among a field's words says no pence.
-    kinds = {UNIT_KINDS[word] for word in words if word in UNIT_KINDS and word != "p"}
+    kinds = {UNIT_KINDS[word] for word in words if word in UNIT_KINDS}
     if monetary:
         kinds.add(_LISTS.MONEY)
     # "rate" is a percentage unless the field says it is kept in another unit ("Unit rate in
-    # pence per kWh"); a "%" in the description always says so.
-    if (
-        any(word in _LISTS.PERCENT_FIELD_WORDS for word in words) and not kinds
-    ) or "%" in description:
+    # pence per kWh").
+    if not kinds and any(word in _LISTS.PERCENT_FIELD_WORDS for word in words):
         kinds.add(_LISTS.PERCENT)
     return frozenset(kinds)
 
@@ -546,35 +512,18 @@ def _kind_cue(kind: str) -> str:
 
 def _said_kind(text: str, said: _Said) -> str | None:
     """The unit besides time a number is said in: a currency, or "%", "GB", "km" right after the
-    comparison's last number ("more than 4[%]", "between 5 and 10[GB]", "8[km] or less")."""
+    comparison ("more than 4[%]", "between 5 and 10[GB]")."""
     if said.currency:
         return _LISTS.MONEY
-    number = said.bounds[-1][1]
-    found = text.rfind(number, said.start, said.end)
-    number_end = said.end if found < 0 else found + len(number)
-    if _PHRASES.PERCENT_AFTER.match(text, number_end):
+    if _PHRASES.PERCENT_AFTER.match(text, said.end):
         return _LISTS.PERCENT
-    measure = MEASURE_AFTER.match(text, number_end)
+    measure = MEASURE_AFTER.match(text, said.end)
     return UNIT_KINDS[measure["unit"].lower()] if measure else None
 
 
-def _shared_words(fields: Sequence[MetadataField], item_nouns: Collection[str]) -> frozenset[str]:
-    """The cue words of the documents' nouns and of two or more fields' descriptions, minus the
-    words of any field's name."""
-    counts = Counter(word for field in fields for word in set(_cue_words(field.description)))
-    named = {word for field in fields for word in _cue_words(field.name.replace("_", " "))}
-    shared = {word for word, count in counts.items() if count > 1}
-    return frozenset(({cue_key(noun) for noun in item_nouns} | shared) - named)
-
-
 def _has_currency(match: re.Match[str], *tags: str) -> bool:
-    """Whether a currency is said with the amount: a symbol or word, or "grand" ("40 grand")."""
-    return any(
-        match[f"{tag}_pre"]
-        or match[f"{tag}_post"]
-        or _PHRASES.MONEY_MULTIPLIER.search(match[tag] or "")
-        for tag in tags
-    )
+    """Whether a currency symbol or word is said with the amount."""
+    return any(match[f"{tag}_pre"] or match[f"{tag}_post"] for tag in tags)
 
 
 def _clause_words(text: str, *, first: bool) -> list[str]:
@@ -598,8 +547,6 @@ def _clause_words(text: str, *, first: bool) -> list[str]:
 
 
 def _parse_number(text: str) -> float:
-    """A number as the amount patterns match it: digits with thousands commas and a multiplier,
-    a number word, or "an"/"half an" before a unit."""
     lowered = " ".join(text.lower().split())
     if lowered in NUMBER_WORDS:
         return float(NUMBER_WORDS[lowered])
@@ -609,16 +556,13 @@ def _parse_number(text: str) -> float:
     return float(parts["digits"]) * MULTIPLIERS.get(parts["multiplier"], 1)
 
 
-def _declared_unit(field: MetadataField) -> str | None:
+def _declared_unit(description: str, words: Sequence[str]) -> str | None:
     """The unit of time of a duration field, from its description ("in minutes") or the one unit
-    among its name and description words ("duration_seconds", "Minutes to cook", "Years of
+    among its name and description ``words`` ("duration_seconds", "Minutes to cook", "Years of
     experience"). A month or a year counts only in the plural or when declared ("Loan term in
     months"): "The year the movie was released" is a calendar year, not a duration."""
-    declared = DECLARED_UNIT.search(field.description)
-    if declared:
+    if declared := DECLARED_UNIT.search(description):
         return TIME_UNIT_WORDS[declared["unit"].lower()]
-    described = _PHRASES.RATE_IN_DESCRIPTION.sub(" ", field.description)
-    words = _PHRASES.WORD.findall(f"{field.name.replace('_', ' ')} {described}".lower())
     units = {
         TIME_UNIT_WORDS[word]
         for word in words
@@ -638,7 +582,7 @@ def _conversion(said: str, kept: str | None) -> float | None:
     return None
 
 
-def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
+def _field_counts(fields: Sequence[MetadataField]) -> tuple[Row[_Said | None], ...]:
     """ "2 bedrooms", "a 2-bedroom flat", "8 vCPU machines", "0 stops": a count right before the
     name of an integer field that is a plural noun (``bedrooms``, ``stops``), or before its
     singular joined to the count or used as a modifier of a noun after it, is that field's
@@ -652,11 +596,12 @@ def _count_of_field(fields: Sequence[MetadataField]) -> re.Pattern[str] | None:
         and inflection.singularize(name) != name
     ]
     if not plurals:
-        return None
+        return ()
     singulars = alternation(map(inflection.singularize, plurals))
-    return re.compile(
+    pattern = re.compile(
         rf"{_COUNT_START}(?P<n>\d{{1,3}}|{COUNT_WORDS})(?:\s+(?P<noun>{alternation(plurals)})"
         rf"|-(?P<noun2>{singulars})"
         rf"|\s+(?P<noun3>{singulars})(?=\s+{_LISTS.NOUN_AFTER_MODIFIER}))(?![\w-])",
         re.IGNORECASE,
     )
+    return (Row(pattern, _field_count),)
