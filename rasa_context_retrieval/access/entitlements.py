@@ -6,7 +6,8 @@ metadata, or, when that message does not carry the key at all, from the session'
 :mod:`rasa_context_retrieval.access.channel`). The rules, defined here once:
 
 * A string matches exactly after trimming whitespace; it is never case-folded or normalised
-  further. Numbers and bools keep their type (``1`` is not ``"1"``, ``True`` is not ``1``).
+  further. Numbers and bools keep their type (``1`` is not ``"1"``, ``True`` is not ``1``), and
+  numbers compare exactly, never through a float (two 64-bit ids never match each other).
 * A scalar entitles to that value; a list to any of its usable items.
 * A document without the attribute (missing, ``None``, blank text or an empty list) is
   *unattributed*: public by default (every access filter admits it), or, with
@@ -206,7 +207,7 @@ def _scalar(value: Any) -> AccessValue | None:
     if isinstance(value, str):
         return value.strip() or None
     if isinstance(value, numbers.Real) and _finite(value) is not None:
-        return value if isinstance(value, int) else float(value)
+        return int(value) if isinstance(value, numbers.Integral) else float(value)
     return None
 
 
@@ -229,12 +230,17 @@ def _key(value: Any) -> ValueKey | None:
     """The comparison key of an allowed or a held value; ``None`` matches nothing.
 
     Bools only equal bools (a bool is not a number), strings compare after trimming, and numbers
-    by their float value (``1`` equals ``1.0``); the tag keeps the three kinds apart.
+    by their exact value (``1`` equals ``1.0``); the tag keeps the three kinds apart. An integer
+    stays an integer: ids above 2**53 (64-bit ids from a database) that differ share a float
+    value, and Python compares and hashes ``int`` and ``float`` exactly against each other, so
+    no two distinct ids ever meet in the set.
     """
     if isinstance(value, bool):
         return ("bool", value)
     if isinstance(value, str):
         return ("text", value.strip())
+    if isinstance(value, numbers.Integral):
+        return ("number", int(value))
     if isinstance(value, numbers.Real):
         number = _finite(value)
         return ("number", number) if number is not None else None
