@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -64,20 +65,31 @@ def test_numbers_of_equal_value_still_match() -> None:
 
 
 @pytest.fixture(scope="module")
-def store(embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> ContextRetrieval:
-    docs = tmp_path_factory.mktemp("docs")
+def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("docs")
     for name, text in DOCUMENTS.items():
-        (docs / name).write_text(text, encoding="utf-8")
-    block = {
-        "docs": str(docs),
-        "index_path": str(tmp_path_factory.mktemp("index")),
-        "access_filters": ORG,
-        "metadata_fields": [{"name": "org", "type": "integer"}],
-        "top_k": 10,
-    }
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def connected(embedder: Any, docs: Path, index_path: Path, **block: Any) -> ContextRetrieval:
     store = ContextRetrieval(embedder)
-    store.connect(EndpointConfig(**block))
+    store.connect(
+        EndpointConfig(
+            docs=str(docs),
+            index_path=str(index_path),
+            access_filters=ORG,
+            metadata_fields=[{"name": "org", "type": "integer"}],
+            top_k=10,
+            **block,
+        )
+    )
     return store
+
+
+@pytest.fixture(scope="module")
+def store(embedder: Any, docs: Path, tmp_path_factory: pytest.TempPathFactory) -> ContextRetrieval:
+    return connected(embedder, docs, tmp_path_factory.mktemp("index"))
 
 
 @pytest.fixture
