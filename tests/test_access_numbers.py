@@ -36,10 +36,13 @@ from tests.test_entitled_rest_channel import (
 OURS = 1234567890123456789
 THEIRS = 1234567890123456790
 """The next id: a different organisation, with the same float value as ``OURS``."""
+PARTNER = 42
+"""An organisation that shares one document with ``OURS``."""
 ORG = {"org": "org"}
 DOCUMENTS = {
     "ours.md": f"---\norg: {OURS}\n---\nOur storage: 2 TB for all your files.",
     "theirs.md": f"---\norg: {THEIRS}\n---\nTheir storage: the merger plan for your files.",
+    "shared.md": f"---\norg: [{OURS}, {PARTNER}]\n---\nShared storage: a joint folder of files.",
     "help.md": "How storage is counted: every file version counts.",
 }
 
@@ -61,6 +64,7 @@ def test_numbers_of_equal_value_still_match() -> None:
     access = AccessFilter.from_channel(ChannelMetadata({"org": [7, 2.5]}), ORG)
     assert access is not None
     assert access.admits({"org": 7.0}) and access.admits({"org": 2.5})
+    assert access.admits({"org": [3, 7.0]})
     assert not access.admits({"org": True}) and not access.admits({"org": "7"})
 
 
@@ -118,7 +122,16 @@ async def test_a_member_reads_their_organisations_documents_and_never_the_next_o
     client: Client,
 ) -> None:
     _, found = await client.say("member", token(OURS))
-    assert found == {"ours.md", "help.md"}
+    assert found == {"ours.md", "shared.md", "help.md"}
+    _, found = await client.say("member", token(THEIRS))
+    assert found == {"theirs.md", "help.md"}
+
+
+async def test_a_document_listing_several_organisations_is_read_by_each(client: Client) -> None:
+    """A list's numbers are members like any other: the partner reads the shared document."""
+    for org in (PARTNER, float(PARTNER), [PARTNER, 7]):
+        _, found = await client.say("member", token(org))
+        assert found == {"shared.md", "help.md"}, org
 
 
 async def test_an_organisation_id_sent_as_text_or_a_float_reads_public_documents_only(

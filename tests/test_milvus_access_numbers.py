@@ -15,11 +15,18 @@ import pytest
 
 from rasa_context_retrieval.store import ContextRetrieval
 from tests.milvus_server import milvus_uri  # noqa: F401
-from tests.test_access_numbers import OURS, THEIRS, connected, docs, store  # noqa: F401
+from tests.test_access_numbers import OURS, PARTNER, THEIRS, connected, docs, store  # noqa: F401
 
 
 @pytest.mark.milvus
-@pytest.mark.parametrize("org", [OURS, THEIRS])
+@pytest.mark.parametrize(
+    ("org", "readable"),
+    [
+        (OURS, ["ours.md", "shared.md"]),
+        (THEIRS, ["theirs.md"]),
+        (PARTNER, ["shared.md"]),
+    ],
+)
 async def test_milvus_finds_what_faiss_finds_for_a_64_bit_id(
     embedder: Any,
     docs: Path,  # noqa: F811
@@ -27,6 +34,7 @@ async def test_milvus_finds_what_faiss_finds_for_a_64_bit_id(
     tmp_path_factory: pytest.TempPathFactory,
     milvus_uri: str,  # noqa: F811
     org: int,
+    readable: list[str],
 ) -> None:
     """Both backends over the same documents: each organisation reads its own document and the
     public one, on Milvus as on FAISS."""
@@ -42,6 +50,5 @@ async def test_milvus_finds_what_faiss_finds_for_a_64_bit_id(
     for backend, searched in (("faiss", store), ("milvus", milvus)):
         results = await searched.search("", state, 0.0)
         found[backend] = sorted(result.metadata["source"] for result in results.results)
-    mine = "ours.md" if org == OURS else "theirs.md"
-    assert found["faiss"] == sorted([mine, "help.md"])
+    assert found["faiss"] == sorted([*readable, "help.md"])
     assert found["milvus"] == found["faiss"]
