@@ -90,6 +90,8 @@ HOSTILE_VALUES: tuple[Any, ...] = (
     {"plan": "premium"},
     "x" * 5000,
     "premium') or (1==1",
+    2**53 + 1,  # a 64-bit id: equal as a float to the next one, never as a number
+    2**53,
 )
 hostile_value = st.one_of(
     st.sampled_from(HOSTILE_VALUES),

@@ -265,6 +265,22 @@ async def test_without_an_entitlement_only_public_documents_are_found(
     assert found.metadata["access_filter"] == 'not(nin("plan", []))'
 
 
+async def test_an_empty_tracker_state_after_an_entitled_search_finds_public_documents_only(
+    store: ContextRetrieval,
+):
+    """Rasa's agent runtime passes ``tracker_state={}`` (newer Rasa adds ``k=`` and maybe more
+    keywords): nothing recorded by an earlier entitled search of the same question, and no
+    keyword that names a plan, reaches it."""
+    question = "How does single sign-on work on the business plan?"
+    entitled = await store.search("", _state(question, {"plan": "business"}))
+    assert "security/single-sign-on.md" in _sources(entitled)
+    for extra in ({"k": 50}, {"k": 50, "metadata": {"plan": "business"}, "plan": "business"}):
+        found = await store.search(question, {}, 0.0, **extra)
+        assert found.results, "public documents stay reachable"
+        assert all("plan" not in result.metadata for result in found.results), extra
+        assert found.metadata["access_filter"] == 'not(nin("plan", []))'
+
+
 async def test_a_filter_from_the_users_words_cannot_widen_access(store: ContextRetrieval):
     found = await store.search(
         "", _state("what does the business plan cost per month", {"plan": "free"})

@@ -6,7 +6,8 @@ metadata, or, when that message does not carry the key at all, from the session'
 :mod:`rasa_context_retrieval.access.channel`). The rules, defined here once:
 
 * A string matches exactly after trimming whitespace; it is never case-folded or normalised
-  further. Numbers and bools keep their type (``1`` is not ``"1"``, ``True`` is not ``1``).
+  further. Numbers and bools keep their type (``1`` is not ``"1"``, ``True`` is not ``1``), and
+  numbers compare exactly, never through a float (two 64-bit ids never match each other).
 * A scalar entitles to that value; a list to any of its usable items.
 * A document without the attribute (missing, ``None``, blank text or an empty list) is
   *unattributed*: public by default (every access filter admits it), or, with
@@ -26,8 +27,9 @@ search never compares every allowed value with every held one.
 the shared filter IR, ``not(nin(attribute, allowed))`` ("no allowed value is missing" reads as
 "an allowed value, or no value at all"), or ``in(attribute, allowed)`` when unattributed
 documents are private, so that every backend can search within it; backends compare strings
-case-insensitively, so the directive admits a superset and every result is then checked with
-:meth:`AccessFilter.admits` before it leaves the plugin.
+case-insensitively and the directive also names how a number or a bool is written as a list
+member (:attr:`AccessClause.searched`), so it admits a superset, never less than the rule, and
+every result is then checked with :meth:`AccessFilter.admits` before it leaves the plugin.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from langchain_core.structured_query import (
 from rasa_context_retrieval.access.channel import ChannelMetadata
 from rasa_context_retrieval.filters.bounds import MAX_FILTER_NODES
 from rasa_context_retrieval.filters.syntax import conjoin
+from rasa_context_retrieval.filters.values import list_members
 from rasa_context_retrieval.knowledge.access_attributes import is_unattributed
 
 logger = structlog.get_logger()
@@ -104,16 +107,26 @@ class AccessClause:
         """Built once: every stage of a search reads it, and the list may be long. ``in`` and
         ``nin`` match no chunk lacking the attribute (``filters.semantics``), so ``in`` alone
         leaves unattributed documents out."""
+        searched = self.searched
         if self.unattributed == "private":
-            return Comparison(
-                comparator=Comparator.IN, attribute=self.attribute, value=self.allowed
-            )
+            return Comparison(comparator=Comparator.IN, attribute=self.attribute, value=searched)
         return Operation(
             operator=Operator.NOT,
             arguments=[
-                Comparison(comparator=Comparator.NIN, attribute=self.attribute, value=self.allowed)
+                Comparison(comparator=Comparator.NIN, attribute=self.attribute, value=searched)
             ],
         )
+
+    @property
+    def searched(self) -> tuple[AccessValue, ...]:
+        """The allowed values, and each number's and bool's spellings as a list member.
+
+        Backends keep a list's members as text (``filters.values.list_members``: ``[1, 2.5]``
+        holds ``"1"`` and ``"2.5"``), and a number or a bool only compares with a scalar. The
+        rule admits ``org: [1, 2]`` for the entitlement ``1``, so the backends search for the
+        member spellings too; the exact check still decides."""
+        spellings = (spelling for value in self.allowed for spelling in _member_spellings(value))
+        return tuple(dict.fromkeys((*self.allowed, *spellings)))
 
 
 @dataclass(frozen=True)
@@ -206,7 +219,7 @@ def _scalar(value: Any) -> AccessValue | None:
     if isinstance(value, str):
         return value.strip() or None
     if isinstance(value, numbers.Real) and _finite(value) is not None:
-        return value if isinstance(value, int) else float(value)
+        return int(value) if isinstance(value, numbers.Integral) else float(value)
     return None
 
 
@@ -219,6 +232,20 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _member_spellings(value: AccessValue) -> list[str]:
+    """How a list member the rules call equal to ``value`` is written as text: ``1`` may be
+    held as ``1`` or ``1.0``; a text is its own spelling."""
+    if isinstance(value, str):
+        return []
+    if isinstance(value, bool):
+        return list_members([value])
+    number = float(value)
+    equal: list[int | float] = [value, number]
+    if number.is_integer():
+        equal.append(int(number))
+    return list_members(equal)
+
+
 def is_public(metadata: Mapping[str, Any], attributes: Iterable[str]) -> bool:
     """Whether a document has none of the access ``attributes``: every user may read it (with
     ``unattributed_documents: public``, the default)."""
@@ -229,12 +256,17 @@ def _key(value: Any) -> ValueKey | None:
     """The comparison key of an allowed or a held value; ``None`` matches nothing.
 
     Bools only equal bools (a bool is not a number), strings compare after trimming, and numbers
-    by their float value (``1`` equals ``1.0``); the tag keeps the three kinds apart.
+    by their exact value (``1`` equals ``1.0``); the tag keeps the three kinds apart. An integer
+    stays an integer: ids above 2**53 (64-bit ids from a database) that differ share a float
+    value, and Python compares and hashes ``int`` and ``float`` exactly against each other, so
+    no two distinct ids ever meet in the set.
     """
     if isinstance(value, bool):
         return ("bool", value)
     if isinstance(value, str):
         return ("text", value.strip())
+    if isinstance(value, numbers.Integral):
+        return ("number", int(value))
     if isinstance(value, numbers.Real):
         number = _finite(value)
         return ("number", number) if number is not None else None
