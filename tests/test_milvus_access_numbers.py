@@ -18,6 +18,23 @@ from tests.milvus_server import milvus_uri  # noqa: F401
 from tests.test_access_numbers import OURS, PARTNER, THEIRS, connected, docs, store  # noqa: F401
 
 
+@pytest.fixture(scope="module")
+def milvus_store(
+    embedder: Any,
+    docs: Path,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+    milvus_uri: str,  # noqa: F811
+) -> ContextRetrieval:
+    """One Milvus collection for every id: building one takes seconds, searching it does not."""
+    return connected(
+        embedder,
+        docs,
+        tmp_path_factory.mktemp("milvus-index"),
+        backend="milvus",
+        milvus={"uri": milvus_uri, "collection": f"org_ids_{uuid.uuid4().hex[:8]}"},
+    )
+
+
 @pytest.mark.milvus
 @pytest.mark.parametrize(
     ("org", "readable"),
@@ -28,26 +45,16 @@ from tests.test_access_numbers import OURS, PARTNER, THEIRS, connected, docs, st
     ],
 )
 async def test_milvus_finds_what_faiss_finds_for_a_64_bit_id(
-    embedder: Any,
-    docs: Path,  # noqa: F811
     store: ContextRetrieval,  # noqa: F811
-    tmp_path_factory: pytest.TempPathFactory,
-    milvus_uri: str,  # noqa: F811
+    milvus_store: ContextRetrieval,
     org: int,
     readable: list[str],
 ) -> None:
     """Both backends over the same documents: each organisation reads its own document and the
     public one, on Milvus as on FAISS."""
-    milvus = connected(
-        embedder,
-        docs,
-        tmp_path_factory.mktemp("milvus-index"),
-        backend="milvus",
-        milvus={"uri": milvus_uri, "collection": f"org_ids_{uuid.uuid4().hex[:8]}"},
-    )
     state = {"latest_message": {"text": "How much storage?", "metadata": {"org": org}}}
     found = {}
-    for backend, searched in (("faiss", store), ("milvus", milvus)):
+    for backend, searched in (("faiss", store), ("milvus", milvus_store)):
         results = await searched.search("", state, 0.0)
         found[backend] = sorted(result.metadata["source"] for result in results.results)
     assert found["faiss"] == sorted([*readable, "help.md"])
