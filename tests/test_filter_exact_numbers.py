@@ -34,9 +34,11 @@ IDS: list[Any] = [
     float(2**53),
     str(2**53 + 1),
     2**64 - 1,
+    2**70,
 ]
 """What documents hold as ``account``: neighbouring ids above 2**53, the ends of int64, the
-number one spelled four ways, 2**53 as a float, an id written as text, the largest uint64."""
+number one spelled four ways, 2**53 as a float, an id written as text, the largest uint64, and
+an integer beyond the 2**64 bound (compared by its digits only)."""
 
 CHUNKS = [Chunk(f"c{row}", f"c{row}", {"account": value}) for row, value in enumerate(IDS)]
 
@@ -52,6 +54,8 @@ OPERANDS: list[Any] = [
     1.0,
     2**64 - 1,
     float(2**53),
+    2**70,
+    2**70 + 1,
 ]
 LISTS: list[list[Any]] = [[2**53 + 1, 2**63 - 1], [2**53 + 2, -(2**63)], [1, 2**53]]
 ORDERINGS = {
@@ -62,9 +66,13 @@ ORDERINGS = {
 }
 
 
+BOUND = 2**64
+"""Integers this large or larger are not compared as numbers, only by their digits."""
+
+
 def held_number(value: Any) -> int | float | None:
     """The number a document value is, read plainly: text that is a whole number is an int."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (isinstance(value, int) and abs(value) >= BOUND):
         return None
     if isinstance(value, str):
         try:
@@ -77,16 +85,20 @@ def held_number(value: Any) -> int | float | None:
 def exact(comparison: Comparison) -> set[str]:
     """The chunks the rule selects, by Python's exact comparison of int and float."""
     values = comparison.value if isinstance(comparison.value, list) else [comparison.value]
+    numeric = [value for value in values if abs(value) < BOUND]
     selected = set()
     for chunk in CHUNKS:
-        number = held_number(chunk.metadata["account"])
-        equal = number is not None and any(number == value for value in values)
+        held = chunk.metadata["account"]
+        number = held_number(held)
+        equal = number is not None and any(number == value for value in numeric)
+        equal |= isinstance(held, int) and abs(held) >= BOUND and held in values
         if comparison.comparator in (Comparator.EQ, Comparator.IN):
             hit = equal
         elif comparison.comparator in (Comparator.NE, Comparator.NIN):
             hit = not equal
         else:
-            hit = number is not None and ORDERINGS[comparison.comparator](number, values[0])
+            ordered = ORDERINGS[comparison.comparator]
+            hit = number is not None and bool(numeric) and ordered(number, numeric[0])
         if hit:
             selected.add(chunk.chunk_id)
     return selected

@@ -12,6 +12,7 @@ operands agree by construction:
 * a list's members are strings (bools as ``"true"``/``"false"``, numbers as written);
 * numbers compare by their exact value (``exact_number``): ``1`` equals ``1.0``, but two integers
   above 2**53 that differ never meet, though they share a float;
+* an integer of ``MAX_INTEGER_MAGNITUDE`` or more is read as its digits (text, no number);
 * ``None``, ``""``, blank strings, empty lists, non-finite numbers and other types are missing.
 
 A filter value is read the same way, plus: an integer is also the first day of that year when
@@ -180,6 +181,8 @@ def stored_value(value: Any) -> StoredValue | None:
         return StoredValue(members=members) if members else None
     if isinstance(value, bool):
         return StoredValue(boolean=value)
+    if isinstance(value, numbers.Integral) and exact_number(value) is None:
+        return StoredValue(string=str(int(value)))  # too large to compare as a number
     if isinstance(value, numbers.Real):
         number = exact_number(value)
         return StoredValue(number=number) if number is not None else None
@@ -238,6 +241,8 @@ def read_operand(value: Any) -> Operand:
     """Every reading of a filter value (see module docstring); unknown types read as nothing."""
     if isinstance(value, bool):
         return Operand(boolean=value)
+    if isinstance(value, numbers.Integral) and exact_number(value) is None:
+        return _read_string_operand(str(int(value)))  # too large to compare as a number
     if isinstance(value, numbers.Integral):
         return Operand(number=exact_number(value), instant=_year_start(int(value)))
     if isinstance(value, numbers.Real):
