@@ -20,13 +20,16 @@ from numpy.typing import NDArray
 from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.filters.columns import AttributeColumn, MetadataColumns
 
-COLUMNS_VERSION = 1
+COLUMNS_VERSION = 2
+"""Version 2 added the numbers' exact remainders; older columns are rebuilt from the chunks."""
+OLDER_VERSIONS = (1,)
 ATTRIBUTES_FILE = "attributes.json"
 STRINGS_FILE = "strings.json"
 ROW_ARRAYS = {
     "present": np.dtype(np.bool_),
     "row_codes": np.dtype(np.int32),
     "numbers": np.dtype(np.float64),
+    "remainders": np.dtype(np.int64),
     "days": np.dtype("datetime64[D]"),
     "instants": np.dtype("datetime64[s]"),
     "booleans": np.dtype(np.int8),
@@ -56,10 +59,13 @@ def write_columns(columns: MetadataColumns, folder: Path) -> None:
     (folder / ATTRIBUTES_FILE).write_text(json.dumps(manifest), encoding="ascii")
 
 
-def read_columns(folder: Path, rows: int) -> MetadataColumns:
-    """The columns written by ``write_columns`` for an index of ``rows`` chunks."""
+def read_columns(folder: Path, rows: int) -> MetadataColumns | None:
+    """The columns written by ``write_columns`` for an index of ``rows`` chunks; ``None`` when an
+    older release wrote them without what exact comparisons need (build them from the chunks)."""
     try:
         manifest = json.loads((folder / ATTRIBUTES_FILE).read_text(encoding="ascii"))
+        if manifest.get("version") in OLDER_VERSIONS:
+            return None
         if manifest.get("version") != COLUMNS_VERSION or manifest.get("rows") != rows:
             raise ColumnFilesError(
                 f"columns version {manifest.get('version')} for {manifest.get('rows')} rows, "

@@ -8,7 +8,9 @@ attribute is read once, on first use, into typed numpy columns:
 
 * text: every string value, trimmed and casefolded, encoded as codes into a sorted vocabulary;
   scalar strings as one code per row (``-1`` for none), list members as (row, code) pairs;
-* numbers (float64, NaN for none), including numeric strings;
+* numbers, including numeric strings, as two parts (``filters.values.number_parts``): the
+  nearest float64 (NaN for none) and the exact integer remainder (int64, 0 for every float and
+  every integer below 2**53), so 64-bit ids compare exactly;
 * dates as days (``datetime64[D]``) and instants (``datetime64[s]``, UTC), NaT for none;
 * booleans (int8: -1 none, 0 false, 1 true), including the strings ``"true"``/``"false"``.
 
@@ -29,7 +31,9 @@ import structlog
 from numpy.typing import NDArray
 
 from rasa_context_retrieval.filters.values import (  # noqa: F401  (re-exported)
+    Number,
     normalise_text,
+    number_parts,
     parse_instant,
     parse_number,
     read_string,
@@ -61,6 +65,8 @@ class AttributeColumn:
     list_codes: NDArray[np.int32]
     """List members as (row, code) pairs, ordered by code: a code's rows are one slice."""
     numbers: NDArray[np.float64]
+    remainders: NDArray[np.int64]
+    """What each number exceeds its float by (``filters.values.number_parts``)."""
     days: NDArray[np.datetime64]
     instants: NDArray[np.datetime64]
     booleans: NDArray[np.int8]
@@ -97,15 +103,18 @@ class _StringReading:
 
     text: str
     number: float
+    remainder: int
     instant: np.datetime64
     boolean: int
 
     @classmethod
     def of(cls, raw: str) -> _StringReading:
         reading = read_string(raw)
+        number, remainder = (np.nan, 0) if reading.number is None else number_parts(reading.number)
         return cls(
             text=reading.text,
-            number=np.nan if reading.number is None else reading.number,
+            number=number,
+            remainder=remainder,
             instant=_instant(reading.instant),
             boolean=-1 if reading.boolean is None else int(reading.boolean),
         )
@@ -141,7 +150,7 @@ class _ColumnBuilder:
         self.n = n
         self.strings: _Entries[str] = _Entries()
         self.members: _Entries[str] = _Entries()
-        self.numbers: _Entries[float] = _Entries()
+        self.numbers: _Entries[Number] = _Entries()
         self.instants: _Entries[np.datetime64] = _Entries()
         self.booleans: _Entries[int] = _Entries()
 
@@ -171,6 +180,7 @@ class _ColumnBuilder:
         present = np.zeros(self.n, dtype=bool)
         row_codes = np.full(self.n, NO_CODE, dtype=np.int32)
         numbers_ = np.full(self.n, np.nan)
+        remainders = np.zeros(self.n, dtype=np.int64)
         instants = np.full(self.n, np.datetime64("NaT"), dtype=_INSTANT)
         booleans = np.full(self.n, -1, dtype=np.int8)
 
@@ -180,10 +190,14 @@ class _ColumnBuilder:
         if len(which):
             row_codes[rows] = distinct_codes[which]
             numbers_[rows] = np.array([r.number for r in readings])[which]
+            remainders[rows] = np.array([r.remainder for r in readings], dtype=np.int64)[which]
             instants[rows] = np.array([r.instant for r in readings], dtype=_INSTANT)[which]
             booleans[rows] = np.array([r.boolean for r in readings], dtype=np.int8)[which]
+        parts = [number_parts(number) for number in self.numbers.values]
+        present[self.numbers.rows] = True
+        numbers_[self.numbers.rows] = [rounded for rounded, _ in parts]
+        remainders[self.numbers.rows] = [remainder for _, remainder in parts]
         for entries, target in (
-            (self.numbers, numbers_),
             (self.instants, instants),
             (self.booleans, booleans),
         ):
@@ -205,6 +219,7 @@ class _ColumnBuilder:
                 list_rows=list_rows,
                 list_codes=list_codes.astype(np.int32),
                 numbers=numbers_,
+                remainders=remainders,
                 days=instants.astype(_DAY),
                 instants=instants,
                 booleans=booleans,
@@ -220,6 +235,7 @@ def _frozen(column: AttributeColumn) -> AttributeColumn:
         column.list_rows,
         column.list_codes,
         column.numbers,
+        column.remainders,
         column.days,
         column.instants,
         column.booleans,

@@ -20,12 +20,19 @@ from numpy.typing import NDArray
 
 from rasa_context_retrieval.filters.columns import AttributeColumn, MetadataColumns
 from rasa_context_retrieval.filters.semantics import Facet, FilterSemantics, Mask
+from rasa_context_retrieval.filters.values import FLOAT_EXACT_LIMIT, Number, number_parts
 
 _ORDERINGS: dict[Comparator, Callable[[Any, Any], Any]] = {
     Comparator.GT: np.greater,
     Comparator.GTE: np.greater_equal,
     Comparator.LT: np.less,
     Comparator.LTE: np.less_equal,
+}
+_STRICT: dict[Comparator, Callable[[Any, Any], Any]] = {
+    Comparator.GT: np.greater,
+    Comparator.GTE: np.greater,
+    Comparator.LT: np.less,
+    Comparator.LTE: np.less,
 }
 _DAY = "datetime64[D]"
 _INSTANT = "datetime64[s]"
@@ -68,12 +75,16 @@ class ColumnSelections:
         return column.rows_with_text(selected, scalars=scalars, lists=members)
 
     def facet_in(self, attribute: str, facet: Facet, values: Sequence[Any]) -> Mask:
+        if facet is Facet.NUMBER:
+            return _numbers_in(self._column(attribute), values)
         readings, wanted = self._facet(attribute, facet, values)
         return np.isin(readings, wanted)
 
     def facet_ordered(
         self, attribute: str, facet: Facet, comparator: Comparator, bound: Any
     ) -> Mask:
+        if facet is Facet.NUMBER:
+            return _numbers_ordered(self._column(attribute), comparator, bound)
         readings, wanted = self._facet(attribute, facet, [bound])
         return np.asarray(_ORDERINGS[comparator](readings, wanted[0]))
 
@@ -91,13 +102,31 @@ class ColumnSelections:
         self, attribute: str, facet: Facet, values: Sequence[Any]
     ) -> tuple[NDArray[Any], NDArray[Any]]:
         column = self._column(attribute)
-        if facet is Facet.NUMBER:
-            return column.numbers, np.asarray(values, dtype=np.float64)
         if facet is Facet.DAY:
             return column.days, np.asarray(values, dtype=np.int64).astype(_DAY)
         if facet is Facet.INSTANT:
             return column.instants, np.asarray(values, dtype=np.int64).astype(_INSTANT)
         return column.booleans, np.asarray([int(value) for value in values], dtype=np.int8)
+
+
+def _numbers_in(column: AttributeColumn, values: Sequence[Number]) -> Mask:
+    """Rows whose number is exactly one of ``values``: equal floats first (vectorised), then the
+    few rows whose float could stand for several numbers (2**53 and beyond) by their exact parts."""
+    wanted = {number_parts(value) for value in values}
+    mask = np.isin(column.numbers, [rounded for rounded, _ in wanted])
+    unsure = mask & ((column.remainders != 0) | (np.abs(column.numbers) >= FLOAT_EXACT_LIMIT))
+    for row in np.flatnonzero(unsure):
+        mask[row] = (float(column.numbers[row]), int(column.remainders[row])) in wanted
+    return mask
+
+
+def _numbers_ordered(column: AttributeColumn, comparator: Comparator, bound: Number) -> Mask:
+    """Rows whose number orders against ``bound`` as ``comparator`` says, exactly: by float,
+    and on equal floats by the remainder (``filters.values.number_parts``)."""
+    rounded, remainder = number_parts(bound)
+    beyond = _STRICT[comparator](column.numbers, rounded)
+    tied = (column.numbers == rounded) & _ORDERINGS[comparator](column.remainders, remainder)
+    return np.asarray(beyond | tied)
 
 
 class FaissTranslator(FilterSemantics[Mask]):

@@ -10,6 +10,9 @@ operands agree by construction:
   ISO 8601 (``"2024-03-01"``, ``"2024-03-01T10:00:00Z"``, compared in UTC), a bool when it is
   ``"true"``/``"false"``;
 * a list's members are strings (bools as ``"true"``/``"false"``, numbers as written);
+* numbers compare by their exact value (``exact_number``): ``1`` equals ``1.0``, but two integers
+  above 2**53 that differ never meet, though they share a float;
+* an integer of ``MAX_INTEGER_MAGNITUDE`` or more is read as its digits (text, no number);
 * ``None``, ``""``, blank strings, empty lists, non-finite numbers and other types are missing.
 
 A filter value is read the same way, plus: an integer is also the first day of that year when
@@ -28,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+_INTEGER = re.compile(r"[+-]?\d+")
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 _DATE_START = re.compile(r"\d{4}-\d{2}-\d{2}")
 _YEAR = re.compile(r"\d{4}")
@@ -43,13 +47,61 @@ def normalise_text(text: str) -> str:
     return text.strip().casefold()
 
 
-def parse_number(text: str) -> float | None:
-    """A finite number written as decimal text, else ``None``."""
+Number = int | float
+"""A number as the filters compare it: an integer stays a Python ``int`` (exact), others float."""
+
+MAX_INTEGER_MAGNITUDE = 2**64
+"""Integers are compared exactly below this magnitude (every signed or unsigned 64-bit id); a
+larger integer is no number at all, so it matches no numeric comparison rather than a wrong one."""
+
+FLOAT_EXACT_LIMIT = 2**53
+"""Below this magnitude every integer is a float: no two numbers share a float there."""
+
+
+def exact_number(value: Any) -> Number | None:
+    """The exact value of a number a filter or a document holds, else ``None``.
+
+    A bool is not a number. An integer stays an ``int``, because above 2**53 distinct integers
+    (64-bit ids from a database) share a float; Python compares ``int`` and ``float`` exactly
+    against each other, so ``1 == 1.0`` still holds. Non-finite numbers and integers of
+    ``MAX_INTEGER_MAGNITUDE`` or more are ``None``.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Integral):
+        integer = int(value)
+        return integer if abs(integer) < MAX_INTEGER_MAGNITUDE else None
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        return number if np.isfinite(number) else None
+    return None
+
+
+def number_parts(number: Number) -> tuple[float, int]:
+    """A number as two parts the backends can store and compare: the nearest float, and the
+    exact integer that remains (``0`` for every float and every integer below 2**53).
+
+    Rounding to the nearest float never reverses an order, so comparing (float, remainder)
+    pairs in order is comparing the exact numbers: equal pairs are equal numbers. Below
+    ``MAX_INTEGER_MAGNITUDE`` the remainder is at most 2**11 in magnitude.
+    """
+    rounded = float(number)
+    remainder = number - int(rounded) if isinstance(number, int) else 0
+    return rounded, remainder
+
+
+def parse_number(text: str) -> Number | None:
+    """A finite number written as decimal text, else ``None``; whole numbers written without a
+    point or exponent are integers, read exactly (``exact_number``)."""
     text = text.strip()
+    if _INTEGER.fullmatch(text):
+        try:
+            return exact_number(int(text))
+        except ValueError:  # more digits than Python converts: far beyond any exact integer
+            return None
     if not _NUMBER.fullmatch(text):
         return None
-    number = float(text)
-    return number if np.isfinite(number) else None
+    return exact_number(float(text))
 
 
 def parse_instant(value: Any) -> dt.datetime | None:
@@ -92,7 +144,7 @@ class StringReading:
     """Everything one stored string means (computed once per distinct string)."""
 
     text: str
-    number: float | None
+    number: Number | None
     instant: dt.datetime | None
     boolean: bool | None
 
@@ -115,7 +167,7 @@ class StoredValue:
     """A non-blank string as written (read further with ``read_string``)."""
     members: tuple[str, ...] = ()
     """A list's non-blank members as written."""
-    number: float | None = None
+    number: Number | None = None
     instant: dt.datetime | None = None
     boolean: bool | None = None
 
@@ -129,9 +181,11 @@ def stored_value(value: Any) -> StoredValue | None:
         return StoredValue(members=members) if members else None
     if isinstance(value, bool):
         return StoredValue(boolean=value)
+    if isinstance(value, numbers.Integral) and exact_number(value) is None:
+        return StoredValue(string=str(int(value)))  # too large to compare as a number
     if isinstance(value, numbers.Real):
-        number = float(value)
-        return StoredValue(number=number) if np.isfinite(number) else None
+        number = exact_number(value)
+        return StoredValue(number=number) if number is not None else None
     if isinstance(value, dt.date):
         return StoredValue(instant=parse_instant(value))
     if isinstance(value, list | tuple | set | frozenset):
@@ -163,7 +217,7 @@ class Operand:
     """One filter value, read every way a chunk's value could be compared with it."""
 
     text: str | None = None
-    number: float | None = None
+    number: Number | None = None
     instant: dt.datetime | None = None
     has_time: bool = False
     """Compare by second (a datetime) rather than by day (a date)."""
@@ -187,11 +241,12 @@ def read_operand(value: Any) -> Operand:
     """Every reading of a filter value (see module docstring); unknown types read as nothing."""
     if isinstance(value, bool):
         return Operand(boolean=value)
+    if isinstance(value, numbers.Integral) and exact_number(value) is None:
+        return _read_string_operand(str(int(value)))  # too large to compare as a number
     if isinstance(value, numbers.Integral):
-        return Operand(number=float(value), instant=_year_start(int(value)))
+        return Operand(number=exact_number(value), instant=_year_start(int(value)))
     if isinstance(value, numbers.Real):
-        number = float(value)
-        return Operand(number=number) if np.isfinite(number) else Operand()
+        return Operand(number=exact_number(value))
     if isinstance(value, Mapping) and value.get("type") in _TEMPORAL_TYPES:
         text = value.get(str(value["type"]))
         return _temporal(text, has_time=value["type"] == "datetime")

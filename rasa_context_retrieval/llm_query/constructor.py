@@ -475,8 +475,10 @@ def _checked_value(metadata_field: MetadataField, value: Any) -> Any:
         is_whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
         return int(value) if is_whole else _INVALID
     if kind == "float":
-        is_number = isinstance(value, int | float) and math.isfinite(value)
-        return float(value) if is_number else _INVALID
+        # An integer stays exact: a float would make neighbouring ids above 2**53 equal.
+        if isinstance(value, int):
+            return value
+        return float(value) if isinstance(value, float) and math.isfinite(value) else _INVALID
     if kind == "boolean":
         words = {"true": True, "false": False}
         return words.get(value.strip().lower(), _INVALID) if isinstance(value, str) else _INVALID

@@ -14,6 +14,10 @@ the presence field (typed) or ``exists`` (JSON), texts are an ``in`` list on the
 ``array_contains_any``/``json_contains_any`` on the members (member flags, where the layout has
 them, for a list's declared values), typed readings compare one facet.
 A typed attribute whose layout admits overflow rows is also tested on the ``overflow`` JSON.
+Numbers compare exactly, as ``filters.values.number_parts`` defines: on the JSON, by the float
+``n`` and, where that float stands for several integers (2**53 and beyond), by the remainder
+``r`` (absent means 0); an integer field holds only integers up to 2**53 and a float field only
+floats, so a number they cannot hold goes to the overflow JSON and their tests stay exact.
 Milvus 2.3 evaluates ``like`` only as a prefix and has no substring test on list members; the
 shared semantics resolves ``like`` and ``contain`` against the attribute's vocabulary (its
 distinct normalised strings, which the store keeps) into exact text lists, so that
@@ -35,6 +39,7 @@ structure. Where this differs from LangChain's ``MilvusTranslator`` (``langchain
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -43,6 +48,7 @@ from langchain_core.structured_query import Comparator, StructuredQuery
 from numpy.typing import NDArray
 
 from rasa_context_retrieval.filters.semantics import Facet, FilterSemantics
+from rasa_context_retrieval.filters.values import FLOAT_EXACT_LIMIT, Number, number_parts
 from rasa_context_retrieval.milvus.layout import (
     ABSENT,
     MAX_EXACT_INTEGER,
@@ -59,6 +65,7 @@ from rasa_context_retrieval.milvus.normal_form import (
     MEMBERS,
     NUMBER,
     OVERFLOW_FIELD,
+    REMAINDER,
     TEXT,
 )
 
@@ -71,10 +78,24 @@ ALWAYS = f"(not {NEVER})"
 """Matches every chunk."""
 
 _ORDER_SYMBOLS = {
+    Comparator.EQ: "==",
     Comparator.GT: ">",
     Comparator.GTE: ">=",
     Comparator.LT: "<",
     Comparator.LTE: "<=",
+}
+_STRICT_SYMBOLS = {
+    Comparator.GT: ">",
+    Comparator.GTE: ">",
+    Comparator.LT: "<",
+    Comparator.LTE: "<",
+}
+_COMPARES: dict[Comparator, Callable[[int, int], bool]] = {
+    Comparator.EQ: operator.eq,
+    Comparator.GT: operator.gt,
+    Comparator.GTE: operator.ge,
+    Comparator.LT: operator.lt,
+    Comparator.LTE: operator.le,
 }
 _FACET_KEYS = {
     Facet.NUMBER: NUMBER,
@@ -141,12 +162,12 @@ class ExpressionSelections:
         key = _FACET_KEYS[facet]
         typed = self._layout.typed_attribute(attribute)
         if typed is None:
-            return _in(_path(FILTERABLE_FIELD, attribute, key), values)
+            return _json_in(FILTERABLE_FIELD, attribute, key, values)
         parts = []
         if key in typed.facets:
             parts.extend(_typed_in(typed, key, values))
         if attribute in self._layout.overflow:
-            parts.append(_in(_path(OVERFLOW_FIELD, attribute, key), values))
+            parts.append(_json_in(OVERFLOW_FIELD, attribute, key, values))
         return _join(parts, "or") if parts else NEVER
 
     def facet_ordered(
@@ -155,15 +176,17 @@ class ExpressionSelections:
         key = _FACET_KEYS[facet]
         typed = self._layout.typed_attribute(attribute)
         if typed is None:
-            return _ordered(_path(FILTERABLE_FIELD, attribute, key), comparator, bound)
+            return _json_ordered(FILTERABLE_FIELD, attribute, key, comparator, bound)
         parts = []
         if key in typed.facets:
-            typed_bound = bound
+            test = _ordered(typed.field(key), comparator, bound)
             if key == NUMBER and typed.type == "integer":
-                typed_bound = _integer_bound(comparator, bound)
-            parts.append(_guarded(typed, _ordered(typed.field(key), comparator, typed_bound)))
+                test = _ordered(typed.field(key), comparator, _integer_bound(comparator, bound))
+            elif key == NUMBER:
+                test = _float_ordered(typed.field(key), comparator, bound)
+            parts.append(_guarded(typed, test))
         if attribute in self._layout.overflow:
-            parts.append(_ordered(_path(OVERFLOW_FIELD, attribute, key), comparator, bound))
+            parts.append(_json_ordered(OVERFLOW_FIELD, attribute, key, comparator, bound))
         return _join(parts, "or") if parts else NEVER
 
     def vocabulary(self, attribute: str) -> NDArray[Any]:
@@ -202,8 +225,10 @@ def _typed_in(typed: TypedAttribute, key: str, values: Sequence[Any]) -> list[st
         return [_guarded(typed, test)]
     if key == NUMBER and typed.type == "integer":
         values = [int(v) for v in values if float(v).is_integer() and abs(v) <= MAX_EXACT_INTEGER]
-        if not values:
-            return []
+    elif key == NUMBER:  # a float field holds floats only: a number no float is, is not there
+        values = [rounded for rounded, remainder in map(number_parts, values) if not remainder]
+    if not values:
+        return []
     test = _in(typed.field(key), values)
     return [_guarded(typed, test) if key in typed.guarded else test]
 
@@ -214,10 +239,13 @@ def _guarded(typed: TypedAttribute, test: str) -> str:
     return f"({presence} and {test})" if test else presence
 
 
-def _integer_bound(comparator: Comparator, bound: float) -> int:
+def _integer_bound(comparator: Comparator, bound: Number) -> int:
     """The same ordering against an integer bound, for an integer field: ``x > 2.5`` is
-    ``x > 2``, ``x >= 2.5`` is ``x >= 3``. Bounds beyond the stored range are clamped."""
+    ``x > 2``, ``x >= 2.5`` is ``x >= 3``. Bounds beyond the stored range are clamped (an
+    integer bound exactly, never through a float)."""
     limit = 2 * MAX_EXACT_INTEGER
+    if isinstance(bound, int):
+        return min(max(bound, -limit), limit)
     clamped = min(max(float(bound), -limit), limit)
     up = comparator in (Comparator.GTE, Comparator.LT)
     return int(math.ceil(clamped) if up else math.floor(clamped))
@@ -225,6 +253,55 @@ def _integer_bound(comparator: Comparator, bound: float) -> int:
 
 def _ordered(path: str, comparator: Comparator, bound: Any) -> str:
     return f"({path} {_ORDER_SYMBOLS[comparator]} {_value(bound)})"
+
+
+def _float_ordered(path: str, comparator: Comparator, bound: Number) -> str:
+    """The ordering on a field of floats, against a bound no float may be: a float equal to the
+    bound's float orders as its remainder 0 does against the bound's (``number_parts``)."""
+    rounded, remainder = number_parts(bound)
+    if not remainder:
+        return _ordered(path, comparator, rounded)
+    tied = _COMPARES[comparator](0, remainder)
+    symbol = _STRICT_SYMBOLS[comparator] + ("=" if tied else "")
+    return f"({path} {symbol} {_number(rounded)})"
+
+
+def _json_in(field: str, attribute: str, key: str, values: Sequence[Any]) -> str:
+    """Some JSON facet is one of ``values``; numbers exactly, by float and remainder."""
+    path = _path(field, attribute, key)
+    if key != NUMBER:
+        return _in(path, values)
+    pairs = sorted({number_parts(value) for value in values})
+    plain = [rounded for rounded, _ in pairs if abs(rounded) < FLOAT_EXACT_LIMIT]
+    parts = [_in(path, plain)] if plain else []
+    remainder = _path(field, attribute, REMAINDER)
+    for rounded, left in pairs:
+        if abs(rounded) >= FLOAT_EXACT_LIMIT:
+            test = _remainder_test(remainder, Comparator.EQ, left)
+            parts.append(f"(({path} == {_number(rounded)}) and {test})")
+    return _join(parts, "or")
+
+
+def _json_ordered(field: str, attribute: str, key: str, comparator: Comparator, bound: Any) -> str:
+    """A JSON facet ordered against ``bound``; numbers exactly: by float, and where the floats
+    are equal and stand for several integers, by the remainder."""
+    path = _path(field, attribute, key)
+    if key != NUMBER:
+        return _ordered(path, comparator, bound)
+    rounded, left = number_parts(bound)
+    if abs(rounded) < FLOAT_EXACT_LIMIT:
+        return _ordered(path, comparator, rounded)
+    beyond = f"({path} {_STRICT_SYMBOLS[comparator]} {_number(rounded)})"
+    remainder = _remainder_test(_path(field, attribute, REMAINDER), comparator, left)
+    return f"({beyond} or (({path} == {_number(rounded)}) and {remainder}))"
+
+
+def _remainder_test(path: str, comparator: Comparator, bound: int) -> str:
+    """The stored remainder (absent means 0) compares with ``bound`` as ``comparator`` says."""
+    test = _ordered(path, comparator, bound)
+    if _COMPARES[comparator](0, bound):
+        return f"((not (exists {path})) or {test})"
+    return test
 
 
 class MilvusExpressionTranslator(FilterSemantics[str]):

@@ -85,7 +85,8 @@ MAX_TEXT_BYTES = 1_024
 MAX_MEMBERS = 128
 MAX_MEMBER_BYTES = 256
 MAX_EXACT_INTEGER = 2**53
-"""Integers beyond this lose precision as the float the shared semantics compares."""
+"""The largest integer an integer field holds; a larger one is kept in the overflow JSON as its
+float and exact remainder (``milvus.normal_form``), so ids up to 2**64 still compare exactly."""
 
 _COLUMNS: dict[str, tuple[str, ...]] = {
     "string": (TEXT,),

@@ -41,7 +41,12 @@ MAX_SOURCE_BYTES = 4_096
 
 
 class ChunkTooLarge(ContextRetrievalError, ValueError):
-    """A chunk's text, id or source exceeds what a Milvus VARCHAR field holds."""
+    """A chunk's text, id or source exceeds what a Milvus VARCHAR field holds, or its metadata
+    an integer beyond what a Milvus JSON field holds."""
+
+
+JSON_INTEGERS = range(-(2**63), 2**64)
+"""The integers a Milvus JSON field stores (signed and unsigned 64-bit); Milvus refuses others."""
 
 
 def content_hash(chunk: Chunk, embedding_model: str = "") -> str:
@@ -106,6 +111,23 @@ def check_sizes(chunks: Sequence[Chunk]) -> None:
                 )
         if len(str(chunk.metadata.get("source", "")).encode("utf-8")) > MAX_SOURCE_BYTES:
             raise ChunkTooLarge(f"Chunk {chunk.chunk_id[:80]!r}: source path too long.")
+        for attribute, value in chunk.metadata.items():
+            if _holds_wide_integer(value):
+                raise ChunkTooLarge(
+                    f"Chunk {chunk.chunk_id[:80]!r}: its attribute {str(attribute)[:80]!r} holds "
+                    "an integer beyond 64 bits, which Milvus cannot store. Quote it in the front "
+                    "matter (it is then compared by its digits, as on FAISS)."
+                )
+
+
+def _holds_wide_integer(value: Any) -> bool:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value not in JSON_INTEGERS
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(_holds_wide_integer(item) for item in value)
+    if isinstance(value, Mapping):
+        return any(_holds_wide_integer(item) for item in value.values())
+    return False
 
 
 def json_safe(value: Any) -> Any:
