@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rasa_context_retrieval.errors import ContextRetrievalError
+from rasa_context_retrieval.filters.values import FLOAT_EXACT_LIMIT
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.milvus.layout import OVERFLOW, TYPED, CollectionLayout
 from rasa_context_retrieval.milvus.normal_form import (
@@ -26,6 +28,7 @@ from rasa_context_retrieval.milvus.normal_form import (
     MEMBERS,
     OVERFLOW_FIELD,
     TEXT,
+    attribute_facets,
     normal_form,
 )
 
@@ -49,12 +52,38 @@ JSON_INTEGERS = range(-(2**63), 2**64)
 """The integers a Milvus JSON field stores (signed and unsigned 64-bit); Milvus refuses others."""
 
 
+EXACT_INTEGERS = "exact integers"
+"""Part of the hash of a row that keeps an integer's exact remainder ``r`` (``normal_form``)."""
+
+
 def content_hash(chunk: Chunk, embedding_model: str = "") -> str:
-    """SHA-256 of what a chunk's row is made of; equal hashes mean nothing to re-embed."""
-    payload = json.dumps(
-        [embedding_model, chunk.text, json_safe(chunk.metadata)], sort_keys=True, default=str
-    )
+    """SHA-256 of what a chunk's row is made of; equal hashes mean nothing to re-embed.
+
+    Rows written before integers of 2**53 and beyond kept their exact remainder lack it, and
+    Milvus would compare such an id as its neighbours' float: the hash of a row that holds a
+    remainder says so, so the first sync after an upgrade rewrites exactly those rows and
+    leaves every other row's hash, and vectors, as they were.
+    """
+    parts = [embedding_model, chunk.text, json_safe(chunk.metadata)]
+    if _keeps_remainders(chunk.metadata):
+        parts.append(EXACT_INTEGERS)
+    payload = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _keeps_remainders(metadata: Mapping[str, Any]) -> bool:
+    """Whether a value is stored with a remainder; every chunk is hashed at every sync, so only
+    a value that can be that large (an integer of 2**53 or more, or a long text of digits) is
+    read into its facets."""
+    return any(
+        _may_be_large(value) and "r" in attribute_facets(value) for value in metadata.values()
+    )
+
+
+def _may_be_large(value: Any) -> bool:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return abs(int(value)) >= FLOAT_EXACT_LIMIT
+    return isinstance(value, str) and len(value) >= len(str(FLOAT_EXACT_LIMIT))
 
 
 def chunk_row(
