@@ -47,6 +47,7 @@ import numpy as np
 from langchain_core.structured_query import Comparator, StructuredQuery
 from numpy.typing import NDArray
 
+from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.filters.semantics import Facet, FilterSemantics
 from rasa_context_retrieval.filters.values import FLOAT_EXACT_LIMIT, Number, number_parts
 from rasa_context_retrieval.milvus.layout import (
@@ -142,7 +143,7 @@ class ExpressionSelections:
         typed = self._layout.typed_attribute(attribute)
         if typed is not None:
             return f"({typed.presence} != {ABSENT})"
-        return f"(exists {FILTERABLE_FIELD}[{string_literal(attribute)}])"
+        return f"(exists {FILTERABLE_FIELD}[{_json_key(attribute)}])"
 
     def texts(self, attribute: str, texts: Sequence[str], *, scalars: bool, members: bool) -> str:
         typed = self._layout.typed_attribute(attribute)
@@ -328,7 +329,26 @@ def _in(path: str, values: Sequence[str | float | int | bool]) -> str:
 
 
 def _path(field: str, attribute: str, facet: str) -> str:
-    return f"{field}[{string_literal(attribute)}][{string_literal(facet)}]"
+    return f"{field}[{_json_key(attribute)}][{string_literal(facet)}]"
+
+
+UNADDRESSABLE = "]["
+"""The Milvus 2.3 server splits a JSON path at ``][`` even inside a quoted key, and
+``json_contains_any`` on such a path stops the server (every conversation's search then fails):
+a filter on such a name is refused before it is sent."""
+
+
+class UnaddressableAttribute(ContextRetrievalError, ValueError):
+    """A filter names an attribute Milvus cannot address in its JSON field; the search fails
+    closed rather than sending it."""
+
+
+def _json_key(attribute: str) -> str:
+    if UNADDRESSABLE in attribute:
+        raise UnaddressableAttribute(
+            f"attribute {attribute!r}: Milvus cannot filter on a name holding {UNADDRESSABLE!r}"
+        )
+    return string_literal(attribute)
 
 
 def _join(parts: Iterable[str], keyword: str) -> str:
