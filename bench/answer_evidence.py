@@ -44,8 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 import grounded_all  # noqa: E402
+from forced_follow_up import read_as_follow_up  # noqa: E402
 
-import rasa_context_retrieval.rewrite.heuristic as heuristic  # noqa: E402
 from rasa_context_retrieval.assistant import ConsoleSession  # noqa: E402
 from rasa_context_retrieval.conversation import Conversation  # noqa: E402
 from rasa_context_retrieval.evaluation.cases import load_cases  # noqa: E402
@@ -62,17 +62,6 @@ from rasa_context_retrieval.rewrite.heuristic import content_words  # noqa: E402
 DEPTH = 20
 """Candidates of the latest message alone whose cosines form its score distribution."""
 TOP_K = 4
-
-_words_follow_up = heuristic.follows_up
-_read_as_follow_up: dict[str, str | None] = {"message": None}
-
-
-def _follows_up(message: str, stage: Any) -> bool:
-    """The product's decision, except for the one message this script reads as a follow-up."""
-    return message == _read_as_follow_up["message"] or _words_follow_up(message, stage)
-
-
-heuristic.follows_up = _follows_up  # type: ignore[assignment]
 
 
 @dataclasses.dataclass
@@ -125,9 +114,8 @@ def collect(names: Sequence[str]) -> list[Case]:
             )
             mixed = plugin
             if complete:
-                _read_as_follow_up["message"] = latest
-                mixed = engine._retrieve(engine.planner.plan_here(conversation), 0.0, DEPTH)
-                _read_as_follow_up["message"] = None
+                with read_as_follow_up(latest):
+                    mixed = engine._retrieve(engine.planner.plan_here(conversation), 0.0, DEPTH)
             last_bot = next((t.text for t in reversed(conversation.history) if t.role == "bot"), "")
             vector_source = None
             if last_bot:

@@ -29,7 +29,6 @@ import statistics
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -37,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 import grounded_all  # noqa: E402
+from forced_follow_up import read_as_follow_up  # noqa: E402
 
-import rasa_context_retrieval.rewrite.heuristic as heuristic  # noqa: E402
 from rasa_context_retrieval.assistant import ConsoleSession  # noqa: E402
 from rasa_context_retrieval.conversation import Conversation  # noqa: E402
 from rasa_context_retrieval.engine.search import SearchOutcome  # noqa: E402
@@ -53,17 +52,6 @@ from rasa_context_retrieval.evaluation.tracker import (  # noqa: E402
 DEPTH = 20
 """Candidates whose cosines form the score distribution of one search."""
 TOP_K = 4
-
-_words_follow_up = heuristic.follows_up
-_read_as_follow_up: dict[str, str | None] = {"message": None}
-
-
-def _follows_up(message: str, stage: Any) -> bool:
-    """The product's decision, except for the one message this script reads as a follow-up."""
-    return message == _read_as_follow_up["message"] or _words_follow_up(message, stage)
-
-
-heuristic.follows_up = _follows_up  # type: ignore[assignment]
 
 
 @dataclasses.dataclass
@@ -109,9 +97,8 @@ def collect(names: Sequence[str]) -> list[Case]:
             rasa = engine._retrieve(rasa_plan, 0.0, DEPTH, False)
             mixed = plugin
             if not follow_up and conversation.history:
-                _read_as_follow_up["message"] = latest
-                mixed = engine._retrieve(engine.planner.plan_here(conversation), 0.0, DEPTH)
-                _read_as_follow_up["message"] = None
+                with read_as_follow_up(latest):
+                    mixed = engine._retrieve(engine.planner.plan_here(conversation), 0.0, DEPTH)
             outcomes = {"plugin": plugin, "alone": alone, "mixed": mixed, "rasa": rasa}
             ranks = {
                 row: _ranking(case, "", outcome.results[:TOP_K]).first_right_rank
