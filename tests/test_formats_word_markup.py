@@ -267,3 +267,38 @@ def test_footnotes_and_endnotes_are_read_with_the_sentence_that_cites_them(tmp_p
     ]
     assert entries == [("Refunds", "Yes.\nVisa or Mastercard.")]
     assert any(c.text.endswith("Trains are covered.\nOnly in Europe.") for c in chunks)
+
+
+def deleted_mark(inner: str, style: str = "") -> str:
+    """A paragraph whose mark a reviewer deleted (a tracked change): Word shows it joined to
+    the paragraph after it."""
+    shown_style = f'<w:pStyle w:val="{style}"/>' if style else ""
+    return f'<w:pPr>{shown_style}<w:rPr><w:del w:id="7" w:author="Ann"/></w:rPr></w:pPr>{inner}'
+
+
+def test_a_paragraph_whose_mark_was_deleted_reads_joined_to_the_next(tmp_path: Path):
+    """Deleting the Enter between two paragraphs, with changes tracked, shows them as one
+    paragraph (with the style of the one whose mark remains): the sentence is read whole, once.
+    A deleted mark with no paragraph after it to join loses no text."""
+    from docx.oxml import parse_xml
+
+    document = docx.Document()
+    add_paragraph(document, deleted_mark(run("Refunds take "), style="Heading1"))
+    add_paragraph(document, deleted_mark(run("five working ")))
+    add_paragraph(document, run("days.") + '<w:r><w:footnoteReference w:id="1"/></w:r>')
+    add_paragraph(document, run("Send the form."))
+    table = document.add_table(rows=1, cols=2)
+    table.cell(0, 0).text = "Premium"
+    cell = table.cell(0, 1)._tc
+    cell.remove(cell.p_lst[0])
+    for inner in (deleted_mark(run("30 ")), run("days")):
+        cell.append(parse_xml(f"<w:p {NAMESPACES}>{inner}</w:p>"))
+    add_paragraph(document, deleted_mark(run("Signed.")))
+    add_notes(document, "footnote", {1: "Weekends are not counted."})
+
+    text = text_of(document, tmp_path)
+
+    assert text == (
+        "Refunds take five working days.\nWeekends are not counted.\n\nSend the form.\n\n"
+        "| Premium | 30 days |\n| --- | --- |\n\nSigned."
+    )

@@ -9,6 +9,7 @@ stands; python-docx's own iteration (``iter_inner_content``, ``Paragraph.text``,
 The walk reads what Word shows in its default view, at the one place runs are read
 (``_shown_runs``): tracked insertions and moves not yet accepted, links, smart tags and the
 results of fields are read; tracked deletions (and deleted table rows) and field codes are not.
+A paragraph whose mark was deleted is read joined to the next one (``_joined``).
 The footnotes and endnotes a paragraph cites are read with it (``_cited_notes``), and its text
 boxes right after it, once, not again from their copy for older readers (``_text_boxes``).
 
@@ -22,7 +23,7 @@ so a zip bomb is refused, not unpacked (``knowledge.office_zip``). It is an opti
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
@@ -80,18 +81,17 @@ tag (``w:footnoteReference`` or ``w:endnoteReference``) and the note's ``w:id``.
 
 
 def _blocks(container: Any, document: Any, notes: Notes) -> Iterator[str]:
-    """The Markdown blocks of a body (or a text box): each paragraph with the notes it cites,
-    then its text boxes, and each table."""
-    from docx.text.paragraph import Paragraph
-
-    for element in _content(container, "w:p", "w:tbl"):
-        if element.tag == _qn("w:tbl"):
-            yield _markdown_table(element, notes)
+    """The Markdown blocks of a body (or a text box): each paragraph (as Word shows it, joined
+    to the next where its mark was deleted) with the notes it cites, then its text boxes, and
+    each table."""
+    for shown in _joined(_content(container, "w:p", "w:tbl")):
+        if shown[0].tag == _qn("w:tbl"):
+            yield _markdown_table(shown[0], notes)
             continue
-        paragraph = _markdown_paragraph(Paragraph(element, document))
+        paragraph = _markdown_paragraph(shown, document)
         cited = [
             line.strip()
-            for note in _cited_notes(element, notes)
+            for note in _cited_notes(shown, notes)
             for line in _lines(note, {})
             if line.strip()
         ]
@@ -99,8 +99,31 @@ def _blocks(container: Any, document: Any, notes: Notes) -> Iterator[str]:
             yield from (paragraph, *cited)
         else:
             yield "\n".join(line for line in (paragraph, *cited) if line)
-        for box in _text_boxes(element):
+        for box in _text_boxes(shown):
             yield from _blocks(box, document, notes)
+
+
+def _joined(elements: Iterable[Any]) -> Iterator[list[Any]]:
+    """The paragraphs and tables of a container as Word shows them: a paragraph whose mark is
+    a tracked deletion (``w:pPr/w:rPr/w:del``, a reviewer deleted the Enter after it) is
+    joined to the paragraph after it, so each item is a table alone or the paragraphs shown
+    as one (the last holds the mark that remains, and with it the style). A deleted mark
+    before a table or at the end of the container has nothing to join: its paragraph is shown
+    alone, never dropped."""
+    paragraphs: list[Any] = []
+    for element in elements:
+        if element.tag == _qn("w:tbl"):
+            if paragraphs:
+                yield paragraphs
+                paragraphs = []
+            yield [element]
+            continue
+        paragraphs.append(element)
+        if element.find(f"{_qn('w:pPr')}/{_qn('w:rPr')}/{_qn('w:del')}") is None:
+            yield paragraphs
+            paragraphs = []
+    if paragraphs:
+        yield paragraphs
 
 
 def _content(container: Any, *tags: str) -> Iterator[Any]:
@@ -137,27 +160,28 @@ def _shown_runs(paragraph: Any) -> Iterator[Any]:
             yield run
 
 
-def _inline_text(paragraph: Any) -> str:
-    """A paragraph's text: the text of the runs Word shows (python-docx's ``text`` of each)."""
-    return "".join(run.text for run in _shown_runs(paragraph))
+def _inline_text(shown: list[Any]) -> str:
+    """The text of paragraphs shown as one (``_joined``): the text of the runs Word shows
+    (python-docx's ``text`` of each), one paragraph's after the other's, as Word joins them."""
+    return "".join(run.text for paragraph in shown for run in _shown_runs(paragraph))
 
 
-def _cited_notes(paragraph: Any, notes: Notes) -> Iterator[Any]:
+def _cited_notes(shown: list[Any], notes: Notes) -> Iterator[Any]:
     """The footnotes and endnotes a paragraph cites, in order. A note is small print that
     qualifies its sentence (an exception, a condition), so it is read with that paragraph, as
     lines of its block: in its section, its chunk, and a ``Q:``/``A:`` entry's answer, rather
     than at the end of the document. The note's number is not written after the cited word."""
-    for run in _shown_runs(paragraph):
+    for run in (run for paragraph in shown for run in _shown_runs(paragraph)):
         for reference in run.iterchildren():
             note = notes.get((reference.tag, reference.get(_qn("w:id")) or ""))
             if note is not None:
                 yield note
 
 
-def _text_boxes(paragraph: Any) -> Iterator[Any]:
+def _text_boxes(shown: list[Any]) -> Iterator[Any]:
     """The text boxes (``w:txbxContent``) drawn in a paragraph's shown runs: a sidebar or a
     callout, shown text read right after the paragraph it stands in."""
-    for run in _shown_runs(paragraph):
+    for run in (run for paragraph in shown for run in _shown_runs(paragraph)):
         yield from _drawn_text_boxes(run)
 
 
@@ -218,8 +242,12 @@ def _qn(tag: str) -> str:
     return str(qn(tag))
 
 
-def _markdown_paragraph(paragraph: Any) -> str:
-    text = _inline_text(paragraph._p).strip()
+def _markdown_paragraph(shown: list[Any], document: Any) -> str:
+    """Paragraphs shown as one (``_joined``) as a Markdown line, styled by the last."""
+    from docx.text.paragraph import Paragraph
+
+    paragraph = Paragraph(shown[-1], document)
+    text = _inline_text(shown).strip()
     style = (paragraph.style.name if paragraph.style is not None else "") or ""
     if not text:
         return ""
@@ -265,11 +293,12 @@ def _cell_text(cell: Any, notes: Notes) -> str:
 
 
 def _lines(container: Any, notes: Notes) -> Iterator[str]:
-    """The text of each paragraph in ``container`` (a cell, a note, a text box), each followed
-    by the notes it cites and its text boxes. A note cites no further notes."""
-    for paragraph in _content(container, "w:p"):
-        yield _inline_text(paragraph)
-        for note in _cited_notes(paragraph, notes):
+    """The text of each paragraph in ``container`` (a cell, a note, a text box) as Word shows it
+    (``_joined``), each followed by the notes it cites and its text boxes. A note cites no
+    further notes."""
+    for shown in _joined(_content(container, "w:p")):
+        yield _inline_text(shown)
+        for note in _cited_notes(shown, notes):
             yield from _lines(note, {})
-        for box in _text_boxes(paragraph):
+        for box in _text_boxes(shown):
             yield from _lines(box, notes)
