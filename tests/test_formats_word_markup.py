@@ -11,6 +11,7 @@ import pytest
 
 from rasa_context_retrieval.knowledge.chunking import chunk_documents
 from rasa_context_retrieval.knowledge.loader import load_knowledge_base
+from tests.test_formats_word import content_control
 
 docx = pytest.importorskip("docx")
 
@@ -301,4 +302,61 @@ def test_a_paragraph_whose_mark_was_deleted_reads_joined_to_the_next(tmp_path: P
     assert text == (
         "Refunds take five working days.\nWeekends are not counted.\n\nSend the form.\n\n"
         "| Premium | 30 days |\n| --- | --- |\n\nSigned."
+    )
+
+
+def contents_entry(title: str, page: int) -> str:
+    """An entry of Word's table of contents: a link to the heading, a tab, and its page
+    number as a ``PAGEREF`` field."""
+    return (
+        f'<w:hyperlink w:anchor="_Toc{page}">{run(title)}<w:r><w:tab/></w:r>'
+        + field("begin")
+        + run(f" PAGEREF _Toc{page} \\h ", "w:instrText")
+        + field("separate")
+        + run(str(page))
+        + field("end")
+        + "</w:hyperlink>"
+    )
+
+
+def add_contents_field(document: Any, *entries: tuple[str, int]) -> None:
+    """Word's table of contents inserted as a field (References > Table of Contents > Custom,
+    or any document without the content control): the field begins in the paragraph of the
+    first entry and ends in a paragraph of its own after the last."""
+    (title, page), *rest = entries
+    add_paragraph(
+        document,
+        field("begin")
+        + run(' TOC \\o "1-3" \\h \\z \\u ', "w:instrText")
+        + field("separate")
+        + contents_entry(title, page),
+    )
+    for title, page in rest:
+        add_paragraph(document, contents_entry(title, page))
+    add_paragraph(document, field("end"))
+
+
+def test_word_s_table_of_contents_is_left_out_with_its_heading(tmp_path: Path):
+    """A table of contents, as a field or as the content control Word puts one in, lists
+    section titles and page numbers: nothing a user asks about. It is left out, and so is a
+    Contents heading typed right above it; every section it lists is indexed, and a field
+    left open (a damaged file) loses no text."""
+    document = docx.Document()
+    document.add_heading("Contents", 1)
+    add_contents_field(document, ("Refunds", 2), ("Travel", 3))
+    document.add_heading("Refunds", 1)
+    add_paragraph(document, run("Refunds take a week."))
+    document.add_paragraph("Table of contents")
+    contents = document.add_paragraph("placeholder")
+    contents._p.addnext(content_control("Refunds\t2", block=True, gallery="Table of Contents"))
+    contents._p.getparent().remove(contents._p)
+    document.add_heading("Travel", 1)
+    add_paragraph(document, run("Trains are covered."))
+    add_paragraph(document, field("begin") + run(" TOC \\o ", "w:instrText") + field("separate"))
+    add_paragraph(document, run("Buses are not."))
+
+    text = text_of(document, tmp_path)
+
+    assert text == (
+        "# Refunds\n\nRefunds take a week.\n\n# Travel\n\nTrains are covered.\n\nBuses are not."
     )

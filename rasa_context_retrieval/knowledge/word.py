@@ -31,11 +31,15 @@ from rasa_context_retrieval.knowledge.markdown_table import markdown_table
 from rasa_context_retrieval.knowledge.office_zip import office_library
 from rasa_context_retrieval.knowledge.qa_entries import entries_joined
 from rasa_context_retrieval.knowledge.sections import heading_of
+from rasa_context_retrieval.knowledge.table_chunks import is_contents_title
 
 DOCX_SUFFIX = ".docx"
 CONTENTS_GALLERY = "Table of Contents"
 """The building-block gallery of the content control Word inserts a table of contents in
 (``w:docPartGallery``; the same in every language of Word)."""
+CONTENTS_FIELD = "TOC"
+"""The field code of a table of contents (``TOC \\o "1-3" \\h``, or ``TOC \\c "Figure"`` for a
+table of figures); the same in every language of Word."""
 _WORDPROCESSING = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 _MARKUP_COMPATIBILITY = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 
@@ -63,6 +67,7 @@ def word_text(raw: bytes) -> tuple[str, dict[str, Any]]:
     docx = office_library(raw, "docx", "Word", WordUnreadable)
     try:
         document = docx.Document(io.BytesIO(raw))
+        _leave_out_contents(document.element.body)
         blocks = list(_blocks(document.element.body, document, _notes(document)))
         title = document.core_properties.title
     except WordUnreadable:
@@ -202,6 +207,72 @@ def _drawn_text_boxes(element: Any) -> Iterator[Any]:
         yield from _drawn_text_boxes(child)
 
 
+def _leave_out_contents(body: Any) -> None:
+    """Takes Word's own tables of contents out of the body before it is read: the content
+    control Word inserts one in (``CONTENTS_GALLERY``), and a ``TOC`` field (inserted without
+    the control, or by another editor), from the run that begins it to the run that ends it,
+    with the paragraphs between; and a Contents heading typed right above either
+    (``table_chunks.is_contents_title``). Its entries are section titles and page numbers,
+    nothing a user asks about; the chunker leaves a contents *table* out for the same reason
+    (``knowledge.chunking``), and here Word says which part is one, so no guess is made."""
+    for control in [control for control in body.iter(_qn("w:sdt")) if _is_contents(control)]:
+        _leave_out_title_before(control)
+        _detach(control)
+    for field_runs in list(_contents_fields(body)):
+        shown = list(_content(body, "w:p", "w:tbl"))
+        first, last = field_runs[0][0], field_runs[-1][0]
+        if first not in shown or last not in shown:
+            continue  # inside a table of contents taken out already
+        for _, run in field_runs:
+            _detach(run)
+        for element in shown[shown.index(first) + 1 : shown.index(last)]:
+            _detach(element)
+        if not _inline_text([first]).strip():
+            _leave_out_title_before(first)
+
+
+def _contents_fields(body: Any) -> Iterator[list[tuple[Any, Any]]]:
+    """Each ``TOC`` field among the body's paragraphs, as the (paragraph, run) pairs from the
+    run that begins it to the run that ends it: its result goes on over many paragraphs, one
+    per entry. A field never ended (a damaged file) is none, so no text after it is lost."""
+    runs = [
+        (paragraph, run)
+        for paragraph in _content(body, "w:p")
+        for run in _content(paragraph, "w:r")
+    ]
+    fields: list[tuple[int, list[str]]] = []  # each open field: its first run, its code
+    for index, (_, run) in enumerate(runs):
+        for mark in run.iterchildren(_qn("w:fldChar"), _qn("w:instrText")):
+            if mark.tag == _qn("w:instrText") and fields:
+                fields[-1][1].append(mark.text or "")
+            elif mark.get(_qn("w:fldCharType")) == "begin":
+                fields.append((index, []))
+            elif mark.get(_qn("w:fldCharType")) == "end" and fields:
+                start, code = fields.pop()
+                if "".join(code).split()[:1] == [CONTENTS_FIELD]:
+                    yield runs[start : index + 1]
+
+
+def _leave_out_title_before(element: Any) -> None:
+    """Takes out the paragraph right above ``element`` when it is a Contents heading."""
+    above = element.getprevious()
+    while above is not None and above.tag not in {_qn("w:p"), _qn("w:tbl"), _qn("w:sdt")}:
+        above = above.getprevious()  # a bookmark or a tracked-change mark between them
+    if above is not None and above.tag == _qn("w:p") and is_contents_title(_inline_text([above])):
+        _detach(above)
+
+
+def _is_contents(control: Any) -> bool:
+    gallery = control.find(f"{_qn('w:sdtPr')}/{_qn('w:docPartObj')}/{_qn('w:docPartGallery')}")
+    return gallery is not None and gallery.get(_qn("w:val")) == CONTENTS_GALLERY
+
+
+def _detach(element: Any) -> None:
+    parent = element.getparent()
+    if parent is not None:
+        parent.remove(element)
+
+
 def _notes(document: Any) -> Notes:
     """The footnotes and endnotes of the document, parsed with python-docx's parser (which
     never resolves entities) from the parts the document relates to."""
@@ -221,18 +292,13 @@ def _notes(document: Any) -> Notes:
 
 def _control_content(element: Any) -> Any:
     """What a content control (``w:sdt``) shows, its ``w:sdtContent``; None for any other
-    element, for a control still showing its placeholder ("Click or tap here to enter text.",
-    a field nobody filled in), and for the control Word puts a table of contents in (titles
-    and page numbers that say nothing a user asks about)."""
+    element and for a control still showing its placeholder ("Click or tap here to enter
+    text.", a field nobody filled in). The control holding a table of contents was taken out
+    before (``_leave_out_contents``)."""
     if element.tag != _qn("w:sdt"):
         return None
-    properties = element.find(_qn("w:sdtPr"))
-    if properties is not None:
-        if properties.find(_qn("w:showingPlcHdr")) is not None:
-            return None
-        gallery = properties.find(f"{_qn('w:docPartObj')}/{_qn('w:docPartGallery')}")
-        if gallery is not None and gallery.get(_qn("w:val")) == CONTENTS_GALLERY:
-            return None
+    if element.find(f"{_qn('w:sdtPr')}/{_qn('w:showingPlcHdr')}") is not None:
+        return None
     return element.find(_qn("w:sdtContent"))
 
 
