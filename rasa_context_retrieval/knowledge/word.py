@@ -23,15 +23,16 @@ so a zip bomb is refused, not unpacked (``knowledge.office_zip``). It is an opti
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
-from rasa_context_retrieval.knowledge.markdown_table import markdown_table
+from rasa_context_retrieval.knowledge.markdown_table import markdown_table, table_parts
 from rasa_context_retrieval.knowledge.office_zip import office_library
 from rasa_context_retrieval.knowledge.qa_entries import entries_joined
 from rasa_context_retrieval.knowledge.sections import heading_of
-from rasa_context_retrieval.knowledge.table_chunks import is_contents_title
+from rasa_context_retrieval.knowledge.table_chunks import is_contents, is_contents_title
 
 DOCX_SUFFIX = ".docx"
 CONTENTS_GALLERY = "Table of Contents"
@@ -40,6 +41,11 @@ CONTENTS_GALLERY = "Table of Contents"
 CONTENTS_FIELD = "TOC"
 """The field code of a table of contents (``TOC \\o "1-3" \\h``, or ``TOC \\c "Figure"`` for a
 table of figures); the same in every language of Word."""
+CONTENTS_ENTRY = re.compile(r"^(?P<title>\S.*?)(?:\t+|\s*(?:\.\s?){3,}|\s*…+)\s*(?P<page>\d{1,4})$")
+"""A line of a contents typed by hand: a title, then a tab (Word draws its dot leader) or
+typed dots (``....``, or ``…`` as Word's AutoCorrect turns three dots), then a page number."""
+CONTENTS_MIN_ENTRIES = 2
+"""A typed contents has several entries; one line under a Contents heading is left as typed."""
 _WORDPROCESSING = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 _MARKUP_COMPATIBILITY = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 
@@ -74,10 +80,37 @@ def word_text(raw: bytes) -> tuple[str, dict[str, Any]]:
         raise
     except Exception as error:  # python-docx raises KeyError, ValueError, lxml errors, ...
         raise WordUnreadable(f"corrupt Word file ({type(error).__name__})") from None
-    text = "\n\n".join(entries_joined([block for block in blocks if block.strip()]))
+    shown = _typed_contents([block for block in blocks if block.strip()])
+    text = "\n\n".join(entries_joined(list(shown)))
     if not text.strip():
         raise WordUnreadable("Word file has no text")
     return text, ({"title": title.strip()} if title and title.strip() else {})
+
+
+def _typed_contents(blocks: list[str]) -> Iterator[str]:
+    """The blocks, with a table of contents typed as paragraphs (``CONTENTS_ENTRY`` lines
+    right under a Contents heading) written as the table it stands for, when it is one by the
+    chunker's rule (``table_chunks.is_contents``: every entry ends in a page number, in page
+    order): a PDF's contents page reaches the chunker as such a table, and is left out there
+    with the reason in the log. Lines that are not (a price list, numbers out of order) stay
+    as they were typed."""
+    index = 0
+    while index < len(blocks):
+        block = blocks[index]
+        yield block
+        index += 1
+        if not is_contents_title(block):
+            continue
+        entries: list[list[str]] = []
+        while index + len(entries) < len(blocks):
+            entry = CONTENTS_ENTRY.match(blocks[index + len(entries)])
+            if entry is None:
+                break
+            entries.append([entry["title"], entry["page"]])
+        table = table_parts(markdown_table(entries))
+        if len(entries) >= CONTENTS_MIN_ENTRIES and table and is_contents([block], table):
+            yield markdown_table(entries)
+            index += len(entries)
 
 
 Notes = Mapping[tuple[str, str], Any]
