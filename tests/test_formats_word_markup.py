@@ -360,3 +360,23 @@ def test_word_s_table_of_contents_is_left_out_with_its_heading(tmp_path: Path):
     assert text == (
         "# Refunds\n\nRefunds take a week.\n\n# Travel\n\nTrains are covered.\n\nBuses are not."
     )
+
+
+def test_page_headers_footers_and_review_comments_are_not_indexed(tmp_path: Path):
+    """A page header or footer repeats on every page ("Company confidential", "Page 3"): it
+    would put the same noise in every chunk it was read into. A comment is a reviewer's note,
+    not published text. Neither is indexed; the sentence a comment is anchored on reads whole."""
+    document = docx.Document()
+    section = document.sections[0]
+    section.header.paragraphs[0].text = "Company confidential"
+    section.different_first_page_header_footer = True
+    section.first_page_header.paragraphs[0].text = "Draft for review"
+    section.footer.paragraphs[0].text = "Page 3 of 12"
+    paragraph = document.add_paragraph("Refunds take ")
+    commented = paragraph.add_run("a week")
+    paragraph.add_run(".")
+    document.add_comment(commented, text="Check this with legal.", author="Ann")
+
+    text = text_of(document, tmp_path)
+
+    assert text == "Refunds take a week."

@@ -12,6 +12,13 @@ results of fields are read; tracked deletions (and deleted table rows) and field
 A paragraph whose mark was deleted is read joined to the next one (``_joined``).
 The footnotes and endnotes a paragraph cites are read with it (``_cited_notes``), and its text
 boxes right after it, once, not again from their copy for older readers (``_text_boxes``).
+Word's own table of contents is left out (``_leave_out_contents``), and so is one typed by hand
+(``_typed_contents``).
+
+Page headers and footers and review comments are not read (they are parts of the file beside
+the body, which the walk never opens): a header or footer repeats on every page ("Company
+confidential", "Page 3 of 12"), noise that would match every question in every chunk; a
+comment is a reviewer's note about the text, not text published to readers.
 
 ``python-docx`` (MIT) reads styles and core properties directly (``documentation/formats.md``);
 its XML parser does not resolve entities, so XXE in a document is never followed. A .docx is a
