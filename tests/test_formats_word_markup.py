@@ -280,7 +280,8 @@ def deleted_mark(inner: str, style: str = "") -> str:
 def test_a_paragraph_whose_mark_was_deleted_reads_joined_to_the_next(tmp_path: Path):
     """Deleting the Enter between two paragraphs, with changes tracked, shows them as one
     paragraph (with the style of the one whose mark remains): the sentence is read whole, once.
-    A deleted mark with no paragraph after it to join loses no text."""
+    A deleted mark with no paragraph right after it to join (a table follows, the document
+    ends) loses no text."""
     from docx.oxml import parse_xml
 
     document = docx.Document()
@@ -288,6 +289,7 @@ def test_a_paragraph_whose_mark_was_deleted_reads_joined_to_the_next(tmp_path: P
     add_paragraph(document, deleted_mark(run("five working ")))
     add_paragraph(document, run("days.") + '<w:r><w:footnoteReference w:id="1"/></w:r>')
     add_paragraph(document, run("Send the form."))
+    add_paragraph(document, deleted_mark(run("Compare plans:")))
     table = document.add_table(rows=1, cols=2)
     table.cell(0, 0).text = "Premium"
     cell = table.cell(0, 1)._tc
@@ -301,7 +303,7 @@ def test_a_paragraph_whose_mark_was_deleted_reads_joined_to_the_next(tmp_path: P
 
     assert text == (
         "Refunds take five working days.\nWeekends are not counted.\n\nSend the form.\n\n"
-        "| Premium | 30 days |\n| --- | --- |\n\nSigned."
+        "Compare plans:\n\n| Premium | 30 days |\n| --- | --- |\n\nSigned."
     )
 
 
