@@ -323,13 +323,15 @@ def contents_entry(title: str, page: int) -> str:
 
 def add_contents_field(document: Any, *entries: tuple[str, int]) -> None:
     """Word's table of contents inserted as a field (References > Table of Contents > Custom,
-    or any document without the content control): the field begins in the paragraph of the
-    first entry and ends in a paragraph of its own after the last."""
+    typed as a field, or any document without the content control): the field begins in the
+    paragraph of the first entry and ends in a paragraph of its own after the last; Word may
+    save its code in several runs."""
     (title, page), *rest = entries
     add_paragraph(
         document,
         field("begin")
-        + run(' TOC \\o "1-3" \\h \\z \\u ', "w:instrText")
+        + run(' toc \\o "1-3" ', "w:instrText")  # typed in a field (Ctrl+F9): any case
+        + run("\\h \\z \\u ", "w:instrText")
         + field("separate")
         + contents_entry(title, page),
     )

@@ -289,7 +289,7 @@ def _contents_fields(body: Any) -> Iterator[list[tuple[Any, Any]]]:
                 fields.append((index, []))
             elif mark.get(_qn("w:fldCharType")) == "end" and fields:
                 start, code = fields.pop()
-                if "".join(code).split()[:1] == [CONTENTS_FIELD]:
+                if "".join(code).upper().split()[:1] == [CONTENTS_FIELD]:  # codes ignore case
                     yield runs[start : index + 1]
 
 
