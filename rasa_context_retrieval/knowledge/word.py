@@ -103,21 +103,25 @@ def _typed_contents(blocks: list[str]) -> Iterator[str]:
     as they were typed."""
     index = 0
     while index < len(blocks):
-        block = blocks[index]
-        yield block
-        index += 1
-        if not is_contents_title(block):
-            continue
-        entries: list[list[str]] = []
-        while index + len(entries) < len(blocks):
-            entry = CONTENTS_ENTRY.match(blocks[index + len(entries)])
-            if entry is None:
-                break
-            entries.append([entry["title"], entry["page"]])
-        table = table_parts(markdown_table(entries))
-        if len(entries) >= CONTENTS_MIN_ENTRIES and table and is_contents([block], table):
-            yield markdown_table(entries)
+        yield blocks[index]
+        entries = _entries_after(blocks, index) if is_contents_title(blocks[index]) else []
+        table = markdown_table(entries)
+        lines = table_parts(table)
+        if len(entries) >= CONTENTS_MIN_ENTRIES and lines and is_contents([blocks[index]], lines):
+            yield table
             index += len(entries)
+        index += 1
+
+
+def _entries_after(blocks: list[str], heading: int) -> list[list[str]]:
+    """The title and page number of each ``CONTENTS_ENTRY`` line right after ``heading``."""
+    entries: list[list[str]] = []
+    for block in blocks[heading + 1 :]:
+        entry = CONTENTS_ENTRY.match(block)
+        if entry is None:
+            break
+        entries.append([entry["title"], entry["page"]])
+    return entries
 
 
 Notes = Mapping[tuple[str, str], Any]
