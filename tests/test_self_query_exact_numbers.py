@@ -97,3 +97,10 @@ def test_the_milvus_expression_compares_the_remainder_said(layout: CollectionLay
     rounded, remainder = number_parts(OURS)
     assert remainder != 0
     assert f"== {rounded!r})" in expression and f'["r"] == {remainder})' in expression
+
+
+def test_a_whole_number_too_large_to_compare_makes_no_filter() -> None:
+    """The filters compare integers below 2**64 only; a larger one said would be rounded, so
+    it filters on nothing rather than on a number the user did not say."""
+    assert rules_on(FIELDS).construct(f"orders with order number above {2**64}").filter is None
+    assert rules_on(FIELDS).construct(f"orders with order number above {2**64 - 1}").filter
