@@ -44,11 +44,12 @@ def test_the_two_orders_share_a_float() -> None:
         (f"orders with order number above {THEIRS}", THEIRS),
         (f"orders totalling under {OURS} dollars", OURS),
         ("orders totalling under 20.5 dollars", 20.5),
+        ("orders totalling under 20 dollars", 20.0),
     ],
 )
 def test_an_integer_said_stays_exact_in_the_filter(text: str, wanted: float) -> None:
     """An integer keeps its every digit, on an integer field and on a float one (a float field
-    may hold a whole number too); a decimal is a float."""
+    may hold an id too); on a float field, a number a float holds exactly is a float."""
     said = rules_on(FIELDS).construct(text).filter
     assert isinstance(said, Comparison)
     assert type(said.value) is type(wanted) and said.value == wanted

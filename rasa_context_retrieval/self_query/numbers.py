@@ -24,7 +24,7 @@ import inflection
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
-from rasa_context_retrieval.filters.values import Number, parse_number
+from rasa_context_retrieval.filters.values import FLOAT_EXACT_LIMIT, Number, parse_number
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.engine import Row, claim, scan
@@ -563,9 +563,14 @@ def _parse_number(text: str) -> Number:
 
 
 def _typed(value: Number, field: NumericField) -> Number:
-    """A checked value as its field takes it: an integer field's as an ``int``; a float field's
-    as said, so that a whole number said keeps its every digit (a float field may hold ids)."""
-    return int(value) if field.integer else value
+    """A checked value as its field takes it: an integer field's as an ``int``, a float field's
+    as a ``float`` (as it always was), except a whole number no float holds exactly (an id above
+    2**53), which stays the ``int`` said rather than become its neighbour."""
+    if field.integer:
+        return int(value)
+    if isinstance(value, int) and abs(value) >= FLOAT_EXACT_LIMIT:
+        return value
+    return float(value)
 
 
 def _declared_unit(description: str, words: Sequence[str]) -> str | None:
