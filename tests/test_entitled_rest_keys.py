@@ -119,7 +119,7 @@ async def test_a_key_the_store_reads_and_the_channel_never_sets_is_an_error_nami
     assert found == PUBLIC  # the token grants team finance, and the channel never reads it
     report = checked(assistant, mismatched)
     [error] = report.errors
-    assert error.where == f"{assistant / 'endpoints.yml'} access_filters.team"
+    assert error.where == f"{assistant / 'endpoints.yml'} vector_store.access_filters.team"
     assert str(assistant / "credentials.yml") in error.message
     assert "`team`" in error.message and "entitlement_keys: [plan]" in error.message
     # Once the channel sets the key, its holders read their documents and nothing is found.
@@ -156,4 +156,4 @@ def test_the_keys_are_compared_when_the_signing_secret_is_not_in_this_environmen
     monkeypatch.delenv("ENTITLEMENTS_SECRET")
     report = checked(assistant, channel_entry("plan"))
     wheres = [error.where for error in report.errors]
-    assert f"{assistant / 'endpoints.yml'} access_filters.team" in wheres
+    assert f"{assistant / 'endpoints.yml'} vector_store.access_filters.team" in wheres

@@ -6,8 +6,8 @@ entitlements under their keys. Neither file sees the other at run time, so a mis
 only here:
 
 * a key the store reads that the channel never sets is an error: no token can grant it, so no
-  user reads the documents it guards, and the channel passes a key it does not set from the
-  request body as the client wrote it;
+  signed-in user reads the documents it guards, while the channel passes a key it does not set
+  from the request body as the client wrote it, so any client can claim it;
 * a key the channel sets that no access filter reads is a warning: most likely a misspelling
   of the key the store reads (which then grants nothing), else an entitlement left unused.
 """
@@ -34,13 +34,13 @@ def check_entitlement_keys(
     for key in access_filters:
         if key not in set_by_channel:
             report.error(
-                f"{endpoints_path} access_filters.{key}",
+                f"{endpoints_path} vector_store.access_filters.{key}",
                 f"reads the channel metadata key `{key}`, which the entitled channel in "
                 f"{credentials_path} never sets (its entitlement_keys: {listed}): no token can "
-                f"grant it, so no user reads the documents it guards, and the channel passes a "
-                f"key it does not set from the request body unchecked; add `{key}` to "
-                f"entitlement_keys under {channel} in {credentials_path}, or correct the key "
-                f"in access_filters",
+                f"grant it, so no signed-in user reads the documents it guards, while any client "
+                f"can claim it in the request body's metadata, which the channel passes on for "
+                f"the keys it does not set; add `{key}` to entitlement_keys under {channel} in "
+                f"{credentials_path}, or correct the key in access_filters",
             )
     read = _listed(list(access_filters)) if access_filters else "none"
     for key in entitlement_keys:
