@@ -212,10 +212,38 @@ async def test_the_body_cannot_claim_entitlements_or_a_user_id(
     joined, found = await client.say("x", hs256(claims("u8", plan="free")), metadata=claimed)
     assert found == FREE | PUBLIC
     message = conversations.state(joined)["latest_message"]["metadata"]
-    assert (message["plan"], message["user_id"], message["locale"]) == ("free", "u8", "de")
+    assert message == {"plan": "free", "user_id": "u8"}
     anonymous, found = await client.say("x", None, metadata=claimed)
     message = conversations.state(anonymous)["latest_message"]["metadata"]
-    assert found == PUBLIC and message["plan"] == [] and "user_id" not in message
+    assert found == PUBLIC and message == {"plan": []}
+
+
+async def test_only_the_client_metadata_keys_the_operator_lists_pass_from_the_body(
+    hs256_credentials: dict[str, Any], conversations: RasaConversations
+) -> None:
+    """``client_metadata_keys: [locale]``: the assistant sees the body's ``locale`` on every
+    message, with a token or without, and nothing else the body claims."""
+    entry = {**hs256_credentials, "client_metadata_keys": ["locale"]}
+    claimed = {"locale": "de", "page_url": "/pricing", "plan": "premium", "user_id": "victim-42"}
+    channel = EntitledRestInput.from_credentials(entry)
+    async with (
+        serve(channel, conversations) as url,
+        httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http,
+    ):
+        client = Client(http, url)
+        joined, found = await client.say("x", hs256(claims("u8", plan="free")), metadata=claimed)
+        anonymous, public = await client.say("x", None, metadata=claimed)
+        unclaimed, _ = await client.say("y", None, metadata={"page_url": "/pricing"})
+    assert (found, public) == (FREE | PUBLIC, PUBLIC)
+    latest = {
+        conversation: conversations.state(conversation)["latest_message"]["metadata"]
+        for conversation in (joined, anonymous, unclaimed)
+    }
+    assert latest == {
+        "user:u8": {"locale": "de", "plan": "free", "user_id": "u8"},
+        "anonymous:x": {"locale": "de", "plan": []},
+        "anonymous:y": {"plan": []},
+    }
 
 
 async def test_session_metadata_written_through_rasas_http_api_grants_nothing_here(

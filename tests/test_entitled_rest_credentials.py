@@ -87,6 +87,24 @@ def test_a_bad_entry_stops_start_up_with_one_line_naming_the_fix(
     assert expected in refusal(entry)
 
 
+@pytest.mark.parametrize(
+    ("entry", "decided"),
+    [
+        ({"client_metadata_keys": ["locale", "plan"]}, "plan"),
+        ({"entitlement_keys": ["team", "plan"], "client_metadata_keys": ["team"]}, "team"),
+        ({"client_metadata_keys": ["user_id"]}, "user_id"),
+    ],
+)
+def test_a_client_metadata_key_the_token_decides_stops_start_up(
+    entry: dict[str, Any], decided: str
+) -> None:
+    """A client can never set what the token decides: listing such a key is a mistake to fix,
+    not a setting to ignore."""
+    message = refusal(entry)
+    assert f"`client_metadata_keys`: lists `{decided}`" in message
+    assert "token" in message and "remove it" in message
+
+
 def test_a_public_key_entry_refuses_a_private_key_a_weak_key_and_a_foreign_algorithm(
     tmp_path: Path,
 ) -> None:

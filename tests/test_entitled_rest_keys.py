@@ -157,3 +157,37 @@ def test_the_keys_are_compared_when_the_signing_secret_is_not_in_this_environmen
     report = checked(assistant, channel_entry("plan"))
     wheres = [error.where for error in report.errors]
     assert f"{assistant / 'endpoints.yml'} vector_store.access_filters.team" in wheres
+
+
+def plan_token(subject: str) -> str:
+    """A valid token that grants a plan and says nothing about a team."""
+    claims = {"sub": subject, "exp": int(time.time()) + 600, "aud": AUDIENCE, "iss": ISSUER}
+    return hs256({**claims, "entitlements": {"plan": "premium"}})
+
+
+async def test_a_key_the_store_reads_and_the_channel_never_sets_cannot_be_claimed_in_the_body(
+    store: ContextRetrieval,
+) -> None:
+    """The mismatch above fails closed at run time too, where no check has run: the body's
+    ``team`` reaches no search, with a token or without one."""
+    claimed = {"team": "finance"}
+    async with served(store, channel_entry("plan")) as client:
+        anonymous = await client.say("eve", metadata=claimed)
+        signed_in = await client.say("ann", plan_token("ann"), metadata=claimed)
+    assert anonymous == ("anonymous:eve", PUBLIC)
+    assert signed_in == ("user:ann", PUBLIC)
+
+
+async def test_a_key_the_store_reads_and_the_channel_takes_from_the_client_is_an_error(
+    assistant: Path, store: ContextRetrieval
+) -> None:
+    """Listing an access filter's key in client_metadata_keys lets any client claim it, as the
+    check says: the channel cannot see endpoints.yml, so only the check can tell."""
+    entry = {**channel_entry("plan"), "client_metadata_keys": ["team", "locale"]}
+    async with served(store, entry) as client:
+        _, found = await client.say("eve", metadata={"team": "finance"})
+    assert found == FINANCE | PUBLIC
+    [error] = checked(assistant, entry).errors
+    assert error.where == f"{assistant / 'endpoints.yml'} vector_store.access_filters.team"
+    assert "client_metadata_keys" in error.message and "any client" in error.message
+    assert str(assistant / "credentials.yml") in error.message

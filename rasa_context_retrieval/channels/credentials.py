@@ -4,6 +4,7 @@
 
     rasa_context_retrieval.channels.entitled_rest.EntitledRestInput:
       entitlement_keys: [plan]       # every key access_filters reads
+      client_metadata_keys: [locale] # request body metadata keys passed on (default: none)
       secret_env: ENTITLEMENTS_SECRET  # one HS256 shared secret, from the environment
       keys:                          # and/or several keys at once, to rotate them
         - {id: "2026-11", public_key_file: keys/2026-11.pem}    # RS256 unless `algorithm`
@@ -17,6 +18,9 @@
 
 Without ``secret_env`` and ``keys`` the secret is read from ``ENTITLEMENTS_SECRET``, as before.
 Unknown keys are errors, so a misspelt ``requier_exp`` cannot silently leave a check off.
+The request body's ``metadata`` is the client's word, so none of it reaches a message unless its
+key is in ``client_metadata_keys``; a key the token decides (an entitlement key or ``user_id``)
+there is an error, since a client can never set it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from rasa_context_retrieval.channels.bearer_token import TokenVerifier
 from rasa_context_retrieval.channels.verification_keys import (
@@ -86,6 +98,22 @@ class ChannelCredentials(BaseModel):
     require_exp: bool = True
     leeway_seconds: float = Field(0.0, ge=0, le=MAX_LEEWAY_SECONDS)
     anonymous: Anonymous = "public"
+    client_metadata_keys: list[str] = Field(default_factory=list)
+
+    @field_validator("client_metadata_keys")
+    @classmethod
+    def _not_decided_by_the_token(cls, keys: list[str], info: ValidationInfo) -> list[str]:
+        """A key the token decides is never the client's, whatever the operator lists."""
+        entitlement_keys = info.data.get("entitlement_keys")
+        if entitlement_keys is None:
+            return keys  # entitlement_keys is invalid and reported on its own
+        for key in keys:
+            if key in token_metadata_keys(entitlement_keys):
+                raise ValueError(
+                    f"lists `{key}`, which the verified token decides "
+                    f"({_decided_by(key)}), so a client can never set it; remove it from this list"
+                )
+        return keys
 
     @model_validator(mode="after")
     def _distinct_key_ids(self) -> ChannelCredentials:
@@ -113,17 +141,20 @@ class ChannelSettings:
     verifier: TokenVerifier
     entitlement_keys: tuple[str, ...]
     anonymous: Anonymous
-
-    @property
-    def metadata_keys(self) -> tuple[str, ...]:
-        return token_metadata_keys(self.entitlement_keys)
+    client_metadata_keys: tuple[str, ...] = ()
 
 
 def token_metadata_keys(entitlement_keys: Iterable[str]) -> tuple[str, ...]:
     """Every message metadata key the channel writes from the verified token alone, the body's
-    claim to it discarded: the entitlement keys and ``user_id``. Any other key passes from the
-    request body as the client wrote it."""
+    claim to it discarded: the entitlement keys and ``user_id``. Of the other keys, only those in
+    ``client_metadata_keys`` pass from the request body; the rest are dropped."""
     return (*entitlement_keys, USER_ID_METADATA_KEY)
+
+
+def _decided_by(key: str) -> str:
+    if key == USER_ID_METADATA_KEY:
+        return "its subject, Rasa's user association"
+    return "an entitlement key"
 
 
 def channel_credentials(credentials: Mapping[str, Any] | None) -> ChannelCredentials:
@@ -145,7 +176,12 @@ def channel_settings(credentials: Mapping[str, Any] | None) -> ChannelSettings:
         require_exp=parsed.require_exp,
         leeway_seconds=parsed.leeway_seconds,
     )
-    return ChannelSettings(verifier, tuple(parsed.entitlement_keys), parsed.anonymous)
+    return ChannelSettings(
+        verifier,
+        tuple(parsed.entitlement_keys),
+        parsed.anonymous,
+        tuple(parsed.client_metadata_keys),
+    )
 
 
 def _explain(error: ValidationError) -> str:

@@ -13,8 +13,11 @@ ES256 with its public key; several keys at once to rotate them, see :mod:`creden
   started, so a downgrade, an expired or forged token, or no token, takes effect on that message.
 * A request without a valid token grants nothing and gets a conversation of its own,
   ``anonymous:<sender>``, which can never be a token holder's (or refused: ``anonymous: refuse``).
-* Whatever the body's ``metadata`` claims for the entitlement keys or ``user_id`` (Rasa's user
-  association) is discarded; other metadata passes unchanged.
+* The body's ``metadata`` is the client's word: a key passes from it only when the operator lists
+  it in ``client_metadata_keys`` (none by default), and a key the token decides (an entitlement
+  key, or ``user_id``, Rasa's user association) cannot be listed. So a key the store's
+  ``access_filters`` read and the channel was not told about reaches no search: a mismatch
+  between the two files fails closed, where neither can see the other.
 * ``/cancel_background_tasks/<sender_id>`` only acts on the caller's own conversation.
 
 credentials.yml (every key: :mod:`rasa_context_retrieval.channels.credentials`)::
@@ -22,6 +25,7 @@ credentials.yml (every key: :mod:`rasa_context_retrieval.channels.credentials`):
     rasa_context_retrieval.channels.entitled_rest.EntitledRestInput:
       secret_env: ENTITLEMENTS_SECRET      # environment variable holding the signing secret
       entitlement_keys: [plan]             # the keys access_filters reads
+      client_metadata_keys: [locale]       # body metadata the assistant may see (default: none)
 """
 
 from __future__ import annotations
@@ -92,13 +96,9 @@ class EntitledRestInput(RestInput):
         return self.sender_id(req)
 
     def get_metadata(self, request: Request) -> dict[str, Any]:
-        claimed = _body(request).get("metadata")
-        reserved = set(self.settings.metadata_keys)
-        metadata = {
-            key: value
-            for key, value in (claimed.items() if isinstance(claimed, Mapping) else ())
-            if key not in reserved
-        }
+        """The listed client keys from the body, then every key the token decides (written last,
+        so the token's word stands even on settings built without validation)."""
+        metadata = _client_metadata(_body(request), self.settings.client_metadata_keys)
         bearer = self.bearer(request)
         metadata.update(entitlements_for(bearer, self.entitlement_keys))
         if bearer is not None:
@@ -130,6 +130,14 @@ class EntitledRestInput(RestInput):
 def _body(request: Request) -> Mapping[str, Any]:
     body = request.json
     return body if isinstance(body, Mapping) else {}
+
+
+def _client_metadata(body: Mapping[str, Any], listed: tuple[str, ...]) -> dict[str, Any]:
+    """The body's ``metadata`` under the listed keys, exactly as spelt; nothing else of it."""
+    claimed = body.get("metadata")
+    if not isinstance(claimed, Mapping):
+        return {}
+    return {key: claimed[key] for key in listed if key in claimed}
 
 
 def _unauthorized() -> HTTPResponse:
