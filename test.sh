@@ -14,5 +14,7 @@ unset PYTHONDONTWRITEBYTECODE
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy rasa_context_retrieval addons
-# -n auto: one worker per core; every Milvus test runs on one of them (tests/conftest.py).
-exec .venv/bin/python -m pytest -n auto "$@"
+# One worker per core, plus one: a worker on a Milvus test file mostly waits for the server
+# (creating and loading collections), and the extra worker keeps the cores busy meanwhile. All
+# workers share one Milvus server (tests/conftest.py, tests/milvus_server.py).
+exec .venv/bin/python -m pytest -n "$(($(nproc) + 1))" "$@"

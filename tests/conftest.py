@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -26,9 +27,40 @@ settings.load_profile("suite")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 MILVUS_TEST_FILES = "test_milvus_"
-"""Every test marked ``milvus`` lives in a file named ``test_milvus_*.py``: in a parallel run
-(``pytest -n auto``) those files run on one worker, the one that starts the Milvus server (one
-per machine: its embedded etcd has a fixed port), while the other workers run the rest."""
+"""Every test marked ``milvus`` lives in a file named ``test_milvus_*.py``: after each such file,
+the collections it made are dropped and, when no Milvus test follows, the server is left
+(``pytest_runtest_teardown``)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Name the folder where the run's processes find the one Milvus server they share
+    (``tests/milvus_server.py``), before a parallel run's workers start and inherit it."""
+    from tests.milvus_server import STATE_DIR_VARIABLE
+
+    if not os.environ.get(STATE_DIR_VARIABLE):
+        import tempfile
+
+        os.environ[STATE_DIR_VARIABLE] = tempfile.mkdtemp(prefix="milvus-test-run-")
+        config.stash[_OWN_STATE_DIR] = os.environ[STATE_DIR_VARIABLE]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """In the process that named the folder (the controller of a parallel run), once every
+    worker has finished: stop a server that is still running (a run stopped half-way) and
+    remove the folder."""
+    folder = config.stash.get(_OWN_STATE_DIR, None)
+    if folder is None:
+        return
+    import shutil
+
+    from tests.milvus_server import STATE_DIR_VARIABLE, stop_server
+
+    stop_server()
+    shutil.rmtree(folder, ignore_errors=True)
+    del os.environ[STATE_DIR_VARIABLE]
+
+
+_OWN_STATE_DIR = pytest.StashKey[str]()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -39,34 +71,64 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     ]
     if strays:
         raise pytest.UsageError(
-            f"Tests marked milvus must be in a {MILVUS_TEST_FILES}*.py file, which a parallel run "
-            f"keeps on one worker: move {strays[:3]}"
+            f"Tests marked milvus must be in a {MILVUS_TEST_FILES}*.py file, after which the "
+            f"server is cleaned up: move {strays[:3]}"
         )
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, called only when it is installed
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``-n``'s distribution by test file (each file's module fixtures are set up on one worker
-    only), with the Milvus files as one unit of work.
+    """``-n``'s distribution by test file, each file's module fixtures set up on one worker only,
+    with the Milvus files spread over the workers and the server stopped after the last one.
+
+    All workers share one Milvus server. A worker on a Milvus file mostly waits for it (creating
+    and loading collections), so the files are handed out Milvus file and other file in turn,
+    largest first: while one worker waits on the server, the others keep the cores busy. Once
+    every Milvus test has finished, this controller stops the server, which a worker cannot
+    know (it sees only the files it was handed so far).
 
     (pytest-xdist's own ``xdist_group`` marks do not group anything under pytest 9, whose node
     ids it can no longer rename.)"""
     if config.getvalue("dist") != "load":
         return None  # another --dist was asked for
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.scheduler import LoadFileScheduling
 
-    class FilesAndMilvusOnOneWorker(LoadScopeScheduling):  # type: ignore[misc]
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "milvus" if path.rsplit("/", 1)[-1].startswith(MILVUS_TEST_FILES) else path
+    class MilvusFilesInTurn(LoadFileScheduling):  # type: ignore[misc]
+        milvus_tests_left: int | None = None
 
-    return FilesAndMilvusOnOneWorker(config, log)
+        def _assign_work_unit(self, node: Any) -> None:
+            if self.milvus_tests_left is None:
+                self.milvus_tests_left = sum(map(_names_milvus_file, self.collection))
+                milvus = [file for file in self.workqueue if _names_milvus_file(file)]
+                others = [file for file in self.workqueue if not _names_milvus_file(file)]
+                for pair in itertools.zip_longest(milvus, others):
+                    for file in filter(None, pair):
+                        self.workqueue.move_to_end(file)
+            super()._assign_work_unit(node)
+
+        def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+            super().mark_test_complete(node, item_index, duration)
+            if self.milvus_tests_left and _names_milvus_file(
+                self.registered_collections[node][item_index]
+            ):
+                self.milvus_tests_left -= 1
+                if self.milvus_tests_left == 0:
+                    from tests.milvus_server import stop_server
+
+                    stop_server()
+
+    return MilvusFilesInTurn(config, log)
+
+
+def _names_milvus_file(nodeid: str) -> bool:
+    return nodeid.split("::", 1)[0].rsplit("/", 1)[-1].startswith(MILVUS_TEST_FILES)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-    """After a Milvus test module's last test, once its fixtures are torn down, clean the
-    shared server up for what comes next (``tests/milvus_server.py``: ``leave_module``)."""
+    """After a Milvus test module's last test, once its fixtures are torn down, drop what it
+    left on the shared server and leave the server if no Milvus test comes next in this process
+    (``tests/milvus_server.py``: ``leave_module``)."""
     result = yield
     if _in_milvus_file(item) and (nextitem is None or nextitem.path != item.path):
         from tests.milvus_server import leave_module

@@ -11,7 +11,6 @@ precision, on a real Milvus server with the attribute in the JSON field and in a
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,9 +23,9 @@ from rasa_context_retrieval.filters.columns import MetadataColumns
 from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.knowledge.models import Chunk
-from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
 from tests.milvus_server import milvus_uri  # noqa: F401
+from tests.milvus_stores import synced_side_by_side
 
 pytestmark = pytest.mark.milvus
 
@@ -81,13 +80,16 @@ def fake_embed(texts: list[str]) -> np.ndarray:
     return np.stack([np.random.default_rng(seed).normal(size=DIMENSION) for seed in seeds])
 
 
+@pytest.fixture(scope="module")
+def stores(milvus_uri: str) -> Iterator[dict[str, MilvusChunkStore]]:  # noqa: F811
+    plans = {layout: (fields, CHUNKS) for layout, fields in LAYOUTS.items()}
+    with synced_side_by_side(milvus_uri, "parity", plans, fake_embed) as stores:
+        yield stores
+
+
 @pytest.fixture(scope="module", params=list(LAYOUTS))
-def store(milvus_uri: str, request: pytest.FixtureRequest) -> Iterator[MilvusChunkStore]:  # noqa: F811
-    config = MilvusConfig(uri=milvus_uri, collection=f"parity_{uuid.uuid4().hex[:8]}")
-    store = MilvusChunkStore.connect(config, LAYOUTS[request.param])
-    store.sync(CHUNKS, fake_embed)
-    yield store
-    store.close()
+def store(stores: dict[str, MilvusChunkStore], request: pytest.FixtureRequest) -> MilvusChunkStore:
+    return stores[request.param]
 
 
 def admitted(access: AccessFilter, chunks: list[Chunk]) -> set[str]:

@@ -11,7 +11,6 @@ an account number said in a message (the rules self-query) selects that account 
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Iterator
 
 import numpy as np
@@ -20,10 +19,10 @@ from langchain_core.structured_query import Comparator, Comparison
 
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.knowledge.models import Chunk
-from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.rows import ChunkTooLarge
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
 from tests.milvus_server import milvus_uri  # noqa: F401
+from tests.milvus_stores import synced_side_by_side
 from tests.self_query_support import rules_on
 from tests.test_filter_exact_numbers import CHUNKS, COMPARISONS, exact, faiss_ids
 
@@ -45,13 +44,16 @@ def fake_embed(texts: list[str]) -> np.ndarray:
     return np.stack([np.random.default_rng(seed).normal(size=DIMENSION) for seed in seeds])
 
 
+@pytest.fixture(scope="module")
+def stores(milvus_uri: str) -> Iterator[dict[str, MilvusChunkStore]]:  # noqa: F811
+    plans = {layout: (fields, STORABLE) for layout, fields in LAYOUTS.items()}
+    with synced_side_by_side(milvus_uri, "exact_ids", plans, fake_embed) as stores:
+        yield stores
+
+
 @pytest.fixture(scope="module", params=list(LAYOUTS))
-def store(milvus_uri: str, request: pytest.FixtureRequest) -> Iterator[MilvusChunkStore]:  # noqa: F811
-    config = MilvusConfig(uri=milvus_uri, collection=f"exact_ids_{uuid.uuid4().hex[:8]}")
-    store = MilvusChunkStore.connect(config, LAYOUTS[request.param])
-    store.sync(STORABLE, fake_embed)
-    yield store
-    store.close()
+def store(stores: dict[str, MilvusChunkStore], request: pytest.FixtureRequest) -> MilvusChunkStore:
+    return stores[request.param]
 
 
 @pytest.mark.parametrize("comparison", COMPARISONS, ids=str)

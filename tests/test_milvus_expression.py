@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,10 +35,10 @@ from rasa_context_retrieval.filters.faiss_translator import FaissTranslator
 from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import parse_filter
 from rasa_context_retrieval.knowledge.models import Chunk
-from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.expression import UNADDRESSABLE, UnaddressableAttribute
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
 from tests.milvus_server import milvus_uri  # noqa: F401
+from tests.milvus_stores import synced_side_by_side
 
 pytestmark = pytest.mark.milvus
 
@@ -142,12 +141,8 @@ LAYOUTS = {"json_fields": (), "typed_fields": DECLARED, "member_flags": WITH_MEM
 
 
 @pytest.fixture(scope="module", params=list(LAYOUTS))
-def store(milvus_uri: str, request: pytest.FixtureRequest) -> Iterator[MilvusChunkStore]:  # noqa: F811
-    config = MilvusConfig(uri=milvus_uri, collection=f"semantics_{uuid.uuid4().hex[:8]}")
-    store = MilvusChunkStore.connect(config, LAYOUTS[request.param])
-    store.sync(CHUNKS, fake_embed)
-    yield store
-    store.close()
+def store(stores: dict[str, MilvusChunkStore], request: pytest.FixtureRequest) -> MilvusChunkStore:
+    return stores[request.param]
 
 
 FAISS = FaissTranslator(MetadataColumns([chunk.metadata for chunk in CHUNKS]))
@@ -495,17 +490,24 @@ MIXED = mixed_chunks()
 MIXED_FAISS = FaissTranslator(MetadataColumns([chunk.metadata for chunk in MIXED]))
 
 
+MIXED_DECLARED = [
+    MetadataField(name=name, type=kind, values=MIXED_VOCABULARIES.get(name))  # type: ignore[arg-type]
+    for name, kind in MIXED_ATTRIBUTES.items()
+]
+
+
 @pytest.fixture(scope="module")
-def mixed_store(milvus_uri: str) -> Iterator[MilvusChunkStore]:  # noqa: F811
-    config = MilvusConfig(uri=milvus_uri, collection=f"mixed_{uuid.uuid4().hex[:8]}")
-    declared = [
-        MetadataField(name=name, type=kind, values=MIXED_VOCABULARIES.get(name))  # type: ignore[arg-type]
-        for name, kind in MIXED_ATTRIBUTES.items()
-    ]
-    store = MilvusChunkStore.connect(config, declared)
-    store.sync(MIXED, fake_embed)
-    yield store
-    store.close()
+def stores(milvus_uri: str) -> Iterator[dict[str, MilvusChunkStore]]:  # noqa: F811
+    """The chunks in each layout, and the mixed chunks in their typed layout, synced at once."""
+    plans = {layout: (fields, CHUNKS) for layout, fields in LAYOUTS.items()}
+    plans["mixed"] = (MIXED_DECLARED, MIXED)
+    with synced_side_by_side(milvus_uri, "semantics", plans, fake_embed) as stores:
+        yield stores
+
+
+@pytest.fixture(scope="module")
+def mixed_store(stores: dict[str, MilvusChunkStore]) -> MilvusChunkStore:
+    return stores["mixed"]
 
 
 MIXED_FILTERS = st.recursive(
