@@ -107,3 +107,9 @@ def test_a_replica_refuses_hybrid_search_in_one_message_that_says_why() -> None:
     message = str(refused.value)
     assert message.count("\n") == 1  # the header line and one fault
     assert "hybrid" in message and "BM25" in message and "Milvus 2.3" in message
+
+
+def test_bm25_is_on_by_default_except_on_a_replica_which_keeps_no_chunks_to_rank() -> None:
+    replica = StoreConfig.from_kwargs(REPLICA)
+    assert replica.hybrid is None and replica.lexical_search is False
+    assert StoreConfig.from_kwargs({**REPLICA, "hybrid": False}).lexical_search is False
