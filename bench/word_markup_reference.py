@@ -1,9 +1,12 @@
 """What our Word reader and ``mammoth`` (the reader ``markitdown`` uses for .docx) make of the
-markup around shown text: tracked changes, fields, smart tags, links, text boxes, notes.
+markup around shown text: tracked changes (a deleted paragraph mark too), fields, smart tags,
+links, text boxes, notes, tables of contents, page headers and footers, comments.
 
 Builds one small .docx per construct with the builders of ``tests/test_formats_word_markup.py``
-and prints, for each, our text and mammoth's Markdown (both with line breaks shown as ``⏎``).
-A reference, not a score: run ``PYTHONPATH=. python bench/word_markup_reference.py``.
+(and ``tests/test_formats_word.py``) and prints, for each, the text of the chunks we index
+(chunks separated by a blank line) and mammoth's Markdown (both with line breaks shown as
+``⏎``, tabs as ``⇥``). A reference, not a score: run
+``PYTHONPATH=. python bench/word_markup_reference.py``.
 """
 
 from __future__ import annotations
@@ -19,9 +22,18 @@ import mammoth
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from test_formats_word_markup import add_notes, add_paragraph, field, run, text_box  # noqa: E402
+from test_formats_word_markup import (  # noqa: E402
+    add_contents_field,
+    add_notes,
+    add_paragraph,
+    deleted_mark,
+    field,
+    run,
+    text_box,
+)
 
-from rasa_context_retrieval.knowledge.word import word_text  # noqa: E402
+from rasa_context_retrieval.knowledge.chunking import chunk_documents  # noqa: E402
+from rasa_context_retrieval.knowledge.loader import load_knowledge_base  # noqa: E402
 
 
 def tracked(document: Any) -> None:
@@ -95,6 +107,38 @@ def notes(document: Any) -> None:
     add_notes(document, "footnote", {1: "Weekends are not counted."})
 
 
+def deleted_paragraph_mark(document: Any) -> None:
+    add_paragraph(document, deleted_mark(run("Refunds take ")))
+    add_paragraph(document, run("five days."))
+    add_paragraph(document, run("Next paragraph."))
+
+
+def contents_field(document: Any) -> None:
+    document.add_heading("Contents", 1)
+    add_contents_field(document, ("Refunds", 2), ("Travel", 3))
+    document.add_heading("Refunds", 1)
+    document.add_paragraph("Refunds take a week.")
+
+
+def typed_contents(document: Any) -> None:
+    document.add_heading("Contents", 1)
+    document.add_paragraph("1 Lending\t2")
+    document.add_paragraph("2 Fees .......... 3")
+    document.add_heading("Fees", 1)
+    document.add_paragraph("Late return, per day\t2")
+    document.add_paragraph("Lost card\t5")
+
+
+def headers_footers_comments(document: Any) -> None:
+    section = document.sections[0]
+    section.header.paragraphs[0].text = "Company confidential"
+    section.footer.paragraphs[0].text = "Page 3 of 12"
+    paragraph = document.add_paragraph("Refunds take ")
+    commented = paragraph.add_run("a week")
+    paragraph.add_run(".")
+    document.add_comment(commented, text="Check this with legal.", author="Ann")
+
+
 CONSTRUCTS: dict[str, Callable[[Any], None]] = {
     "tracked changes": tracked,
     "simple field": simple_field,
@@ -102,6 +146,10 @@ CONSTRUCTS: dict[str, Callable[[Any], None]] = {
     "smart tag, link": smart_tag_and_link,
     "text box": text_boxes,
     "footnote": notes,
+    "deleted paragraph mark": deleted_paragraph_mark,
+    "table of contents field": contents_field,
+    "contents typed as paragraphs": typed_contents,
+    "header, footer, comment": headers_footers_comments,
 }
 
 
@@ -112,11 +160,12 @@ def main() -> None:
             build(document)
             path = Path(folder) / "construct.docx"
             document.save(str(path))
-            ours, _ = word_text(path.read_bytes())
+            documents = load_knowledge_base(Path(folder), extra_suffixes=(".docx",)).documents
+            ours = "\n\n".join(chunk.text for chunk in chunk_documents(documents, 500, 50))
             with path.open("rb") as file:
                 theirs = mammoth.convert_to_markdown(file).value.strip()  # type: ignore[attr-defined]
-            print(f"## {name}\n- ours:    {ours.replace(chr(10), '⏎')}")
-            print(f"- mammoth: {theirs.replace(chr(10), '⏎')}\n")
+            print(f"## {name}\n- ours:    {ours.replace(chr(10), '⏎').replace(chr(9), '⇥')}")
+            print(f"- mammoth: {theirs.replace(chr(10), '⏎').replace(chr(9), '⇥')}\n")
 
 
 if __name__ == "__main__":

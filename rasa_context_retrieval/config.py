@@ -39,6 +39,7 @@ from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.filters.syntax import attributes_of, parse_filter
 from rasa_context_retrieval.knowledge.faq_table import ANSWER_COLUMN, QUESTION_COLUMN
 from rasa_context_retrieval.llm.block import LLMBlock
+from rasa_context_retrieval.milvus.attribute_names import unaddressable_reason
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.query_embedding.modes import DocumentPrecision, QueryEmbedderMode
 from rasa_context_retrieval.result_metadata import ResultMetadataChoice
@@ -247,6 +248,29 @@ class StoreConfig(BaseModel):
         if duplicates:
             raise ValueError(f"attribute(s) {duplicates} declared twice; declare each once")
         return fields
+
+    @field_validator("metadata_fields", "slot_filters", "access_filters")
+    @classmethod
+    def _milvus_can_filter_on_the_attributes(cls, named: Any, info: ValidationInfo) -> Any:
+        """On ``backend: milvus``, an attribute Milvus cannot address is refused here, at
+        start-up, rather than at each search that filters on it (FAISS takes any name)."""
+        if info.data.get("backend") != "milvus":
+            return named
+        if isinstance(named, Mapping):
+            attributes = [(f" (of `{key}`)", name) for key, name in named.items()]
+        else:
+            attributes = [("", field.name) for field in named]
+        faults = [
+            f"the attribute {name!r}{of}: {reason}"
+            for of, name in attributes
+            if (reason := unaddressable_reason(name))
+        ]
+        if faults:
+            raise ValueError(
+                "; ".join(faults) + "; rename the attribute here and in the documents, or use "
+                "`backend: faiss`, which filters on any name"
+            )
+        return named
 
     @field_validator("filter")
     @classmethod

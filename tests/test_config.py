@@ -230,3 +230,46 @@ def test_a_milvus_timeout_of_true_is_refused(tmp_path: Path):
     milvus = {"uri": "http://localhost:19530", "collection": "kb", "timeout_s": True}
     with pytest.raises(ConfigurationError, match="vector_store.milvus.timeout_s"):
         StoreConfig.from_kwargs({"docs": str(tmp_path), "backend": "milvus", "milvus": milvus})
+
+
+UNADDRESSABLE_NAME = "plan][tier"
+"""An attribute name Milvus 2.3 cannot filter on: its server splits a JSON path at ``][`` and
+stops when ``json_contains_any`` runs over such a path."""
+
+
+@pytest.mark.parametrize(
+    ("named", "key"),
+    [
+        (
+            {"metadata_fields": [{"name": UNADDRESSABLE_NAME, "type": "list[string]"}]},
+            "metadata_fields: the attribute",
+        ),
+        ({"slot_filters": {"plan": UNADDRESSABLE_NAME}}, "slot_filters: the attribute"),
+        ({"access_filters": {"plan": UNADDRESSABLE_NAME}}, "access_filters: the attribute"),
+    ],
+)
+def test_an_attribute_milvus_cannot_filter_on_is_refused_at_connect_on_milvus_only(
+    tmp_path: Path, named: dict, key: str
+):
+    """Refused when the store connects, before any server is reached or anything is embedded;
+    FAISS filters on any name, so the same block with it is accepted."""
+    from rasa.utils.endpoints import EndpointConfig
+
+    from rasa_context_retrieval.store import ContextRetrieval
+
+    class NeverEmbeds:
+        model = "unused"
+
+        def embed(self, texts: list[str]) -> None:
+            raise AssertionError("embedded before the configuration was checked")
+
+    (tmp_path / "a.md").write_text("Q: Anything?\nA: Never embedded.\n")
+    block = {"docs": str(tmp_path), "index_path": str(tmp_path / "index"), **named}
+    milvus = {"backend": "milvus", "milvus": {"uri": "http://localhost:1", "collection": "kb"}}
+    with pytest.raises(ConfigurationError) as raised:
+        ContextRetrieval(embeddings=NeverEmbeds()).connect(EndpointConfig(**block, **milvus))
+    message = str(raised.value)
+    assert f"vector_store.{key} {UNADDRESSABLE_NAME!r}" in message
+    assert "']['" in message and "backend: faiss" in message
+    assert not (tmp_path / "index").exists()
+    assert StoreConfig.from_kwargs(block).backend == "faiss"

@@ -261,6 +261,42 @@ def test_a_contents_table_printed_over_two_pages_is_left_out(tmp_path: Path):
     assert [chunk.text for chunk in chunks] == ["# Lending\n\nBooks are lent for three weeks."]
 
 
+def test_a_contents_typed_as_paragraphs_is_left_out_and_a_price_list_is_not(tmp_path: Path):
+    """A contents typed by hand, a line per section ending in its page number after a tab or
+    dot leaders, under a Contents heading, is left out as a contents table is. Lines ending
+    in numbers under another heading (a price list), or not in page order, are indexed as
+    typed."""
+    from structlog.testing import capture_logs
+
+    document = docx.Document()
+    document.add_heading("Contents", 1)
+    document.add_paragraph("1 Lending\t2")
+    document.add_paragraph("2 Fees .......... 3")
+    document.add_paragraph("3 Opening hours\u2026\u2026\u20264")
+    document.add_heading("Lending", 1)
+    document.add_paragraph("Books are lent for three weeks.")
+    document.add_heading("Fees", 1)
+    document.add_paragraph("Late return, per day\t2")
+    document.add_paragraph("Lost card\t5")
+    document.add_heading("Contents", 2)
+    document.add_paragraph("Lost card\t5")
+    document.add_paragraph("Late return\t2")
+    document.save(str(tmp_path / "library.docx"))
+
+    with capture_logs() as logs:
+        chunks = chunk_documents(
+            load_knowledge_base(tmp_path, extra_suffixes=WORD).documents, 500, 50
+        )
+
+    assert [chunk.text for chunk in chunks] == [
+        "# Lending\n\nBooks are lent for three weeks.",
+        "# Fees\n\nLate return, per day\t2\n\nLost card\t5\n\n"
+        "## Contents\n\nLost card\t5\n\nLate return\t2",
+    ]
+    (left_out,) = [log for log in logs if log["event"] == "knowledge.chunking.contents_left_out"]
+    assert left_out["entries"] == 3
+
+
 def test_merged_table_cells_fill_every_column_and_row_they_cover(tmp_path: Path):
     document = docx.Document()
     table = document.add_table(rows=3, cols=3)

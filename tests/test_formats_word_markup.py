@@ -11,6 +11,7 @@ import pytest
 
 from rasa_context_retrieval.knowledge.chunking import chunk_documents
 from rasa_context_retrieval.knowledge.loader import load_knowledge_base
+from tests.test_formats_word import content_control
 
 docx = pytest.importorskip("docx")
 
@@ -267,3 +268,119 @@ def test_footnotes_and_endnotes_are_read_with_the_sentence_that_cites_them(tmp_p
     ]
     assert entries == [("Refunds", "Yes.\nVisa or Mastercard.")]
     assert any(c.text.endswith("Trains are covered.\nOnly in Europe.") for c in chunks)
+
+
+def deleted_mark(inner: str, style: str = "") -> str:
+    """A paragraph whose mark a reviewer deleted (a tracked change): Word shows it joined to
+    the paragraph after it."""
+    shown_style = f'<w:pStyle w:val="{style}"/>' if style else ""
+    return f'<w:pPr>{shown_style}<w:rPr><w:del w:id="7" w:author="Ann"/></w:rPr></w:pPr>{inner}'
+
+
+def test_a_paragraph_whose_mark_was_deleted_reads_joined_to_the_next(tmp_path: Path):
+    """Deleting the Enter between two paragraphs, with changes tracked, shows them as one
+    paragraph (with the style of the one whose mark remains): the sentence is read whole, once.
+    A deleted mark with no paragraph right after it to join (a table follows, the document
+    ends) loses no text."""
+    from docx.oxml import parse_xml
+
+    document = docx.Document()
+    add_paragraph(document, deleted_mark(run("Refunds take "), style="Heading1"))
+    add_paragraph(document, deleted_mark(run("five working ")))
+    add_paragraph(document, run("days.") + '<w:r><w:footnoteReference w:id="1"/></w:r>')
+    add_paragraph(document, run("Send the form."))
+    add_paragraph(document, deleted_mark(run("Compare plans:")))
+    table = document.add_table(rows=1, cols=2)
+    table.cell(0, 0).text = "Premium"
+    cell = table.cell(0, 1)._tc
+    cell.remove(cell.p_lst[0])
+    for inner in (deleted_mark(run("30 ")), run("days")):
+        cell.append(parse_xml(f"<w:p {NAMESPACES}>{inner}</w:p>"))
+    add_paragraph(document, deleted_mark(run("Signed.")))
+    add_notes(document, "footnote", {1: "Weekends are not counted."})
+
+    text = text_of(document, tmp_path)
+
+    assert text == (
+        "Refunds take five working days.\nWeekends are not counted.\n\nSend the form.\n\n"
+        "Compare plans:\n\n| Premium | 30 days |\n| --- | --- |\n\nSigned."
+    )
+
+
+def contents_entry(title: str, page: int) -> str:
+    """An entry of Word's table of contents: a link to the heading, a tab, and its page
+    number as a ``PAGEREF`` field."""
+    return (
+        f'<w:hyperlink w:anchor="_Toc{page}">{run(title)}<w:r><w:tab/></w:r>'
+        + field("begin")
+        + run(f" PAGEREF _Toc{page} \\h ", "w:instrText")
+        + field("separate")
+        + run(str(page))
+        + field("end")
+        + "</w:hyperlink>"
+    )
+
+
+def add_contents_field(document: Any, *entries: tuple[str, int]) -> None:
+    """Word's table of contents inserted as a field (References > Table of Contents > Custom,
+    typed as a field, or any document without the content control): the field begins in the
+    paragraph of the first entry and ends in a paragraph of its own after the last; Word may
+    save its code in several runs."""
+    (title, page), *rest = entries
+    add_paragraph(
+        document,
+        field("begin")
+        + run(' toc \\o "1-3" ', "w:instrText")  # typed in a field (Ctrl+F9): any case
+        + run("\\h \\z \\u ", "w:instrText")
+        + field("separate")
+        + contents_entry(title, page),
+    )
+    for title, page in rest:
+        add_paragraph(document, contents_entry(title, page))
+    add_paragraph(document, field("end"))
+
+
+def test_word_s_table_of_contents_is_left_out_with_its_heading(tmp_path: Path):
+    """A table of contents, as a field or as the content control Word puts one in, lists
+    section titles and page numbers: nothing a user asks about. It is left out, and so is a
+    Contents heading typed right above it; every section it lists is indexed, and a field
+    left open (a damaged file) loses no text."""
+    document = docx.Document()
+    document.add_heading("Contents", 1)
+    add_contents_field(document, ("Refunds", 2), ("Travel", 3))
+    document.add_heading("Refunds", 1)
+    add_paragraph(document, run("Refunds take a week."))
+    document.add_paragraph("Table of contents")
+    contents = document.add_paragraph("placeholder")
+    contents._p.addnext(content_control("Refunds\t2", block=True, gallery="Table of Contents"))
+    contents._p.getparent().remove(contents._p)
+    document.add_heading("Travel", 1)
+    add_paragraph(document, run("Trains are covered."))
+    add_paragraph(document, field("begin") + run(" TOC \\o ", "w:instrText") + field("separate"))
+    add_paragraph(document, run("Buses are not."))
+
+    text = text_of(document, tmp_path)
+
+    assert text == (
+        "# Refunds\n\nRefunds take a week.\n\n# Travel\n\nTrains are covered.\n\nBuses are not."
+    )
+
+
+def test_page_headers_footers_and_review_comments_are_not_indexed(tmp_path: Path):
+    """A page header or footer repeats on every page ("Company confidential", "Page 3"): it
+    would put the same noise in every chunk it was read into. A comment is a reviewer's note,
+    not published text. Neither is indexed; the sentence a comment is anchored on reads whole."""
+    document = docx.Document()
+    section = document.sections[0]
+    section.header.paragraphs[0].text = "Company confidential"
+    section.different_first_page_header_footer = True
+    section.first_page_header.paragraphs[0].text = "Draft for review"
+    section.footer.paragraphs[0].text = "Page 3 of 12"
+    paragraph = document.add_paragraph("Refunds take ")
+    commented = paragraph.add_run("a week")
+    paragraph.add_run(".")
+    document.add_comment(commented, text="Check this with legal.", author="Ann")
+
+    text = text_of(document, tmp_path)
+
+    assert text == "Refunds take a week."

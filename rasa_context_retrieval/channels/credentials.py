@@ -21,7 +21,7 @@ Unknown keys are errors, so a misspelt ``requier_exp`` cannot silently leave a c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -38,6 +38,8 @@ from rasa_context_retrieval.channels.verification_keys import (
 )
 
 DEFAULT_SECRET_ENV = "ENTITLEMENTS_SECRET"
+USER_ID_METADATA_KEY = "user_id"
+"""Rasa associates a conversation with ``metadata["user_id"]``; only a token may set it."""
 MAX_LEEWAY_SECONDS = 300
 Anonymous = Literal["public", "refuse"]
 
@@ -112,13 +114,30 @@ class ChannelSettings:
     entitlement_keys: tuple[str, ...]
     anonymous: Anonymous
 
+    @property
+    def metadata_keys(self) -> tuple[str, ...]:
+        return token_metadata_keys(self.entitlement_keys)
+
+
+def token_metadata_keys(entitlement_keys: Iterable[str]) -> tuple[str, ...]:
+    """Every message metadata key the channel writes from the verified token alone, the body's
+    claim to it discarded: the entitlement keys and ``user_id``. Any other key passes from the
+    request body as the client wrote it."""
+    return (*entitlement_keys, USER_ID_METADATA_KEY)
+
+
+def channel_credentials(credentials: Mapping[str, Any] | None) -> ChannelCredentials:
+    """The entry validated, its keys not loaded (the pre-flight check reads its metadata keys
+    where the signing secrets may be absent); raise one-line :class:`CredentialsError`."""
+    try:
+        return ChannelCredentials.model_validate(dict(credentials or {}))
+    except ValidationError as error:
+        raise CredentialsError(_explain(error)) from None
+
 
 def channel_settings(credentials: Mapping[str, Any] | None) -> ChannelSettings:
     """Validate the entry and load its keys; raise one-line :class:`CredentialsError` otherwise."""
-    try:
-        parsed = ChannelCredentials.model_validate(dict(credentials or {}))
-    except ValidationError as error:
-        raise CredentialsError(_explain(error)) from None
+    parsed = channel_credentials(credentials)
     verifier = TokenVerifier(
         keys=parsed.verification_keys(),
         audience=parsed.audiences(),

@@ -37,12 +37,14 @@ from sanic.request import Request
 from sanic.response import BaseHTTPResponse, HTTPResponse, ResponseStream
 
 from rasa_context_retrieval.channels.bearer_token import Bearer, entitlements_for
-from rasa_context_retrieval.channels.credentials import ChannelSettings, channel_settings
+from rasa_context_retrieval.channels.credentials import (
+    USER_ID_METADATA_KEY,
+    ChannelSettings,
+    channel_settings,
+)
 
 SUBJECT_SENDER_PREFIX = "user:"
 ANONYMOUS_SENDER_PREFIX = "anonymous:"
-USER_ID_METADATA_KEY = "user_id"
-"""Rasa associates a conversation with ``metadata["user_id"]``; only a token may set it."""
 CANCEL_ROUTE = "cancel_background_tasks"
 _UNVERIFIED = object()
 
@@ -91,7 +93,7 @@ class EntitledRestInput(RestInput):
 
     def get_metadata(self, request: Request) -> dict[str, Any]:
         claimed = _body(request).get("metadata")
-        reserved = {*self.entitlement_keys, USER_ID_METADATA_KEY}
+        reserved = set(self.settings.metadata_keys)
         metadata = {
             key: value
             for key, value in (claimed.items() if isinstance(claimed, Mapping) else ())

@@ -40,7 +40,7 @@ from rasa_context_retrieval.knowledge.table_chunks import (
 
 logger = structlog.get_logger()
 
-CHUNKER_VERSION = 11
+CHUNKER_VERSION = 12
 """Part of the index fingerprint: bump it whenever chunk texts or chunk metadata change."""
 
 _ENTRY_SEPARATOR = re.compile(r"\n\s*\n")

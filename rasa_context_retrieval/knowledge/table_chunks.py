@@ -62,7 +62,7 @@ def is_contents(lead: list[str], table: TableLines) -> bool:
     """Whether a table is a table of contents: printed under a ``Contents`` heading, with a
     page number ending every row (the header row too: a contents page has no header) in
     page order."""
-    if not lead or _title(lead[-1]) not in CONTENTS_TITLES:
+    if not lead or not is_contents_title(lead[-1]):
         return False
     return _page_numbers(table) is not None
 
@@ -85,6 +85,12 @@ def _page_numbers(table: TableLines) -> list[int] | None:
         return None
     numbers = [int(page) for page in pages]
     return numbers if numbers == sorted(numbers) else None
+
+
+def is_contents_title(block: str) -> bool:
+    """Whether a block is a heading a table of contents is printed under (``Contents``,
+    ``# Table of contents``, ``Inhalt:``)."""
+    return _title(block) in CONTENTS_TITLES
 
 
 def _title(block: str) -> str:

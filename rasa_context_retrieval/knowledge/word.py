@@ -9,8 +9,16 @@ stands; python-docx's own iteration (``iter_inner_content``, ``Paragraph.text``,
 The walk reads what Word shows in its default view, at the one place runs are read
 (``_shown_runs``): tracked insertions and moves not yet accepted, links, smart tags and the
 results of fields are read; tracked deletions (and deleted table rows) and field codes are not.
+A paragraph whose mark was deleted is read joined to the next one (``_joined``).
 The footnotes and endnotes a paragraph cites are read with it (``_cited_notes``), and its text
 boxes right after it, once, not again from their copy for older readers (``_text_boxes``).
+Word's own table of contents is left out (``_leave_out_contents``), and so is one typed by hand
+(``_typed_contents``).
+
+Page headers and footers and review comments are not read (they are parts of the file beside
+the body, which the walk never opens): a header or footer repeats on every page ("Company
+confidential", "Page 3 of 12"), noise that would match every question in every chunk; a
+comment is a reviewer's note about the text, not text published to readers.
 
 ``python-docx`` (MIT) reads styles and core properties directly (``documentation/formats.md``);
 its XML parser does not resolve entities, so XXE in a document is never followed. A .docx is a
@@ -22,19 +30,29 @@ so a zip bomb is refused, not unpacked (``knowledge.office_zip``). It is an opti
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from rasa_context_retrieval.errors import ContextRetrievalError
-from rasa_context_retrieval.knowledge.markdown_table import markdown_table
+from rasa_context_retrieval.knowledge.markdown_table import markdown_table, table_parts
 from rasa_context_retrieval.knowledge.office_zip import office_library
 from rasa_context_retrieval.knowledge.qa_entries import entries_joined
 from rasa_context_retrieval.knowledge.sections import heading_of
+from rasa_context_retrieval.knowledge.table_chunks import is_contents, is_contents_title
 
 DOCX_SUFFIX = ".docx"
 CONTENTS_GALLERY = "Table of Contents"
 """The building-block gallery of the content control Word inserts a table of contents in
 (``w:docPartGallery``; the same in every language of Word)."""
+CONTENTS_FIELD = "TOC"
+"""The field code of a table of contents (``TOC \\o "1-3" \\h``, or ``TOC \\c "Figure"`` for a
+table of figures); the same in every language of Word."""
+CONTENTS_ENTRY = re.compile(r"^(?P<title>\S.*?)(?:\t+|\s*(?:\.\s?){3,}|\s*…+)\s*(?P<page>\d{1,4})$")
+"""A line of a contents typed by hand: a title, then a tab (Word draws its dot leader) or
+typed dots (``....``, or ``…`` as Word's AutoCorrect turns three dots), then a page number."""
+CONTENTS_MIN_ENTRIES = 2
+"""A typed contents has several entries; one line under a Contents heading is left as typed."""
 _WORDPROCESSING = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 _MARKUP_COMPATIBILITY = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 
@@ -62,16 +80,48 @@ def word_text(raw: bytes) -> tuple[str, dict[str, Any]]:
     docx = office_library(raw, "docx", "Word", WordUnreadable)
     try:
         document = docx.Document(io.BytesIO(raw))
+        _leave_out_contents(document.element.body)
         blocks = list(_blocks(document.element.body, document, _notes(document)))
         title = document.core_properties.title
     except WordUnreadable:
         raise
     except Exception as error:  # python-docx raises KeyError, ValueError, lxml errors, ...
         raise WordUnreadable(f"corrupt Word file ({type(error).__name__})") from None
-    text = "\n\n".join(entries_joined([block for block in blocks if block.strip()]))
+    shown = _typed_contents([block for block in blocks if block.strip()])
+    text = "\n\n".join(entries_joined(list(shown)))
     if not text.strip():
         raise WordUnreadable("Word file has no text")
     return text, ({"title": title.strip()} if title and title.strip() else {})
+
+
+def _typed_contents(blocks: list[str]) -> Iterator[str]:
+    """The blocks, with a table of contents typed as paragraphs (``CONTENTS_ENTRY`` lines
+    right under a Contents heading) written as the table it stands for, when it is one by the
+    chunker's rule (``table_chunks.is_contents``: every entry ends in a page number, in page
+    order): a PDF's contents page reaches the chunker as such a table, and is left out there
+    with the reason in the log. Lines that are not (a price list, numbers out of order) stay
+    as they were typed."""
+    index = 0
+    while index < len(blocks):
+        yield blocks[index]
+        entries = _entries_after(blocks, index) if is_contents_title(blocks[index]) else []
+        table = markdown_table(entries)
+        lines = table_parts(table)
+        if len(entries) >= CONTENTS_MIN_ENTRIES and lines and is_contents([blocks[index]], lines):
+            yield table
+            index += len(entries)
+        index += 1
+
+
+def _entries_after(blocks: list[str], heading: int) -> list[list[str]]:
+    """The title and page number of each ``CONTENTS_ENTRY`` line right after ``heading``."""
+    entries: list[list[str]] = []
+    for block in blocks[heading + 1 :]:
+        entry = CONTENTS_ENTRY.match(block)
+        if entry is None:
+            break
+        entries.append([entry["title"], entry["page"]])
+    return entries
 
 
 Notes = Mapping[tuple[str, str], Any]
@@ -80,18 +130,17 @@ tag (``w:footnoteReference`` or ``w:endnoteReference``) and the note's ``w:id``.
 
 
 def _blocks(container: Any, document: Any, notes: Notes) -> Iterator[str]:
-    """The Markdown blocks of a body (or a text box): each paragraph with the notes it cites,
-    then its text boxes, and each table."""
-    from docx.text.paragraph import Paragraph
-
-    for element in _content(container, "w:p", "w:tbl"):
-        if element.tag == _qn("w:tbl"):
-            yield _markdown_table(element, notes)
+    """The Markdown blocks of a body (or a text box): each paragraph (as Word shows it, joined
+    to the next where its mark was deleted) with the notes it cites, then its text boxes, and
+    each table."""
+    for shown in _joined(_content(container, "w:p", "w:tbl")):
+        if shown[0].tag == _qn("w:tbl"):
+            yield _markdown_table(shown[0], notes)
             continue
-        paragraph = _markdown_paragraph(Paragraph(element, document))
+        paragraph = _markdown_paragraph(shown, document)
         cited = [
             line.strip()
-            for note in _cited_notes(element, notes)
+            for note in _cited_notes(shown, notes)
             for line in _lines(note, {})
             if line.strip()
         ]
@@ -99,8 +148,31 @@ def _blocks(container: Any, document: Any, notes: Notes) -> Iterator[str]:
             yield from (paragraph, *cited)
         else:
             yield "\n".join(line for line in (paragraph, *cited) if line)
-        for box in _text_boxes(element):
+        for box in _text_boxes(shown):
             yield from _blocks(box, document, notes)
+
+
+def _joined(elements: Iterable[Any]) -> Iterator[list[Any]]:
+    """The paragraphs and tables of a container as Word shows them: a paragraph whose mark is
+    a tracked deletion (``w:pPr/w:rPr/w:del``, a reviewer deleted the Enter after it) is
+    joined to the paragraph after it, so each item is a table alone or the paragraphs shown
+    as one (the last holds the mark that remains, and with it the style). A deleted mark
+    before a table or at the end of the container has nothing to join: its paragraph is shown
+    alone, never dropped."""
+    paragraphs: list[Any] = []
+    for element in elements:
+        if element.tag == _qn("w:tbl"):
+            if paragraphs:
+                yield paragraphs
+                paragraphs = []
+            yield [element]
+            continue
+        paragraphs.append(element)
+        if element.find(f"{_qn('w:pPr')}/{_qn('w:rPr')}/{_qn('w:del')}") is None:
+            yield paragraphs
+            paragraphs = []
+    if paragraphs:
+        yield paragraphs
 
 
 def _content(container: Any, *tags: str) -> Iterator[Any]:
@@ -137,27 +209,28 @@ def _shown_runs(paragraph: Any) -> Iterator[Any]:
             yield run
 
 
-def _inline_text(paragraph: Any) -> str:
-    """A paragraph's text: the text of the runs Word shows (python-docx's ``text`` of each)."""
-    return "".join(run.text for run in _shown_runs(paragraph))
+def _inline_text(shown: list[Any]) -> str:
+    """The text of paragraphs shown as one (``_joined``): the text of the runs Word shows
+    (python-docx's ``text`` of each), one paragraph's after the other's, as Word joins them."""
+    return "".join(run.text for paragraph in shown for run in _shown_runs(paragraph))
 
 
-def _cited_notes(paragraph: Any, notes: Notes) -> Iterator[Any]:
+def _cited_notes(shown: list[Any], notes: Notes) -> Iterator[Any]:
     """The footnotes and endnotes a paragraph cites, in order. A note is small print that
     qualifies its sentence (an exception, a condition), so it is read with that paragraph, as
     lines of its block: in its section, its chunk, and a ``Q:``/``A:`` entry's answer, rather
     than at the end of the document. The note's number is not written after the cited word."""
-    for run in _shown_runs(paragraph):
+    for run in (run for paragraph in shown for run in _shown_runs(paragraph)):
         for reference in run.iterchildren():
             note = notes.get((reference.tag, reference.get(_qn("w:id")) or ""))
             if note is not None:
                 yield note
 
 
-def _text_boxes(paragraph: Any) -> Iterator[Any]:
+def _text_boxes(shown: list[Any]) -> Iterator[Any]:
     """The text boxes (``w:txbxContent``) drawn in a paragraph's shown runs: a sidebar or a
     callout, shown text read right after the paragraph it stands in."""
-    for run in _shown_runs(paragraph):
+    for run in (run for paragraph in shown for run in _shown_runs(paragraph)):
         yield from _drawn_text_boxes(run)
 
 
@@ -176,6 +249,72 @@ def _drawn_text_boxes(element: Any) -> Iterator[Any]:
         children = (choices or children)[:1]
     for child in children:
         yield from _drawn_text_boxes(child)
+
+
+def _leave_out_contents(body: Any) -> None:
+    """Takes Word's own tables of contents out of the body before it is read: the content
+    control Word inserts one in (``CONTENTS_GALLERY``), and a ``TOC`` field (inserted without
+    the control, or by another editor), from the run that begins it to the run that ends it,
+    with the paragraphs between; and a Contents heading typed right above either
+    (``table_chunks.is_contents_title``). Its entries are section titles and page numbers,
+    nothing a user asks about; the chunker leaves a contents *table* out for the same reason
+    (``knowledge.chunking``), and here Word says which part is one, so no guess is made."""
+    for control in [control for control in body.iter(_qn("w:sdt")) if _is_contents(control)]:
+        _leave_out_title_before(control)
+        _detach(control)
+    for field_runs in list(_contents_fields(body)):
+        shown = list(_content(body, "w:p", "w:tbl"))
+        first, last = field_runs[0][0], field_runs[-1][0]
+        if first not in shown or last not in shown:
+            continue  # inside a table of contents taken out already
+        for _, run in field_runs:
+            _detach(run)
+        for element in shown[shown.index(first) + 1 : shown.index(last)]:
+            _detach(element)
+        if not _inline_text([first]).strip():
+            _leave_out_title_before(first)
+
+
+def _contents_fields(body: Any) -> Iterator[list[tuple[Any, Any]]]:
+    """Each ``TOC`` field among the body's paragraphs, as the (paragraph, run) pairs from the
+    run that begins it to the run that ends it: its result goes on over many paragraphs, one
+    per entry. A field never ended (a damaged file) is none, so no text after it is lost."""
+    runs = [
+        (paragraph, run)
+        for paragraph in _content(body, "w:p")
+        for run in _content(paragraph, "w:r")
+    ]
+    fields: list[tuple[int, list[str]]] = []  # each open field: its first run, its code
+    for index, (_, run) in enumerate(runs):
+        for mark in run.iterchildren(_qn("w:fldChar"), _qn("w:instrText")):
+            if mark.tag == _qn("w:instrText") and fields:
+                fields[-1][1].append(mark.text or "")
+            elif mark.get(_qn("w:fldCharType")) == "begin":
+                fields.append((index, []))
+            elif mark.get(_qn("w:fldCharType")) == "end" and fields:
+                start, code = fields.pop()
+                if "".join(code).upper().split()[:1] == [CONTENTS_FIELD]:  # codes ignore case
+                    yield runs[start : index + 1]
+
+
+def _leave_out_title_before(element: Any) -> None:
+    """Takes out the paragraph right above ``element`` when it is a Contents heading."""
+    above = element.getprevious()
+    while above is not None and above.tag not in {_qn("w:p"), _qn("w:tbl"), _qn("w:sdt")}:
+        above = above.getprevious()  # a bookmark or a tracked-change mark between them
+    if above is not None and above.tag == _qn("w:p") and is_contents_title(_inline_text([above])):
+        _detach(above)
+
+
+def _is_contents(control: Any) -> bool:
+    gallery = control.find(f"{_qn('w:sdtPr')}/{_qn('w:docPartObj')}/{_qn('w:docPartGallery')}")
+    return gallery is not None and gallery.get(_qn("w:val")) == CONTENTS_GALLERY
+
+
+def _detach(element: Any) -> None:
+    parent = element.getparent()
+    if parent is not None:
+        parent.remove(element)
 
 
 def _notes(document: Any) -> Notes:
@@ -197,18 +336,13 @@ def _notes(document: Any) -> Notes:
 
 def _control_content(element: Any) -> Any:
     """What a content control (``w:sdt``) shows, its ``w:sdtContent``; None for any other
-    element, for a control still showing its placeholder ("Click or tap here to enter text.",
-    a field nobody filled in), and for the control Word puts a table of contents in (titles
-    and page numbers that say nothing a user asks about)."""
+    element and for a control still showing its placeholder ("Click or tap here to enter
+    text.", a field nobody filled in). The control holding a table of contents was taken out
+    before (``_leave_out_contents``)."""
     if element.tag != _qn("w:sdt"):
         return None
-    properties = element.find(_qn("w:sdtPr"))
-    if properties is not None:
-        if properties.find(_qn("w:showingPlcHdr")) is not None:
-            return None
-        gallery = properties.find(f"{_qn('w:docPartObj')}/{_qn('w:docPartGallery')}")
-        if gallery is not None and gallery.get(_qn("w:val")) == CONTENTS_GALLERY:
-            return None
+    if element.find(f"{_qn('w:sdtPr')}/{_qn('w:showingPlcHdr')}") is not None:
+        return None
     return element.find(_qn("w:sdtContent"))
 
 
@@ -218,8 +352,12 @@ def _qn(tag: str) -> str:
     return str(qn(tag))
 
 
-def _markdown_paragraph(paragraph: Any) -> str:
-    text = _inline_text(paragraph._p).strip()
+def _markdown_paragraph(shown: list[Any], document: Any) -> str:
+    """Paragraphs shown as one (``_joined``) as a Markdown line, styled by the last."""
+    from docx.text.paragraph import Paragraph
+
+    paragraph = Paragraph(shown[-1], document)
+    text = _inline_text(shown).strip()
     style = (paragraph.style.name if paragraph.style is not None else "") or ""
     if not text:
         return ""
@@ -265,11 +403,12 @@ def _cell_text(cell: Any, notes: Notes) -> str:
 
 
 def _lines(container: Any, notes: Notes) -> Iterator[str]:
-    """The text of each paragraph in ``container`` (a cell, a note, a text box), each followed
-    by the notes it cites and its text boxes. A note cites no further notes."""
-    for paragraph in _content(container, "w:p"):
-        yield _inline_text(paragraph)
-        for note in _cited_notes(paragraph, notes):
+    """The text of each paragraph in ``container`` (a cell, a note, a text box) as Word shows it
+    (``_joined``), each followed by the notes it cites and its text boxes. A note cites no
+    further notes."""
+    for shown in _joined(_content(container, "w:p")):
+        yield _inline_text(shown)
+        for note in _cited_notes(shown, notes):
             yield from _lines(note, {})
-        for box in _text_boxes(paragraph):
+        for box in _text_boxes(shown):
             yield from _lines(box, notes)

@@ -47,9 +47,13 @@ import numpy as np
 from langchain_core.structured_query import Comparator, StructuredQuery
 from numpy.typing import NDArray
 
-from rasa_context_retrieval.errors import ContextRetrievalError
 from rasa_context_retrieval.filters.semantics import Facet, FilterSemantics
 from rasa_context_retrieval.filters.values import FLOAT_EXACT_LIMIT, Number, number_parts
+from rasa_context_retrieval.milvus.attribute_names import UNADDRESSABLE as UNADDRESSABLE
+from rasa_context_retrieval.milvus.attribute_names import (
+    UnaddressableAttribute as UnaddressableAttribute,
+)
+from rasa_context_retrieval.milvus.attribute_names import unaddressable_reason
 from rasa_context_retrieval.milvus.layout import (
     ABSENT,
     MAX_EXACT_INTEGER,
@@ -332,22 +336,9 @@ def _path(field: str, attribute: str, facet: str) -> str:
     return f"{field}[{_json_key(attribute)}][{string_literal(facet)}]"
 
 
-UNADDRESSABLE = "]["
-"""The Milvus 2.3 server splits a JSON path at ``][`` even inside a quoted key, and
-``json_contains_any`` on such a path stops the server (every conversation's search then fails):
-a filter on such a name is refused before it is sent."""
-
-
-class UnaddressableAttribute(ContextRetrievalError, ValueError):
-    """A filter names an attribute Milvus cannot address in its JSON field; the search fails
-    closed rather than sending it."""
-
-
 def _json_key(attribute: str) -> str:
-    if UNADDRESSABLE in attribute:
-        raise UnaddressableAttribute(
-            f"attribute {attribute!r}: Milvus cannot filter on a name holding {UNADDRESSABLE!r}"
-        )
+    if reason := unaddressable_reason(attribute):
+        raise UnaddressableAttribute(f"attribute {attribute!r}: {reason}")
     return string_literal(attribute)
 
 

@@ -3,7 +3,8 @@
 ``rasa-context-retrieval check`` runs only this; ``index``, ``ask``, ``chat`` and ``eval`` run it
 first and stop on an error. It reads config.yml, endpoints.yml and credentials.yml as plain YAML,
 validates the ``vector_store:`` block with the store's own :class:`StoreConfig`, locates the class
-``vector_store.type`` names, compares the filters with the documents, and checks the combinations
+``vector_store.type`` names, compares the filters with the documents and the access filters' keys
+with the entitled channel's ``entitlement_keys``, and checks the combinations
 only the console can see (config.yml's ``use_generative_llm`` never reaches the store).
 """
 

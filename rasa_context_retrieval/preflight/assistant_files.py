@@ -10,10 +10,11 @@ from typing import Any
 
 import yaml
 
-from rasa_context_retrieval.channels.credentials import channel_settings
+from rasa_context_retrieval.channels.credentials import channel_credentials, channel_settings
 from rasa_context_retrieval.config import ConfigurationError, StoreConfig
 from rasa_context_retrieval.preflight.class_path import ClassPathError, check_class_path
 from rasa_context_retrieval.preflight.documents import check_documents
+from rasa_context_retrieval.preflight.entitlement_keys import check_entitlement_keys
 from rasa_context_retrieval.preflight.findings import CheckReport
 from rasa_context_retrieval.result_metadata import ANSWER, FULL
 
@@ -64,8 +65,18 @@ def check_assistant(
         _check_combinations(setup.config, setup.policy, config_path, report)
         if read_documents:
             check_documents(setup.config, report, endpoints_path)
-    if credentials_path:
-        _check_credentials(Path(credentials_path), report)
+    entitlement_keys = (
+        _check_credentials(Path(credentials_path), report) if credentials_path else None
+    )
+    if entitlement_keys is not None and setup.config is not None:
+        check_entitlement_keys(
+            setup.config.access_filters,
+            entitlement_keys,
+            endpoints_path,
+            str(credentials_path),
+            CHANNEL_PATH,
+            report,
+        )
     return setup
 
 
@@ -155,13 +166,19 @@ def _check_combinations(
         )
 
 
-def _check_credentials(path: Path, report: CheckReport) -> None:
+def _check_credentials(path: Path, report: CheckReport) -> tuple[str, ...] | None:
+    """The entitled channel's entry checked; its entitlement keys when it is there and valid
+    (even with a signing secret missing from this environment), else ``None``."""
     if not path.is_file():
-        return  # no credentials.yml: the entitled channel is not used
+        return None  # no credentials.yml: the entitled channel is not used
     credentials = _read_yaml(path, "--credentials", report)
     if not credentials or CHANNEL_PATH not in credentials:
-        return
+        return None
     try:
         channel_settings(credentials[CHANNEL_PATH])
     except ValueError as error:
         report.error(f"{path} {CHANNEL_PATH}", str(error))
+    try:
+        return tuple(channel_credentials(credentials[CHANNEL_PATH]).entitlement_keys)
+    except ValueError:
+        return None  # reported above

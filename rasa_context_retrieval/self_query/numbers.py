@@ -24,6 +24,7 @@ import inflection
 from langchain_core.structured_query import Comparator
 
 from rasa_context_retrieval.filters.schema import MetadataField
+from rasa_context_retrieval.filters.values import FLOAT_EXACT_LIMIT, Number, parse_number
 from rasa_context_retrieval.self_query import english
 from rasa_context_retrieval.self_query.constraints import Constraint, overlaps_any
 from rasa_context_retrieval.self_query.engine import Row, claim, scan
@@ -405,9 +406,10 @@ class NumberPhrases:
             if len(comparators) > 1:
                 return None  # "not between 10 and 20" is an "or"; no filter rather than a wrong one
             comparators = [OPPOSITE[comparator] for comparator in comparators]
-        number = int if field.integer else float
         return [
-            Constraint(field.name, comparator, number(value), said.start, end, negated=negated)
+            Constraint(
+                field.name, comparator, _typed(value, field), said.start, end, negated=negated
+            )
             for comparator, value in zip(comparators, sorted(values), strict=True)
         ]
 
@@ -546,14 +548,29 @@ def _clause_words(text: str, *, first: bool) -> list[str]:
     return words[:CONTEXT_WORDS] if first else words[-CONTEXT_WORDS:]
 
 
-def _parse_number(text: str) -> float:
+def _parse_number(text: str) -> Number:
+    """The number said, NaN when it is none: an ``int`` when the words are a whole number
+    ("12345678901234567891", "80k", "three"), a float for a decimal ("2.5", "1.5k", "half an").
+    An id above 2**53 keeps every digit, since the filters compare integers exactly
+    (``filters.values``) and its neighbour shares its float."""
     lowered = " ".join(text.lower().split())
     if lowered in NUMBER_WORDS:
-        return float(NUMBER_WORDS[lowered])
+        return NUMBER_WORDS[lowered]
     parts = _PHRASES.NUMBER_PARTS.fullmatch(lowered.replace(",", ""))
-    if parts is None:
+    if parts is None or (digits := parse_number(parts["digits"])) is None:
         return math.nan
-    return float(parts["digits"]) * MULTIPLIERS.get(parts["multiplier"], 1)
+    return digits * MULTIPLIERS.get(parts["multiplier"], 1)
+
+
+def _typed(value: Number, field: NumericField) -> Number:
+    """A checked value as its field takes it: an integer field's as an ``int``, a float field's
+    as a ``float`` (as it always was), except a whole number no float holds exactly (an id above
+    2**53), which stays the ``int`` said rather than become its neighbour."""
+    if field.integer:
+        return int(value)
+    if isinstance(value, int) and abs(value) >= FLOAT_EXACT_LIMIT:
+        return value
+    return float(value)
 
 
 def _declared_unit(description: str, words: Sequence[str]) -> str | None:
