@@ -181,7 +181,7 @@ class StoreConfig(BaseModel):
     """Remove matched filter words from the searched text; ``None``: the measured default."""
     hybrid: bool | None = None
     """Fuse BM25 with dense results (reciprocal rank fusion, BM25 at
-    ``retrieve.fusion.LEXICAL_WEIGHT``); ``None``: on wherever this replica has a lexical index
+    ``retrieve.fusion.LEXICAL_WEIGHT``); ``None``: on with FAISS, off with Milvus
     (``lexical_search``)."""
     multi_query: Count = Field(0, ge=0, le=5)
     """LLM paraphrases searched besides the standalone query (needs ``llm``)."""
@@ -321,11 +321,13 @@ class StoreConfig(BaseModel):
 
     @property
     def lexical_search(self) -> bool:
-        """Whether searches fuse BM25 in: ``hybrid`` as set, else on except on a Milvus replica,
-        which keeps no chunks of its own to rank. On by default because it raised MRR@4 on the
-        test halves of seven of nine help centres and lowered none (the example eval by one
-        rank of one case), with TREC CAsT 2021 and 2022 no lower (bench/results/grounded_all.md)."""
-        return self.hybrid if self.hybrid is not None else not self.milvus_replica
+        """Whether searches fuse BM25 in: ``hybrid`` as set, else on with FAISS and off with
+        Milvus, whose read-only replicas keep no chunks to rank: the console that fills a
+        collection and every replica reading it must answer alike. On with FAISS because it
+        raised MRR@4 on the test halves of eight of eleven help centres and lowered none (the
+        example eval by one rank of one case), with TREC CAsT within 0.01
+        (bench/results/grounded_all.md)."""
+        return self.hybrid if self.hybrid is not None else self.backend != "milvus"
 
     @property
     def milvus_replica(self) -> bool:
