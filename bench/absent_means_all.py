@@ -109,7 +109,7 @@ def top_sources(
         top_k=search.config.top_k,
         threshold=0.0,
         candidates=search.config.candidates,
-        hybrid=search.config.hybrid,
+        hybrid=search.config.lexical_search,
     )
     relevance_order = search.live.backend.rank(request)
     runs = {

@@ -65,6 +65,8 @@ SET_NAMES = (
     "accounting",
     "shop",
     "lettings",
+    "fitness",
+    "carhire",
 )
 GROUNDED_FOLDERS = {
     "bank": "grounded",
@@ -76,6 +78,8 @@ GROUNDED_FOLDERS = {
     "accounting": "grounded-accounting",
     "shop": "grounded-shop",
     "lettings": "grounded-lettings",
+    "fitness": "grounded-fitness",
+    "carhire": "grounded-carhire",
 }
 """The help-centre sets under bench/data, each with a dev.yml and a test.yml half."""
 

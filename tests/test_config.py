@@ -16,6 +16,8 @@ def test_a_minimal_block_gets_the_documented_defaults(tmp_path: Path):
     assert config.index_path == Path(".index")
     assert config.slot_filters == {}
     assert (config.rewrite, config.self_query, config.multi_query) == ("heuristic", "rules", 0)
+    assert config.lexical_search is True  # BM25 fused in (hybrid) unless `hybrid: false`
+    assert StoreConfig.from_kwargs({"docs": str(tmp_path), "hybrid": False}).lexical_search is False
 
 
 def test_typed_values_are_parsed(tmp_path: Path):

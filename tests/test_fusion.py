@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
+from rasa_context_retrieval.retrieve.fusion import fused_order, reciprocal_rank_fusion
 
 
 def ids(fused: list[tuple[str, float]]) -> list[str]:
@@ -82,3 +82,21 @@ def test_a_weighted_ranking_counts_for_its_weight() -> None:
     assert fused["b"] == pytest.approx(1 / 62 + 0.5 / 61)
     with pytest.raises(ValueError, match="one each"):
         reciprocal_rank_fusion([["a"], ["b"]], weights=[1.0])
+
+
+def test_bm25_reorders_chunks_as_close_as_the_best_and_never_overturns_a_clear_answer() -> None:
+    dense = [["plans/free", "install-apps", "release-notes"]]
+    bm25 = ["install-apps", "release-notes"]
+    # The words view and BM25 agree on "install-apps"; its cosine is far below the best one.
+    far = {"plans/free": 0.75, "install-apps": 0.32, "release-notes": 0.41}
+    near = {"plans/free": 0.75, "install-apps": 0.70, "release-notes": 0.41}
+
+    assert fused_order(dense, bm25, far)[0] == "plans/free"
+    assert fused_order(dense, bm25, near)[0] == "install-apps"
+    assert fused_order(dense, bm25)[0] == "install-apps"  # without cosines: rank fusion alone
+
+
+def test_bm25_alone_or_one_dense_ranking_alone_keeps_its_order() -> None:
+    assert fused_order([[]], ["b", "a"], {"a": 0.5, "b": 0.4}) == ["b", "a"]
+    assert fused_order([["a", "b"]], []) == ["a", "b"]
+    assert fused_order([], []) == []

@@ -99,9 +99,11 @@ def test_an_upgrade_republishes_format_2_without_re_embedding(upgraded_copy: Ind
         )
     for query in old.knowledge.vectors[:5]:
         assert restarted.dense.search(query, 5) == old.dense.search(query, 5)
-        assert restarted.knowledge.lexical.search(
-            "feature sync", 5
-        ) == old.knowledge.lexical.search("feature sync", 5)
+    # BM25 is rebuilt with numbers as terms (lexical.NUMBER_TOKENS): its scores move with the
+    # longer chunks, its ranking for words does not.
+    assert [row for row, _ in restarted.knowledge.lexical.search("feature sync", 5)] == [
+        row for row, _ in old.knowledge.lexical.search("feature sync", 5)
+    ]
 
 
 def test_format_2_reads_back_chunks_columns_and_rankings(tmp_path: Path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
@@ -133,3 +134,34 @@ def test_a_rare_word_is_more_distinctive_than_a_common_one_and_an_absent_word_is
     assert index.rarity("Routers") == index.rarity("router")  # read as the corpus was
     assert index.rarity("satellite") == 0.0
     assert index.rarity("the") == 0.0  # a stop word
+
+
+def test_numbers_of_any_length_and_versions_are_terms() -> None:
+    index = LexicalIndex.build(
+        [
+            "Lumen Drive 6.4 brings faster first sync.",
+            "Version history keeps 30 days of changes.",
+            "Boarding group 2 boards after priority.",
+        ]
+    )
+
+    assert [row for row, _ in index.search("what is new in 6.4?", k=3)] == [0]
+    assert [row for row, _ in index.search("can i get on with 2", k=3)] == [2]
+
+
+def test_an_index_saved_before_numbers_were_terms_tokenises_as_it_was_built(
+    tmp_path: Path,
+) -> None:
+    old = LexicalIndex.build(
+        ["Lumen Drive 6.4 brings faster sync."], LexicalSettings(numbers=False)
+    )
+    old.save(tmp_path)
+    payload = json.loads((tmp_path / "lexical.json").read_text())
+    del payload["settings"]["numbers"]  # as written before the setting existed
+    (tmp_path / "lexical.json").write_text(json.dumps(payload))
+
+    loaded = LexicalIndex.load(tmp_path)
+
+    assert loaded.settings.numbers is False
+    assert loaded.search("6.4", k=1) == []
+    assert LexicalIndex.build(["Lumen Drive 6.4 brings faster sync."]).search("6.4", k=1)

@@ -75,7 +75,9 @@ def stores(
     collection: str,
 ) -> tuple[ContextRetrieval, ContextRetrieval]:
     index_path = tmp_path_factory.mktemp("index")
-    faiss_store = store_for(embedder, index_path)
+    # Milvus searches dense only by default, FAISS fuses BM25 in: compared like for like here,
+    # and with BM25 on both in the hybrid test below.
+    faiss_store = store_for(embedder, index_path, hybrid=False)
     milvus_store = store_for(
         embedder,
         index_path,

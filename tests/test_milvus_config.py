@@ -107,3 +107,9 @@ def test_a_replica_refuses_hybrid_search_in_one_message_that_says_why() -> None:
     message = str(refused.value)
     assert message.count("\n") == 1  # the header line and one fault
     assert "hybrid" in message and "BM25" in message and "Milvus 2.3" in message
+
+
+def test_bm25_is_off_by_default_on_milvus_so_the_console_and_every_replica_answer_alike() -> None:
+    replica = StoreConfig.from_kwargs(REPLICA)
+    assert replica.hybrid is None and replica.lexical_search is False
+    assert StoreConfig.from_kwargs({**REPLICA, "hybrid": False}).lexical_search is False

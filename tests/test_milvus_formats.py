@@ -79,7 +79,7 @@ def stores(
 ) -> tuple[ContextRetrieval, ContextRetrieval]:
     docs = mixed_knowledge_base(tmp_path_factory.mktemp("converted"))
     index_path = tmp_path_factory.mktemp("index")
-    faiss_store = store_for(embedder, docs, index_path)
+    faiss_store = store_for(embedder, docs, index_path, hybrid=False)  # as Milvus by default
     milvus_store = store_for(
         embedder,
         docs,

@@ -351,7 +351,7 @@ class KnowledgeSearch:
             top_k=candidates,  # cut to top_k only after every result passed the check below
             threshold=threshold,
             candidates=candidates,
-            hybrid=self.config.hybrid,
+            hybrid=self.config.lexical_search,
         )
         found = backend.rank(request)
         allowed, rejected_by_access = plan.filters.check([result.chunk for result in found])

@@ -22,7 +22,7 @@ from rasa_context_retrieval.ingestion.knowledge import (
     values_admitted,
 )
 from rasa_context_retrieval.knowledge.models import ScoredChunk
-from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
+from rasa_context_retrieval.retrieve.fusion import fused_order
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
 from rasa_context_retrieval.workers import side_by_side
 
@@ -51,11 +51,16 @@ def retrieve(
         if len(searches) > 1 and _allowed_rows(index, mask) >= SIDE_BY_SIDE_MIN_ROWS
         else [search() for search in searches]
     )
-    rankings = [[row for row, _ in hits] for hits in found]
+    dense = [[str(row) for row, _ in hits] for hits in found]
+    lexical: list[str] = []
     if request.hybrid:
-        lexical = index.knowledge.lexical.search(request.texts[0], request.candidates, mask)
-        rankings.append([row for row, score in lexical if score > 0])
-    rows = _fuse([ranking for ranking in rankings if ranking])
+        hits = index.knowledge.lexical.search(request.texts[0], request.candidates, mask)
+        lexical = [str(row) for row, score in hits if score > 0]
+    leading = [*dense[0][:1], *lexical] if dense else lexical
+    cosines = {
+        row: float(index.knowledge.vectors[int(row)] @ request.vectors[0]) for row in leading
+    }
+    rows = [int(row) for row in fused_order(dense, lexical, cosines)]
     relevance = (
         np.clip(index.knowledge.vectors[rows] @ request.vectors[0], 0.0, 1.0) if rows else []
     )
@@ -69,12 +74,3 @@ def retrieve(
 
 def _allowed_rows(index: KnowledgeIndex, mask: np.ndarray | None) -> int:
     return len(index) if mask is None else int(np.count_nonzero(mask))
-
-
-def _fuse(rankings: list[list[int]]) -> list[int]:
-    if not rankings:
-        return []
-    if len(rankings) == 1:
-        return rankings[0]
-    fused = reciprocal_rank_fusion([[str(row) for row in ranking] for ranking in rankings])
-    return [int(row) for row, _ in fused]

@@ -20,6 +20,7 @@ from rasa_context_retrieval.knowledge.fingerprints import settings_fingerprint
 from rasa_context_retrieval.knowledge.loader import content_digest
 from rasa_context_retrieval.knowledge.parse_cache import ParseCache
 from rasa_context_retrieval.retrieve.languages import DEFAULT_LANGUAGE
+from rasa_context_retrieval.retrieve.lexical import LexicalSettings
 
 FORMAT_VERSION = 2
 """Of the published index folder (``faiss.index`` writes and reads it)."""
@@ -67,6 +68,8 @@ class IndexSettings:
                 # decides the dense index type; a change rebuilds (reusing every vector)
                 "exact_search_below": self.exact_search_below,
                 "language": self.language,
+                # how BM25 cuts text into terms; a change rebuilds BM25, reusing vectors
+                "lexical_terms": LexicalSettings().token_pattern,
                 # which documents are refused; part of every fingerprint since front matter is
                 # read exactly, so an index built by the lenient reader of earlier releases is
                 # rebuilt

@@ -30,7 +30,7 @@ from rasa_context_retrieval.knowledge.models import Chunk, ScoredChunk
 from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
 from rasa_context_retrieval.retrieve.conformance import conforming
-from rasa_context_retrieval.retrieve.fusion import reciprocal_rank_fusion
+from rasa_context_retrieval.retrieve.fusion import fused_order
 from rasa_context_retrieval.retrieve.request import RetrievalRequest
 
 
@@ -90,14 +90,19 @@ class MilvusBackend:
             self.store.search(vector, request.filter, request.candidates)
             for vector in request.vectors
         ]
-        if request.hybrid:
-            rankings.append(self._lexical(request))
+        lexical = self._lexical(request) if request.hybrid else []
         found: dict[str, Chunk] = {}
-        for ranking in rankings:  # the first ranking's copy wins: Milvus' text and metadata
+        for ranking in [*rankings, lexical]:  # the first copy wins: Milvus' text and metadata
             for hit in ranking:
                 found.setdefault(hit.chunk.chunk_id, hit.chunk)
         relevance = {hit.chunk.chunk_id: hit.relevance for hit in rankings[0]}
-        order = _fused([[hit.chunk.chunk_id for hit in ranking] for ranking in rankings])
+        words = [hit.chunk.chunk_id for hit in lexical]
+        unscored = [chunk_id for chunk_id in words if chunk_id not in relevance]
+        if unscored:  # BM25's hits are ranked by their words only near the best cosine
+            relevance.update(self.store.relevance(request.vectors[0], unscored))
+        order = fused_order(
+            [[hit.chunk.chunk_id for hit in ranking] for ranking in rankings], words, relevance
+        )
         unscored = [chunk_id for chunk_id in order if chunk_id not in relevance]
         if unscored:  # found by a paraphrase or BM25 only: score against the standalone query
             relevance.update(self.store.relevance(request.vectors[0], unscored))
@@ -149,10 +154,3 @@ class MilvusBackend:
             return []
         hits = local.lexical.search(request.texts[0], request.candidates, mask)
         return [ScoredChunk(local.chunks[row], 0.0) for row, score in hits if score > 0]
-
-
-def _fused(rankings: list[list[str]]) -> list[str]:
-    present = [ranking for ranking in rankings if ranking]
-    if len(present) <= 1:
-        return present[0] if present else []
-    return [chunk_id for chunk_id, _ in reciprocal_rank_fusion(present)]

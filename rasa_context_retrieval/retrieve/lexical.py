@@ -44,6 +44,11 @@ logger = structlog.get_logger()
 SETTINGS_FILENAME = "lexical.json"
 SETTINGS_VERSION = 1
 
+WORD_TOKENS = r"(?u)\b\w\w+\b"
+"""bm25s's default: words of two or more characters."""
+NUMBER_TOKENS = r"(?u)\b\d+(?:[.,:]\d+)*\b|\b\w\w+\b"
+"""Numbers of any length (with their decimal, version or time separators) first, then words."""
+
 
 class LexicalIndexError(ContextRetrievalError, ValueError):
     """Raised for a mask that does not fit the index or a folder that holds no lexical index."""
@@ -57,6 +62,15 @@ class LexicalSettings:
     stopwords: bool = True
     language: str = DEFAULT_LANGUAGE
     """ISO 639-1 code of the stemmer and stop words; indexes saved before it existed are "en"."""
+    numbers: bool = True
+    """Every number is a term, however short, and a version or decimal ("6.4", "2,5") is one
+    term. bm25s's default pattern keeps words of two or more characters only, so "What changed
+    in version 6.4?" lost its one distinctive term. Indexes saved before it existed are False,
+    and tokenise as they were built until they are rebuilt."""
+
+    @property
+    def token_pattern(self) -> str:
+        return NUMBER_TOKENS if self.numbers else WORD_TOKENS
 
 
 class LexicalIndex:
@@ -83,6 +97,7 @@ class LexicalIndex:
         if texts:
             tokenized = bm25s.tokenize(
                 list(texts),
+                token_pattern=settings.token_pattern,
                 stopwords=index._stopwords(),
                 stemmer=index._stemmer(),
                 show_progress=False,
@@ -176,7 +191,7 @@ class LexicalIndex:
         retriever = (
             bm25s.BM25.load(str(folder), mmap=mmap, show_progress=False) if has_terms else None
         )
-        return cls(retriever, rows, LexicalSettings(**payload["settings"]))
+        return cls(retriever, rows, LexicalSettings(**{"numbers": False, **payload["settings"]}))
 
     def _check_mask(self, mask: np.ndarray | None) -> np.ndarray | None:
         if mask is None:
@@ -193,6 +208,7 @@ class LexicalIndex:
     def _query_terms(self, query: str) -> list[str]:
         terms = bm25s.tokenize(
             query,
+            token_pattern=self.settings.token_pattern,
             stopwords=self._stopwords(),
             stemmer=self._stemmer(),
             return_ids=False,
