@@ -502,6 +502,7 @@ def channel_requests(draw: st.DrawFn) -> ChannelRequest:
             st.none(),
             st.builds(lambda plan: {"plan": plan, "user_id": "victim-42"}, hostile_value),
             st.builds(lambda tier: {"tier": tier, "locale": "de"}, hostile_value),
+            st.builds(lambda tier: {"tier": tier}, st.sampled_from(HOSTILE_VALUES[:12])),
         )
     )
     return ChannelRequest(
@@ -513,11 +514,14 @@ def channel_conversations(max_requests: int = 6) -> st.SearchStrategy[list[Chann
     return st.lists(channel_requests(), min_size=1, max_size=max_requests)
 
 
-def fuzz_channel() -> EntitledRestInput:
-    """The channel as a deployment configures it: one HS256 key, audience and issuer required."""
+def fuzz_channel(entitlement_keys: tuple[str, ...] = ("plan", "tier")) -> EntitledRestInput:
+    """The channel as a deployment configures it: one HS256 key, audience and issuer required,
+    and one body metadata key allowed through (``locale``). With ``entitlement_keys`` narrower
+    than the store's access filters (the pre-flight check's error), a key the token does not
+    decide must still grant nothing, whatever the body claims for it."""
     key = VerificationKey(None, "HS256", CHANNEL_SECRET.encode())
     verifier = TokenVerifier((key,), audience=(CHANNEL_AUDIENCE,), issuer=CHANNEL_ISSUER)
-    return EntitledRestInput(ChannelSettings(verifier, ("plan", "tier"), "public"))
+    return EntitledRestInput(ChannelSettings(verifier, entitlement_keys, "public", ("locale",)))
 
 
 def channel_authorization(request: ChannelRequest) -> str | None:
@@ -606,7 +610,7 @@ async def check_channel_conversation(
         written_by.setdefault(sender, set()).add(request.kind)
         for result in results:
             problem = leak(state, result.metadata, engine.config.access_filters)
-            problem = problem or _beyond_token(request, result.metadata, engine.config)
+            problem = problem or _beyond_token(request, result.metadata, engine.config, channel)
             if problem:
                 tally.leaks.append(f"{problem}: {result.metadata!r} for {request!r}"[:2000])
     for sender, kinds in written_by.items():
@@ -615,10 +619,14 @@ async def check_channel_conversation(
 
 
 def _beyond_token(
-    request: ChannelRequest, metadata: dict[str, Any], config: StoreConfig
+    request: ChannelRequest,
+    metadata: dict[str, Any],
+    config: StoreConfig,
+    channel: EntitledRestInput,
 ) -> str | None:
     for key, attribute in config.access_filters.items():
-        allowed = entitled_by_token(request, key)
+        decided = key in channel.entitlement_keys
+        allowed = entitled_by_token(request, key) if decided else []
         if not oracle_admits(allowed, metadata.get(attribute)):
             return f"channel leak on {attribute} (token grants {allowed!r})"
     return None

@@ -120,16 +120,18 @@ def test_the_fuzz_can_fail(config: StoreConfig, loop: asyncio.AbstractEventLoop)
         min_size=CHANNEL_CONVERSATIONS_PER_KNOWLEDGE_BASE,
         max_size=CHANNEL_CONVERSATIONS_PER_KNOWLEDGE_BASE,
     ),
+    entitlement_keys=st.sampled_from((("plan", "tier"), ("plan",))),
 )
 def no_channel_request_reads_beyond_its_own_token_or_joins_anothers_conversation(
     config: StoreConfig,
     loop: asyncio.AbstractEventLoop,
     knowledge_base: KnowledgeBase,
     conversations: list[list[ChannelRequest]],
+    entitlement_keys: tuple[str, ...],
 ) -> None:
     llm = HostileLLM()
     engine = engine_for(config, build_index(knowledge_base), llm)
-    channel = fuzz_channel()
+    channel = fuzz_channel(entitlement_keys)
     tally = Tally()
     for requests in conversations:
         loop.run_until_complete(check_channel_conversation(engine, llm, channel, requests, tally))
