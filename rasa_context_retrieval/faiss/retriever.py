@@ -56,10 +56,11 @@ def retrieve(
     if request.hybrid:
         hits = index.knowledge.lexical.search(request.texts[0], request.candidates, mask)
         lexical = [str(row) for row, score in hits if score > 0]
-    leading = [*dense[0][:1], *lexical] if dense else lexical
-    cosines = {
-        row: float(index.knowledge.vectors[int(row)] @ request.vectors[0]) for row in leading
-    }
+    cosines = None
+    if lexical:  # BM25 ranks only near the best cosine (fused_order): the leader's and its hits'
+        leading = [*dense[0][:1], *lexical] if dense else lexical
+        scores = index.knowledge.vectors[[int(row) for row in leading]] @ request.vectors[0]
+        cosines = dict(zip(leading, scores.tolist(), strict=True))
     rows = [int(row) for row in fused_order(dense, lexical, cosines)]
     relevance = (
         np.clip(index.knowledge.vectors[rows] @ request.vectors[0], 0.0, 1.0) if rows else []
