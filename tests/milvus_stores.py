@@ -9,6 +9,7 @@ threads at the same time: three stores take the time of one (``bench/results/tes
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,21 @@ from rasa_context_retrieval.milvus.config import MilvusConfig
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
 
 Embed = Callable[[list[str]], np.ndarray]
+
+
+def hashed_embedder(dimension: int) -> Embed:
+    """Made-up vectors seeded by a hash of each text: the same text always gets the same
+    vector, and no model is loaded."""
+
+    def embed(texts: list[str]) -> np.ndarray:
+        seeds = [
+            int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") for text in texts
+        ]
+        return np.stack([np.random.default_rng(seed).normal(size=dimension) for seed in seeds])
+
+    return embed
+
+
 StorePlan = tuple[Sequence[MetadataField], Sequence[Chunk]]
 """What one store declares and holds: its typed attributes and its chunks."""
 

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from rasa.utils.endpoints import EndpointConfig
 
@@ -22,14 +21,13 @@ from rasa_context_retrieval.access.channel import ChannelMetadata
 from rasa_context_retrieval.access.entitlements import AccessFilter
 from rasa_context_retrieval.channels.entitled_rest import EntitledRestInput
 from rasa_context_retrieval.store import ContextRetrieval
-from tests.rasa_conversations import RasaConversations, serve
-from tests.test_enterprise_search_policy import DOMAIN
 from tests.test_entitled_rest_channel import (
     AUDIENCE,
-    HTTP_TIMEOUT_SECONDS,
     ISSUER,
     SECRET,
     Client,
+    answering_from,
+    client_of,
     hs256,
 )
 
@@ -98,18 +96,11 @@ def store(embedder: Any, docs: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture
 async def client(store: ContextRetrieval, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Client]:
-    async def search(state: dict[str, Any]) -> list[str]:
-        found = await store.search("", state, 0.0)
-        return sorted(result.metadata["source"] for result in found.results)
-
     monkeypatch.setenv("ENTITLEMENTS_SECRET", SECRET)
     credentials = {"entitlement_keys": ["org"], "audience": AUDIENCE, "issuer": ISSUER}
     channel = EntitledRestInput.from_credentials(credentials)
-    async with (
-        serve(channel, RasaConversations(DOMAIN, search)) as url,
-        httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http,
-    ):
-        yield Client(http, url)
+    async with client_of(channel, answering_from(store)) as served:
+        yield served
 
 
 def token(org: Any) -> str:

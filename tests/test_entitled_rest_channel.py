@@ -15,6 +15,7 @@ import hmac
 import json
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -70,13 +71,31 @@ def store(embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> ContextRet
     return store
 
 
-@pytest.fixture
-def conversations(store: ContextRetrieval) -> RasaConversations:
+def answering_from(store: ContextRetrieval) -> RasaConversations:
+    """Rasa-kept conversations whose every reply lists the sources ``store`` finds."""
+
     async def search(state: dict[str, Any]) -> list[str]:
         found = await store.search("", state, 0.0)
         return sorted(result.metadata["source"] for result in found.results)
 
     return RasaConversations(DOMAIN, search)
+
+
+@asynccontextmanager
+async def client_of(
+    channel: EntitledRestInput, conversations: RasaConversations
+) -> AsyncIterator[Client]:
+    """A client of ``channel`` served on loopback HTTP in front of ``conversations``."""
+    async with (
+        serve(channel, conversations) as url,
+        httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http,
+    ):
+        yield Client(http, url)
+
+
+@pytest.fixture
+def conversations(store: ContextRetrieval) -> RasaConversations:
+    return answering_from(store)
 
 
 def hs256(claims: dict[str, Any], secret: str = SECRET, **header: Any) -> str:
@@ -122,12 +141,8 @@ def hs256_credentials(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 async def client(
     hs256_credentials: dict[str, Any], conversations: RasaConversations
 ) -> AsyncIterator[Client]:
-    channel = EntitledRestInput.from_credentials(hs256_credentials)
-    async with (
-        serve(channel, conversations) as url,
-        httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http,
-    ):
-        yield Client(http, url)
+    async with client_of(EntitledRestInput.from_credentials(hs256_credentials), conversations) as c:
+        yield c
 
 
 def forged_with_public_key(public_pem: bytes, claims: dict[str, Any]) -> str:

@@ -16,22 +16,20 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
 from rasa_context_retrieval.channels.entitled_rest import EntitledRestInput
 from rasa_context_retrieval.preflight import CheckReport, check_assistant
 from rasa_context_retrieval.store import ContextRetrieval
-from tests.rasa_conversations import RasaConversations, serve
 from tests.store_support import connected_store
-from tests.test_enterprise_search_policy import DOMAIN
 from tests.test_entitled_rest_channel import (
     AUDIENCE,
-    HTTP_TIMEOUT_SECONDS,
     ISSUER,
     SECRET,
     Client,
+    answering_from,
+    client_of,
     hs256,
 )
 
@@ -93,16 +91,8 @@ def checked(assistant: Path, entry: Mapping[str, Any]) -> CheckReport:
 
 @asynccontextmanager
 async def served(store: ContextRetrieval, entry: Mapping[str, Any]) -> AsyncIterator[Client]:
-    async def search(state: dict[str, Any]) -> list[str]:
-        found = await store.search("", state, 0.0)
-        return sorted(result.metadata["source"] for result in found.results)
-
-    channel = EntitledRestInput.from_credentials(entry)
-    async with (
-        serve(channel, RasaConversations(DOMAIN, search)) as url,
-        httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http,
-    ):
-        yield Client(http, url)
+    async with client_of(EntitledRestInput.from_credentials(entry), answering_from(store)) as c:
+        yield c
 
 
 def finance_token(subject: str) -> str:

@@ -10,7 +10,6 @@ precision, on a real Milvus server with the attribute in the JSON field and in a
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +24,7 @@ from rasa_context_retrieval.filters.schema import MetadataField
 from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
 from tests.milvus_server import milvus_uri  # noqa: F401
-from tests.milvus_stores import synced_side_by_side
+from tests.milvus_stores import hashed_embedder, synced_side_by_side
 
 pytestmark = pytest.mark.milvus
 
@@ -75,9 +74,7 @@ LAYOUTS = {
 }
 
 
-def fake_embed(texts: list[str]) -> np.ndarray:
-    seeds = [int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") for text in texts]
-    return np.stack([np.random.default_rng(seed).normal(size=DIMENSION) for seed in seeds])
+fake_embed = hashed_embedder(DIMENSION)
 
 
 @pytest.fixture(scope="module")

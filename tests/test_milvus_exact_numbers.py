@@ -10,7 +10,6 @@ an account number said in a message (the rules self-query) selects that account 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 
 import numpy as np
@@ -22,7 +21,7 @@ from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.milvus.rows import ChunkTooLarge
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
 from tests.milvus_server import milvus_uri  # noqa: F401
-from tests.milvus_stores import synced_side_by_side
+from tests.milvus_stores import hashed_embedder, synced_side_by_side
 from tests.self_query_support import rules_on
 from tests.test_filter_exact_numbers import CHUNKS, COMPARISONS, exact, faiss_ids
 
@@ -39,9 +38,7 @@ LAYOUTS = {
 }
 
 
-def fake_embed(texts: list[str]) -> np.ndarray:
-    seeds = [int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") for text in texts]
-    return np.stack([np.random.default_rng(seed).normal(size=DIMENSION) for seed in seeds])
+fake_embed = hashed_embedder(DIMENSION)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ the overflow JSON.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,7 +37,7 @@ from rasa_context_retrieval.knowledge.models import Chunk
 from rasa_context_retrieval.milvus.expression import UNADDRESSABLE, UnaddressableAttribute
 from rasa_context_retrieval.milvus.store import MilvusChunkStore
 from tests.milvus_server import milvus_uri  # noqa: F401
-from tests.milvus_stores import synced_side_by_side
+from tests.milvus_stores import hashed_embedder, synced_side_by_side
 
 pytestmark = pytest.mark.milvus
 
@@ -132,9 +131,7 @@ WITH_MEMBER_FLAGS = [
 out values the chunks hold ("web", "1", "true"), which only the list field itself has."""
 
 
-def fake_embed(texts: list[str]) -> np.ndarray:
-    seeds = [int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") for text in texts]
-    return np.stack([np.random.default_rng(seed).normal(size=DIMENSION) for seed in seeds])
+fake_embed = hashed_embedder(DIMENSION)
 
 
 LAYOUTS = {"json_fields": (), "typed_fields": DECLARED, "member_flags": WITH_MEMBER_FLAGS}
