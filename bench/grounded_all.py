@@ -67,6 +67,7 @@ SET_NAMES = (
     "lettings",
     "fitness",
     "carhire",
+    "delivery",
 )
 GROUNDED_FOLDERS = {
     "bank": "grounded",
@@ -80,6 +81,7 @@ GROUNDED_FOLDERS = {
     "lettings": "grounded-lettings",
     "fitness": "grounded-fitness",
     "carhire": "grounded-carhire",
+    "delivery": "grounded-delivery",
 }
 """The help-centre sets under bench/data, each with a dev.yml and a test.yml half."""
 
