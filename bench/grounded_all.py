@@ -68,6 +68,7 @@ SET_NAMES = (
     "fitness",
     "carhire",
     "delivery",
+    "council",
 )
 GROUNDED_FOLDERS = {
     "bank": "grounded",
@@ -82,6 +83,7 @@ GROUNDED_FOLDERS = {
     "fitness": "grounded-fitness",
     "carhire": "grounded-carhire",
     "delivery": "grounded-delivery",
+    "council": "grounded-council",
 }
 """The help-centre sets under bench/data, each with a dev.yml and a test.yml half."""
 
