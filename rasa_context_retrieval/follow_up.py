@@ -60,7 +60,7 @@ WORDS = phrase_data.words("follow_up")
 """The word lists of ``follow_up.yaml`` (pointing words, dialogue words, greetings, ...)."""
 OPENINGS = phrase_data.openings("follow_up")
 PATTERNS = phrase_data.patterns("follow_up")
-STOP_WORDS = ENGLISH_STOP_WORDS | WORDS.DIALOGUE_WORDS
+STOP_WORDS = ENGLISH_STOP_WORDS | WORDS.DIALOGUE_WORDS | WORDS.GREETINGS
 """Words that name no subject: scikit-learn's English stop words and the dialogue words."""
 
 # A message with fewer content words than this is too thin to stand alone.
