@@ -124,9 +124,10 @@ def without_acknowledgement(message: str) -> str:
 
 
 def announces_new_subject(message: str) -> bool:
-    """Whether ``message`` (after an acknowledgement) says it opens a new subject ("separate
-    question, ...", "different q: ...", "another thing, ...")."""
-    return bool(PATTERNS.NEW_SUBJECT.match(without_acknowledgement(message)))
+    """Whether ``message`` (after an acknowledgement: "ok.", "ok, and ...") says it opens a new
+    subject ("separate question, ...", "different q: ...", "unrelated but ...")."""
+    question = without_acknowledgement(message)
+    return bool(PATTERNS.NEW_SUBJECT.match(PATTERNS.ACKNOWLEDGEMENT.sub("", question, count=1)))
 
 
 def is_complete_question(message: str) -> bool:

@@ -251,6 +251,22 @@ def test_only_short_statements_about_the_user_count_as_scope() -> None:
     assert without_scope_statements(kept) == kept
 
 
+@pytest.mark.parametrize(
+    "request_", ["i want to cancel", "we want to leave kestrel", "I would like a refund"]
+)
+def test_what_the_user_wants_is_subject_not_scope(request_: str) -> None:
+    assert without_scope_statements(request_) == request_
+    conversation = Conversation(
+        turns=(
+            Turn("user", request_),
+            Turn("bot", "Is that for your order or your membership?"),
+            Turn("user", "the membership"),
+        )
+    )
+    carried = standalone_query(conversation).removeprefix("the membership").split()
+    assert carried and set(carried) <= set(request_.split())
+
+
 # A bank help centre whose bot answers from its documents and asks clarifying questions
 # (the knowledge base of bench/grounded.py).
 BANK_DOCS = REPO_ROOT / "bench" / "data" / "grounded" / "docs"

@@ -85,6 +85,9 @@ def test_only_words_that_point_at_an_earlier_turn_count(message: str, pointing: 
         "another question - im gold, do my bags come out first?",
         "got it. what order do you board in, im on a flex ticket",
         "also how many bags can i check on a classic fare",
+        "unrelated but is it open on sundays",
+        "ok, and separately who holds it",
+        "switching topic, who pays the congestion charge in london",
     ],
 )
 def test_a_message_that_opens_a_new_subject_is_no_follow_up(message: str) -> None:
@@ -114,3 +117,16 @@ def test_a_new_subject_after_a_switch_announcement_gets_no_earlier_words() -> No
         )
     )
     assert standalone_query(conversation) == conversation.latest_user_text
+
+
+def test_a_greeting_in_an_earlier_question_is_not_carried_as_its_subject() -> None:
+    conversation = Conversation(
+        turns=(
+            Turn("user", "hi, do your cars have toll tags"),
+            Turn("bot", "Yes, every car has a toll tag; the Travel Pack covers the tolls."),
+            Turn("user", "how much is that pack"),
+        )
+    )
+    query = standalone_query(conversation)
+    assert query.startswith("how much is that pack ") and "toll" in query.split()
+    assert "hi" not in query.split()
