@@ -218,7 +218,9 @@ def pointing_words(message: str) -> list[str]:
     is it to ring Poland", ``NON_POINTING_USES`` in ``follow_up.yaml``); "that" between a noun
     and a verb (a relative pronoun: "a grant that can help"); and a pronoun after a
     first-person possessive noun of the same sentence ("my dad is on dialysis, how does he sign up",
-    ``OWN_REFERENT_PRONOUNS`` in ``follow_up.yaml``): the message names what it points at.
+    ``OWN_REFERENT_PRONOUNS`` in ``follow_up.yaml``); and a pointing word after a clause of
+    its sentence that names two things ("my rental fine came late, is that normal"): the
+    message names what it points at.
     """
     pointing = []
     for sentence in PATTERNS.SENTENCE.findall(PATTERNS.NON_POINTING_USES.sub(" ", message)):
@@ -236,8 +238,18 @@ def pointing_words(message: str) -> list[str]:
                 continue
             if word == WORDS.RELATIVE_THAT and _between_noun_and_verb(words, number):
                 continue
+            if _names_its_own_referent(sentence[: match.start()]):
+                continue
             pointing.append(word)
     return pointing
+
+
+def _names_its_own_referent(before: str) -> bool:
+    """Whether a clause before the pointing word, in the same sentence, names two things
+    ("i got a parking fine after my rental, is that normal", "can i go down to a cheaper
+    tier, how does that work"): the word points at that clause, not at an earlier turn."""
+    clauses = PATTERNS.CLAUSE_BREAK.split(before)
+    return len(clauses) > 1 and len(content_words(" ".join(clauses[:-1]))) >= 2
 
 
 def _between_noun_and_verb(words: list[re.Match[str]], number: int) -> bool:

@@ -70,6 +70,9 @@ def test_known_disagreement_the_business_tier_follow_up() -> None:
         ("how long does it take to move my supply over", []),
         ("my old iphone is locked, can i use it on his network", []),
         ("is it going to be fixed?", ["it"]),
+        ("i got a parking fine after my rental, is that normal", []),
+        ("can i go down to a cheaper tier, how does that work", []),
+        ("ok thanks, is that free?", ["that"]),
     ],
 )
 def test_only_words_that_point_at_an_earlier_turn_count(message: str, pointing: list[str]) -> None:
