@@ -472,9 +472,9 @@ def test_a_question_after_a_closing_offer_is_searched_alone() -> None:
 
 def test_a_follow_up_after_an_offer_of_more_help_leads_its_turns_as_typed() -> None:
     """An offer ("Is there anything else I can help with?") asks nothing about the question
-    before: "can my wife make a complaint for me" after it is led by itself, not by the earlier
+    before: "can my wife complain for me" after it is led by itself, not by the earlier
     subject's words ("repair take"), which searched it as the previous question."""
-    latest = "can my wife make a complaint for me, shes better at this stuff"
+    latest = "can my wife complain for me"
     offer = "Repairs usually take 5 to 10 working days. Is there anything else I can help with?"
     conversation = Conversation(
         turns=(

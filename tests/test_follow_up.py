@@ -27,7 +27,8 @@ BUSINESS_TIER = "Is the same true for the business tier?"
         ("How do I build a cheap driveway?", False, False),
         (BUSINESS_TIER, True, False),
         ("What is the UK VAT rate?", False, False),
-        ("what if I cancel after 30 days?", False, True),
+        ("what if I cancel after 30 days?", True, True),
+        ("then how long does the refund take?", True, True),
     ],
 )
 def test_the_decision_gives_each_stage_its_answer(
