@@ -40,7 +40,7 @@ from rasa_context_retrieval.knowledge.table_chunks import (
 
 logger = structlog.get_logger()
 
-CHUNKER_VERSION = 12
+CHUNKER_VERSION = 13
 """Part of the index fingerprint: bump it whenever chunk texts or chunk metadata change."""
 
 _ENTRY_SEPARATOR = re.compile(r"\n\s*\n")
@@ -63,18 +63,48 @@ def chunk_documents(
 
 
 def _pieces(text: str, prose: _Prose) -> Iterable[tuple[str, dict[str, str]]]:
+    """The document's chunks in order: prose pieces, and one chunk per Q/A entry.
+
+    The headings right above a run of entries ("# Deposits for Plus members") head each entry's
+    text, and are no chunk of their own: alone, a heading matched a short message ("plus") better
+    than the entry that answers it, and as the first result its "answer" was the heading. Above
+    each entry, they name what its question leaves out (whose deposit). The answer stays the
+    entry's own.
+    """
     blocks: list[str] = []
+    heading: list[str] = []
     for entry in _ENTRY_SEPARATOR.split(text.strip()):
         match = _QA_ENTRY.match(entry.strip())
         if match is None:
             blocks.append(entry)
             continue
+        if blocks:
+            heading, blocks = _entries_heading(blocks, heading)
         yield from prose.pieces(blocks)
         blocks = []
         question = " ".join(match["question"].split())
         answer = match["answer"].strip()
-        yield f"Q: {question}\nA: {answer}", {"question": question, "answer": answer}
+        entry_text = BLOCK_SEPARATOR.join([*heading, f"Q: {question}\nA: {answer}"])
+        yield entry_text, {"question": question, "answer": answer}
     yield from prose.pieces(blocks)
+
+
+def _entries_heading(blocks: list[str], heading: list[str]) -> tuple[list[str], list[str]]:
+    """The heading of the entries after ``blocks``, and the blocks left as prose.
+
+    Headings at the end of ``blocks`` head the entries and leave the prose; an introduction
+    that opens with a heading keeps it (it is that introduction's heading too) and lends it to
+    the entries; prose without a heading leaves the entries under the heading they had.
+    """
+    trailing = _trailing_leads(blocks)
+    if trailing:
+        return [block.strip() for block in trailing], blocks[: len(blocks) - len(trailing)]
+    opening = []
+    for block in blocks[:LEAD_BLOCKS]:
+        if not is_lead(block):
+            break
+        opening.append(block.strip())
+    return (opening or heading), blocks
 
 
 KEPT_TOGETHER = "\n\x1f\n"
