@@ -77,6 +77,38 @@ def test_qa_entries_become_one_chunk_each_with_the_answer_and_unchanged_metadata
         assert chunk.text.startswith("Q: ")
 
 
+def test_the_headings_above_qa_entries_head_each_entry_and_are_no_chunk_of_their_own():
+    """A heading alone matched a short reply ("plus") better than the entry that answers it, and
+    ranked first its answer was the heading."""
+    document = Document(
+        "deposits-plus.md",
+        "# Deposits for Plus members\n\nQ: How much is the deposit?\nA: £200 for groups A to D."
+        "\n\n## Card holds\n\nQ: When is it released?\nA: Within 24 hours of the return.\n",
+    )
+    chunks = chunk_documents([document], chunk_size=1000, chunk_overlap=100)
+    assert [chunk.text for chunk in chunks] == [
+        "# Deposits for Plus members\n\nQ: How much is the deposit?\nA: £200 for groups A to D.",
+        "# Deposits for Plus members\n\n## Card holds\n\n"
+        "Q: When is it released?\nA: Within 24 hours of the return.",
+    ]
+    assert [chunk.metadata["answer"] for chunk in chunks] == [
+        "£200 for groups A to D.",
+        "Within 24 hours of the return.",
+    ]
+
+
+def test_every_prose_piece_is_headed_by_the_document_title_and_still_fits_a_chunk():
+    sections = "\n\n".join(f"## Part {n}\n\n" + "Offline files sync later. " * 12 for n in range(6))
+    document = Document("guide.md", f"# Offline files on Android\n\n{sections}")
+    chunks = chunk_documents([document], chunk_size=400, chunk_overlap=40)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        assert chunk.text.startswith("# Offline files on Android\n\n")
+        assert len(chunk.text) <= 400
+    later = chunks[-1]
+    assert later.metadata["answer"] == later.text.removeprefix("# Offline files on Android\n\n")
+
+
 def test_long_prose_is_split_and_every_piece_keeps_the_document_metadata():
     text = "\n\n".join(f"Paragraph {n} about offline files and sync. " * 8 for n in range(30))
     chunks = chunk_documents(

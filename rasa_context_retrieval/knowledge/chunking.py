@@ -3,9 +3,12 @@
 EnterpriseSearchPolicy's extractive mode (``use_generative_llm: false``) answers with
 ``results[0].metadata["answer"]``, so a Q/A entry ("Q: ...\\nA: ...", entries separated by a
 blank line, the format Rasa's own FAQ parser reads) must become exactly one chunk whose metadata
-holds the answer. A prose chunk's answer is its own text: without one, a prose chunk ranked first
-would make the policy reply with its internal-error pattern. Every chunk keeps its document's
-metadata unchanged, plus ``source`` and ``answer``.
+holds the answer. A prose chunk's answer is its own piece of the document: without one, a prose
+chunk ranked first would make the policy reply with its internal-error pattern. Every chunk keeps
+its document's metadata unchanged, plus ``source`` and ``answer``.
+
+A chunk's text is headed by the document's title, and a Q/A entry's by the headings above it
+(headings above entries are no chunk of their own): they name what a chunk's words leave out.
 
 Prose is cut by LangChain's recursive splitter, block by block (blocks are separated by blank
 lines), with three rules of its own (``knowledge.table_chunks``): a heading or caption line stays
@@ -51,15 +54,38 @@ def chunk_documents(
     documents: Iterable[Document], chunk_size: int, chunk_overlap: int
 ) -> list[Chunk]:
     """Split every document; chunk ids are stable for unchanged text at the same place."""
-    splitter = RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    splitters: dict[int, RecursiveCharacterTextSplitter] = {}
     chunks: list[Chunk] = []
     for document in documents:
         base = {**document.metadata}
         base.setdefault("source", document.source)
-        prose = _Prose(splitter, chunk_size, document.source)
+        title = _title(document.text, chunk_size)
+        # Prose pieces leave room for the title, so a headed chunk still fits ``chunk_size``.
+        room = chunk_size - len(title) - len(BLOCK_SEPARATOR) if title else chunk_size
+        if room not in splitters:
+            splitters[room] = RecursiveCharacterTextSplitter(
+                chunk_size=room, chunk_overlap=min(chunk_overlap, room // 2)
+            )
+        prose = _Prose(splitters[room], room, document.source)
         for ordinal, (text, extra) in enumerate(_pieces(document.text, prose)):
+            if title is not None and not text.startswith(title):
+                text = f"{title}{BLOCK_SEPARATOR}{text}"  # its answer stays the piece alone
             chunks.append(Chunk(_chunk_id(document.source, ordinal, text), text, {**base, **extra}))
     return chunks
+
+
+def _title(text: str, chunk_size: int) -> str | None:
+    """The document's title: its first block when that is a top-level Markdown heading.
+
+    It heads every chunk of the document that does not start with it: "## Booking
+    confirmation" alone does not say it is about a car booking, and a page's variants ("...
+    for Plus members", "... for business accounts") differ by their title only. The title is
+    part of the text that is embedded, ranked by BM25 and shown to the LLM, never of the answer.
+    """
+    first = _ENTRY_SEPARATOR.split(text.strip(), maxsplit=1)[0].strip()
+    if not first.startswith("# ") or "\n" in first or len(first) > chunk_size // 4:
+        return None  # a title longer than a quarter of a chunk would crowd out its text
+    return first
 
 
 def _pieces(text: str, prose: _Prose) -> Iterable[tuple[str, dict[str, str]]]:
