@@ -54,19 +54,13 @@ def chunk_documents(
     documents: Iterable[Document], chunk_size: int, chunk_overlap: int
 ) -> list[Chunk]:
     """Split every document; chunk ids are stable for unchanged text at the same place."""
-    splitters: dict[int, RecursiveCharacterTextSplitter] = {}
+    splitter = RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     chunks: list[Chunk] = []
     for document in documents:
         base = {**document.metadata}
         base.setdefault("source", document.source)
+        prose = _Prose(splitter, chunk_size, document.source)
         title = _title(document.text, chunk_size)
-        # Prose pieces leave room for the title, so a headed chunk still fits ``chunk_size``.
-        room = chunk_size - len(title) - len(BLOCK_SEPARATOR) if title else chunk_size
-        if room not in splitters:
-            splitters[room] = RecursiveCharacterTextSplitter(
-                chunk_size=room, chunk_overlap=min(chunk_overlap, room // 2)
-            )
-        prose = _Prose(splitters[room], room, document.source)
         for ordinal, (text, extra) in enumerate(_pieces(document.text, prose)):
             if title is not None and not text.startswith(title):
                 text = f"{title}{BLOCK_SEPARATOR}{text}"  # its answer stays the piece alone
@@ -81,6 +75,9 @@ def _title(text: str, chunk_size: int) -> str | None:
     confirmation" alone does not say it is about a car booking, and a page's variants ("...
     for Plus members", "... for business accounts") differ by their title only. The title is
     part of the text that is embedded, ranked by BM25 and shown to the LLM, never of the answer.
+    ``chunk_size`` bounds the document's own text in a chunk; the title comes on top of it (a
+    title of at most a quarter of ``chunk_size``). Pieces cut shorter to make room for it
+    ranked worse on the dev halves of the help centres (7 cases down, 1 up).
     """
     first = _ENTRY_SEPARATOR.split(text.strip(), maxsplit=1)[0].strip()
     if not first.startswith("# ") or "\n" in first or len(first) > chunk_size // 4:
