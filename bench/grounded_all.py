@@ -69,6 +69,8 @@ SET_NAMES = (
     "carhire",
     "delivery",
     "council",
+    "hotel",
+    "university",
 )
 GROUNDED_FOLDERS = {
     "bank": "grounded",
@@ -84,6 +86,8 @@ GROUNDED_FOLDERS = {
     "carhire": "grounded-carhire",
     "delivery": "grounded-delivery",
     "council": "grounded-council",
+    "hotel": "grounded-hotel",
+    "university": "grounded-university",
 }
 """The help-centre sets under bench/data, each with a dev.yml and a test.yml half."""
 
