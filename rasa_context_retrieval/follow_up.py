@@ -172,9 +172,8 @@ def content_words(text: str) -> list[str]:
 def is_greeting(message: str) -> bool:
     """Whether ``message`` only greets ("hi", "hello there", "good morning")."""
     words = {word.lower() for word in PATTERNS.WORD.findall(message)}
-    return bool(WORDS.GREETINGS & words) and not any(
-        is_content_word(word) for word in words - WORDS.GREETINGS
-    )
+    greetings = WORDS.GREETINGS | WORDS.GREETING_TIMES
+    return bool(greetings & words) and not any(is_content_word(word) for word in words - greetings)
 
 
 def is_content_word(lowered: str) -> bool:

@@ -10,7 +10,14 @@ from __future__ import annotations
 import pytest
 
 from rasa_context_retrieval.conversation import Conversation, Turn
-from rasa_context_retrieval.follow_up import Stage, decisions, follows_up, pointing_words
+from rasa_context_retrieval.follow_up import (
+    Stage,
+    content_words,
+    decisions,
+    follows_up,
+    is_greeting,
+    pointing_words,
+)
 from rasa_context_retrieval.planning.carried_filters import is_follow_up
 from rasa_context_retrieval.rewrite.heuristic import looks_like_follow_up, standalone_query
 
@@ -134,3 +141,9 @@ def test_a_greeting_in_an_earlier_question_is_not_carried_as_its_subject() -> No
     query = standalone_query(conversation)
     assert query.startswith("how much is that pack ") and "toll" in query.split()
     assert "hi" not in query.split()
+
+
+def test_a_time_of_day_is_a_subject_word_and_greets_only_after_good() -> None:
+    assert "morning" in content_words("my bin got missed this morning")
+    assert is_greeting("good morning")
+    assert not is_greeting("my bin got missed this morning")
