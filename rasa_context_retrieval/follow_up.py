@@ -61,7 +61,8 @@ WORDS = phrase_data.words("follow_up")
 OPENINGS = phrase_data.openings("follow_up")
 PATTERNS = phrase_data.patterns("follow_up")
 STOP_WORDS = ENGLISH_STOP_WORDS | WORDS.DIALOGUE_WORDS | WORDS.GREETINGS
-"""Words that name no subject: scikit-learn's English stop words and the dialogue words."""
+"""Words that name no subject: scikit-learn's English stop words, the dialogue words and the
+words that only greet."""
 
 # A message with fewer content words than this is too thin to stand alone.
 MIN_STANDALONE_CONTENT_WORDS = 3

@@ -173,7 +173,7 @@ def _is_statement_about_user(sentence: str) -> bool:
     if not words or sentence.endswith("?"):
         return False
     opening = words[0].lower().strip(",;:")
-    request = set(word.lower() for word in word_tokens(sentence)[1:3]) & WORDS.REQUEST_WORDS
+    request = {word.lower() for word in word_tokens(sentence)[1:3]} & WORDS.REQUEST_WORDS
     return (
         opening in WORDS.FIRST_PERSON_OPENINGS
         and not request
