@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -85,6 +86,8 @@ class LexicalIndex:
         self._size = size
         self.settings = settings
         self._thread_local = threading.local()
+        self._words = re.compile(settings.token_pattern)
+        self._stop_words = frozenset(self._stopwords())
 
     def __len__(self) -> int:
         return self._size
@@ -206,15 +209,18 @@ class LexicalIndex:
         return allowed
 
     def _query_terms(self, query: str) -> list[str]:
-        terms = bm25s.tokenize(
-            query,
-            token_pattern=self.settings.token_pattern,
-            stopwords=self._stopwords(),
-            stemmer=self._stemmer(),
-            return_ids=False,
-            show_progress=False,
-        )
-        return list(terms[0]) if terms else []
+        """The terms of ``query``, exactly as ``bm25s.tokenize`` makes them of the corpus.
+
+        The same steps (lower case, the token pattern, stop words dropped before stemming,
+        then the stemmer), without what ``bm25s.tokenize`` adds for a corpus: a vocabulary
+        and an id list for the one query, a stop-word set built anew and three progress bars,
+        about half of a search on the example knowledge base. The pattern and the stop-word
+        set depend only on the settings, so they are made once, with the index."""
+        words = [
+            word for word in self._words.findall(query.lower()) if word not in self._stop_words
+        ]
+        stemmer = self._stemmer()
+        return stemmer.stemWords(words) if stemmer is not None and words else words
 
     def _stopwords(self) -> list[str]:
         return list(ANALYZERS[self.settings.language].stopwords) if self.settings.stopwords else []
