@@ -126,16 +126,16 @@ class LexicalIndex:
         term_ids = self._retriever.get_tokens_ids(self._query_terms(query))
         if not term_ids:
             return []
-        scores = np.asarray(self._retriever.get_scores_from_ids(term_ids), dtype=np.float64)
-        candidates = np.flatnonzero(scores > 0.0)
-        if allowed is not None:
-            candidates = candidates[allowed[candidates]]
+        every_row = self._retriever.get_scores_from_ids(term_ids)
+        found = every_row > 0.0
+        candidates = np.flatnonzero(found if allowed is None else found & allowed)
+        scores = every_row[candidates].astype(np.float64)  # only the candidates' are read
         if len(candidates) > k:
             # Keep everything tied with the k-th best, so ties are broken by row, not by chance.
-            kth_best = -np.partition(-scores[candidates], k - 1)[k - 1]
-            candidates = candidates[scores[candidates] >= kth_best]
-        ranked = sorted(candidates.tolist(), key=lambda row: (-scores[row], row))[:k]
-        return [(int(row), float(scores[row])) for row in ranked]
+            kept = scores >= -np.partition(-scores, k - 1)[k - 1]
+            candidates, scores = candidates[kept], scores[kept]
+        best = np.lexsort((candidates, -scores))[:k]  # by score, then by row
+        return list(zip(candidates[best].tolist(), scores[best].tolist(), strict=True))
 
     def rarity(self, word: str) -> float:
         """How distinctive ``word`` is in this knowledge base: BM25's inverse document frequency
