@@ -245,3 +245,38 @@ async def test_dropping_a_carried_filter_embeds_nothing_more_and_searches_once_m
     assert sum(embedded) - before == len(texts)
     assert len(searches) == 2
     assert searches[0].filters.carried is not None and searches[1].filters.carried is None
+
+
+def test_a_follow_up_reads_no_message_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The carried filter reads the earlier user turns again on every follow-up, and the
+    latest message is read for its conditions and for its search text: each message's
+    conditions are read once, then kept (about a millisecond a search)."""
+    from rasa_context_retrieval.self_query.dates import DatePhrases
+
+    read: list[str] = []
+    find = DatePhrases.find
+
+    def counted(self: DatePhrases, text: str, *args: Any, **kwargs: Any) -> Any:
+        read.append(text)
+        return find(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(DatePhrases, "find", counted)
+    block = {key: value for key, value in example_block().items() if key != "type"}
+    known: dict[str, frozenset[str]] = {}  # the index's values, the same while it is served
+    searches = Planner(StoreConfig.from_kwargs(block), lambda: known)
+    turns = [GERMANY, EU_REFUND, "and how long does it take?", "Usually 5 days.", "and on iOS?"]
+    first = searches.plan_here(conversation(*turns[:3]))
+    again = searches.plan_here(conversation(*turns))
+
+    assert read.count(GERMANY) == read.count("and on iOS?") == 1
+    assert len(read) == len(set(read))
+    assert to_filter_syntax(first.filters.carried) == 'eq("region", "eu")'
+    assert to_filter_syntax(again.filters.carried) == 'eq("region", "eu")'
+
+
+def test_a_kept_reading_is_not_changed_by_what_a_caller_does_with_it() -> None:
+    rules = planner()._rule_constructor({})
+    said = rules.constraints(GERMANY)
+    said.clear()
+
+    assert [c.value for c in rules.constraints(GERMANY)] == ["eu"]
