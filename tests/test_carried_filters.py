@@ -280,3 +280,28 @@ def test_a_kept_reading_is_not_changed_by_what_a_caller_does_with_it() -> None:
     said.clear()
 
     assert [c.value for c in rules.constraints(GERMANY)] == ["eu"]
+
+
+def test_whether_a_message_follows_up_is_decided_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rewrite, the context model and the carried filters each ask about the latest
+    message, and again about the earlier user turns on every later search: the answer depends
+    on the message alone and is kept."""
+    from rasa_context_retrieval import follow_up
+
+    read: list[str] = []
+    leans = follow_up._leans_on_earlier_turns  # read once per stage that asks
+
+    def counted(message: str) -> bool:
+        read.append(message)
+        return leans(message)
+
+    monkeypatch.setattr(follow_up, "_leans_on_earlier_turns", counted)
+    follow_up.follows_up.cache_clear()
+    searches = planner()
+    turns = [GERMANY, EU_REFUND, "and how long does it take?", "Usually 5 days.", "and on iOS?"]
+    for latest in (1, 3, 5):  # the user's turns, each searched when it was said
+        searches.plan_here(conversation(*turns[:latest]))
+    follow_up.follows_up.cache_clear()
+
+    assert read.count(GERMANY) <= len(follow_up.Stage)
+    assert read.count("and how long does it take?") <= len(follow_up.Stage)
