@@ -41,6 +41,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -67,14 +68,22 @@ words that only greet."""
 # A message with fewer content words than this is too thin to stand alone.
 MIN_STANDALONE_CONTENT_WORDS = 3
 """Both readings use the same threshold today."""
+DECISIONS_KEPT = 2_048
+"""Follow-up decisions kept (``follows_up``): a few per turn, so some hundreds of conversations;
+turns are cut at 4,000 characters by default, so a few megabytes at most."""
 
 
+@lru_cache(maxsize=DECISIONS_KEPT)
 def follows_up(message: str, stage: Stage) -> bool:
     """Whether ``message`` leans on earlier turns, as ``stage`` reads it (module docstring).
 
     An opening acknowledgement ("ok.", "got it.") is not read ("got it. what order do you board
     in" points at nothing), and a message that announces a new subject ("separate thing, my
     surname is misspelled by one letter") never follows up.
+
+    The answer depends on the message alone, and every search of a conversation asks it again
+    about the earlier user turns (the rewrite, the context model and the carried filters), so
+    the latest answers are kept.
     """
     if announces_new_subject(message):
         return False

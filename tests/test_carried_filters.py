@@ -245,3 +245,63 @@ async def test_dropping_a_carried_filter_embeds_nothing_more_and_searches_once_m
     assert sum(embedded) - before == len(texts)
     assert len(searches) == 2
     assert searches[0].filters.carried is not None and searches[1].filters.carried is None
+
+
+def test_a_follow_up_reads_no_message_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The carried filter reads the earlier user turns again on every follow-up, and the
+    latest message is read for its conditions and for its search text: each message's
+    conditions are read once, then kept (about a millisecond a search)."""
+    from rasa_context_retrieval.self_query.dates import DatePhrases
+
+    read: list[str] = []
+    find = DatePhrases.find
+
+    def counted(self: DatePhrases, text: str, *args: Any, **kwargs: Any) -> Any:
+        read.append(text)
+        return find(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(DatePhrases, "find", counted)
+    block = {key: value for key, value in example_block().items() if key != "type"}
+    known: dict[str, frozenset[str]] = {}  # the index's values, the same while it is served
+    searches = Planner(StoreConfig.from_kwargs(block), lambda: known)
+    turns = [GERMANY, EU_REFUND, "and how long does it take?", "Usually 5 days.", "and on iOS?"]
+    first = searches.plan_here(conversation(*turns[:3]))
+    again = searches.plan_here(conversation(*turns))
+
+    assert read.count(GERMANY) == read.count("and on iOS?") == 1
+    assert len(read) == len(set(read))
+    assert to_filter_syntax(first.filters.carried) == 'eq("region", "eu")'
+    assert to_filter_syntax(again.filters.carried) == 'eq("region", "eu")'
+
+
+def test_a_kept_reading_is_not_changed_by_what_a_caller_does_with_it() -> None:
+    rules = planner()._rule_constructor({})
+    said = rules.constraints(GERMANY)
+    said.clear()
+
+    assert [c.value for c in rules.constraints(GERMANY)] == ["eu"]
+
+
+def test_whether_a_message_follows_up_is_decided_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rewrite, the context model and the carried filters each ask about the latest
+    message, and again about the earlier user turns on every later search: the answer depends
+    on the message alone and is kept."""
+    from rasa_context_retrieval import follow_up
+
+    read: list[str] = []
+    leans = follow_up._leans_on_earlier_turns  # read once per stage that asks
+
+    def counted(message: str) -> bool:
+        read.append(message)
+        return leans(message)
+
+    monkeypatch.setattr(follow_up, "_leans_on_earlier_turns", counted)
+    follow_up.follows_up.cache_clear()
+    searches = planner()
+    turns = [GERMANY, EU_REFUND, "and how long does it take?", "Usually 5 days.", "and on iOS?"]
+    for latest in (1, 3, 5):  # the user's turns, each searched when it was said
+        searches.plan_here(conversation(*turns[:latest]))
+    follow_up.follows_up.cache_clear()
+
+    assert read.count(GERMANY) <= len(follow_up.Stage)
+    assert read.count("and how long does it take?") <= len(follow_up.Stage)

@@ -7,11 +7,14 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
+import bm25s
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import rasa_context_retrieval.retrieve.lexical as lexical
+from rasa_context_retrieval.retrieve.languages import ANALYZERS
 from rasa_context_retrieval.retrieve.lexical import LexicalIndex, LexicalIndexError, LexicalSettings
 
 TEXTS = [
@@ -165,3 +168,66 @@ def test_an_index_saved_before_numbers_were_terms_tokenises_as_it_was_built(
     assert loaded.settings.numbers is False
     assert loaded.search("6.4", k=1) == []
     assert LexicalIndex.build(["Lumen Drive 6.4 brings faster sync."]).search("6.4", k=1)
+
+
+class _TokenisedByBm25s(LexicalIndex):
+    """The same index, each query's terms made by ``bm25s.tokenize``, the corpus's tokeniser."""
+
+    def _query_terms(self, query: str) -> list[str]:
+        terms = bm25s.tokenize(
+            query,
+            token_pattern=self.settings.token_pattern,
+            stopwords=self._stopwords(),
+            stemmer=self._stemmer(),
+            return_ids=False,
+            show_progress=False,
+        )
+        return list(terms[0]) if terms else []
+
+
+ANALYSED = [
+    *TEXTS,
+    "The THE the: Premium's plans, PLANNED planning, 6.4 v2.0.1 12:30 2,5 a 1 I",
+    "Größe STRASSE straße Über-Größen café naïve İstanbul résumé",
+    "Die Rückerstattung erfolgt innerhalb von vierzehn Tagen auf Ihr Konto.",
+    "Le forfait gratuit comprend cinq gigaoctets de stockage pour les appareils.",
+]
+
+
+@pytest.mark.parametrize("language", sorted(ANALYZERS))
+@pytest.mark.parametrize("numbers", [True, False])
+@pytest.mark.parametrize(("stemming", "stopwords"), [(True, True), (False, False)])
+def test_a_query_is_scored_on_exactly_the_terms_the_corpus_tokeniser_makes(
+    language: str, numbers: bool, stemming: bool, stopwords: bool
+) -> None:
+    options = LexicalSettings(stemming, stopwords, language, numbers)
+    index = LexicalIndex.build(ANALYSED, options)
+    reference = _TokenisedByBm25s(index._retriever, len(index), options)
+
+    for query in [*ANALYSED, *(word for text in ANALYSED for word in text.split())]:
+        assert index.search(query, k=len(ANALYSED)) == reference.search(query, k=len(ANALYSED))
+        assert index.rarity(query) == reference.rarity(query)
+
+
+@settings(max_examples=200, deadline=None)
+@given(query=st.text(alphabet="aAeEsSiIøßİ0123456789.,: '-", max_size=40))
+def test_any_query_text_is_scored_as_the_corpus_tokeniser_reads_it(query: str) -> None:
+    index = _shared_index()
+    reference = _TokenisedByBm25s(index._retriever, len(index), index.settings)
+
+    assert index.search(query, k=len(TEXTS)) == reference.search(query, k=len(TEXTS))
+
+
+def test_a_search_makes_no_vocabulary_for_its_query(
+    index: LexicalIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bm25s.tokenize builds a vocabulary, an id list and progress bars for a corpus: for one
+    query that was about half of a search on the example knowledge base."""
+    expected = (index.search("resetting routers", k=3), index.rarity("Routers"))
+
+    def corpus_tokeniser(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a query went through the corpus tokeniser")
+
+    monkeypatch.setattr(lexical.bm25s, "tokenize", corpus_tokeniser)
+
+    assert (index.search("resetting routers", k=3), index.rarity("Routers")) == expected

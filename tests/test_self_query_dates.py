@@ -388,3 +388,19 @@ def test_a_month_without_a_year_is_the_latest_for_a_record_and_the_coming_for_an
 )
 def test_an_integer_year_field(text: str, wanted: str | None) -> None:
     assert said(rules_on(CARS, CAR_VALUES), text) == meant(wanted)
+
+
+def test_a_relative_date_kept_from_one_day_is_read_again_the_next() -> None:
+    """Readings of a message are kept (a follow-up reads earlier turns again), but "last year"
+    said on 1 January means another year than the day before."""
+    day = [dt.date(2024, 12, 31)]
+    constructor = RuleQueryConstructor(SCHEMA, {}, today=lambda: day[0])
+    before_midnight = constructor.construct("what changed last year").filter
+    day[0] = dt.date(2025, 1, 1)
+
+    assert before_midnight == expected_filter(
+        'and(gte("updated", "2023-01-01"), lte("updated", "2023-12-31"))'
+    )
+    assert constructor.construct("what changed last year").filter == expected_filter(
+        'and(gte("updated", "2024-01-01"), lte("updated", "2024-12-31"))'
+    )

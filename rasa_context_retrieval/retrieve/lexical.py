@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -85,6 +86,8 @@ class LexicalIndex:
         self._size = size
         self.settings = settings
         self._thread_local = threading.local()
+        self._words = re.compile(settings.token_pattern)
+        self._stop_words = frozenset(self._stopwords())
 
     def __len__(self) -> int:
         return self._size
@@ -123,16 +126,16 @@ class LexicalIndex:
         term_ids = self._retriever.get_tokens_ids(self._query_terms(query))
         if not term_ids:
             return []
-        scores = np.asarray(self._retriever.get_scores_from_ids(term_ids), dtype=np.float64)
-        candidates = np.flatnonzero(scores > 0.0)
-        if allowed is not None:
-            candidates = candidates[allowed[candidates]]
+        every_row = self._retriever.get_scores_from_ids(term_ids)
+        found = every_row > 0.0
+        candidates = np.flatnonzero(found if allowed is None else found & allowed)
+        scores = every_row[candidates].astype(np.float64)  # only the candidates' are read
         if len(candidates) > k:
             # Keep everything tied with the k-th best, so ties are broken by row, not by chance.
-            kth_best = -np.partition(-scores[candidates], k - 1)[k - 1]
-            candidates = candidates[scores[candidates] >= kth_best]
-        ranked = sorted(candidates.tolist(), key=lambda row: (-scores[row], row))[:k]
-        return [(int(row), float(scores[row])) for row in ranked]
+            kept = scores >= -np.partition(-scores, k - 1)[k - 1]
+            candidates, scores = candidates[kept], scores[kept]
+        best = np.lexsort((candidates, -scores))[:k]  # by score, then by row
+        return list(zip(candidates[best].tolist(), scores[best].tolist(), strict=True))
 
     def rarity(self, word: str) -> float:
         """How distinctive ``word`` is in this knowledge base: BM25's inverse document frequency
@@ -206,15 +209,18 @@ class LexicalIndex:
         return allowed
 
     def _query_terms(self, query: str) -> list[str]:
-        terms = bm25s.tokenize(
-            query,
-            token_pattern=self.settings.token_pattern,
-            stopwords=self._stopwords(),
-            stemmer=self._stemmer(),
-            return_ids=False,
-            show_progress=False,
-        )
-        return list(terms[0]) if terms else []
+        """The terms of ``query``, exactly as ``bm25s.tokenize`` makes them of the corpus.
+
+        The same steps (lower case, the token pattern, stop words dropped before stemming,
+        then the stemmer), without what ``bm25s.tokenize`` adds for a corpus: a vocabulary
+        and an id list for the one query, a stop-word set built anew and three progress bars,
+        about half of a search on the example knowledge base. The pattern and the stop-word
+        set depend only on the settings, so they are made once, with the index."""
+        words = [
+            word for word in self._words.findall(query.lower()) if word not in self._stop_words
+        ]
+        stemmer = self._stemmer()
+        return stemmer.stemWords(words) if stemmer is not None and words else words
 
     def _stopwords(self) -> list[str]:
         return list(ANALYZERS[self.settings.language].stopwords) if self.settings.stopwords else []
